@@ -1,0 +1,72 @@
+//! Connection-scoped state: open handles, the browse cursor of each handle, and the unit of work
+//! the connection has in progress.
+
+use ahash::AHashMap;
+
+use crate::message::Entry;
+use crate::queue::Key;
+
+/// Identifies one connection (one MQCONN; several may share a socket).
+pub type ConnId = u64;
+
+/// An open object handle (MQHOBJ).
+#[derive(Debug, Clone)]
+pub struct Handle {
+    /// The local queue messages go to or come from (an alias is resolved at open).
+    pub queue: String,
+    /// The name the application opened (an alias name, or the queue itself).
+    pub opened_name: String,
+    /// The alias opened, if any: its PUT/GET inhibit applies too.
+    pub alias: Option<String>,
+    pub options: u32,
+    pub browse_cursor: Option<Key>,
+    /// This handle created a temporary dynamic queue: closing it deletes the queue.
+    pub owns_temporary: bool,
+}
+
+/// Work done under syncpoint and not yet committed.
+#[derive(Debug, Default)]
+pub struct Uow {
+    /// Messages put: invisible until commit, inserted at their keys then.
+    pub puts: Vec<(String, Key, Entry)>,
+    /// Messages got: removed from their queue, restored at their keys on backout.
+    pub gets: Vec<(String, Key, Entry)>,
+}
+
+impl Uow {
+    pub fn is_empty(&self) -> bool {
+        self.puts.is_empty() && self.gets.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.puts.len() + self.gets.len()
+    }
+}
+
+#[derive(Debug)]
+pub struct Conn {
+    pub id: ConnId,
+    pub user: String,
+    pub app: String,
+    pub handles: AHashMap<u32, Handle>,
+    pub next_hobj: u32,
+    pub max_handles: u32,
+    pub uow: Uow,
+    /// The get this connection is waiting in, if any: a connection makes one call at a time.
+    pub waiting: Option<u64>,
+}
+
+impl Conn {
+    pub fn new(id: ConnId, user: String, app: String, max_handles: u32) -> Conn {
+        Conn {
+            id,
+            user,
+            app,
+            handles: AHashMap::new(),
+            next_hobj: 1,
+            max_handles,
+            uow: Uow::default(),
+            waiting: None,
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! MQGET: finding the message a get selects (by priority and arrival, or by MsgId/CorrelId through
+//! the queue's indexes), browsing, truncation, syncpoint, discarding expired messages, and handing
+//! newly available messages to getters that are waiting.
+
+use bytes::BytesMut;
+use ferrymq_types::options::{open, Browse, GetOptions, Syncpoint, Wait};
+use ferrymq_types::{mqerr, MqError, Reason};
+
+use crate::conn::ConnId;
+use crate::message::{Entry, Lsn};
+use crate::queue::{Key, Selector};
+use crate::records::{GetRec, Record};
+use crate::waiters::Waiter;
+use crate::{Delivery, Engine, GetOutcome, Got};
+
+impl Engine {
+    /// Gets or browses a message (MQGET). `token` identifies the request so that a waiting get's
+    /// later [`Delivery`] can be matched to it.
+    pub fn get(&mut self, conn: ConnId, hobj: u32, opts: &GetOptions, token: u64, now_ms: u64) -> Result<GetOutcome, MqError> {
+        let c = self.conn_mut(conn)?;
+        if c.waiting.is_some() {
+            return Err(mqerr!(CALL_IN_PROGRESS, "a get is already waiting on this connection"));
+        }
+        let h = c.handles.get(&hobj).ok_or_else(|| mqerr!(HOBJ_ERROR, "object handle {hobj} is not open on this connection"))?;
+        let browsing = opts.browse != Browse::No;
+        if browsing && h.options & open::BROWSE == 0 {
+            return Err(mqerr!(NOT_OPEN_FOR_BROWSE, "'{}' was not opened for browse (MQOO_BROWSE)", h.opened_name));
+        }
+        if !browsing && h.options & open::ANY_INPUT == 0 {
+            return Err(mqerr!(NOT_OPEN_FOR_INPUT, "'{}' was not opened for input (MQOO_INPUT_*)", h.opened_name));
+        }
+        if let Wait::Ms(ms) = opts.wait {
+            if ms > ferrymq_types::limits::GET_WAIT_MAX_MS {
+                return Err(mqerr!(WAIT_INTERVAL_ERROR, "wait interval {ms} ms is longer than the limit; use an unlimited wait"));
+            }
+        }
+        let queue = h.queue.clone();
+        let alias = h.alias.clone();
+        let cursor = if opts.browse == Browse::Next { h.browse_cursor } else { None };
+        if let Some(a) = alias {
+            if self.queues.get(&a).is_some_and(|q| q.def.get_inhibited) {
+                return Err(mqerr!(GET_INHIBITED, "gets from alias '{a}' are inhibited (GET(DISABLED))"));
+            }
+        }
+        let q = self.queues.get(&queue).ok_or_else(|| mqerr!(Q_DELETED, "queue '{queue}' has been deleted"))?;
+        if q.def.get_inhibited {
+            return Err(mqerr!(GET_INHIBITED, "gets from queue '{queue}' are inhibited (GET(DISABLED))"));
+        }
+        let sel = Selector::new(opts.match_msg_id, opts.match_correl_id);
+        if let Some(key) = self.find(&queue, &sel, cursor, now_ms) {
+            let (got, lsn) = self.take(conn, hobj, &queue, key, opts, now_ms)?;
+            return Ok(GetOutcome::Got(got, lsn));
+        }
+        if opts.wait == Wait::NoWait {
+            return Err(mqerr!(NO_MSG_AVAILABLE, "no matching message on queue '{queue}'"));
+        }
+        let id = self.waiters.add(Waiter { id: 0, conn, hobj, token, queue, opts: opts.clone(), sel });
+        self.conns.get_mut(&conn).expect("checked").waiting = Some(id);
+        Ok(GetOutcome::Waiting(id))
+    }
+
+    /// Ends a waiting get whose wait interval ran out. Returns the connection and token to answer
+    /// with MQRC_NO_MSG_AVAILABLE, or `None` if a message was delivered to it first.
+    pub fn cancel_wait(&mut self, waiter: u64) -> Option<(ConnId, u64)> {
+        let w = self.waiters.remove(waiter)?;
+        if let Some(c) = self.conns.get_mut(&w.conn) {
+            c.waiting = None;
+        }
+        Some((w.conn, w.token))
+    }
+
+    /// Finds the selected message, discarding expired messages met on the way (MQ never delivers
+    /// them; their removal is not logged because after a restart they are still expired).
+    fn find(&mut self, queue: &str, sel: &Selector, after: Option<Key>, now_ms: u64) -> Option<Key> {
+        let q = self.queues.get_mut(queue)?;
+        let mut expired = Vec::new();
+        let found = q.find(sel, after, now_ms, &mut expired);
+        for k in expired {
+            q.remove(k);
+        }
+        found
+    }
+
+    /// Takes (or browses) the message at `key` for a get through `hobj`.
+    fn take(&mut self, conn: ConnId, hobj: u32, queue: &str, key: Key, opts: &GetOptions, now_ms: u64) -> Result<(Got, Lsn), MqError> {
+        let q = self.queues.get(queue).expect("caller found the message");
+        let entry = q.entry(key).expect("caller found the message").clone();
+        let len = entry.msg.body.len();
+        let truncated = len as u64 > opts.max_len as u64;
+        if truncated && !opts.accept_truncated {
+            return Err(MqError::new(
+                Reason::TRUNCATED_MSG_FAILED,
+                format!("message of {len} bytes on '{queue}' is longer than the {} bytes accepted; it stays on the queue", opts.max_len),
+            ));
+        }
+        let mut got = Got {
+            md: entry.msg.md.clone(),
+            props: entry.msg.props.clone(),
+            body: if truncated { entry.msg.body.slice(..opts.max_len as usize) } else { entry.msg.body.clone() },
+            data_len: len as u32,
+            reason: if truncated { Reason::TRUNCATED_MSG_ACCEPTED } else { Reason::NONE },
+        };
+        got.md.backout_count = entry.backout_count;
+        let mut lsn = entry.msg.put_lsn();
+
+        if opts.browse != Browse::No {
+            if let Some(h) = self.conns.get_mut(&conn).and_then(|c| c.handles.get_mut(&hobj)) {
+                h.browse_cursor = Some(key);
+            }
+            return Ok((got, lsn));
+        }
+
+        let in_uow = match opts.syncpoint {
+            Syncpoint::Yes => true,
+            Syncpoint::No => false,
+            Syncpoint::IfPersistent => entry.msg.persistent,
+        };
+        if in_uow {
+            let max = self.attrs.max_uncommitted_msgs;
+            let c = self.conns.get_mut(&conn).expect("connected");
+            if c.uow.len() as u32 >= max {
+                return Err(mqerr!(SYNCPOINT_LIMIT_REACHED, "the unit of work already holds {max} messages (MAXUMSGS); commit first"));
+            }
+            let q = self.queues.get_mut(queue).expect("exists");
+            q.remove(key);
+            q.locked += 1;
+            q.stats.last_get_ms = now_ms;
+            c.uow.gets.push((queue.to_string(), key, entry));
+        } else {
+            if entry.msg.persistent {
+                let mut buf = BytesMut::with_capacity(64);
+                let rec = Record::Get(GetRec { queue: queue.to_string(), seq: key.seq, rank: key.rank });
+                let kind = rec.encode_small(&mut buf);
+                lsn = lsn.max(self.log.append(kind, &[&buf])?);
+            }
+            let q = self.queues.get_mut(queue).expect("exists");
+            q.remove(key);
+            q.stats.last_get_ms = now_ms;
+            q.stats.gets += 1;
+        }
+        Ok((got, lsn))
+    }
+
+    /// A message became available at `key` on `queue` (a put, a commit, a backout): hand it to the
+    /// longest-waiting matching getter, if any. Browsers each receive a copy; the first destructive
+    /// getter takes it.
+    pub(crate) fn arrived(&mut self, queue: &str, key: Key, now_ms: u64) {
+        let mut browsed: Vec<u64> = Vec::new();
+        loop {
+            let Some(entry): Option<Entry> = self.queues.get(queue).and_then(|q| q.entry(key)).cloned() else {
+                return;
+            };
+            if entry.msg.is_expired(now_ms) {
+                if let Some(q) = self.queues.get_mut(queue) {
+                    q.remove(key);
+                }
+                return;
+            }
+            let Some(wid) = self.waiters.candidate(queue, &entry, &browsed) else {
+                return;
+            };
+            let w = self.waiters.get(wid).expect("candidate exists").clone();
+            let result = self.take(w.conn, w.hobj, queue, key, &w.opts, now_ms);
+            let browse = w.opts.browse != Browse::No;
+            // A getter whose get failed (a too-long message) is answered with the failure and stops
+            // waiting, as MQ's MQGET would return it.
+            self.waiters.remove(wid);
+            if let Some(c) = self.conns.get_mut(&w.conn) {
+                c.waiting = None;
+            }
+            let (result, wait_lsn) = match result {
+                Ok((got, lsn)) => (Ok(got), lsn),
+                Err(e) => (Err(e), 0),
+            };
+            let delivered = result.is_ok();
+            self.deliveries.push(Delivery { conn: w.conn, token: w.token, result, wait_lsn });
+            if delivered && !browse {
+                return;
+            }
+            browsed.push(wid);
+        }
+    }
+}

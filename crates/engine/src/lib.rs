@@ -1,0 +1,218 @@
+//! The queue engine: the state of one queue manager (objects, queues, messages, connections, open
+//! handles, units of work and waiting getters) and the MQI verbs that change it. It is a
+//! deterministic state machine with no I/O, no threads and no clock of its own: callers pass the
+//! time in, and every durable change is handed to a [`LogSink`] as one recovery-log record before
+//! it becomes visible. Replaying those records (after loading the last checkpoint image) rebuilds
+//! the same persistent state, which is what restart, HA replicas and DR sites do.
+//!
+//! Replies that reveal durable state come with a log position (`wait_lsn`): the server must not send
+//! the reply before the log is durable up to it, so an application never sees a message or an
+//! outcome that a crash could take back.
+
+mod admin;
+pub mod conn;
+mod get;
+pub mod message;
+mod open;
+mod put;
+pub mod queue;
+pub mod records;
+mod recovery;
+mod uow;
+pub mod waiters;
+
+use std::collections::BTreeMap;
+
+use ahash::AHashMap;
+use bytes::Bytes;
+use ferrymq_types::{MessageDescriptor, MqError, ObjectDef, ObjectKind, Properties, QmgrAttrs, Reason};
+
+pub use conn::ConnId;
+pub use message::{Lsn, Message};
+pub use admin::{queue_attributes, QueueStatus};
+pub use put::PutDone;
+pub use recovery::{Image, ImageMsg, Manifest, ManifestRef};
+
+use crate::conn::Conn;
+use crate::queue::Queue;
+use crate::waiters::Waiters;
+
+/// Where the engine writes its recovery-log records. The server implements it over the circular
+/// log; tests use [`MemoryLog`].
+pub trait LogSink: Send {
+    /// Appends one record made of `parts` concatenated; returns the LSN at which it is durable.
+    /// An error means nothing was written and the change must not happen.
+    fn append(&mut self, kind: u8, parts: &[&[u8]]) -> Result<Lsn, MqError>;
+}
+
+/// An in-memory log: records kept in a vector, each "durable" at its index + 1.
+#[derive(Debug, Default)]
+pub struct MemoryLog {
+    pub records: Vec<(u8, Vec<u8>)>,
+    /// When set, appends fail with this reason (to test a full or broken log).
+    pub fail_with: Option<Reason>,
+}
+
+impl LogSink for MemoryLog {
+    fn append(&mut self, kind: u8, parts: &[&[u8]]) -> Result<Lsn, MqError> {
+        if let Some(r) = self.fail_with {
+            return Err(MqError::new(r, "the recovery log refused the record (test)"));
+        }
+        self.records.push((kind, parts.concat()));
+        Ok(self.records.len() as Lsn)
+    }
+}
+
+/// A message handed to an application by a get.
+#[derive(Debug, Clone)]
+pub struct Got {
+    pub md: MessageDescriptor,
+    pub props: Properties,
+    pub body: Bytes,
+    /// The message's full length (larger than `body` when truncated).
+    pub data_len: u32,
+    /// `NONE`, or `TRUNCATED_MSG_ACCEPTED` when `body` was cut to the caller's buffer.
+    pub reason: Reason,
+}
+
+/// A reply the engine produced for a get that was waiting.
+#[derive(Debug)]
+pub struct Delivery {
+    pub conn: ConnId,
+    pub token: u64,
+    pub result: Result<Got, MqError>,
+    /// Send only once the log is durable up to here (0: at once).
+    pub wait_lsn: Lsn,
+}
+
+/// The result of a get: a message now, or a registered wait.
+#[derive(Debug)]
+pub enum GetOutcome {
+    Got(Got, Lsn),
+    /// The get waits; its reply will come as a [`Delivery`] with this waiter id, or the caller
+    /// cancels it with [`Engine::cancel_wait`] when the wait interval ends.
+    Waiting(u64),
+}
+
+/// Settings the engine takes from the queue manager's configuration.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub qmgr_name: String,
+    /// Open handles per connection (`crtmqm -h`).
+    pub max_handles: u32,
+    /// Distinguishes this run's generated MsgIds from every other run's.
+    pub instance_id: u64,
+}
+
+pub struct Engine {
+    cfg: EngineConfig,
+    attrs: QmgrAttrs,
+    queues: AHashMap<String, Queue>,
+    objects: BTreeMap<(ObjectKind, String), ObjectDef>,
+    conns: AHashMap<ConnId, Conn>,
+    next_conn: ConnId,
+    next_seq: u64,
+    id_counter: u64,
+    log: Box<dyn LogSink>,
+    waiters: Waiters,
+    deliveries: Vec<Delivery>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("qmgr", &self.cfg.qmgr_name)
+            .field("queues", &self.queues.len())
+            .field("conns", &self.conns.len())
+            .finish()
+    }
+}
+
+impl Engine {
+    /// An engine with no objects (use [`Engine::install_defaults`] for a new queue manager).
+    pub fn new(cfg: EngineConfig, log: Box<dyn LogSink>) -> Engine {
+        Engine {
+            cfg,
+            attrs: QmgrAttrs::default(),
+            queues: AHashMap::new(),
+            objects: BTreeMap::new(),
+            conns: AHashMap::new(),
+            next_conn: 1,
+            next_seq: 1,
+            id_counter: 0,
+            log,
+            waiters: Waiters::default(),
+            deliveries: Vec::new(),
+        }
+    }
+
+    pub fn qmgr_name(&self) -> &str {
+        &self.cfg.qmgr_name
+    }
+
+    pub fn attrs(&self) -> &QmgrAttrs {
+        &self.attrs
+    }
+
+    /// Opens a connection (MQCONN).
+    pub fn connect(&mut self, user: &str, app: &str) -> ConnId {
+        let id = self.next_conn;
+        self.next_conn += 1;
+        self.conns.insert(id, Conn::new(id, user.to_string(), app.to_string(), self.cfg.max_handles));
+        id
+    }
+
+    /// Ends a connection (MQDISC, or the connection dropped): uncommitted work is backed out,
+    /// handles closed (temporary dynamic queues deleted), a waiting get cancelled.
+    pub fn disconnect(&mut self, conn: ConnId, now_ms: u64) {
+        if !self.conns.contains_key(&conn) {
+            return;
+        }
+        if let Some(w) = self.conns.get_mut(&conn).and_then(|c| c.waiting.take()) {
+            self.waiters.remove(w);
+        }
+        // A failed backout log write leaves messages where they are, which is the safe outcome.
+        let _ = self.backout(conn, now_ms);
+        let hobjs: Vec<u32> = self.conns[&conn].handles.keys().copied().collect();
+        for h in hobjs {
+            let _ = self.close(conn, h, ferrymq_types::options::close::NONE, now_ms);
+        }
+        self.conns.remove(&conn);
+    }
+
+    /// Drains the replies produced for waiting gets since the last call.
+    pub fn take_deliveries(&mut self) -> Vec<Delivery> {
+        std::mem::take(&mut self.deliveries)
+    }
+
+    /// Whether replies for waiting gets are pending (cheap check before draining).
+    pub fn has_deliveries(&self) -> bool {
+        !self.deliveries.is_empty()
+    }
+
+    pub fn connection_count(&self) -> usize {
+        self.conns.len()
+    }
+
+    fn conn_mut(&mut self, conn: ConnId) -> Result<&mut Conn, MqError> {
+        self.conns
+            .get_mut(&conn)
+            .ok_or_else(|| MqError::new(Reason::HCONN_ERROR, format!("connection {conn} is not connected")))
+    }
+
+    /// A fresh, unique 24-byte identifier: "FMQ", the run's instance id and a counter.
+    fn new_id(&mut self) -> [u8; 24] {
+        self.id_counter += 1;
+        let mut id = [0u8; 24];
+        id[..4].copy_from_slice(b"FMQ\x01");
+        id[4..12].copy_from_slice(&self.cfg.instance_id.to_be_bytes());
+        id[12..20].copy_from_slice(&self.id_counter.to_be_bytes());
+        id
+    }
+
+    fn alloc_seq(&mut self) -> u64 {
+        let s = self.next_seq;
+        self.next_seq += 1;
+        s
+    }
+}

@@ -1,0 +1,239 @@
+//! MQOPEN and MQCLOSE: resolving names (aliases, model queues creating dynamic queues), checking
+//! open options against the object and its current users, and closing handles.
+
+use ferrymq_types::options::{close, open};
+use ferrymq_types::{mqerr, DynamicKind, MqError, QueueDef, QueueKind, Reason};
+
+use crate::conn::{ConnId, Handle};
+use crate::message::Lsn;
+use crate::queue::Queue;
+use crate::records::Record;
+use crate::Engine;
+
+impl Engine {
+    /// Opens a queue; returns the handle and the resolved name (the generated name of a dynamic
+    /// queue created from a model).
+    pub fn open(
+        &mut self,
+        conn: ConnId,
+        name: &str,
+        qmgr: &str,
+        options: u32,
+        dynamic_name: &str,
+    ) -> Result<(u32, String, Lsn), MqError> {
+        if options & !open::KNOWN != 0 {
+            return Err(mqerr!(OPTIONS_ERROR, "open options {options:#x} include bits FerryMQ does not know"));
+        }
+        let inputs = [open::INPUT_AS_Q_DEF, open::INPUT_SHARED, open::INPUT_EXCLUSIVE]
+            .iter()
+            .filter(|b| options & **b != 0)
+            .count();
+        if inputs > 1 {
+            return Err(mqerr!(OPTIONS_ERROR, "open options ask for more than one kind of input on '{name}'"));
+        }
+        if options & (open::ANY_INPUT | open::BROWSE | open::OUTPUT | open::INQUIRE | open::SET) == 0 {
+            return Err(mqerr!(OPTIONS_ERROR, "open of '{name}' names no access (input, browse, output, inquire or set)"));
+        }
+        if !qmgr.is_empty() && qmgr != self.cfg.qmgr_name {
+            return Err(mqerr!(
+                UNKNOWN_OBJECT_Q_MGR,
+                "queue manager '{qmgr}' is not this one ('{}') and no transmission queue leads to it",
+                self.cfg.qmgr_name
+            ));
+        }
+        {
+            let c = self.conn_mut(conn)?;
+            if c.handles.len() as u32 >= c.max_handles {
+                return Err(mqerr!(
+                    HANDLE_NOT_AVAILABLE,
+                    "connection already has {} handles open (MAXHANDS, crtmqm -h); close some",
+                    c.max_handles
+                ));
+            }
+        }
+        let def = self
+            .queues
+            .get(name)
+            .map(|q| q.def.clone())
+            .ok_or_else(|| mqerr!(UNKNOWN_OBJECT_NAME, "queue '{name}' is not defined on queue manager '{}'", self.cfg.qmgr_name))?;
+
+        let mut lsn = 0;
+        let mut owns_temporary = false;
+        let (queue, alias) = match &def.kind {
+            QueueKind::Local => (def.name.clone(), None),
+            QueueKind::Alias { target } => {
+                let base = self.queues.get(target).ok_or_else(|| {
+                    mqerr!(UNKNOWN_ALIAS_BASE_Q, "alias '{name}' resolves to '{target}', which is not defined")
+                })?;
+                if !base.def.holds_messages() {
+                    return Err(mqerr!(
+                        ALIAS_BASE_Q_TYPE_ERROR,
+                        "alias '{name}' resolves to '{target}', a {} (only local queues can be a target)",
+                        base.def.kind.mq_name()
+                    ));
+                }
+                (target.clone(), Some(def.name.clone()))
+            }
+            QueueKind::Model { def_type } => {
+                let qname = self.dynamic_queue_name(if dynamic_name.is_empty() { "AMQ.*" } else { dynamic_name })?;
+                let mut qdef = def.clone();
+                qdef.name = qname.clone();
+                qdef.kind = QueueKind::Local;
+                qdef.dynamic = Some(*def_type);
+                if *def_type == DynamicKind::Permanent {
+                    lsn = self.log_record(&Record::DefineQueue(qdef.clone()))?;
+                } else {
+                    owns_temporary = true;
+                }
+                self.queues.insert(qname.clone(), Queue::new(qdef));
+                (qname, None)
+            }
+            QueueKind::Remote { .. } => {
+                return Err(mqerr!(
+                    Q_TYPE_ERROR,
+                    "'{name}' is a remote queue definition; sending to other queue managers needs channels, which this release does not run yet"
+                ));
+            }
+        };
+
+        let q = self.queues.get_mut(&queue).expect("resolved queue exists");
+        let wants_input = options & open::ANY_INPUT != 0;
+        if wants_input {
+            let exclusive = options & open::INPUT_EXCLUSIVE != 0;
+            if q.exclusive.is_some() {
+                return Err(mqerr!(OBJECT_IN_USE, "queue '{queue}' is open for exclusive input by another handle"));
+            }
+            if exclusive && q.stats.open_input > 0 {
+                return Err(mqerr!(
+                    OBJECT_IN_USE,
+                    "queue '{queue}' cannot be opened for exclusive input: {} handle(s) have it open for input",
+                    q.stats.open_input
+                ));
+            }
+        }
+        let c = self.conns.get_mut(&conn).expect("checked above");
+        let hobj = c.next_hobj;
+        c.next_hobj = c.next_hobj.wrapping_add(1).max(1);
+        if wants_input {
+            q.stats.open_input += 1;
+            if options & open::INPUT_EXCLUSIVE != 0 {
+                q.exclusive = Some((conn, hobj));
+            }
+        }
+        if options & open::OUTPUT != 0 {
+            q.stats.open_output += 1;
+        }
+        c.handles.insert(
+            hobj,
+            Handle { queue: queue.clone(), opened_name: def.name.clone(), alias, options, browse_cursor: None, owns_temporary },
+        );
+        Ok((hobj, queue, lsn))
+    }
+
+    /// Builds a dynamic queue name from a pattern whose trailing '*' is replaced by a unique suffix.
+    fn dynamic_queue_name(&mut self, pattern: &str) -> Result<String, MqError> {
+        let name = match pattern.strip_suffix('*') {
+            Some(prefix) => {
+                let id = self.new_id();
+                let suffix: String = id[12..20].iter().map(|b| format!("{b:02X}")).collect();
+                let room = ferrymq_types::limits::OBJECT_NAME_LEN_MAX.saturating_sub(prefix.len());
+                format!("{prefix}{}", &suffix[suffix.len().saturating_sub(room)..])
+            }
+            None => pattern.to_string(),
+        };
+        ferrymq_types::objects::validate_object_name(&name)
+            .map_err(|e| mqerr!(DYNAMIC_Q_NAME_ERROR, "dynamic queue name: {e}"))?;
+        if self.queues.contains_key(&name) {
+            return Err(mqerr!(OBJECT_ALREADY_EXISTS, "dynamic queue name '{name}' is already in use"));
+        }
+        Ok(name)
+    }
+
+    /// Closes a handle (MQCLOSE). Closing the handle that created a temporary dynamic queue deletes
+    /// it; `close::DELETE`/`DELETE_PURGE` delete a permanent dynamic queue.
+    pub fn close(&mut self, conn: ConnId, hobj: u32, options: u32, now_ms: u64) -> Result<Lsn, MqError> {
+        let _ = now_ms;
+        let c = self.conn_mut(conn)?;
+        let h = c
+            .handles
+            .get(&hobj)
+            .cloned()
+            .ok_or_else(|| mqerr!(HOBJ_ERROR, "object handle {hobj} is not open on this connection"))?;
+        let delete = options & (close::DELETE | close::DELETE_PURGE) != 0;
+        let purge = options & close::DELETE_PURGE != 0;
+        let dynamic = self.queues.get(&h.queue).and_then(|q| q.def.dynamic);
+        if delete && dynamic.is_none() {
+            return Err(mqerr!(OPTION_NOT_VALID_FOR_TYPE, "'{}' is not a dynamic queue; MQCO_DELETE applies only to those", h.queue));
+        }
+        if delete && !purge {
+            if let Some(q) = self.queues.get(&h.queue) {
+                if q.depth() > 0 || q.uncommitted_puts > 0 {
+                    return Err(mqerr!(Q_NOT_EMPTY, "dynamic queue '{}' still holds {} message(s); use MQCO_DELETE_PURGE", h.queue, q.depth()));
+                }
+            }
+        }
+        for w in self.waiters.of_handle(conn, hobj) {
+            self.waiters.remove(w);
+            if let Some(c) = self.conns.get_mut(&conn) {
+                if c.waiting == Some(w) {
+                    c.waiting = None;
+                }
+            }
+        }
+        self.conns.get_mut(&conn).expect("checked").handles.remove(&hobj);
+        if let Some(q) = self.queues.get_mut(&h.queue) {
+            if h.options & ferrymq_types::options::open::ANY_INPUT != 0 {
+                q.stats.open_input = q.stats.open_input.saturating_sub(1);
+            }
+            if h.options & ferrymq_types::options::open::OUTPUT != 0 {
+                q.stats.open_output = q.stats.open_output.saturating_sub(1);
+            }
+            if q.exclusive == Some((conn, hobj)) {
+                q.exclusive = None;
+            }
+        }
+        let mut lsn = 0;
+        if h.owns_temporary || (delete && dynamic.is_some()) {
+            lsn = self.remove_queue(&h.queue)?;
+        }
+        Ok(lsn)
+    }
+
+    /// Deletes a queue and everything on it, failing waiting getters with MQRC_Q_DELETED. Logs the
+    /// deletion unless the queue was temporary (never logged in the first place).
+    pub(crate) fn remove_queue(&mut self, name: &str) -> Result<Lsn, MqError> {
+        let temporary = self.queues.get(name).is_some_and(|q| q.def.dynamic == Some(DynamicKind::Temporary));
+        let lsn = if temporary { 0 } else { self.log_record(&Record::DeleteQueue(name.to_string()))? };
+        self.queues.remove(name);
+        for w in self.waiters.on_queue(name) {
+            if let Some(w) = self.waiters.remove(w) {
+                if let Some(c) = self.conns.get_mut(&w.conn) {
+                    c.waiting = None;
+                }
+                self.deliveries.push(crate::Delivery {
+                    conn: w.conn,
+                    token: w.token,
+                    result: Err(mqerr!(Q_DELETED, "queue '{name}' was deleted while the get waited")),
+                    wait_lsn: lsn,
+                });
+            }
+        }
+        Ok(lsn)
+    }
+
+    /// Encodes and appends a record that carries no message body.
+    pub(crate) fn log_record(&mut self, rec: &Record) -> Result<Lsn, MqError> {
+        let mut buf = bytes::BytesMut::with_capacity(128);
+        let kind = rec.encode_small(&mut buf);
+        self.log.append(kind, &[&buf])
+    }
+
+    /// The definition of a queue, if it exists.
+    pub fn queue_def(&self, name: &str) -> Option<&QueueDef> {
+        self.queues.get(name).map(|q| &q.def)
+    }
+
+    pub(crate) fn no_such_queue(&self, name: &str) -> MqError {
+        MqError::new(Reason::UNKNOWN_OBJECT_NAME, format!("queue '{name}' is not defined on queue manager '{}'", self.cfg.qmgr_name))
+    }
+}

@@ -1,0 +1,173 @@
+//! MQPUT and MQPUT1: validating a message against the queue and the queue manager, filling in its
+//! descriptor, and either logging and enqueuing it at once or holding it in the unit of work.
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use ferrymq_types::descriptor::{EXPIRY_UNLIMITED, ID_NONE, PRIORITY_AS_Q_DEF};
+use ferrymq_types::options::{open, PutOptions, Syncpoint};
+use ferrymq_types::{mqerr, DynamicKind, MessageDescriptor, MqError, Persistence, Properties};
+
+use crate::conn::ConnId;
+use crate::message::{Entry, Lsn, Message};
+use crate::records::{kind, put_head};
+use crate::Engine;
+
+/// What a successful put reports back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PutDone {
+    pub msg_id: [u8; 24],
+    pub correl_id: [u8; 24],
+    /// Send the reply once the log is durable up to here (0: at once).
+    pub wait_lsn: Lsn,
+}
+
+impl Engine {
+    /// Puts a message through an open handle (MQPUT).
+    #[allow(clippy::too_many_arguments)]
+    pub fn put(
+        &mut self,
+        conn: ConnId,
+        hobj: u32,
+        opts: &PutOptions,
+        md: MessageDescriptor,
+        props: Properties,
+        body: Bytes,
+        now_ms: u64,
+    ) -> Result<PutDone, MqError> {
+        let c = self.conn_mut(conn)?;
+        let h = c.handles.get(&hobj).ok_or_else(|| mqerr!(HOBJ_ERROR, "object handle {hobj} is not open on this connection"))?;
+        if h.options & open::OUTPUT == 0 {
+            return Err(mqerr!(NOT_OPEN_FOR_OUTPUT, "'{}' was not opened for output (MQOO_OUTPUT)", h.opened_name));
+        }
+        let queue = h.queue.clone();
+        if let Some(alias) = h.alias.clone() {
+            if self.queues.get(&alias).is_some_and(|a| a.def.put_inhibited) {
+                return Err(mqerr!(PUT_INHIBITED, "puts to alias '{alias}' are inhibited (PUT(DISABLED))"));
+            }
+        }
+        self.put_to_queue(conn, &queue, opts, md, props, body, now_ms)
+    }
+
+    /// Opens, puts one message and closes in one call (MQPUT1).
+    #[allow(clippy::too_many_arguments)]
+    pub fn put1(
+        &mut self,
+        conn: ConnId,
+        name: &str,
+        qmgr: &str,
+        opts: &PutOptions,
+        md: MessageDescriptor,
+        props: Properties,
+        body: Bytes,
+        now_ms: u64,
+    ) -> Result<PutDone, MqError> {
+        let (hobj, _, open_lsn) = self.open(conn, name, qmgr, open::OUTPUT, "")?;
+        let res = self.put(conn, hobj, opts, md, props, body, now_ms);
+        let close_lsn = self.close(conn, hobj, 0, now_ms).unwrap_or(0);
+        res.map(|mut d| {
+            d.wait_lsn = d.wait_lsn.max(open_lsn).max(close_lsn);
+            d
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn put_to_queue(
+        &mut self,
+        conn: ConnId,
+        queue: &str,
+        opts: &PutOptions,
+        mut md: MessageDescriptor,
+        props: Properties,
+        body: Bytes,
+        now_ms: u64,
+    ) -> Result<PutDone, MqError> {
+        let qmgr_max = self.attrs.max_msg_len;
+        let uow_max = self.attrs.max_uncommitted_msgs;
+        let q = self.queues.get(queue).ok_or_else(|| self.no_such_queue(queue))?;
+        let def = &q.def;
+        if def.put_inhibited {
+            return Err(mqerr!(PUT_INHIBITED, "puts to queue '{queue}' are inhibited (PUT(DISABLED))"));
+        }
+        let len = body.len() as u64;
+        if len > qmgr_max as u64 {
+            return Err(mqerr!(
+                MSG_TOO_BIG_FOR_Q_MGR,
+                "message of {len} bytes exceeds the queue manager's MAXMSGL {qmgr_max}; ALTER QMGR MAXMSGL to raise it"
+            ));
+        }
+        if len > def.max_msg_len as u64 {
+            return Err(mqerr!(
+                MSG_TOO_BIG_FOR_Q,
+                "message of {len} bytes exceeds MAXMSGL {} of queue '{queue}'; ALTER the queue's MAXMSGL to raise it",
+                def.max_msg_len
+            ));
+        }
+        if q.is_full() {
+            return Err(mqerr!(Q_FULL, "queue '{queue}' is full: CURDEPTH has reached MAXDEPTH {}", def.max_depth));
+        }
+        if md.priority != PRIORITY_AS_Q_DEF && !(0..=9).contains(&md.priority) {
+            return Err(mqerr!(PRIORITY_ERROR, "priority {} is not 0..9 or MQPRI_PRIORITY_AS_Q_DEF", md.priority));
+        }
+        if md.expiry != EXPIRY_UNLIMITED && md.expiry <= 0 {
+            return Err(mqerr!(EXPIRY_ERROR, "expiry {} is neither positive (tenths of a second) nor MQEI_UNLIMITED", md.expiry));
+        }
+        if md.priority == PRIORITY_AS_Q_DEF {
+            md.priority = def.def_priority.clamp(0, 9);
+        }
+        if md.persistence == Persistence::AsQueueDef {
+            md.persistence = if def.def_persistent { Persistence::Persistent } else { Persistence::NotPersistent };
+        }
+        let persistent = md.persistence == Persistence::Persistent;
+        if persistent && def.dynamic == Some(DynamicKind::Temporary) {
+            return Err(mqerr!(
+                PERSISTENT_NOT_ALLOWED,
+                "queue '{queue}' is a temporary dynamic queue and cannot hold persistent messages"
+            ));
+        }
+        let in_uow = opts.syncpoint == Syncpoint::Yes;
+        if in_uow && self.conns[&conn].uow.len() as u32 >= uow_max {
+            return Err(mqerr!(
+                SYNCPOINT_LIMIT_REACHED,
+                "the unit of work already holds {uow_max} messages (MAXUMSGS); commit before putting more"
+            ));
+        }
+        if opts.new_msg_id || md.msg_id == ID_NONE {
+            md.msg_id = self.new_id();
+        }
+        if opts.new_correl_id {
+            md.correl_id = self.new_id();
+        }
+        md.put_time_ms = now_ms;
+        md.backout_count = 0;
+        let expires_at_ms = (md.expiry != EXPIRY_UNLIMITED).then(|| now_ms + md.expiry as u64 * 100);
+        let seq = self.alloc_seq();
+        let (msg_id, correl_id) = (md.msg_id, md.correl_id);
+
+        if in_uow {
+            let msg = Arc::new(Message::new(seq, md, props, body, expires_at_ms, 0));
+            let q = self.queues.get_mut(queue).expect("checked");
+            let key = q.key_for(msg.priority, seq);
+            q.uncommitted_puts += 1;
+            q.stats.last_put_ms = now_ms;
+            self.conns.get_mut(&conn).expect("checked").uow.puts.push((queue.to_string(), key, Entry { msg, backout_count: 0 }));
+            return Ok(PutDone { msg_id, correl_id, wait_lsn: 0 });
+        }
+
+        let msg = Message::new(seq, md, props, body, expires_at_ms, 0);
+        if persistent {
+            let mut head = BytesMut::with_capacity(256);
+            put_head(queue, &msg, &mut head);
+            msg.set_put_lsn(self.log.append(kind::PUT, &[&head, &msg.body])?);
+        }
+        let wait_lsn = msg.put_lsn();
+        let msg = Arc::new(msg);
+        let q = self.queues.get_mut(queue).expect("checked");
+        let key = q.key_for(msg.priority, seq);
+        q.insert(key, Entry { msg, backout_count: 0 });
+        q.stats.last_put_ms = now_ms;
+        q.stats.puts += 1;
+        self.arrived(queue, key, now_ms);
+        Ok(PutDone { msg_id, correl_id, wait_lsn })
+    }
+}

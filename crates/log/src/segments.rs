@@ -1,0 +1,353 @@
+//! The message store: append-only segment files (`seg-00000001.dat`, ...)
+//! holding persistent messages that outlive a checkpoint, so the recovery
+//! log ring can be reused. Records are opaque, framed like log records but
+//! with a caller-chosen `id` in place of the LSN:
+//! `[payload_len u32][crc32c u32][id u64][kind u8][payload]`.
+//!
+//! A segment that existed before `open` is never appended to again: its tail
+//! may be torn, and appending after torn bytes would hide the new records
+//! from a scan. Each process run therefore starts a new segment (created on
+//! first append); unreferenced old segments are removed by
+//! `remove_unreferenced`.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use crate::error::{IoContext, LogError};
+use crate::fsutil::sync_dir;
+use crate::record::{encode_into, Header, HEADER_LEN};
+
+/// Size past which `append` rolls to a new segment.
+pub const DEFAULT_SEGMENT_BYTES_MAX: u64 = 256 << 20;
+
+const OFFSET_BITS: u32 = 40;
+const MAX_SEGMENT: u32 = (1 << (64 - OFFSET_BITS)) - 1;
+const MAX_OFFSET: u64 = (1 << OFFSET_BITS) - 1;
+
+/// Where a record lives in the store. `len` is the payload length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StoreLoc {
+    pub segment: u32,
+    pub offset: u64,
+    pub len: u32,
+}
+
+impl StoreLoc {
+    /// Packs segment (top 24 bits) and offset (low 40 bits) into a u64; the
+    /// payload length is not included and must be kept alongside. Never 0,
+    /// because segment numbers start at 1, so 0 can mean "not stored".
+    pub fn pack(&self) -> u64 {
+        (u64::from(self.segment) << OFFSET_BITS) | self.offset
+    }
+
+    /// Inverse of [`pack`](Self::pack); `None` for 0 or a zero segment.
+    pub fn unpack(packed: u64, len: u32) -> Option<StoreLoc> {
+        let segment = (packed >> OFFSET_BITS) as u32;
+        if segment == 0 {
+            return None;
+        }
+        Some(StoreLoc {
+            segment,
+            offset: packed & MAX_OFFSET,
+            len,
+        })
+    }
+}
+
+fn segment_name(n: u32) -> String {
+    format!("seg-{n:08}.dat")
+}
+
+fn parse_segment_name(name: &str) -> Option<u32> {
+    let digits = name.strip_prefix("seg-")?.strip_suffix(".dat")?;
+    if digits.len() != 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|&n| n > 0)
+}
+
+/// Append-only segment files in one directory.
+pub struct SegmentStore {
+    dir: PathBuf,
+    segment_bytes_max: u64,
+    /// Segment files that exist.
+    segments: BTreeSet<u32>,
+    current: u32,
+    /// Bytes in the current segment; 0 also when its file is not created yet.
+    current_len: u64,
+    /// Open handles; shared with readers, which only need `&self`.
+    files: Mutex<HashMap<u32, Arc<File>>>,
+    /// Segments written since the last sync.
+    dirty: BTreeSet<u32>,
+    /// A segment was created since the last sync: the directory needs one.
+    dir_dirty: bool,
+    scratch: Vec<u8>,
+}
+
+impl SegmentStore {
+    /// Opens (creating if missing) the store in `dir` with the default
+    /// segment size limit.
+    pub fn open(dir: &Path) -> Result<SegmentStore, LogError> {
+        Self::open_with_limit(dir, DEFAULT_SEGMENT_BYTES_MAX)
+    }
+
+    /// Like [`open`](Self::open) with an explicit roll-over size.
+    pub fn open_with_limit(dir: &Path, segment_bytes_max: u64) -> Result<SegmentStore, LogError> {
+        if segment_bytes_max == 0 || segment_bytes_max > MAX_OFFSET / 2 {
+            return Err(LogError::Invalid(format!(
+                "segment_bytes_max {segment_bytes_max} must be between 1 and {}",
+                MAX_OFFSET / 2
+            )));
+        }
+        fs::create_dir_all(dir).ctx(|| format!("creating store directory {}", dir.display()))?;
+        let mut segments = BTreeSet::new();
+        for entry in fs::read_dir(dir).ctx(|| format!("listing store directory {}", dir.display()))? {
+            let entry = entry.ctx(|| format!("listing store directory {}", dir.display()))?;
+            if let Some(n) = entry.file_name().to_str().and_then(parse_segment_name) {
+                segments.insert(n);
+            }
+        }
+        let current = segments.last().map_or(1, |&n| n + 1);
+        if current > MAX_SEGMENT {
+            return Err(LogError::Invalid(format!(
+                "segment numbers in {} are exhausted (highest is {})",
+                dir.display(),
+                current - 1
+            )));
+        }
+        Ok(SegmentStore {
+            dir: dir.to_path_buf(),
+            segment_bytes_max,
+            segments,
+            current,
+            current_len: 0,
+            files: Mutex::new(HashMap::new()),
+            dirty: BTreeSet::new(),
+            dir_dirty: false,
+            scratch: Vec::new(),
+        })
+    }
+
+    fn path(&self, n: u32) -> PathBuf {
+        self.dir.join(segment_name(n))
+    }
+
+    fn file(&self, n: u32) -> Result<Arc<File>, LogError> {
+        let mut files = self.files.lock();
+        if let Some(f) = files.get(&n) {
+            return Ok(Arc::clone(f));
+        }
+        let path = self.path(n);
+        let f = match File::open(&path) {
+            Ok(f) => Arc::new(f),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(LogError::Damaged(format!(
+                    "message store segment {} does not exist",
+                    path.display()
+                )))
+            }
+            Err(e) => return Err(LogError::io(format!("opening segment {}", path.display()), e)),
+        };
+        files.insert(n, Arc::clone(&f));
+        Ok(f)
+    }
+
+    /// Appends a record to the current segment (rolling to a new one past
+    /// the size limit). Not synced: call [`sync`](Self::sync).
+    pub fn append(&mut self, id: u64, kind: u8, payload: &[u8]) -> Result<StoreLoc, LogError> {
+        let max = u32::MAX as usize - HEADER_LEN;
+        if payload.len() > max {
+            return Err(LogError::RecordTooLarge { len: payload.len(), max });
+        }
+        let rec_len = (HEADER_LEN + payload.len()) as u64;
+        if self.current_len > 0 && self.current_len + rec_len > self.segment_bytes_max {
+            if self.current == MAX_SEGMENT {
+                return Err(LogError::Invalid("message store segment numbers are exhausted".into()));
+            }
+            self.current += 1;
+            self.current_len = 0;
+        }
+        if !self.segments.contains(&self.current) {
+            let path = self.path(self.current);
+            let f = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .ctx(|| format!("creating segment {}", path.display()))?;
+            self.files.lock().insert(self.current, Arc::new(f));
+            self.segments.insert(self.current);
+            self.dir_dirty = true;
+        }
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        encode_into(&mut buf, id, kind, &[payload], payload.len() as u32);
+        let offset = self.current_len;
+        let seg = self.current;
+        let res = self.file(seg)?.write_all_at(&buf, offset);
+        self.scratch = buf;
+        res.ctx(|| format!("writing {rec_len} bytes to {} at offset {offset}", self.path(seg).display()))?;
+        self.current_len += rec_len;
+        self.dirty.insert(seg);
+        Ok(StoreLoc {
+            segment: seg,
+            offset,
+            len: payload.len() as u32,
+        })
+    }
+
+    /// fdatasyncs every segment written since the last sync (and the
+    /// directory, if a segment was created).
+    pub fn sync(&mut self) -> Result<(), LogError> {
+        while let Some(&seg) = self.dirty.first() {
+            self.file(seg)?
+                .sync_data()
+                .ctx(|| format!("syncing segment {}", self.path(seg).display()))?;
+            self.dirty.remove(&seg);
+        }
+        if self.dir_dirty {
+            sync_dir(&self.dir)?;
+            self.dir_dirty = false;
+        }
+        Ok(())
+    }
+
+    /// Reads and verifies the record at `loc`: `(id, kind, payload)`.
+    pub fn read(&self, loc: StoreLoc) -> Result<(u64, u8, Bytes), LogError> {
+        let f = self.file(loc.segment)?;
+        let mut buf = vec![0u8; HEADER_LEN + loc.len as usize];
+        f.read_exact_at(&mut buf, loc.offset).ctx(|| {
+            format!(
+                "reading {} bytes at offset {} of segment {}",
+                buf.len(),
+                loc.offset,
+                self.path(loc.segment).display()
+            )
+        })?;
+        let hdr: &[u8; HEADER_LEN] = buf[..HEADER_LEN].try_into().expect("header length");
+        let h = Header::decode(hdr);
+        if h.len != loc.len || !h.verifies(&buf[HEADER_LEN..]) {
+            return Err(LogError::Damaged(format!(
+                "message store record at offset {} of {} fails verification",
+                loc.offset,
+                self.path(loc.segment).display()
+            )));
+        }
+        let payload = Bytes::from(buf).slice(HEADER_LEN..);
+        Ok((h.tag, h.kind, payload))
+    }
+
+    /// Every valid record of `segment`, in order; stops at the first record
+    /// that is incomplete or fails its checksum (a torn tail).
+    pub fn scan(&self, segment: u32) -> Result<Vec<(StoreLoc, u64, u8, Bytes)>, LogError> {
+        let f = self.file(segment)?;
+        let path = self.path(segment);
+        let len = f
+            .metadata()
+            .ctx(|| format!("reading size of segment {}", path.display()))?
+            .len();
+        let mut raw = vec![0u8; len as usize];
+        f.read_exact_at(&mut raw, 0)
+            .ctx(|| format!("reading segment {}", path.display()))?;
+        // One allocation; payloads are zero-copy slices of it.
+        let raw = Bytes::from(raw);
+        let mut out = Vec::new();
+        let mut off = 0usize;
+        while off + HEADER_LEN <= raw.len() {
+            let hdr: &[u8; HEADER_LEN] = raw[off..off + HEADER_LEN].try_into().expect("header length");
+            let h = Header::decode(hdr);
+            let end = off + HEADER_LEN + h.len as usize;
+            if end > raw.len() || !h.verifies(&raw[off + HEADER_LEN..end]) {
+                break;
+            }
+            let loc = StoreLoc {
+                segment,
+                offset: off as u64,
+                len: h.len,
+            };
+            out.push((loc, h.tag, h.kind, raw.slice(off + HEADER_LEN..end)));
+            off = end;
+        }
+        if off < raw.len() {
+            tracing::warn!(
+                segment = %path.display(),
+                offset = off,
+                ignored_bytes = raw.len() - off,
+                "message store segment ends with an incomplete or damaged record; ignoring the rest"
+            );
+        }
+        Ok(out)
+    }
+
+    /// Existing segment numbers, ascending.
+    pub fn segments(&self) -> Vec<u32> {
+        self.segments.iter().copied().collect()
+    }
+
+    /// The segment appends go to (its file may not exist until the first one).
+    pub fn current_segment(&self) -> u32 {
+        self.current
+    }
+
+    /// Deletes every segment not in `keep`, except the current one; returns
+    /// how many were deleted.
+    pub fn remove_unreferenced(&mut self, keep: &HashSet<u32>) -> Result<usize, LogError> {
+        let doomed: Vec<u32> = self
+            .segments
+            .iter()
+            .copied()
+            .filter(|n| *n != self.current && !keep.contains(n))
+            .collect();
+        for &n in &doomed {
+            let path = self.path(n);
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io(format!("removing segment {}", path.display()), e)),
+            }
+            self.segments.remove(&n);
+            self.files.lock().remove(&n);
+            self.dirty.remove(&n);
+        }
+        if !doomed.is_empty() {
+            sync_dir(&self.dir)?;
+        }
+        Ok(doomed.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pack_round_trips_and_is_never_zero() {
+        let loc = StoreLoc {
+            segment: 1,
+            offset: 0,
+            len: 5,
+        };
+        assert_ne!(loc.pack(), 0);
+        assert_eq!(StoreLoc::unpack(loc.pack(), 5), Some(loc));
+        let big = StoreLoc {
+            segment: MAX_SEGMENT,
+            offset: MAX_OFFSET,
+            len: 0,
+        };
+        assert_eq!(StoreLoc::unpack(big.pack(), 0), Some(big));
+        assert_eq!(StoreLoc::unpack(0, 0), None);
+    }
+
+    #[test]
+    fn segment_names_parse() {
+        assert_eq!(parse_segment_name(&segment_name(42)), Some(42));
+        assert_eq!(parse_segment_name("seg-00000000.dat"), None);
+        assert_eq!(parse_segment_name("seg-1.dat"), None);
+    }
+}

@@ -1,0 +1,236 @@
+//! The state shared between appenders, waiters and the writer thread, and the
+//! writer thread itself (group commit).
+//!
+//! Appenders frame records into `State::buf` under a short mutex and wake the
+//! writer. The writer swaps that buffer with its own empty one (so appenders
+//! carry on into a fresh buffer while it writes, and neither buffer is
+//! reallocated in steady state), writes the bytes at their ring positions,
+//! fdatasyncs (in `Fsync` mode) every file it touched, then publishes the new
+//! durable LSN. All appends that arrived while the previous sync was running
+//! therefore share the next one.
+//!
+//! The writer never has unsynced bytes in two sync windows at once (it syncs
+//! before crossing a window boundary); recovery depends on that to tell a torn
+//! tail from mid-log damage. Durable LSNs are only ever published at record
+//! boundaries, so `durable_lsn()` is always a valid `set_checkpoint` target.
+//!
+//! If a write or sync fails, nothing more is reported durable: the error is
+//! kept and returned to every later append and wait. Losing an
+//! acknowledgement is acceptable; acknowledging lost data is not.
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::control::Control;
+use crate::durability::Durability;
+use crate::error::LogError;
+use crate::record::HEADER_LEN;
+use crate::ring::{Geometry, RingFiles};
+use crate::Lsn;
+
+/// Capacity a batch buffer is trimmed back to after an unusually large batch.
+const BUF_KEEP: usize = 4 << 20;
+
+/// Appender side of the log, under `Shared::state`.
+pub(crate) struct State {
+    /// Framed records not yet taken by the writer.
+    pub buf: Vec<u8>,
+    /// LSN of `buf[0]`; `buf_start + buf.len()` is the end LSN.
+    pub buf_start: Lsn,
+    pub shutdown: bool,
+}
+
+impl State {
+    pub(crate) fn end_lsn(&self) -> Lsn {
+        self.buf_start + self.buf.len() as u64
+    }
+}
+
+/// A writer failure, kept so it can be reported again and again (io::Error
+/// is not Clone).
+#[derive(Clone)]
+pub(crate) struct StoredError {
+    context: String,
+    kind: io::ErrorKind,
+    message: String,
+}
+
+impl StoredError {
+    fn from_log_error(e: &LogError) -> StoredError {
+        match e {
+            LogError::Io { context, source } => StoredError {
+                context: context.clone(),
+                kind: source.kind(),
+                message: source.to_string(),
+            },
+            other => StoredError {
+                context: "running the log writer".to_string(),
+                kind: io::ErrorKind::Other,
+                message: other.to_string(),
+            },
+        }
+    }
+
+    pub(crate) fn to_error(&self) -> LogError {
+        LogError::Io {
+            context: format!(
+                "{} (the log writer has stopped: nothing after the last durable LSN is on disk; \
+                 stop the queue manager, fix the cause and restart to recover)",
+                self.context
+            ),
+            source: io::Error::new(self.kind, self.message.clone()),
+        }
+    }
+}
+
+/// Waiter side, under `Shared::waiters`.
+#[derive(Default)]
+pub(crate) struct WaitState {
+    pub error: Option<StoredError>,
+    /// The writer thread has exited; nothing will become durable any more.
+    pub stopped: bool,
+}
+
+pub(crate) struct Shared {
+    pub dir: PathBuf,
+    pub geo: Geometry,
+    pub durability: Durability,
+    pub files: RingFiles,
+    pub state: Mutex<State>,
+    /// Wakes the writer when `state.buf` gets bytes or on shutdown.
+    pub work: Condvar,
+    pub durable: AtomicU64,
+    pub checkpoint: AtomicU64,
+    /// Fast check for appenders; the error itself is in `waiters`.
+    pub failed: AtomicBool,
+    pub waiters: Mutex<WaitState>,
+    pub durable_cv: Condvar,
+    pub sync_count: AtomicU64,
+    /// Serializes checkpoint updates; holds the control file's contents.
+    pub control: Mutex<Control>,
+    pub on_durable: Box<dyn Fn(Lsn) + Send + Sync>,
+}
+
+impl Shared {
+    pub(crate) fn stored_error(&self) -> Option<LogError> {
+        self.waiters.lock().error.as_ref().map(StoredError::to_error)
+    }
+
+    fn fail(&self, e: &LogError) {
+        tracing::error!(error = %e, "recovery log writer failed; no further LSNs will become durable");
+        let mut w = self.waiters.lock();
+        if w.error.is_none() {
+            w.error = Some(StoredError::from_log_error(e));
+        }
+        self.failed.store(true, Ordering::Release);
+        self.durable_cv.notify_all();
+    }
+
+    fn publish(&self, lsn: Lsn) -> Result<(), LogError> {
+        self.durable.store(lsn, Ordering::Release);
+        {
+            // Taking the lock orders the store before any waiter's re-check,
+            // so no waiter can miss this wake-up.
+            let _w = self.waiters.lock();
+            self.durable_cv.notify_all();
+        }
+        // A panicking callback must not kill the writer silently and leave
+        // waiters blocked forever.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.on_durable)(lsn)))
+            .map_err(|_| LogError::Damaged(format!("the on_durable callback panicked at LSN {lsn}")))
+    }
+
+    /// Writes one batch of whole records starting at `start`, window by
+    /// window, syncing and publishing after each window piece.
+    fn write_batch(&self, start: Lsn, batch: &[u8]) -> Result<(), LogError> {
+        let w = self.geo.sync_window;
+        let mut touched = vec![false; self.files.file_count()];
+        let mut off = 0usize; // bytes of the batch written
+        let mut rec_off = 0usize; // start of the first record not yet fully written
+        while off < batch.len() {
+            let pos = start + off as u64;
+            let window_end = (pos / w + 1) * w;
+            let piece_end = batch.len().min((window_end - start) as usize);
+            touched.fill(false);
+            self.files.write_span(pos, &batch[off..piece_end], &mut touched)?;
+            if self.durability == Durability::Fsync {
+                for (i, t) in touched.iter().enumerate() {
+                    if *t {
+                        self.files.sync(i)?;
+                        self.sync_count.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            let before = rec_off;
+            while rec_off < batch.len() {
+                let len = u32::from_le_bytes(batch[rec_off..rec_off + 4].try_into().expect("4 bytes"));
+                let next = rec_off + HEADER_LEN + len as usize;
+                if next > piece_end {
+                    break;
+                }
+                rec_off = next;
+            }
+            if rec_off > before {
+                self.publish(start + rec_off as u64)?;
+            }
+            off = piece_end;
+        }
+        Ok(())
+    }
+
+    /// Makes everything written so far durable regardless of mode (used at
+    /// close: `OsBuffered` promises kill -9 safety while running, but a clean
+    /// shutdown should leave nothing in the page cache).
+    pub(crate) fn sync_all_files(&self) -> Result<(), LogError> {
+        for i in 0..self.files.file_count() {
+            self.files.sync(i)?;
+            self.sync_count.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// Marks the writer stopped even if it unwinds, so waiters never hang.
+struct StopGuard<'a>(&'a Shared);
+
+impl Drop for StopGuard<'_> {
+    fn drop(&mut self) {
+        let mut w = self.0.waiters.lock();
+        w.stopped = true;
+        self.0.durable_cv.notify_all();
+    }
+}
+
+/// The writer thread's main loop. Returns when shut down (after draining the
+/// buffer) or after a failure.
+pub(crate) fn run(shared: Arc<Shared>) {
+    let _guard = StopGuard(&shared);
+    let mut batch: Vec<u8> = Vec::new();
+    loop {
+        let start = {
+            let mut st = shared.state.lock();
+            while st.buf.is_empty() && !st.shutdown {
+                shared.work.wait(&mut st);
+            }
+            if st.buf.is_empty() {
+                return; // shut down and drained
+            }
+            std::mem::swap(&mut st.buf, &mut batch);
+            let start = st.buf_start;
+            st.buf_start += batch.len() as u64;
+            start
+        };
+        if let Err(e) = shared.write_batch(start, &batch) {
+            shared.fail(&e);
+            return;
+        }
+        batch.clear();
+        if batch.capacity() > BUF_KEEP {
+            batch.shrink_to(BUF_KEEP);
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! Append / reopen round trips of the circular log, including records that
+//! wrap across file boundaries and the ring end while the ring laps.
+
+mod common;
+
+use common::*;
+use ferrymq_log::{LogError, LogRecord, RecoveryLog};
+
+/// Appends records of varied sizes on a 16 KiB ring, checkpointing whenever
+/// it is full, reopening every so often, and checks each recovery returns
+/// exactly the records appended since the checkpoint.
+#[test]
+fn records_survive_reopen_while_the_ring_laps_and_wraps() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tiny(tmp.path());
+    let (mut log, rec) = create_open(&cfg);
+    assert!(rec.records.is_empty());
+    assert_eq!(rec.tail_problem, None);
+    let cap = log.capacity();
+    let file_bytes = cap / 2;
+    let mut model: Vec<LogRecord> = Vec::new();
+    let (mut wrapped_file, mut wrapped_ring) = (0, 0);
+    for i in 0..600u64 {
+        let len = ((i * 397) % 1500) as usize;
+        let data = payload(i, len);
+        let end = match log.append((i % 256) as u8, &data) {
+            Ok(end) => end,
+            Err(LogError::Full { .. }) => {
+                log.wait_durable(log.end_lsn()).unwrap();
+                log.set_checkpoint(log.durable_lsn()).unwrap();
+                model.clear();
+                log.append((i % 256) as u8, &data).unwrap()
+            }
+            Err(e) => panic!("append failed: {e}"),
+        };
+        model.push(LogRecord {
+            lsn: end - HEADER_LEN - len as u64,
+            kind: (i % 256) as u8,
+            payload: data.into(),
+        });
+        if i % 37 == 36 {
+            log.close().unwrap();
+            let (l, rec) = open(&cfg);
+            log = l;
+            assert_eq!(rec.tail_problem, None, "clean close must not look damaged");
+            assert_eq!(rec.records, model, "recovery after record {i}");
+            assert_eq!(rec.tail_lsn, log.end_lsn());
+            for r in &rec.records {
+                let (s, e) = (r.lsn, r.end_lsn());
+                if s / file_bytes != (e - 1) / file_bytes {
+                    wrapped_file += 1;
+                }
+                if s / cap != (e - 1) / cap {
+                    wrapped_ring += 1;
+                }
+            }
+        }
+    }
+    assert!(log.end_lsn() > 10 * cap, "the ring must lap many times");
+    assert!(wrapped_file > 0 && wrapped_ring > 0, "records must span file and ring ends");
+    log.close().unwrap();
+}
+
+#[test]
+fn append_parts_equals_append_of_the_concatenation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tiny(tmp.path());
+    let (log, _) = create_open(&cfg);
+    let a = log.append_parts(9, &[b"head:", b"", b"body"]).unwrap();
+    let b = log.append(9, b"head:body").unwrap();
+    assert_eq!(b - a, a, "both records have the same encoded length");
+    log.close().unwrap();
+    let (_log, rec) = open(&cfg);
+    assert_eq!(rec.records.len(), 2);
+    assert_eq!(rec.records[0].payload, rec.records[1].payload);
+    assert_eq!(&rec.records[0].payload[..], b"head:body");
+}
+
+#[test]
+fn full_until_checkpoint_releases_space() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tiny(tmp.path());
+    let (log, _) = create_open(&cfg);
+    let cap = log.capacity();
+    let data = vec![7u8; 1000];
+    let mut ends = Vec::new();
+    let err = loop {
+        match log.append(1, &data) {
+            Ok(end) => ends.push(end),
+            Err(e) => break e,
+        }
+    };
+    match err {
+        LogError::Full { needed, free } => {
+            assert_eq!(needed, 1017);
+            assert!(free < needed);
+            assert_eq!(free, cap - log.used_bytes());
+        }
+        other => panic!("expected Full, got {other}"),
+    }
+    assert_eq!(ends.len() as u64, cap / 1017);
+    log.wait_durable(*ends.last().unwrap()).unwrap();
+    // A checkpoint that is not a record boundary is refused.
+    assert!(matches!(log.set_checkpoint(ends[0] + 1), Err(LogError::Invalid(_))));
+    // Beyond durable is refused too.
+    assert!(log.set_checkpoint(log.end_lsn() + 17).is_err());
+    log.set_checkpoint(ends[2]).unwrap();
+    assert_eq!(log.checkpoint_lsn(), ends[2]);
+    // Exactly the three released records' worth of space came back.
+    for _ in 0..3 {
+        log.append(1, &data).unwrap();
+    }
+    assert!(matches!(log.append(1, &data), Err(LogError::Full { .. })));
+    // Checkpoints never move backwards.
+    assert!(log.set_checkpoint(ends[1]).is_err());
+    log.close().unwrap();
+    let (_log, rec) = open(&cfg);
+    assert_eq!(rec.checkpoint_lsn, ends[2]);
+    assert_eq!(rec.records.first().unwrap().lsn, ends[2]);
+}
+
+#[test]
+fn oversized_record_is_rejected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (log, _) = create_open(&tiny(tmp.path()));
+    let max = log.max_payload();
+    assert_eq!(max as u64, log.capacity() / 2);
+    match log.append(1, &vec![0u8; max + 1]) {
+        Err(LogError::RecordTooLarge { len, max: m }) => assert_eq!((len, m), (max + 1, max)),
+        other => panic!("expected RecordTooLarge, got {other:?}"),
+    }
+    log.append(1, &vec![1u8; max]).unwrap();
+}
+
+#[test]
+fn create_refuses_an_existing_log_and_open_refuses_other_geometry() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tiny(tmp.path());
+    RecoveryLog::create(&cfg).unwrap();
+    assert!(matches!(RecoveryLog::create(&cfg), Err(LogError::Invalid(_))));
+    let mut other = cfg.clone();
+    other.file_pages = 3;
+    assert!(matches!(
+        RecoveryLog::open(&other, Box::new(|_| {})),
+        Err(LogError::Invalid(_))
+    ));
+    let missing = tiny(&tmp.path().join("nowhere"));
+    assert!(matches!(
+        RecoveryLog::open(&missing, Box::new(|_| {})),
+        Err(LogError::Io { .. })
+    ));
+}
+
+/// Lap 1 fills the ring with equal records, lap 2 rewrites only three of
+/// them, so the bytes right after the tail are an intact lap-1 record whose
+/// CRC is valid for its old LSN. Recovery must not return it.
+#[test]
+fn stale_records_from_a_previous_lap_are_never_returned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tiny(tmp.path());
+    let (log, _) = create_open(&cfg);
+    let cap = log.capacity();
+    let data_len = 1024 - HEADER_LEN as usize;
+    for i in 0..cap / 1024 {
+        log.append(1, &payload(i, data_len)).unwrap();
+    }
+    assert_eq!(log.end_lsn(), cap);
+    log.wait_durable(cap).unwrap();
+    log.set_checkpoint(cap).unwrap();
+    for i in 0..3 {
+        log.append(2, &payload(100 + i, data_len)).unwrap();
+    }
+    log.close().unwrap();
+    let (log, rec) = open(&cfg);
+    assert_eq!(rec.records.len(), 3);
+    assert!(rec.records.iter().all(|r| r.kind == 2 && r.lsn >= cap));
+    assert_eq!(rec.tail_lsn, cap + 3 * 1024);
+    assert_eq!(rec.tail_problem, None);
+    assert_eq!(log.read_from(cap, usize::MAX).unwrap(), rec.records);
+}
+
+#[test]
+fn read_from_returns_the_same_records_as_recovery() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tiny(tmp.path());
+    let (log, _) = create_open(&cfg);
+    // Lap once so reads cross the ring end.
+    for i in 0..80u64 {
+        let len = (i * 211 % 700) as usize;
+        match log.append(3, &payload(i, len)) {
+            Ok(_) => {}
+            Err(LogError::Full { .. }) => {
+                log.wait_durable(log.end_lsn()).unwrap();
+                log.set_checkpoint(log.durable_lsn()).unwrap();
+                log.append(3, &payload(i, len)).unwrap();
+            }
+            Err(e) => panic!("append failed: {e}"),
+        }
+    }
+    log.wait_durable(log.end_lsn()).unwrap();
+    let ckpt = log.checkpoint_lsn();
+    assert!(ckpt > 0 && log.end_lsn() > log.capacity(), "the ring must have lapped");
+    let all = log.read_from(ckpt, usize::MAX).unwrap();
+    // Paged reads give the same sequence; each page holds at least one record.
+    let mut paged = Vec::new();
+    let mut from = ckpt;
+    loop {
+        let page = log.read_from(from, 500).unwrap();
+        if page.is_empty() {
+            break;
+        }
+        assert!(page.len() == 1 || page.iter().map(|r| r.payload.len()).sum::<usize>() <= 500);
+        from = page.last().unwrap().end_lsn();
+        paged.extend(page);
+    }
+    assert_eq!(paged, all);
+    assert!(matches!(log.read_from(ckpt + 1, 100), Err(LogError::Invalid(_))));
+    assert!(matches!(log.read_from(ckpt - 1, 100), Err(LogError::Invalid(_))));
+    log.close().unwrap();
+    let (_log, rec) = open(&cfg);
+    assert_eq!(rec.records, all);
+}

@@ -1,0 +1,221 @@
+//! Framing: the 12-byte header every frame starts with, and the incremental decoder that cuts frames
+//! off a receive buffer without copying their bodies.
+//!
+//! Header, little endian: `len: u32` (bytes after this field: 8 + body), `kind: u8`, `flags: u8`,
+//! `conv: u16` (conversation on a shared socket, 0 = the connection itself), `req: u32` (request id
+//! chosen by the client and echoed by the response).
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use ferrymq_types::limits::FRAME_OVERHEAD_MAX_BYTES;
+
+use crate::error::ProtoError;
+
+/// Bytes of the frame header.
+pub const HEADER_LEN: usize = 12;
+/// Flag bit 0: more segments of this message follow. Reserved for segmenting messages larger than a
+/// frame; nothing sends it yet, and `parse_*` refuse it until reassembly exists.
+pub const FLAG_MORE: u8 = 0x01;
+/// Header bytes counted by `len` (everything after the length field itself).
+const LEN_COUNTED_HEADER: u32 = (HEADER_LEN - 4) as u32;
+
+/// The largest frame `len` to accept once `max_msg_len` has been negotiated: the body plus room for
+/// the descriptor, properties and names that travel with it.
+pub fn frame_limit_for(max_msg_len: u32) -> u32 {
+    max_msg_len.saturating_add(FRAME_OVERHEAD_MAX_BYTES)
+}
+
+/// One frame as it came off the wire, body not yet interpreted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawFrame {
+    pub kind: u8,
+    pub flags: u8,
+    pub conv: u16,
+    pub req: u32,
+    /// A zero-copy slice of the receive buffer.
+    pub body: Bytes,
+}
+
+/// Cuts complete frames off the front of a receive buffer. It keeps no partial state between calls:
+/// bytes stay in the caller's buffer until a whole frame is there, so the caller's read loop is just
+/// "read more, decode until `None`". After an error the stream is out of step and must be closed.
+#[derive(Debug, Clone)]
+pub struct FrameDecoder {
+    max_frame_bytes: u32,
+}
+
+impl FrameDecoder {
+    /// A decoder refusing frames whose `len` exceeds `max_frame_bytes`. Start a connection with
+    /// [`crate::PRE_HANDSHAKE_FRAME_MAX_BYTES`] so an unauthenticated peer cannot make us allocate.
+    pub fn new(max_frame_bytes: u32) -> Self {
+        FrameDecoder { max_frame_bytes }
+    }
+
+    /// Raises or lowers the limit, e.g. to [`frame_limit_for`] the negotiated `max_msg_len`.
+    pub fn set_max_frame_bytes(&mut self, n: u32) {
+        self.max_frame_bytes = n;
+    }
+
+    pub fn max_frame_bytes(&self) -> u32 {
+        self.max_frame_bytes
+    }
+
+    /// Takes one complete frame off the front of `buf` (zero-copy), or returns `Ok(None)` when more
+    /// bytes are needed. A too-large or malformed header is reported as soon as its bytes are there,
+    /// before the body arrives; nothing is consumed on error.
+    pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<RawFrame>, ProtoError> {
+        if buf.len() < 4 {
+            return Ok(None);
+        }
+        let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]);
+        if len < LEN_COUNTED_HEADER {
+            return Err(ProtoError::BadHeader(format!(
+                "length field {len} is shorter than the {LEN_COUNTED_HEADER} header bytes it must count"
+            )));
+        }
+        if len > self.max_frame_bytes {
+            return Err(ProtoError::FrameTooLarge {
+                len,
+                max: self.max_frame_bytes,
+            });
+        }
+        if buf.len() < HEADER_LEN {
+            return Ok(None);
+        }
+        let flags = buf[5];
+        if flags & !FLAG_MORE != 0 {
+            return Err(ProtoError::BadHeader(format!(
+                "reserved flag bits set: 0x{flags:02x}"
+            )));
+        }
+        // `len` is bounded by `max_frame_bytes` (a u32), so this cannot overflow a usize.
+        let total = 4 + len as usize;
+        if buf.len() < total {
+            // One allocation for the rest of the frame instead of growing by read-sized steps.
+            buf.reserve(total - buf.len());
+            return Ok(None);
+        }
+        let mut frame = buf.split_to(total);
+        frame.advance(4);
+        let kind = frame.get_u8();
+        let flags = frame.get_u8();
+        let conv = frame.get_u16_le();
+        let req = frame.get_u32_le();
+        Ok(Some(RawFrame {
+            kind,
+            flags,
+            conv,
+            req,
+            body: frame.freeze(),
+        }))
+    }
+}
+
+/// Writes a header with a placeholder length and returns where the frame starts, for
+/// [`finish_frame`]. Patching the length afterwards means it is always the bytes actually written,
+/// whatever the capacity estimate said.
+pub(crate) fn begin_frame(out: &mut BytesMut, kind: u8, conv: u16, req: u32) -> usize {
+    let start = out.len();
+    out.put_u32_le(0);
+    out.put_u8(kind);
+    out.put_u8(0);
+    out.put_u16_le(conv);
+    out.put_u32_le(req);
+    start
+}
+
+pub(crate) fn finish_frame(out: &mut BytesMut, start: usize) {
+    let len = out.len() - start - 4;
+    debug_assert!(
+        len <= u32::MAX as usize,
+        "frame of {len} bytes cannot be described by its header"
+    );
+    out[start..start + 4].copy_from_slice(&(len as u32).to_le_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame_bytes(kind: u8, flags: u8, conv: u16, req: u32, body: &[u8]) -> BytesMut {
+        let mut b = BytesMut::new();
+        b.put_u32_le(8 + body.len() as u32);
+        b.put_u8(kind);
+        b.put_u8(flags);
+        b.put_u16_le(conv);
+        b.put_u32_le(req);
+        b.put_slice(body);
+        b
+    }
+
+    #[test]
+    fn a_complete_frame_is_cut_off_and_the_rest_left_in_the_buffer() {
+        let mut buf = frame_bytes(0x05, 0, 3, 77, b"abc");
+        buf.put_slice(b"next");
+        let f = FrameDecoder::new(1024).decode(&mut buf).unwrap().unwrap();
+        assert_eq!(
+            f,
+            RawFrame {
+                kind: 0x05,
+                flags: 0,
+                conv: 3,
+                req: 77,
+                body: Bytes::from_static(b"abc")
+            }
+        );
+        assert_eq!(&buf[..], b"next");
+    }
+
+    #[test]
+    fn an_empty_body_is_a_valid_frame() {
+        let mut buf = frame_bytes(0x09, 0, 1, 2, b"");
+        let f = FrameDecoder::new(8).decode(&mut buf).unwrap().unwrap();
+        assert!(f.body.is_empty());
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn fewer_than_four_bytes_need_more_input() {
+        let mut buf = BytesMut::from(&[0xff, 0xff, 0xff][..]);
+        assert_eq!(FrameDecoder::new(8).decode(&mut buf).unwrap(), None);
+        assert_eq!(buf.len(), 3);
+    }
+
+    #[test]
+    fn the_more_flag_passes_the_decoder() {
+        let mut buf = frame_bytes(0x06, FLAG_MORE, 1, 1, b"x");
+        assert_eq!(
+            FrameDecoder::new(64)
+                .decode(&mut buf)
+                .unwrap()
+                .unwrap()
+                .flags,
+            FLAG_MORE
+        );
+    }
+
+    #[test]
+    fn the_limit_can_be_raised_after_negotiation() {
+        let mut d = FrameDecoder::new(16);
+        let mut buf = frame_bytes(0x06, 0, 1, 1, &[0u8; 100]);
+        assert!(matches!(
+            d.decode(&mut buf),
+            Err(ProtoError::FrameTooLarge { len: 108, max: 16 })
+        ));
+        d.set_max_frame_bytes(frame_limit_for(100));
+        assert_eq!(d.max_frame_bytes(), 100 + FRAME_OVERHEAD_MAX_BYTES);
+        assert_eq!(d.decode(&mut buf).unwrap().unwrap().body.len(), 100);
+    }
+
+    #[test]
+    fn frame_limit_saturates_instead_of_wrapping() {
+        assert_eq!(frame_limit_for(u32::MAX), u32::MAX);
+    }
+
+    #[test]
+    fn a_pending_body_reserves_room_for_the_whole_frame() {
+        let full = frame_bytes(0x06, 0, 1, 1, &[7u8; 5000]);
+        let mut buf = BytesMut::from(&full[..HEADER_LEN]);
+        assert_eq!(FrameDecoder::new(10_000).decode(&mut buf).unwrap(), None);
+        assert!(buf.capacity() >= full.len(), "capacity {}", buf.capacity());
+    }
+}

@@ -1,0 +1,22 @@
+//! FerryMQ's native wire protocol: this crate owns the protocol — frames and their header, the
+//! handshake and its negotiation, every request and response and their encoding, and the checks of
+//! limits (frame size, flags, versions) applied to what a peer sends — and does no I/O, so that the
+//! server, the client, the simulator and the fuzzers share one codec and cannot drift apart.
+//! Callers feed received bytes to a [`FrameDecoder`], turn each [`RawFrame`] into a [`Request`] or
+//! [`Response`] with [`parse_request`] / [`parse_response`], and append outgoing frames to a buffer
+//! with [`encode_request`] / [`encode_response`] (several frames may share one write).
+
+mod error;
+mod frame;
+mod handshake;
+mod message;
+mod size;
+
+pub use error::ProtoError;
+pub use frame::{frame_limit_for, FrameDecoder, RawFrame, FLAG_MORE, HEADER_LEN};
+pub use handshake::{
+    negotiate, Hello, MAGIC, PRE_HANDSHAKE_FRAME_MAX_BYTES, PROTOCOL_VERSION, PROTOCOL_VERSION_MIN,
+};
+pub use message::{
+    encode_request, encode_response, kind, parse_request, parse_response, Request, Response,
+};

@@ -1,0 +1,344 @@
+//! Proptest strategies for arbitrary requests and responses, shared by the test files.
+// Each test file uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use bytes::{Bytes, BytesMut};
+use ferrymq_proto::{encode_request, encode_response, Hello, Request, Response};
+use ferrymq_types::options::{Browse, GetOptions, PutOptions, Syncpoint, Wait};
+use ferrymq_types::{MessageDescriptor, Persistence, Properties, PropertyValue, Reason};
+use proptest::collection::vec;
+use proptest::prelude::*;
+
+/// Unicode text, mostly short, sometimes long enough to need several bytes of length.
+pub fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        8 => "\\PC{0,24}",
+        1 => "\\PC{200,400}",
+        1 => Just(String::new()),
+    ]
+}
+
+/// Message bodies: mostly small, sometimes large-ish so multi-kilobyte frames are exercised.
+pub fn body() -> impl Strategy<Value = Bytes> {
+    prop_oneof![
+        8 => vec(any::<u8>(), 0..64),
+        2 => vec(any::<u8>(), 1000..70_000),
+    ]
+    .prop_map(Bytes::from)
+}
+
+fn id() -> impl Strategy<Value = [u8; 24]> {
+    any::<[u8; 24]>()
+}
+
+fn persistence() -> impl Strategy<Value = Persistence> {
+    prop_oneof![
+        Just(Persistence::NotPersistent),
+        Just(Persistence::Persistent),
+        Just(Persistence::AsQueueDef)
+    ]
+}
+
+pub fn descriptor() -> impl Strategy<Value = MessageDescriptor> {
+    (
+        (
+            id(),
+            id(),
+            persistence(),
+            any::<i32>(),
+            any::<i32>(),
+            any::<i32>(),
+        ),
+        (text(), text(), text(), any::<u32>(), any::<u64>()),
+        (
+            text(),
+            text(),
+            text(),
+            any::<i32>(),
+            any::<i32>(),
+            any::<i32>(),
+            any::<i32>(),
+        ),
+    )
+        .prop_map(
+            |(
+                (msg_id, correl_id, persistence, priority, expiry, msg_type),
+                (format, reply_to_q, reply_to_qmgr, backout_count, put_time_ms),
+                (user_id, appl_identity, put_appl_name, encoding, ccsid, feedback, report),
+            )| MessageDescriptor {
+                msg_id,
+                correl_id,
+                persistence,
+                priority,
+                expiry,
+                msg_type,
+                format,
+                reply_to_q,
+                reply_to_qmgr,
+                backout_count,
+                put_time_ms,
+                user_id,
+                appl_identity,
+                put_appl_name,
+                encoding,
+                ccsid,
+                feedback,
+                report,
+            },
+        )
+}
+
+fn property_value() -> impl Strategy<Value = PropertyValue> {
+    prop_oneof![
+        text().prop_map(PropertyValue::String),
+        any::<i64>().prop_map(PropertyValue::Int),
+        // NaN never equals itself, so it cannot take part in an equality round trip.
+        any::<f64>()
+            .prop_filter("not NaN", |f| !f.is_nan())
+            .prop_map(PropertyValue::Float),
+        any::<bool>().prop_map(PropertyValue::Bool),
+        vec(any::<u8>(), 0..64).prop_map(PropertyValue::Bytes),
+    ]
+}
+
+pub fn properties() -> impl Strategy<Value = Properties> {
+    vec(("\\PC{1,16}", property_value()), 0..6).prop_map(Properties)
+}
+
+fn syncpoint() -> impl Strategy<Value = Syncpoint> {
+    prop_oneof![
+        Just(Syncpoint::No),
+        Just(Syncpoint::Yes),
+        Just(Syncpoint::IfPersistent)
+    ]
+}
+
+pub fn put_options() -> impl Strategy<Value = PutOptions> {
+    // IfPersistent is get-only; the codec refuses it for puts.
+    (
+        prop_oneof![Just(Syncpoint::No), Just(Syncpoint::Yes)],
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(syncpoint, new_msg_id, new_correl_id)| PutOptions {
+            syncpoint,
+            new_msg_id,
+            new_correl_id,
+        })
+}
+
+pub fn get_options() -> impl Strategy<Value = GetOptions> {
+    let wait = prop_oneof![
+        Just(Wait::NoWait),
+        any::<u64>().prop_map(Wait::Ms),
+        Just(Wait::Unlimited)
+    ];
+    let browse = prop_oneof![Just(Browse::No), Just(Browse::First), Just(Browse::Next)];
+    (
+        syncpoint(),
+        wait,
+        browse,
+        any::<bool>(),
+        any::<u32>(),
+        proptest::option::of(id()),
+        proptest::option::of(id()),
+    )
+        .prop_map(
+            |(
+                syncpoint,
+                wait,
+                browse,
+                accept_truncated,
+                max_len,
+                match_msg_id,
+                match_correl_id,
+            )| GetOptions {
+                syncpoint,
+                wait,
+                browse,
+                accept_truncated,
+                max_len,
+                match_msg_id,
+                match_correl_id,
+            },
+        )
+}
+
+pub fn reason() -> impl Strategy<Value = Reason> {
+    proptest::sample::select(Reason::ALL)
+}
+
+pub fn hello() -> impl Strategy<Value = Hello> {
+    (
+        any::<u16>(),
+        any::<u16>(),
+        any::<u32>(),
+        any::<u32>(),
+        any::<u16>(),
+        text(),
+    )
+        .prop_map(
+            |(version_min, version_max, max_msg_len, heartbeat_ms, sharecnv, client_name)| Hello {
+                version_min,
+                version_max,
+                max_msg_len,
+                heartbeat_ms,
+                sharecnv,
+                client_name,
+            },
+        )
+}
+
+pub fn request() -> impl Strategy<Value = Request> {
+    prop_oneof![
+        hello().prop_map(Request::Hello),
+        (text(), text(), text(), text()).prop_map(|(qmgr, user, password, app_name)| {
+            Request::Connect {
+                qmgr,
+                user,
+                password,
+                app_name,
+            }
+        }),
+        Just(Request::Disconnect),
+        (text(), text(), any::<u32>(), text()).prop_map(|(name, qmgr, options, dynamic_name)| {
+            Request::Open {
+                name,
+                qmgr,
+                options,
+                dynamic_name,
+            }
+        }),
+        (any::<u32>(), any::<u32>()).prop_map(|(hobj, options)| Request::Close { hobj, options }),
+        (
+            any::<u32>(),
+            put_options(),
+            descriptor(),
+            properties(),
+            body()
+        )
+            .prop_map(|(hobj, opts, md, props, body)| Request::Put {
+                hobj,
+                opts,
+                md,
+                props,
+                body
+            }),
+        (
+            text(),
+            text(),
+            put_options(),
+            descriptor(),
+            properties(),
+            body()
+        )
+            .prop_map(|(name, qmgr, opts, md, props, body)| Request::Put1 {
+                name,
+                qmgr,
+                opts,
+                md,
+                props,
+                body
+            }),
+        (any::<u32>(), get_options()).prop_map(|(hobj, opts)| Request::Get { hobj, opts }),
+        Just(Request::Commit),
+        Just(Request::Backout),
+        (any::<u32>(), vec(text(), 0..8))
+            .prop_map(|(hobj, selectors)| Request::Inquire { hobj, selectors }),
+        Just(Request::Heartbeat),
+        (any::<u32>(), get_options())
+            .prop_map(|(hobj, opts)| Request::RegisterConsumer { hobj, opts }),
+        any::<u32>().prop_map(|hobj| Request::CancelConsumer { hobj }),
+        prop_oneof![text(), "\\PC{20000,40000}"].prop_map(|command| Request::Admin { command }),
+    ]
+}
+
+/// A `Message` response whose reason and `data_len` agree with its body, as the parser demands.
+fn message() -> impl Strategy<Value = Response> {
+    (
+        any::<bool>(),
+        any::<u32>(),
+        descriptor(),
+        properties(),
+        body(),
+    )
+        .prop_map(|(truncated, extra, md, props, body)| {
+            let (reason, data_len) = if truncated {
+                (
+                    Reason::TRUNCATED_MSG_ACCEPTED,
+                    (body.len() as u32).saturating_add(extra),
+                )
+            } else {
+                (Reason::NONE, body.len() as u32)
+            };
+            Response::Message {
+                reason,
+                data_len,
+                md,
+                props,
+                body,
+            }
+        })
+}
+
+pub fn response() -> impl Strategy<Value = Response> {
+    prop_oneof![
+        (
+            any::<u16>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u16>(),
+            text(),
+            text()
+        )
+            .prop_map(
+                |(version, max_msg_len, heartbeat_ms, sharecnv, qmgr_name, server_id)| {
+                    Response::HelloOk {
+                        version,
+                        max_msg_len,
+                        heartbeat_ms,
+                        sharecnv,
+                        qmgr_name,
+                        server_id,
+                    }
+                }
+            ),
+        (reason(), text()).prop_map(|(reason, message)| Response::Status { reason, message }),
+        (any::<u32>(), text()).prop_map(|(hobj, name)| Response::Opened { hobj, name }),
+        (id(), id()).prop_map(|(msg_id, correl_id)| Response::PutOk { msg_id, correl_id }),
+        message(),
+        vec((text(), text()), 0..8).prop_map(|attrs| Response::InquireReply { attrs }),
+        (prop_oneof![text(), "\\PC{20000,40000}"], reason())
+            .prop_map(|(text, reason)| Response::AdminReply { text, reason }),
+        Just(Response::HeartbeatAck),
+    ]
+}
+
+/// The conversation a frame may legally travel on: the handshake only on the connection itself.
+pub fn conv_for_request(r: &Request, conv: u16) -> u16 {
+    if matches!(r, Request::Hello(_)) {
+        0
+    } else {
+        conv
+    }
+}
+
+pub fn conv_for_response(r: &Response, conv: u16) -> u16 {
+    if matches!(r, Response::HelloOk { .. }) {
+        0
+    } else {
+        conv
+    }
+}
+
+pub fn request_frame(conv: u16, req: u32, r: &Request) -> BytesMut {
+    let mut out = BytesMut::new();
+    encode_request(conv_for_request(r, conv), req, r, &mut out);
+    out
+}
+
+pub fn response_frame(conv: u16, req: u32, r: &Response) -> BytesMut {
+    let mut out = BytesMut::new();
+    encode_response(conv_for_response(r, conv), req, r, &mut out);
+    out
+}

@@ -1,0 +1,38 @@
+//! Every limit of the system in one place, named with its unit last. A limit that a user can change
+//! (MAXMSGL, MAXDEPTH, `-h`) has its default and its hard ceiling here.
+
+/// Largest message body any queue manager accepts (MQ's 100 MB ceiling for MAXMSGL).
+pub const MSG_LEN_MAX_BYTES: u32 = 104_857_600;
+/// Default MAXMSGL of the queue manager and its default objects (MQ's default is 4 MB).
+pub const MSG_LEN_DEFAULT_BYTES: u32 = 4_194_304;
+/// Default MAXDEPTH of a local queue.
+pub const QUEUE_DEPTH_DEFAULT: u32 = 5000;
+/// Largest MAXDEPTH accepted.
+pub const QUEUE_DEPTH_MAX: u32 = 999_999_999;
+/// Object names (queues, channels) are at most 48 characters, as in MQ.
+pub const OBJECT_NAME_LEN_MAX: usize = 48;
+/// Queue manager names are at most 48 characters.
+pub const QMGR_NAME_LEN_MAX: usize = 48;
+/// Upper bound on one frame beyond the message body: descriptor, properties, names.
+pub const FRAME_OVERHEAD_MAX_BYTES: u32 = 1_048_576;
+/// Default number of open handles per connection (`crtmqm -h`).
+pub const HANDLES_PER_CONN_DEFAULT: u32 = 256;
+/// Default conversations sharing one socket (SHARECNV).
+pub const SHARECNV_DEFAULT: u16 = 10;
+/// Most conversations on one socket.
+pub const SHARECNV_MAX: u16 = 999;
+/// Default heartbeat interval negotiated on a connection.
+pub const HEARTBEAT_DEFAULT_MS: u32 = 5_000;
+/// Most uncommitted messages in one unit of work (MAXUMSGS default).
+pub const UOW_MSGS_MAX: u32 = 10_000;
+/// Longest wait a get may ask for (MQWI_UNLIMITED is -1 on the wire; this bounds finite ones).
+pub const GET_WAIT_MAX_MS: u64 = 24 * 3600 * 1000;
+/// Properties attached to one message.
+pub const PROPERTIES_PER_MSG_MAX: usize = 256;
+/// Longest string (name, property value) in the codec.
+pub const STRING_LEN_MAX_BYTES: usize = 65_535;
+/// Default circular log: primary files and pages per file (4 KiB pages), MQ's defaults.
+pub const LOG_PRIMARY_FILES_DEFAULT: u32 = 3;
+pub const LOG_FILE_PAGES_DEFAULT: u32 = 4096;
+/// A checkpoint is taken when this fraction (percent) of the log is in use.
+pub const LOG_CHECKPOINT_TRIGGER_PCT: u64 = 40;

@@ -1,0 +1,359 @@
+//! Definitions of the objects a queue manager holds: queues of every kind with MQ's attributes, and
+//! the other named objects (channels, listeners, authentication information) whose full behaviour
+//! arrives with later capabilities. Attributes that are accepted but not yet acted upon are kept
+//! verbatim in `other` so that nothing an administrator set is silently dropped.
+
+use std::collections::BTreeMap;
+
+use bytes::{BufMut, BytesMut};
+
+use crate::codec::{Codec, DecodeError, PutExt, Reader};
+use crate::limits::{MSG_LEN_DEFAULT_BYTES, QUEUE_DEPTH_DEFAULT};
+
+/// MSGDLVSQ: the order in which messages are delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum MsgDeliverySequence {
+    /// Highest priority first, FIFO within a priority (MQ's default).
+    #[default]
+    Priority,
+    /// FIFO regardless of priority.
+    Fifo,
+}
+
+/// DEFTYPE of a model queue: what a dynamic queue created from it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DynamicKind {
+    /// Deleted when closed by its creator; holds only non-persistent messages.
+    #[default]
+    Temporary,
+    /// Survives restart; deleted only when closed with MQCO_DELETE or by an administrator.
+    Permanent,
+}
+
+/// The kind of a queue and the attributes only that kind has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QueueKind {
+    Local,
+    /// An alias for another queue (TARGET).
+    Alias { target: String },
+    /// A template from which dynamic queues are created.
+    Model { def_type: DynamicKind },
+    /// A definition of a queue on another queue manager.
+    Remote { rname: String, rqmname: String, xmitq: String },
+}
+
+impl QueueKind {
+    pub fn mq_name(&self) -> &'static str {
+        match self {
+            QueueKind::Local => "QLOCAL",
+            QueueKind::Alias { .. } => "QALIAS",
+            QueueKind::Model { .. } => "QMODEL",
+            QueueKind::Remote { .. } => "QREMOTE",
+        }
+    }
+}
+
+/// A queue definition with MQ's attributes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueDef {
+    pub name: String,
+    pub kind: QueueKind,
+    pub description: String,
+    pub max_depth: u32,
+    pub max_msg_len: u32,
+    /// DEFPSIST: persistence of messages put with MQPER_PERSISTENCE_AS_Q_DEF.
+    pub def_persistent: bool,
+    pub def_priority: i32,
+    pub msg_delivery_sequence: MsgDeliverySequence,
+    pub put_inhibited: bool,
+    pub get_inhibited: bool,
+    /// BOTHRESH: backouts after which a message moves to BOQNAME (0 = never).
+    pub backout_threshold: u32,
+    pub backout_queue: String,
+    /// USAGE(XMITQ) marks a transmission queue.
+    pub is_xmitq: bool,
+    /// Set when this queue was created from a model: how it behaves on close.
+    pub dynamic: Option<DynamicKind>,
+    /// Accepted attributes FerryMQ stores and displays but does not act on yet.
+    pub other: BTreeMap<String, String>,
+}
+
+impl QueueDef {
+    /// A local queue with MQ's default attributes.
+    pub fn local(name: impl Into<String>) -> QueueDef {
+        QueueDef::new(name, QueueKind::Local)
+    }
+
+    pub fn new(name: impl Into<String>, kind: QueueKind) -> QueueDef {
+        QueueDef {
+            name: name.into(),
+            kind,
+            description: String::new(),
+            max_depth: QUEUE_DEPTH_DEFAULT,
+            max_msg_len: MSG_LEN_DEFAULT_BYTES,
+            def_persistent: false,
+            def_priority: 0,
+            msg_delivery_sequence: MsgDeliverySequence::Priority,
+            put_inhibited: false,
+            get_inhibited: false,
+            backout_threshold: 0,
+            backout_queue: String::new(),
+            is_xmitq: false,
+            dynamic: None,
+            other: BTreeMap::new(),
+        }
+    }
+
+    /// True for queues that hold messages (local queues, including dynamic ones).
+    pub fn holds_messages(&self) -> bool {
+        matches!(self.kind, QueueKind::Local)
+    }
+}
+
+fn put_map(out: &mut BytesMut, m: &BTreeMap<String, String>) {
+    out.put_u16_le(m.len() as u16);
+    for (k, v) in m {
+        out.put_str16(k);
+        out.put_str16(v);
+    }
+}
+
+fn get_map(r: &mut Reader) -> Result<BTreeMap<String, String>, DecodeError> {
+    let n = r.u16("attribute count")?;
+    let mut m = BTreeMap::new();
+    for _ in 0..n {
+        let k = r.str16("attribute name")?;
+        let v = r.str16("attribute value")?;
+        m.insert(k, v);
+    }
+    Ok(m)
+}
+
+fn dyn_to_u8(d: Option<DynamicKind>) -> u8 {
+    match d {
+        None => 0,
+        Some(DynamicKind::Temporary) => 1,
+        Some(DynamicKind::Permanent) => 2,
+    }
+}
+
+fn dyn_from_u8(v: u8) -> Result<Option<DynamicKind>, DecodeError> {
+    Ok(match v {
+        0 => None,
+        1 => Some(DynamicKind::Temporary),
+        2 => Some(DynamicKind::Permanent),
+        _ => return Err(DecodeError::invalid("dynamic kind", format!("value {v}"))),
+    })
+}
+
+impl Codec for QueueDef {
+    fn encode(&self, out: &mut BytesMut) {
+        out.put_str16(&self.name);
+        match &self.kind {
+            QueueKind::Local => out.put_u8(1),
+            QueueKind::Alias { target } => {
+                out.put_u8(2);
+                out.put_str16(target);
+            }
+            QueueKind::Model { def_type } => {
+                out.put_u8(3);
+                out.put_u8(dyn_to_u8(Some(*def_type)));
+            }
+            QueueKind::Remote { rname, rqmname, xmitq } => {
+                out.put_u8(4);
+                out.put_str16(rname);
+                out.put_str16(rqmname);
+                out.put_str16(xmitq);
+            }
+        }
+        out.put_str16(&self.description);
+        out.put_u32_le(self.max_depth);
+        out.put_u32_le(self.max_msg_len);
+        out.put_bool(self.def_persistent);
+        out.put_i32_le(self.def_priority);
+        out.put_u8(match self.msg_delivery_sequence {
+            MsgDeliverySequence::Priority => 0,
+            MsgDeliverySequence::Fifo => 1,
+        });
+        out.put_bool(self.put_inhibited);
+        out.put_bool(self.get_inhibited);
+        out.put_u32_le(self.backout_threshold);
+        out.put_str16(&self.backout_queue);
+        out.put_bool(self.is_xmitq);
+        out.put_u8(dyn_to_u8(self.dynamic));
+        put_map(out, &self.other);
+    }
+
+    fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
+        let name = r.str16("queue name")?;
+        let kind = match r.u8("queue kind")? {
+            1 => QueueKind::Local,
+            2 => QueueKind::Alias { target: r.str16("alias target")? },
+            3 => QueueKind::Model {
+                def_type: dyn_from_u8(r.u8("model deftype")?)?
+                    .ok_or_else(|| DecodeError::invalid("model deftype", "none"))?,
+            },
+            4 => QueueKind::Remote {
+                rname: r.str16("rname")?,
+                rqmname: r.str16("rqmname")?,
+                xmitq: r.str16("xmitq")?,
+            },
+            k => return Err(DecodeError::invalid("queue kind", format!("tag {k}"))),
+        };
+        Ok(QueueDef {
+            name,
+            kind,
+            description: r.str16("descr")?,
+            max_depth: r.u32("maxdepth")?,
+            max_msg_len: r.u32("maxmsgl")?,
+            def_persistent: r.bool("defpsist")?,
+            def_priority: r.i32("defprty")?,
+            msg_delivery_sequence: match r.u8("msgdlvsq")? {
+                0 => MsgDeliverySequence::Priority,
+                1 => MsgDeliverySequence::Fifo,
+                v => return Err(DecodeError::invalid("msgdlvsq", format!("value {v}"))),
+            },
+            put_inhibited: r.bool("put")?,
+            get_inhibited: r.bool("get")?,
+            backout_threshold: r.u32("bothresh")?,
+            backout_queue: r.str16("boqname")?,
+            is_xmitq: r.bool("usage")?,
+            dynamic: dyn_from_u8(r.u8("dynamic")?)?,
+            other: get_map(r)?,
+        })
+    }
+}
+
+/// Kinds of non-queue objects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ObjectKind {
+    Channel,
+    Listener,
+    AuthInfo,
+}
+
+impl ObjectKind {
+    pub fn mq_name(self) -> &'static str {
+        match self {
+            ObjectKind::Channel => "CHANNEL",
+            ObjectKind::Listener => "LISTENER",
+            ObjectKind::AuthInfo => "AUTHINFO",
+        }
+    }
+}
+
+/// A non-queue object: its kind, name and attributes (MQSC keyword to value).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectDef {
+    pub kind: ObjectKind,
+    pub name: String,
+    pub attrs: BTreeMap<String, String>,
+}
+
+impl Codec for ObjectDef {
+    fn encode(&self, out: &mut BytesMut) {
+        out.put_u8(match self.kind {
+            ObjectKind::Channel => 1,
+            ObjectKind::Listener => 2,
+            ObjectKind::AuthInfo => 3,
+        });
+        out.put_str16(&self.name);
+        put_map(out, &self.attrs);
+    }
+    fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
+        let kind = match r.u8("object kind")? {
+            1 => ObjectKind::Channel,
+            2 => ObjectKind::Listener,
+            3 => ObjectKind::AuthInfo,
+            k => return Err(DecodeError::invalid("object kind", format!("tag {k}"))),
+        };
+        Ok(ObjectDef { kind, name: r.str16("object name")?, attrs: get_map(r)? })
+    }
+}
+
+/// Checks an MQ object name: 1..=48 characters from A-Z a-z 0-9 . / _ %.
+pub fn validate_object_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("the name is empty".into());
+    }
+    if name.len() > crate::limits::OBJECT_NAME_LEN_MAX {
+        return Err(format!("'{name}' is longer than {} characters", crate::limits::OBJECT_NAME_LEN_MAX));
+    }
+    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || "._/%".contains(*c))) {
+        return Err(format!("'{name}' contains '{c}'; names use A-Z, a-z, 0-9, '.', '/', '_' and '%'"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_queue_kind_round_trips() {
+        let kinds = [
+            QueueKind::Local,
+            QueueKind::Alias { target: "T".into() },
+            QueueKind::Model { def_type: DynamicKind::Permanent },
+            QueueKind::Remote { rname: "R".into(), rqmname: "QM2".into(), xmitq: "XQ".into() },
+        ];
+        for kind in kinds {
+            let mut q = QueueDef::new("Q1", kind);
+            q.other.insert("CLUSTER".into(), "C1".into());
+            q.dynamic = Some(DynamicKind::Temporary);
+            assert_eq!(QueueDef::from_bytes(q.to_bytes()).unwrap(), q);
+        }
+    }
+
+    #[test]
+    fn object_names_follow_mq_rules() {
+        assert!(validate_object_name("SYSTEM.DEFAULT.LOCAL.QUEUE").is_ok());
+        assert!(validate_object_name("").is_err());
+        assert!(validate_object_name("has space").is_err());
+        assert!(validate_object_name(&"X".repeat(49)).is_err());
+    }
+}
+
+/// Attributes of the queue manager itself (ALTER QMGR).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QmgrAttrs {
+    pub description: String,
+    pub max_msg_len: u32,
+    /// DEADQ: where undeliverable messages go.
+    pub dead_letter_queue: String,
+    /// MAXUMSGS: most messages in one unit of work.
+    pub max_uncommitted_msgs: u32,
+    /// Accepted attributes stored and displayed but not acted on yet.
+    pub other: BTreeMap<String, String>,
+}
+
+impl Default for QmgrAttrs {
+    fn default() -> Self {
+        QmgrAttrs {
+            description: String::new(),
+            max_msg_len: MSG_LEN_DEFAULT_BYTES,
+            dead_letter_queue: "SYSTEM.DEAD.LETTER.QUEUE".into(),
+            max_uncommitted_msgs: crate::limits::UOW_MSGS_MAX,
+            other: BTreeMap::new(),
+        }
+    }
+}
+
+impl Codec for QmgrAttrs {
+    fn encode(&self, out: &mut BytesMut) {
+        out.put_str16(&self.description);
+        out.put_u32_le(self.max_msg_len);
+        out.put_str16(&self.dead_letter_queue);
+        out.put_u32_le(self.max_uncommitted_msgs);
+        put_map(out, &self.other);
+    }
+    fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
+        Ok(QmgrAttrs {
+            description: r.str16("qmgr descr")?,
+            max_msg_len: r.u32("qmgr maxmsgl")?,
+            dead_letter_queue: r.str16("deadq")?,
+            max_uncommitted_msgs: r.u32("maxumsgs")?,
+            other: get_map(r)?,
+        })
+    }
+}

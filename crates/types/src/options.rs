@@ -1,0 +1,192 @@
+//! Options of the MQI verbs (open, put, get, close), as structured values. The wire protocol carries
+//! them with MQ's own numeric flag values so that MQ programmers can read a trace.
+
+use bytes::{BufMut, BytesMut};
+
+use crate::codec::{Codec, DecodeError, PutExt, Reader};
+use crate::descriptor::MsgId;
+
+/// MQOO_* open options (MQ's numbers).
+pub mod open {
+    pub const INPUT_AS_Q_DEF: u32 = 0x1;
+    pub const INPUT_SHARED: u32 = 0x2;
+    pub const INPUT_EXCLUSIVE: u32 = 0x4;
+    pub const BROWSE: u32 = 0x8;
+    pub const OUTPUT: u32 = 0x10;
+    pub const INQUIRE: u32 = 0x20;
+    pub const SET: u32 = 0x40;
+    pub const FAIL_IF_QUIESCING: u32 = 0x2000;
+    pub const ANY_INPUT: u32 = INPUT_AS_Q_DEF | INPUT_SHARED | INPUT_EXCLUSIVE;
+    pub const KNOWN: u32 = ANY_INPUT | BROWSE | OUTPUT | INQUIRE | SET | FAIL_IF_QUIESCING;
+}
+
+/// MQCO_* close options.
+pub mod close {
+    pub const NONE: u32 = 0;
+    pub const DELETE: u32 = 1;
+    pub const DELETE_PURGE: u32 = 2;
+}
+
+/// Whether an operation joins the connection's unit of work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Syncpoint {
+    /// MQ's default for distributed platforms: the operation takes effect at once.
+    #[default]
+    No,
+    Yes,
+    /// Get only: persistent messages join the unit of work, non-persistent ones do not.
+    IfPersistent,
+}
+
+impl Syncpoint {
+    fn to_u8(self) -> u8 {
+        match self {
+            Syncpoint::No => 0,
+            Syncpoint::Yes => 1,
+            Syncpoint::IfPersistent => 2,
+        }
+    }
+    fn from_u8(v: u8) -> Result<Syncpoint, DecodeError> {
+        Ok(match v {
+            0 => Syncpoint::No,
+            1 => Syncpoint::Yes,
+            2 => Syncpoint::IfPersistent,
+            _ => return Err(DecodeError::invalid("syncpoint", format!("value {v}"))),
+        })
+    }
+}
+
+/// Put options (MQPMO).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PutOptions {
+    pub syncpoint: Syncpoint,
+    /// Generate a fresh MsgId (MQPMO_NEW_MSG_ID); otherwise the descriptor's is kept, or generated when all zero.
+    pub new_msg_id: bool,
+    pub new_correl_id: bool,
+}
+
+impl Default for PutOptions {
+    fn default() -> Self {
+        PutOptions { syncpoint: Syncpoint::No, new_msg_id: true, new_correl_id: false }
+    }
+}
+
+impl Codec for PutOptions {
+    fn encode(&self, out: &mut BytesMut) {
+        out.put_u8(self.syncpoint.to_u8());
+        out.put_bool(self.new_msg_id);
+        out.put_bool(self.new_correl_id);
+    }
+    fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
+        let syncpoint = Syncpoint::from_u8(r.u8("put syncpoint")?)?;
+        if syncpoint == Syncpoint::IfPersistent {
+            return Err(DecodeError::invalid("put syncpoint", "IfPersistent applies to get only"));
+        }
+        Ok(PutOptions { syncpoint, new_msg_id: r.bool("new_msg_id")?, new_correl_id: r.bool("new_correl_id")? })
+    }
+}
+
+/// Which message a browse reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Browse {
+    /// A destructive get.
+    #[default]
+    No,
+    First,
+    Next,
+}
+
+/// How long a get waits for a message to arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Wait {
+    #[default]
+    NoWait,
+    Ms(u64),
+    Unlimited,
+}
+
+/// Get options (MQGMO plus the match fields of the MQMD that select the message).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct GetOptions {
+    pub syncpoint: Syncpoint,
+    pub wait: Wait,
+    pub browse: Browse,
+    /// Return as much of a too-long message as fits and remove it (MQGMO_ACCEPT_TRUNCATED_MSG).
+    pub accept_truncated: bool,
+    /// Largest body the caller accepts; `u32::MAX` means any.
+    pub max_len: u32,
+    pub match_msg_id: Option<MsgId>,
+    pub match_correl_id: Option<MsgId>,
+}
+
+impl GetOptions {
+    /// A destructive get of any message, any length.
+    pub fn any() -> GetOptions {
+        GetOptions { max_len: u32::MAX, ..Default::default() }
+    }
+}
+
+fn put_opt_id(out: &mut BytesMut, id: &Option<MsgId>) {
+    match id {
+        Some(id) => {
+            out.put_u8(1);
+            out.put_slice(id);
+        }
+        None => out.put_u8(0),
+    }
+}
+
+fn get_opt_id(r: &mut Reader, what: &'static str) -> Result<Option<MsgId>, DecodeError> {
+    match r.u8(what)? {
+        0 => Ok(None),
+        1 => Ok(Some(r.fixed::<24>(what)?)),
+        v => Err(DecodeError::invalid(what, format!("presence byte {v}"))),
+    }
+}
+
+impl Codec for GetOptions {
+    fn encode(&self, out: &mut BytesMut) {
+        out.put_u8(self.syncpoint.to_u8());
+        match self.wait {
+            Wait::NoWait => out.put_u8(0),
+            Wait::Ms(ms) => {
+                out.put_u8(1);
+                out.put_u64_le(ms);
+            }
+            Wait::Unlimited => out.put_u8(2),
+        }
+        out.put_u8(match self.browse {
+            Browse::No => 0,
+            Browse::First => 1,
+            Browse::Next => 2,
+        });
+        out.put_bool(self.accept_truncated);
+        out.put_u32_le(self.max_len);
+        put_opt_id(out, &self.match_msg_id);
+        put_opt_id(out, &self.match_correl_id);
+    }
+    fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
+        let syncpoint = Syncpoint::from_u8(r.u8("get syncpoint")?)?;
+        let wait = match r.u8("wait kind")? {
+            0 => Wait::NoWait,
+            1 => Wait::Ms(r.u64("wait ms")?),
+            2 => Wait::Unlimited,
+            v => return Err(DecodeError::invalid("wait kind", format!("value {v}"))),
+        };
+        let browse = match r.u8("browse")? {
+            0 => Browse::No,
+            1 => Browse::First,
+            2 => Browse::Next,
+            v => return Err(DecodeError::invalid("browse", format!("value {v}"))),
+        };
+        Ok(GetOptions {
+            syncpoint,
+            wait,
+            browse,
+            accept_truncated: r.bool("accept_truncated")?,
+            max_len: r.u32("max_len")?,
+            match_msg_id: get_opt_id(r, "match msg_id")?,
+            match_correl_id: get_opt_id(r, "match correl_id")?,
+        })
+    }
+}
