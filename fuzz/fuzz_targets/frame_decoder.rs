@@ -3,7 +3,9 @@
 #![no_main]
 
 use bytes::BytesMut;
-use ferrymq_proto::{encode_request, encode_response, parse_request, parse_response, FrameDecoder, RawFrame};
+use ferrymq_proto::{
+    encode_request, encode_response, parse_request, parse_response, FrameDecoder, RawFrame,
+};
 use libfuzzer_sys::fuzz_target;
 
 /// Small, so that random lengths are often within the limit and frames reach the parsers.
@@ -31,7 +33,10 @@ fuzz_target!(|data: &[u8]| {
 });
 
 fn reparse(bytes: &mut BytesMut) -> RawFrame {
-    FrameDecoder::new(u32::MAX).decode(bytes).expect("re-encoded frame decodes").expect("re-encoded frame is complete")
+    FrameDecoder::new(u32::MAX)
+        .decode(bytes)
+        .expect("re-encoded frame decodes")
+        .expect("re-encoded frame is complete")
 }
 
 fn check(frame: &RawFrame) {
@@ -41,7 +46,10 @@ fn check(frame: &RawFrame) {
         assert_eq!(once.len(), req.encoded_len());
         let again = parse_request(&reparse(&mut once.clone())).expect("re-encoded request parses");
         // NaN float properties are unequal to themselves; their Debug text and bytes still agree.
-        assert!(again == req || format!("{again:?}") == format!("{req:?}"), "{req:?} became {again:?}");
+        assert!(
+            again == req || format!("{again:?}") == format!("{req:?}"),
+            "{req:?} became {again:?}"
+        );
         let mut twice = BytesMut::new();
         encode_request(frame.conv, frame.req, &again, &mut twice);
         assert_eq!(once, twice);
@@ -50,8 +58,12 @@ fn check(frame: &RawFrame) {
         let mut once = BytesMut::new();
         encode_response(frame.conv, frame.req, &resp, &mut once);
         assert_eq!(once.len(), resp.encoded_len());
-        let again = parse_response(&reparse(&mut once.clone())).expect("re-encoded response parses");
-        assert!(again == resp || format!("{again:?}") == format!("{resp:?}"), "{resp:?} became {again:?}");
+        let again =
+            parse_response(&reparse(&mut once.clone())).expect("re-encoded response parses");
+        assert!(
+            again == resp || format!("{again:?}") == format!("{resp:?}"),
+            "{resp:?} became {again:?}"
+        );
         let mut twice = BytesMut::new();
         encode_response(frame.conv, frame.req, &again, &mut twice);
         assert_eq!(once, twice);

@@ -1,1 +1,48 @@
-//! placeholder
+//! FerryMQ's native Rust client: this crate owns the application side of the native protocol —
+//! connecting by queue manager name (bindings mode, over the queue manager's Unix socket) or by
+//! connection name list (client mode, over TCP), conversations sharing a socket (SHARECNV), every
+//! MQI verb (open, close, put, put1, get, commit, backout, inquire, admin), pipelining (a put and
+//! its commit in one write), heartbeats in both directions and automatic reconnect (MQCNO_RECONNECT)
+//! with stable object handles. The API is async on tokio ([`Connection`]); [`blocking::Connection`]
+//! wraps it for threads that do not run an async runtime. Each socket has a reader and a writer
+//! task; calls wait for their own answer, so any number of calls may be outstanding at once.
+
+mod conn;
+mod options;
+mod socket;
+
+pub mod blocking;
+
+use bytes::Bytes;
+use ferrymq_types::{MessageDescriptor, Properties};
+
+pub use conn::Connection;
+pub use options::{
+    bindings_socket_path, ferrymq_home, parse_conn_name, ConnectOptions, Reconnect, Transport,
+    CONNECT_TIMEOUT_DEFAULT, DEFAULT_PORT,
+};
+
+// Re-exported so that an application needs only this crate for the values its calls take.
+pub use ferrymq_types::options::{close, open, Browse, GetOptions, PutOptions, Syncpoint, Wait};
+pub use ferrymq_types::{MqError, MsgId, Persistence, PropertyValue, Reason};
+
+/// An open object (MQ `hObj`). The number is the client's own: it stays valid across a reconnect,
+/// whatever handle the queue manager gives the reopened object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectHandle {
+    pub hobj: u32,
+    /// The resolved name: for a dynamic queue, the name the queue manager generated.
+    pub name: String,
+}
+
+/// A message returned by [`Connection::get`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub md: MessageDescriptor,
+    pub props: Properties,
+    pub body: Bytes,
+    /// Length of the whole message on the queue; more than `body.len()` when truncated.
+    pub data_len: u32,
+    /// Only the first `body.len()` bytes were returned (TRUNCATED_MSG_ACCEPTED).
+    pub truncated: bool,
+}

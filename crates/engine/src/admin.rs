@@ -4,7 +4,9 @@
 use ferrymq_types::limits::MSG_LEN_MAX_BYTES;
 use ferrymq_types::objects::validate_object_name;
 use ferrymq_types::options::open;
-use ferrymq_types::{mqerr, DynamicKind, MqError, ObjectDef, ObjectKind, QmgrAttrs, QueueDef, QueueKind};
+use ferrymq_types::{
+    mqerr, DynamicKind, MqError, ObjectDef, ObjectKind, QmgrAttrs, QueueDef, QueueKind,
+};
 
 use crate::conn::ConnId;
 use crate::message::Lsn;
@@ -29,7 +31,8 @@ pub struct QueueStatus {
 impl Engine {
     /// Defines a queue (or replaces an existing one of the same kind, keeping its messages).
     pub fn define_queue(&mut self, def: QueueDef, replace: bool) -> Result<Lsn, MqError> {
-        validate_object_name(&def.name).map_err(|e| mqerr!(OBJECT_TYPE_ERROR, "queue name: {e}"))?;
+        validate_object_name(&def.name)
+            .map_err(|e| mqerr!(OBJECT_TYPE_ERROR, "queue name: {e}"))?;
         if def.max_msg_len > MSG_LEN_MAX_BYTES {
             return Err(mqerr!(
                 DATA_LENGTH_ERROR,
@@ -40,7 +43,11 @@ impl Engine {
         }
         if let Some(existing) = self.queues.get(&def.name) {
             if !replace {
-                return Err(mqerr!(OBJECT_ALREADY_EXISTS, "queue '{}' already exists; use REPLACE to change it", def.name));
+                return Err(mqerr!(
+                    OBJECT_ALREADY_EXISTS,
+                    "queue '{}' already exists; use REPLACE to change it",
+                    def.name
+                ));
             }
             if std::mem::discriminant(&existing.def.kind) != std::mem::discriminant(&def.kind) {
                 return Err(mqerr!(
@@ -68,27 +75,51 @@ impl Engine {
 
     /// Deletes a queue. A local queue must be closed and, unless `purge`, empty.
     pub fn delete_queue(&mut self, name: &str, purge: bool) -> Result<Lsn, MqError> {
-        let q = self.queues.get(name).ok_or_else(|| self.no_such_queue(name))?;
+        let q = self
+            .queues
+            .get(name)
+            .ok_or_else(|| self.no_such_queue(name))?;
         if q.stats.open_input + q.stats.open_output > 0 || self.handles_on(name) > 0 {
-            return Err(mqerr!(OBJECT_IN_USE, "queue '{name}' is open by {} handle(s); close them first", self.handles_on(name)));
+            return Err(mqerr!(
+                OBJECT_IN_USE,
+                "queue '{name}' is open by {} handle(s); close them first",
+                self.handles_on(name)
+            ));
         }
         if q.uncommitted_puts > 0 || q.locked > 0 {
-            return Err(mqerr!(Q_NOT_EMPTY, "queue '{name}' has uncommitted puts or gets; they must end first"));
+            return Err(mqerr!(
+                Q_NOT_EMPTY,
+                "queue '{name}' has uncommitted puts or gets; they must end first"
+            ));
         }
         if q.depth() > 0 && !purge {
-            return Err(mqerr!(Q_NOT_EMPTY, "queue '{name}' holds {} message(s); clear it or delete with PURGE", q.depth()));
+            return Err(mqerr!(
+                Q_NOT_EMPTY,
+                "queue '{name}' holds {} message(s); clear it or delete with PURGE",
+                q.depth()
+            ));
         }
         self.remove_queue(name)
     }
 
     /// Removes every committed message from a local queue (CLEAR QLOCAL).
     pub fn clear_queue(&mut self, name: &str) -> Result<Lsn, MqError> {
-        let q = self.queues.get(name).ok_or_else(|| self.no_such_queue(name))?;
+        let q = self
+            .queues
+            .get(name)
+            .ok_or_else(|| self.no_such_queue(name))?;
         if !q.def.holds_messages() {
-            return Err(mqerr!(Q_TYPE_ERROR, "'{name}' is a {}; only local queues hold messages", q.def.kind.mq_name()));
+            return Err(mqerr!(
+                Q_TYPE_ERROR,
+                "'{name}' is a {}; only local queues hold messages",
+                q.def.kind.mq_name()
+            ));
         }
         if q.uncommitted_puts > 0 || q.locked > 0 || q.stats.open_input > 0 {
-            return Err(mqerr!(OBJECT_IN_USE, "queue '{name}' is in use (open for input or in a unit of work)"));
+            return Err(mqerr!(
+                OBJECT_IN_USE,
+                "queue '{name}' is in use (open for input or in a unit of work)"
+            ));
         }
         let lsn = self.log_record(&Record::ClearQueue(name.to_string()))?;
         self.queues.get_mut(name).expect("checked").drain();
@@ -96,13 +127,23 @@ impl Engine {
     }
 
     fn handles_on(&self, name: &str) -> usize {
-        self.conns.values().flat_map(|c| c.handles.values()).filter(|h| h.queue == name || h.alias.as_deref() == Some(name)).count()
+        self.conns
+            .values()
+            .flat_map(|c| c.handles.values())
+            .filter(|h| h.queue == name || h.alias.as_deref() == Some(name))
+            .count()
     }
 
     pub fn define_object(&mut self, def: ObjectDef, replace: bool) -> Result<Lsn, MqError> {
-        validate_object_name(&def.name).map_err(|e| mqerr!(OBJECT_TYPE_ERROR, "{} name: {e}", def.kind.mq_name()))?;
+        validate_object_name(&def.name)
+            .map_err(|e| mqerr!(OBJECT_TYPE_ERROR, "{} name: {e}", def.kind.mq_name()))?;
         if !replace && self.objects.contains_key(&(def.kind, def.name.clone())) {
-            return Err(mqerr!(OBJECT_ALREADY_EXISTS, "{} '{}' already exists; use REPLACE to change it", def.kind.mq_name(), def.name));
+            return Err(mqerr!(
+                OBJECT_ALREADY_EXISTS,
+                "{} '{}' already exists; use REPLACE to change it",
+                def.kind.mq_name(),
+                def.name
+            ));
         }
         let lsn = self.log_record(&Record::DefineObject(def.clone()))?;
         self.objects.insert((def.kind, def.name.clone()), def);
@@ -111,7 +152,11 @@ impl Engine {
 
     pub fn delete_object(&mut self, kind: ObjectKind, name: &str) -> Result<Lsn, MqError> {
         if !self.objects.contains_key(&(kind, name.to_string())) {
-            return Err(mqerr!(UNKNOWN_OBJECT_NAME, "{} '{name}' is not defined", kind.mq_name()));
+            return Err(mqerr!(
+                UNKNOWN_OBJECT_NAME,
+                "{} '{name}' is not defined",
+                kind.mq_name()
+            ));
         }
         let lsn = self.log_record(&Record::DeleteObject(kind, name.to_string()))?;
         self.objects.remove(&(kind, name.to_string()));
@@ -128,7 +173,11 @@ impl Engine {
 
     pub fn set_qmgr_attrs(&mut self, attrs: QmgrAttrs) -> Result<Lsn, MqError> {
         if attrs.max_msg_len > MSG_LEN_MAX_BYTES {
-            return Err(mqerr!(DATA_LENGTH_ERROR, "MAXMSGL {} is above the largest FerryMQ supports ({MSG_LEN_MAX_BYTES})", attrs.max_msg_len));
+            return Err(mqerr!(
+                DATA_LENGTH_ERROR,
+                "MAXMSGL {} is above the largest FerryMQ supports ({MSG_LEN_MAX_BYTES})",
+                attrs.max_msg_len
+            ));
         }
         let lsn = self.log_record(&Record::QmgrAttrs(attrs.clone()))?;
         self.attrs = attrs;
@@ -159,7 +208,8 @@ impl Engine {
     /// Creates the objects every queue manager starts with, as MQ's scripts expect them.
     pub fn install_defaults(&mut self) -> Result<(), MqError> {
         let local = |name: &str| QueueDef::local(name);
-        let model = |name: &str, t: DynamicKind| QueueDef::new(name, QueueKind::Model { def_type: t });
+        let model =
+            |name: &str, t: DynamicKind| QueueDef::new(name, QueueKind::Model { def_type: t });
         let mut queues = vec![
             local("SYSTEM.DEFAULT.LOCAL.QUEUE"),
             local("SYSTEM.DEAD.LETTER.QUEUE"),
@@ -179,14 +229,30 @@ impl Engine {
         let obj = |kind, name: &str, attrs: &[(&str, &str)]| ObjectDef {
             kind,
             name: name.to_string(),
-            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            attrs: attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
-        let svrconn = [("CHLTYPE", "SVRCONN"), ("TRPTYPE", "TCP"), ("SHARECNV", "10"), ("MAXMSGL", "4194304")];
+        let svrconn = [
+            ("CHLTYPE", "SVRCONN"),
+            ("TRPTYPE", "TCP"),
+            ("SHARECNV", "10"),
+            ("MAXMSGL", "4194304"),
+        ];
         for o in [
             obj(ObjectKind::Channel, "SYSTEM.DEF.SVRCONN", &svrconn),
             obj(ObjectKind::Channel, "SYSTEM.ADMIN.SVRCONN", &svrconn),
-            obj(ObjectKind::Listener, "SYSTEM.DEFAULT.LISTENER.TCP", &[("TRPTYPE", "TCP"), ("PORT", "0"), ("CONTROL", "MANUAL")]),
-            obj(ObjectKind::AuthInfo, "SYSTEM.DEFAULT.AUTHINFO.IDPWOS", &[("AUTHTYPE", "IDPWOS"), ("CHCKCLNT", "REQDADM")]),
+            obj(
+                ObjectKind::Listener,
+                "SYSTEM.DEFAULT.LISTENER.TCP",
+                &[("TRPTYPE", "TCP"), ("PORT", "0"), ("CONTROL", "MANUAL")],
+            ),
+            obj(
+                ObjectKind::AuthInfo,
+                "SYSTEM.DEFAULT.AUTHINFO.IDPWOS",
+                &[("AUTHTYPE", "IDPWOS"), ("CHCKCLNT", "REQDADM")],
+            ),
         ] {
             self.define_object(o, true)?;
         }
@@ -195,14 +261,34 @@ impl Engine {
     }
 
     /// MQINQ on an open handle: the named attributes of its queue (all when `selectors` is empty).
-    pub fn inquire(&self, conn: ConnId, hobj: u32, selectors: &[String]) -> Result<Vec<(String, String)>, MqError> {
-        let c = self.conns.get(&conn).ok_or_else(|| mqerr!(HCONN_ERROR, "connection {conn} is not connected"))?;
-        let h = c.handles.get(&hobj).ok_or_else(|| mqerr!(HOBJ_ERROR, "object handle {hobj} is not open on this connection"))?;
+    pub fn inquire(
+        &self,
+        conn: ConnId,
+        hobj: u32,
+        selectors: &[String],
+    ) -> Result<Vec<(String, String)>, MqError> {
+        let c = self
+            .conns
+            .get(&conn)
+            .ok_or_else(|| mqerr!(HCONN_ERROR, "connection {conn} is not connected"))?;
+        let h = c.handles.get(&hobj).ok_or_else(|| {
+            mqerr!(
+                HOBJ_ERROR,
+                "object handle {hobj} is not open on this connection"
+            )
+        })?;
         if h.options & open::INQUIRE == 0 {
-            return Err(mqerr!(NOT_OPEN_FOR_INQUIRE, "'{}' was not opened for inquire (MQOO_INQUIRE)", h.opened_name));
+            return Err(mqerr!(
+                NOT_OPEN_FOR_INQUIRE,
+                "'{}' was not opened for inquire (MQOO_INQUIRE)",
+                h.opened_name
+            ));
         }
         let name = h.alias.as_deref().unwrap_or(&h.queue);
-        let q = self.queues.get(name).ok_or_else(|| mqerr!(Q_DELETED, "queue '{name}' has been deleted"))?;
+        let q = self
+            .queues
+            .get(name)
+            .ok_or_else(|| mqerr!(Q_DELETED, "queue '{name}' has been deleted"))?;
         let all = queue_attributes(q);
         if selectors.is_empty() {
             return Ok(all);
@@ -211,10 +297,12 @@ impl Engine {
             .iter()
             .map(|s| {
                 let s = s.to_ascii_uppercase();
-                all.iter()
-                    .find(|(k, _)| *k == s)
-                    .cloned()
-                    .ok_or_else(|| mqerr!(SELECTOR_ERROR, "'{s}' is not an attribute of queue '{name}' that MQINQ can return"))
+                all.iter().find(|(k, _)| *k == s).cloned().ok_or_else(|| {
+                    mqerr!(
+                        SELECTOR_ERROR,
+                        "'{s}' is not an attribute of queue '{name}' that MQINQ can return"
+                    )
+                })
             })
             .collect()
     }
@@ -231,9 +319,15 @@ pub fn queue_attributes(q: &Queue) -> Vec<(String, String)> {
         ("QUEUE".to_string(), d.name.clone()),
         ("TYPE".to_string(), d.kind.mq_name().to_string()),
         ("DESCR".to_string(), d.description.clone()),
-        ("PUT".to_string(), yes_no(d.put_inhibited, "DISABLED", "ENABLED")),
+        (
+            "PUT".to_string(),
+            yes_no(d.put_inhibited, "DISABLED", "ENABLED"),
+        ),
         ("DEFPRTY".to_string(), d.def_priority.to_string()),
-        ("DEFPSIST".to_string(), yes_no(d.def_persistent, "YES", "NO")),
+        (
+            "DEFPSIST".to_string(),
+            yes_no(d.def_persistent, "YES", "NO"),
+        ),
     ];
     match &d.kind {
         QueueKind::Local => {
@@ -243,12 +337,18 @@ pub fn queue_attributes(q: &Queue) -> Vec<(String, String)> {
             v.push(("CURDEPTH".into(), q.depth().to_string()));
             v.push(("IPPROCS".into(), q.stats.open_input.to_string()));
             v.push(("OPPROCS".into(), q.stats.open_output.to_string()));
-            v.push(("MSGDLVSQ".into(), format!("{:?}", d.msg_delivery_sequence).to_ascii_uppercase()));
+            v.push((
+                "MSGDLVSQ".into(),
+                format!("{:?}", d.msg_delivery_sequence).to_ascii_uppercase(),
+            ));
             v.push(("BOTHRESH".into(), d.backout_threshold.to_string()));
             v.push(("BOQNAME".into(), d.backout_queue.clone()));
             v.push(("USAGE".into(), yes_no(d.is_xmitq, "XMITQ", "NORMAL")));
             if let Some(k) = d.dynamic {
-                v.push(("DEFTYPE".into(), yes_no(k == DynamicKind::Permanent, "PERMDYN", "TEMPDYN")));
+                v.push((
+                    "DEFTYPE".into(),
+                    yes_no(k == DynamicKind::Permanent, "PERMDYN", "TEMPDYN"),
+                ));
             } else {
                 v.push(("DEFTYPE".into(), "PREDEFINED".into()));
             }
@@ -261,9 +361,16 @@ pub fn queue_attributes(q: &Queue) -> Vec<(String, String)> {
             v.push(("GET".into(), yes_no(d.get_inhibited, "DISABLED", "ENABLED")));
             v.push(("MAXDEPTH".into(), d.max_depth.to_string()));
             v.push(("MAXMSGL".into(), d.max_msg_len.to_string()));
-            v.push(("DEFTYPE".into(), yes_no(*def_type == DynamicKind::Permanent, "PERMDYN", "TEMPDYN")));
+            v.push((
+                "DEFTYPE".into(),
+                yes_no(*def_type == DynamicKind::Permanent, "PERMDYN", "TEMPDYN"),
+            ));
         }
-        QueueKind::Remote { rname, rqmname, xmitq } => {
+        QueueKind::Remote {
+            rname,
+            rqmname,
+            xmitq,
+        } => {
             v.push(("RNAME".into(), rname.clone()));
             v.push(("RQMNAME".into(), rqmname.clone()));
             v.push(("XMITQ".into(), xmitq.clone()));

@@ -16,35 +16,74 @@ use crate::{Delivery, Engine, GetOutcome, Got};
 impl Engine {
     /// Gets or browses a message (MQGET). `token` identifies the request so that a waiting get's
     /// later [`Delivery`] can be matched to it.
-    pub fn get(&mut self, conn: ConnId, hobj: u32, opts: &GetOptions, token: u64, now_ms: u64) -> Result<GetOutcome, MqError> {
+    pub fn get(
+        &mut self,
+        conn: ConnId,
+        hobj: u32,
+        opts: &GetOptions,
+        token: u64,
+        now_ms: u64,
+    ) -> Result<GetOutcome, MqError> {
         let c = self.conn_mut(conn)?;
         if c.waiting.is_some() {
-            return Err(mqerr!(CALL_IN_PROGRESS, "a get is already waiting on this connection"));
+            return Err(mqerr!(
+                CALL_IN_PROGRESS,
+                "a get is already waiting on this connection"
+            ));
         }
-        let h = c.handles.get(&hobj).ok_or_else(|| mqerr!(HOBJ_ERROR, "object handle {hobj} is not open on this connection"))?;
+        let h = c.handles.get(&hobj).ok_or_else(|| {
+            mqerr!(
+                HOBJ_ERROR,
+                "object handle {hobj} is not open on this connection"
+            )
+        })?;
         let browsing = opts.browse != Browse::No;
         if browsing && h.options & open::BROWSE == 0 {
-            return Err(mqerr!(NOT_OPEN_FOR_BROWSE, "'{}' was not opened for browse (MQOO_BROWSE)", h.opened_name));
+            return Err(mqerr!(
+                NOT_OPEN_FOR_BROWSE,
+                "'{}' was not opened for browse (MQOO_BROWSE)",
+                h.opened_name
+            ));
         }
         if !browsing && h.options & open::ANY_INPUT == 0 {
-            return Err(mqerr!(NOT_OPEN_FOR_INPUT, "'{}' was not opened for input (MQOO_INPUT_*)", h.opened_name));
+            return Err(mqerr!(
+                NOT_OPEN_FOR_INPUT,
+                "'{}' was not opened for input (MQOO_INPUT_*)",
+                h.opened_name
+            ));
         }
         if let Wait::Ms(ms) = opts.wait {
             if ms > ferrymq_types::limits::GET_WAIT_MAX_MS {
-                return Err(mqerr!(WAIT_INTERVAL_ERROR, "wait interval {ms} ms is longer than the limit; use an unlimited wait"));
+                return Err(mqerr!(
+                    WAIT_INTERVAL_ERROR,
+                    "wait interval {ms} ms is longer than the limit; use an unlimited wait"
+                ));
             }
         }
         let queue = h.queue.clone();
         let alias = h.alias.clone();
-        let cursor = if opts.browse == Browse::Next { h.browse_cursor } else { None };
+        let cursor = if opts.browse == Browse::Next {
+            h.browse_cursor
+        } else {
+            None
+        };
         if let Some(a) = alias {
             if self.queues.get(&a).is_some_and(|q| q.def.get_inhibited) {
-                return Err(mqerr!(GET_INHIBITED, "gets from alias '{a}' are inhibited (GET(DISABLED))"));
+                return Err(mqerr!(
+                    GET_INHIBITED,
+                    "gets from alias '{a}' are inhibited (GET(DISABLED))"
+                ));
             }
         }
-        let q = self.queues.get(&queue).ok_or_else(|| mqerr!(Q_DELETED, "queue '{queue}' has been deleted"))?;
+        let q = self
+            .queues
+            .get(&queue)
+            .ok_or_else(|| mqerr!(Q_DELETED, "queue '{queue}' has been deleted"))?;
         if q.def.get_inhibited {
-            return Err(mqerr!(GET_INHIBITED, "gets from queue '{queue}' are inhibited (GET(DISABLED))"));
+            return Err(mqerr!(
+                GET_INHIBITED,
+                "gets from queue '{queue}' are inhibited (GET(DISABLED))"
+            ));
         }
         let sel = Selector::new(opts.match_msg_id, opts.match_correl_id);
         if let Some(key) = self.find(&queue, &sel, cursor, now_ms) {
@@ -52,9 +91,20 @@ impl Engine {
             return Ok(GetOutcome::Got(got, lsn));
         }
         if opts.wait == Wait::NoWait {
-            return Err(mqerr!(NO_MSG_AVAILABLE, "no matching message on queue '{queue}'"));
+            return Err(mqerr!(
+                NO_MSG_AVAILABLE,
+                "no matching message on queue '{queue}'"
+            ));
         }
-        let id = self.waiters.add(Waiter { id: 0, conn, hobj, token, queue, opts: opts.clone(), sel });
+        let id = self.waiters.add(Waiter {
+            id: 0,
+            conn,
+            hobj,
+            token,
+            queue,
+            opts: opts.clone(),
+            sel,
+        });
         self.conns.get_mut(&conn).expect("checked").waiting = Some(id);
         Ok(GetOutcome::Waiting(id))
     }
@@ -71,7 +121,13 @@ impl Engine {
 
     /// Finds the selected message, discarding expired messages met on the way (MQ never delivers
     /// them; their removal is not logged because after a restart they are still expired).
-    fn find(&mut self, queue: &str, sel: &Selector, after: Option<Key>, now_ms: u64) -> Option<Key> {
+    fn find(
+        &mut self,
+        queue: &str,
+        sel: &Selector,
+        after: Option<Key>,
+        now_ms: u64,
+    ) -> Option<Key> {
         let q = self.queues.get_mut(queue)?;
         let mut expired = Vec::new();
         let found = q.find(sel, after, now_ms, &mut expired);
@@ -82,7 +138,15 @@ impl Engine {
     }
 
     /// Takes (or browses) the message at `key` for a get through `hobj`.
-    fn take(&mut self, conn: ConnId, hobj: u32, queue: &str, key: Key, opts: &GetOptions, now_ms: u64) -> Result<(Got, Lsn), MqError> {
+    fn take(
+        &mut self,
+        conn: ConnId,
+        hobj: u32,
+        queue: &str,
+        key: Key,
+        opts: &GetOptions,
+        now_ms: u64,
+    ) -> Result<(Got, Lsn), MqError> {
         let q = self.queues.get(queue).expect("caller found the message");
         let entry = q.entry(key).expect("caller found the message").clone();
         let len = entry.msg.body.len();
@@ -96,15 +160,27 @@ impl Engine {
         let mut got = Got {
             md: entry.msg.md.clone(),
             props: entry.msg.props.clone(),
-            body: if truncated { entry.msg.body.slice(..opts.max_len as usize) } else { entry.msg.body.clone() },
+            body: if truncated {
+                entry.msg.body.slice(..opts.max_len as usize)
+            } else {
+                entry.msg.body.clone()
+            },
             data_len: len as u32,
-            reason: if truncated { Reason::TRUNCATED_MSG_ACCEPTED } else { Reason::NONE },
+            reason: if truncated {
+                Reason::TRUNCATED_MSG_ACCEPTED
+            } else {
+                Reason::NONE
+            },
         };
         got.md.backout_count = entry.backout_count;
         let mut lsn = entry.msg.put_lsn();
 
         if opts.browse != Browse::No {
-            if let Some(h) = self.conns.get_mut(&conn).and_then(|c| c.handles.get_mut(&hobj)) {
+            if let Some(h) = self
+                .conns
+                .get_mut(&conn)
+                .and_then(|c| c.handles.get_mut(&hobj))
+            {
                 h.browse_cursor = Some(key);
             }
             return Ok((got, lsn));
@@ -119,7 +195,10 @@ impl Engine {
             let max = self.attrs.max_uncommitted_msgs;
             let c = self.conns.get_mut(&conn).expect("connected");
             if c.uow.len() as u32 >= max {
-                return Err(mqerr!(SYNCPOINT_LIMIT_REACHED, "the unit of work already holds {max} messages (MAXUMSGS); commit first"));
+                return Err(mqerr!(
+                    SYNCPOINT_LIMIT_REACHED,
+                    "the unit of work already holds {max} messages (MAXUMSGS); commit first"
+                ));
             }
             let q = self.queues.get_mut(queue).expect("exists");
             q.remove(key);
@@ -129,7 +208,11 @@ impl Engine {
         } else {
             if entry.msg.persistent {
                 let mut buf = BytesMut::with_capacity(64);
-                let rec = Record::Get(GetRec { queue: queue.to_string(), seq: key.seq, rank: key.rank });
+                let rec = Record::Get(GetRec {
+                    queue: queue.to_string(),
+                    seq: key.seq,
+                    rank: key.rank,
+                });
                 let kind = rec.encode_small(&mut buf);
                 lsn = lsn.max(self.log.append(kind, &[&buf])?);
             }
@@ -147,7 +230,9 @@ impl Engine {
     pub(crate) fn arrived(&mut self, queue: &str, key: Key, now_ms: u64) {
         let mut browsed: Vec<u64> = Vec::new();
         loop {
-            let Some(entry): Option<Entry> = self.queues.get(queue).and_then(|q| q.entry(key)).cloned() else {
+            let Some(entry): Option<Entry> =
+                self.queues.get(queue).and_then(|q| q.entry(key)).cloned()
+            else {
                 return;
             };
             if entry.msg.is_expired(now_ms) {
@@ -173,7 +258,12 @@ impl Engine {
                 Err(e) => (Err(e), 0),
             };
             let delivered = result.is_ok();
-            self.deliveries.push(Delivery { conn: w.conn, token: w.token, result, wait_lsn });
+            self.deliveries.push(Delivery {
+                conn: w.conn,
+                token: w.token,
+                result,
+                wait_lsn,
+            });
             if delivered && !browse {
                 return;
             }

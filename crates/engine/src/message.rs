@@ -80,7 +80,14 @@ impl Message {
 
     /// A copy of this message under a new sequence number (a move to another queue).
     pub fn renumbered(&self, seq: u64, put_lsn: Lsn) -> Message {
-        Message::new(seq, self.md.clone(), self.props.clone(), self.body.clone(), self.expires_at_ms, put_lsn)
+        Message::new(
+            seq,
+            self.md.clone(),
+            self.props.clone(),
+            self.body.clone(),
+            self.expires_at_ms,
+            put_lsn,
+        )
     }
 }
 

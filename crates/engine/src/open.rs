@@ -22,17 +22,32 @@ impl Engine {
         dynamic_name: &str,
     ) -> Result<(u32, String, Lsn), MqError> {
         if options & !open::KNOWN != 0 {
-            return Err(mqerr!(OPTIONS_ERROR, "open options {options:#x} include bits FerryMQ does not know"));
+            return Err(mqerr!(
+                OPTIONS_ERROR,
+                "open options {options:#x} include bits FerryMQ does not know"
+            ));
         }
-        let inputs = [open::INPUT_AS_Q_DEF, open::INPUT_SHARED, open::INPUT_EXCLUSIVE]
-            .iter()
-            .filter(|b| options & **b != 0)
-            .count();
+        let inputs = [
+            open::INPUT_AS_Q_DEF,
+            open::INPUT_SHARED,
+            open::INPUT_EXCLUSIVE,
+        ]
+        .iter()
+        .filter(|b| options & **b != 0)
+        .count();
         if inputs > 1 {
-            return Err(mqerr!(OPTIONS_ERROR, "open options ask for more than one kind of input on '{name}'"));
+            return Err(mqerr!(
+                OPTIONS_ERROR,
+                "open options ask for more than one kind of input on '{name}'"
+            ));
         }
-        if options & (open::ANY_INPUT | open::BROWSE | open::OUTPUT | open::INQUIRE | open::SET) == 0 {
-            return Err(mqerr!(OPTIONS_ERROR, "open of '{name}' names no access (input, browse, output, inquire or set)"));
+        if options & (open::ANY_INPUT | open::BROWSE | open::OUTPUT | open::INQUIRE | open::SET)
+            == 0
+        {
+            return Err(mqerr!(
+                OPTIONS_ERROR,
+                "open of '{name}' names no access (input, browse, output, inquire or set)"
+            ));
         }
         if !qmgr.is_empty() && qmgr != self.cfg.qmgr_name {
             return Err(mqerr!(
@@ -55,7 +70,13 @@ impl Engine {
             .queues
             .get(name)
             .map(|q| q.def.clone())
-            .ok_or_else(|| mqerr!(UNKNOWN_OBJECT_NAME, "queue '{name}' is not defined on queue manager '{}'", self.cfg.qmgr_name))?;
+            .ok_or_else(|| {
+                mqerr!(
+                    UNKNOWN_OBJECT_NAME,
+                    "queue '{name}' is not defined on queue manager '{}'",
+                    self.cfg.qmgr_name
+                )
+            })?;
 
         let mut lsn = 0;
         let mut owns_temporary = false;
@@ -63,7 +84,10 @@ impl Engine {
             QueueKind::Local => (def.name.clone(), None),
             QueueKind::Alias { target } => {
                 let base = self.queues.get(target).ok_or_else(|| {
-                    mqerr!(UNKNOWN_ALIAS_BASE_Q, "alias '{name}' resolves to '{target}', which is not defined")
+                    mqerr!(
+                        UNKNOWN_ALIAS_BASE_Q,
+                        "alias '{name}' resolves to '{target}', which is not defined"
+                    )
                 })?;
                 if !base.def.holds_messages() {
                     return Err(mqerr!(
@@ -75,7 +99,11 @@ impl Engine {
                 (target.clone(), Some(def.name.clone()))
             }
             QueueKind::Model { def_type } => {
-                let qname = self.dynamic_queue_name(if dynamic_name.is_empty() { "AMQ.*" } else { dynamic_name })?;
+                let qname = self.dynamic_queue_name(if dynamic_name.is_empty() {
+                    "AMQ.*"
+                } else {
+                    dynamic_name
+                })?;
                 let mut qdef = def.clone();
                 qdef.name = qname.clone();
                 qdef.kind = QueueKind::Local;
@@ -101,7 +129,10 @@ impl Engine {
         if wants_input {
             let exclusive = options & open::INPUT_EXCLUSIVE != 0;
             if q.exclusive.is_some() {
-                return Err(mqerr!(OBJECT_IN_USE, "queue '{queue}' is open for exclusive input by another handle"));
+                return Err(mqerr!(
+                    OBJECT_IN_USE,
+                    "queue '{queue}' is open for exclusive input by another handle"
+                ));
             }
             if exclusive && q.stats.open_input > 0 {
                 return Err(mqerr!(
@@ -125,7 +156,14 @@ impl Engine {
         }
         c.handles.insert(
             hobj,
-            Handle { queue: queue.clone(), opened_name: def.name.clone(), alias, options, browse_cursor: None, owns_temporary },
+            Handle {
+                queue: queue.clone(),
+                opened_name: def.name.clone(),
+                alias,
+                options,
+                browse_cursor: None,
+                owns_temporary,
+            },
         );
         Ok((hobj, queue, lsn))
     }
@@ -144,31 +182,50 @@ impl Engine {
         ferrymq_types::objects::validate_object_name(&name)
             .map_err(|e| mqerr!(DYNAMIC_Q_NAME_ERROR, "dynamic queue name: {e}"))?;
         if self.queues.contains_key(&name) {
-            return Err(mqerr!(OBJECT_ALREADY_EXISTS, "dynamic queue name '{name}' is already in use"));
+            return Err(mqerr!(
+                OBJECT_ALREADY_EXISTS,
+                "dynamic queue name '{name}' is already in use"
+            ));
         }
         Ok(name)
     }
 
     /// Closes a handle (MQCLOSE). Closing the handle that created a temporary dynamic queue deletes
     /// it; `close::DELETE`/`DELETE_PURGE` delete a permanent dynamic queue.
-    pub fn close(&mut self, conn: ConnId, hobj: u32, options: u32, now_ms: u64) -> Result<Lsn, MqError> {
+    pub fn close(
+        &mut self,
+        conn: ConnId,
+        hobj: u32,
+        options: u32,
+        now_ms: u64,
+    ) -> Result<Lsn, MqError> {
         let _ = now_ms;
         let c = self.conn_mut(conn)?;
-        let h = c
-            .handles
-            .get(&hobj)
-            .cloned()
-            .ok_or_else(|| mqerr!(HOBJ_ERROR, "object handle {hobj} is not open on this connection"))?;
+        let h = c.handles.get(&hobj).cloned().ok_or_else(|| {
+            mqerr!(
+                HOBJ_ERROR,
+                "object handle {hobj} is not open on this connection"
+            )
+        })?;
         let delete = options & (close::DELETE | close::DELETE_PURGE) != 0;
         let purge = options & close::DELETE_PURGE != 0;
         let dynamic = self.queues.get(&h.queue).and_then(|q| q.def.dynamic);
         if delete && dynamic.is_none() {
-            return Err(mqerr!(OPTION_NOT_VALID_FOR_TYPE, "'{}' is not a dynamic queue; MQCO_DELETE applies only to those", h.queue));
+            return Err(mqerr!(
+                OPTION_NOT_VALID_FOR_TYPE,
+                "'{}' is not a dynamic queue; MQCO_DELETE applies only to those",
+                h.queue
+            ));
         }
         if delete && !purge {
             if let Some(q) = self.queues.get(&h.queue) {
                 if q.depth() > 0 || q.uncommitted_puts > 0 {
-                    return Err(mqerr!(Q_NOT_EMPTY, "dynamic queue '{}' still holds {} message(s); use MQCO_DELETE_PURGE", h.queue, q.depth()));
+                    return Err(mqerr!(
+                        Q_NOT_EMPTY,
+                        "dynamic queue '{}' still holds {} message(s); use MQCO_DELETE_PURGE",
+                        h.queue,
+                        q.depth()
+                    ));
                 }
             }
         }
@@ -180,7 +237,11 @@ impl Engine {
                 }
             }
         }
-        self.conns.get_mut(&conn).expect("checked").handles.remove(&hobj);
+        self.conns
+            .get_mut(&conn)
+            .expect("checked")
+            .handles
+            .remove(&hobj);
         if let Some(q) = self.queues.get_mut(&h.queue) {
             if h.options & ferrymq_types::options::open::ANY_INPUT != 0 {
                 q.stats.open_input = q.stats.open_input.saturating_sub(1);
@@ -202,8 +263,15 @@ impl Engine {
     /// Deletes a queue and everything on it, failing waiting getters with MQRC_Q_DELETED. Logs the
     /// deletion unless the queue was temporary (never logged in the first place).
     pub(crate) fn remove_queue(&mut self, name: &str) -> Result<Lsn, MqError> {
-        let temporary = self.queues.get(name).is_some_and(|q| q.def.dynamic == Some(DynamicKind::Temporary));
-        let lsn = if temporary { 0 } else { self.log_record(&Record::DeleteQueue(name.to_string()))? };
+        let temporary = self
+            .queues
+            .get(name)
+            .is_some_and(|q| q.def.dynamic == Some(DynamicKind::Temporary));
+        let lsn = if temporary {
+            0
+        } else {
+            self.log_record(&Record::DeleteQueue(name.to_string()))?
+        };
         self.queues.remove(name);
         for w in self.waiters.on_queue(name) {
             if let Some(w) = self.waiters.remove(w) {
@@ -213,7 +281,10 @@ impl Engine {
                 self.deliveries.push(crate::Delivery {
                     conn: w.conn,
                     token: w.token,
-                    result: Err(mqerr!(Q_DELETED, "queue '{name}' was deleted while the get waited")),
+                    result: Err(mqerr!(
+                        Q_DELETED,
+                        "queue '{name}' was deleted while the get waited"
+                    )),
                     wait_lsn: lsn,
                 });
             }
@@ -234,6 +305,12 @@ impl Engine {
     }
 
     pub(crate) fn no_such_queue(&self, name: &str) -> MqError {
-        MqError::new(Reason::UNKNOWN_OBJECT_NAME, format!("queue '{name}' is not defined on queue manager '{}'", self.cfg.qmgr_name))
+        MqError::new(
+            Reason::UNKNOWN_OBJECT_NAME,
+            format!(
+                "queue '{name}' is not defined on queue manager '{}'",
+                self.cfg.qmgr_name
+            ),
+        )
     }
 }

@@ -36,14 +36,26 @@ impl Engine {
         now_ms: u64,
     ) -> Result<PutDone, MqError> {
         let c = self.conn_mut(conn)?;
-        let h = c.handles.get(&hobj).ok_or_else(|| mqerr!(HOBJ_ERROR, "object handle {hobj} is not open on this connection"))?;
+        let h = c.handles.get(&hobj).ok_or_else(|| {
+            mqerr!(
+                HOBJ_ERROR,
+                "object handle {hobj} is not open on this connection"
+            )
+        })?;
         if h.options & open::OUTPUT == 0 {
-            return Err(mqerr!(NOT_OPEN_FOR_OUTPUT, "'{}' was not opened for output (MQOO_OUTPUT)", h.opened_name));
+            return Err(mqerr!(
+                NOT_OPEN_FOR_OUTPUT,
+                "'{}' was not opened for output (MQOO_OUTPUT)",
+                h.opened_name
+            ));
         }
         let queue = h.queue.clone();
         if let Some(alias) = h.alias.clone() {
             if self.queues.get(&alias).is_some_and(|a| a.def.put_inhibited) {
-                return Err(mqerr!(PUT_INHIBITED, "puts to alias '{alias}' are inhibited (PUT(DISABLED))"));
+                return Err(mqerr!(
+                    PUT_INHIBITED,
+                    "puts to alias '{alias}' are inhibited (PUT(DISABLED))"
+                ));
             }
         }
         self.put_to_queue(conn, &queue, opts, md, props, body, now_ms)
@@ -84,10 +96,16 @@ impl Engine {
     ) -> Result<PutDone, MqError> {
         let qmgr_max = self.attrs.max_msg_len;
         let uow_max = self.attrs.max_uncommitted_msgs;
-        let q = self.queues.get(queue).ok_or_else(|| self.no_such_queue(queue))?;
+        let q = self
+            .queues
+            .get(queue)
+            .ok_or_else(|| self.no_such_queue(queue))?;
         let def = &q.def;
         if def.put_inhibited {
-            return Err(mqerr!(PUT_INHIBITED, "puts to queue '{queue}' are inhibited (PUT(DISABLED))"));
+            return Err(mqerr!(
+                PUT_INHIBITED,
+                "puts to queue '{queue}' are inhibited (PUT(DISABLED))"
+            ));
         }
         let len = body.len() as u64;
         if len > qmgr_max as u64 {
@@ -104,19 +122,35 @@ impl Engine {
             ));
         }
         if q.is_full() {
-            return Err(mqerr!(Q_FULL, "queue '{queue}' is full: CURDEPTH has reached MAXDEPTH {}", def.max_depth));
+            return Err(mqerr!(
+                Q_FULL,
+                "queue '{queue}' is full: CURDEPTH has reached MAXDEPTH {}",
+                def.max_depth
+            ));
         }
         if md.priority != PRIORITY_AS_Q_DEF && !(0..=9).contains(&md.priority) {
-            return Err(mqerr!(PRIORITY_ERROR, "priority {} is not 0..9 or MQPRI_PRIORITY_AS_Q_DEF", md.priority));
+            return Err(mqerr!(
+                PRIORITY_ERROR,
+                "priority {} is not 0..9 or MQPRI_PRIORITY_AS_Q_DEF",
+                md.priority
+            ));
         }
         if md.expiry != EXPIRY_UNLIMITED && md.expiry <= 0 {
-            return Err(mqerr!(EXPIRY_ERROR, "expiry {} is neither positive (tenths of a second) nor MQEI_UNLIMITED", md.expiry));
+            return Err(mqerr!(
+                EXPIRY_ERROR,
+                "expiry {} is neither positive (tenths of a second) nor MQEI_UNLIMITED",
+                md.expiry
+            ));
         }
         if md.priority == PRIORITY_AS_Q_DEF {
             md.priority = def.def_priority.clamp(0, 9);
         }
         if md.persistence == Persistence::AsQueueDef {
-            md.persistence = if def.def_persistent { Persistence::Persistent } else { Persistence::NotPersistent };
+            md.persistence = if def.def_persistent {
+                Persistence::Persistent
+            } else {
+                Persistence::NotPersistent
+            };
         }
         let persistent = md.persistence == Persistence::Persistent;
         if persistent && def.dynamic == Some(DynamicKind::Temporary) {
@@ -140,7 +174,8 @@ impl Engine {
         }
         md.put_time_ms = now_ms;
         md.backout_count = 0;
-        let expires_at_ms = (md.expiry != EXPIRY_UNLIMITED).then(|| now_ms + md.expiry as u64 * 100);
+        let expires_at_ms =
+            (md.expiry != EXPIRY_UNLIMITED).then(|| now_ms + md.expiry as u64 * 100);
         let seq = self.alloc_seq();
         let (msg_id, correl_id) = (md.msg_id, md.correl_id);
 
@@ -150,8 +185,19 @@ impl Engine {
             let key = q.key_for(msg.priority, seq);
             q.uncommitted_puts += 1;
             q.stats.last_put_ms = now_ms;
-            self.conns.get_mut(&conn).expect("checked").uow.puts.push((queue.to_string(), key, Entry { msg, backout_count: 0 }));
-            return Ok(PutDone { msg_id, correl_id, wait_lsn: 0 });
+            self.conns.get_mut(&conn).expect("checked").uow.puts.push((
+                queue.to_string(),
+                key,
+                Entry {
+                    msg,
+                    backout_count: 0,
+                },
+            ));
+            return Ok(PutDone {
+                msg_id,
+                correl_id,
+                wait_lsn: 0,
+            });
         }
 
         let msg = Message::new(seq, md, props, body, expires_at_ms, 0);
@@ -164,10 +210,20 @@ impl Engine {
         let msg = Arc::new(msg);
         let q = self.queues.get_mut(queue).expect("checked");
         let key = q.key_for(msg.priority, seq);
-        q.insert(key, Entry { msg, backout_count: 0 });
+        q.insert(
+            key,
+            Entry {
+                msg,
+                backout_count: 0,
+            },
+        );
         q.stats.last_put_ms = now_ms;
         q.stats.puts += 1;
         self.arrived(queue, key, now_ms);
-        Ok(PutDone { msg_id, correl_id, wait_lsn })
+        Ok(PutDone {
+            msg_id,
+            correl_id,
+            wait_lsn,
+        })
     }
 }

@@ -27,11 +27,15 @@ pub struct Selector {
 impl Selector {
     /// MQ treats an all-zero identifier in a match field as "any".
     pub fn new(msg_id: Option<MsgId>, correl_id: Option<MsgId>) -> Selector {
-        Selector { msg_id: msg_id.filter(|id| *id != ID_NONE), correl_id: correl_id.filter(|id| *id != ID_NONE) }
+        Selector {
+            msg_id: msg_id.filter(|id| *id != ID_NONE),
+            correl_id: correl_id.filter(|id| *id != ID_NONE),
+        }
     }
 
     pub fn matches(&self, e: &Entry) -> bool {
-        self.msg_id.is_none_or(|id| e.msg.md.msg_id == id) && self.correl_id.is_none_or(|id| e.msg.md.correl_id == id)
+        self.msg_id.is_none_or(|id| e.msg.md.msg_id == id)
+            && self.correl_id.is_none_or(|id| e.msg.md.correl_id == id)
     }
 
     pub fn is_any(&self) -> bool {
@@ -105,7 +109,10 @@ impl Queue {
     /// The delivery key a message gets on this queue.
     pub fn key_for(&self, priority: u8, seq: u64) -> Key {
         match self.def.msg_delivery_sequence {
-            MsgDeliverySequence::Priority => Key { rank: 9 - priority.min(9), seq },
+            MsgDeliverySequence::Priority => Key {
+                rank: 9 - priority.min(9),
+                seq,
+            },
             MsgDeliverySequence::Fifo => Key { rank: 0, seq },
         }
     }
@@ -144,7 +151,13 @@ impl Queue {
 
     /// The first message matching `sel` with a key after `after` (browse cursor), skipping and
     /// collecting expired messages into `expired` so the caller can discard them.
-    pub fn find(&self, sel: &Selector, after: Option<Key>, now_ms: u64, expired: &mut Vec<Key>) -> Option<Key> {
+    pub fn find(
+        &self,
+        sel: &Selector,
+        after: Option<Key>,
+        now_ms: u64,
+        expired: &mut Vec<Key>,
+    ) -> Option<Key> {
         let from_index = |keys: &Vec<Key>| -> Option<Key> {
             for k in keys {
                 if after.is_some_and(|a| *k <= a) {
@@ -168,7 +181,9 @@ impl Queue {
             return self.by_correl_id.get(&id).and_then(from_index);
         }
         let range = match after {
-            Some(a) => self.msgs.range((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded)),
+            Some(a) => self
+                .msgs
+                .range((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded)),
             None => self.msgs.range(..),
         };
         for (k, e) in range {
@@ -207,8 +222,23 @@ mod tests {
     use std::sync::Arc;
 
     fn entry(seq: u64, prio: i32, correl: u8) -> Entry {
-        let md = MessageDescriptor { msg_id: [seq as u8; 24], correl_id: [correl; 24], priority: prio, ..Default::default() };
-        Entry { msg: Arc::new(Message::new(seq, md, Properties::default(), Bytes::new(), None, 0)), backout_count: 0 }
+        let md = MessageDescriptor {
+            msg_id: [seq as u8; 24],
+            correl_id: [correl; 24],
+            priority: prio,
+            ..Default::default()
+        };
+        Entry {
+            msg: Arc::new(Message::new(
+                seq,
+                md,
+                Properties::default(),
+                Bytes::new(),
+                None,
+                0,
+            )),
+            backout_count: 0,
+        }
     }
 
     fn put(q: &mut Queue, seq: u64, prio: i32, correl: u8) {
@@ -242,7 +272,9 @@ mod tests {
         assert_eq!(k.seq, 3);
         q.remove(k);
         assert_eq!(q.find(&sel, None, 0, &mut vec![]).unwrap().seq, 13);
-        assert!(q.find(&Selector::new(None, Some([99; 24])), None, 0, &mut vec![]).is_none());
+        assert!(q
+            .find(&Selector::new(None, Some([99; 24])), None, 0, &mut vec![])
+            .is_none());
     }
 
     #[test]

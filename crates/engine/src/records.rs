@@ -48,7 +48,10 @@ pub struct GetRec {
 pub enum Record {
     Put(PutRec),
     Get(GetRec),
-    Commit { puts: Vec<PutRec>, gets: Vec<GetRec> },
+    Commit {
+        puts: Vec<PutRec>,
+        gets: Vec<GetRec>,
+    },
     DefineQueue(QueueDef),
     DeleteQueue(String),
     DefineObject(ObjectDef),
@@ -75,7 +78,14 @@ fn decode_put(r: &mut Reader) -> Result<PutRec, DecodeError> {
     let props = Properties::decode(r)?;
     let exp = r.u64("expiry")?;
     let body = r.bytes32("body")?;
-    Ok(PutRec { queue, seq, md, props, expires_at_ms: (exp != 0).then_some(exp), body })
+    Ok(PutRec {
+        queue,
+        seq,
+        md,
+        props,
+        expires_at_ms: (exp != 0).then_some(exp),
+        body,
+    })
 }
 
 fn encode_get(g: &GetRec, out: &mut BytesMut) {
@@ -85,7 +95,11 @@ fn encode_get(g: &GetRec, out: &mut BytesMut) {
 }
 
 fn decode_get(r: &mut Reader) -> Result<GetRec, DecodeError> {
-    Ok(GetRec { queue: r.str16("queue")?, seq: r.u64("seq")?, rank: r.u8("rank")? })
+    Ok(GetRec {
+        queue: r.str16("queue")?,
+        seq: r.u64("seq")?,
+        rank: r.u8("rank")?,
+    })
 }
 
 fn object_kind_u8(k: ObjectKind) -> u8 {
@@ -233,8 +247,15 @@ mod tests {
         PutRec {
             queue: "Q1".into(),
             seq,
-            md: MessageDescriptor { persistence: Persistence::Persistent, msg_id: [seq as u8; 24], ..Default::default() },
-            props: Properties(vec![("color".into(), ferrymq_types::PropertyValue::String("red".into()))]),
+            md: MessageDescriptor {
+                persistence: Persistence::Persistent,
+                msg_id: [seq as u8; 24],
+                ..Default::default()
+            },
+            props: Properties(vec![(
+                "color".into(),
+                ferrymq_types::PropertyValue::String("red".into()),
+            )]),
             expires_at_ms: Some(99),
             body: Bytes::from(vec![seq as u8; 100]),
         }
@@ -244,11 +265,26 @@ mod tests {
     fn every_record_round_trips() {
         let recs = vec![
             Record::Put(sample_put(1)),
-            Record::Get(GetRec { queue: "Q".into(), seq: 5, rank: 9 }),
-            Record::Commit { puts: vec![sample_put(2), sample_put(3)], gets: vec![GetRec { queue: "Q".into(), seq: 1, rank: 0 }] },
+            Record::Get(GetRec {
+                queue: "Q".into(),
+                seq: 5,
+                rank: 9,
+            }),
+            Record::Commit {
+                puts: vec![sample_put(2), sample_put(3)],
+                gets: vec![GetRec {
+                    queue: "Q".into(),
+                    seq: 1,
+                    rank: 0,
+                }],
+            },
             Record::DefineQueue(QueueDef::local("A")),
             Record::DeleteQueue("A".into()),
-            Record::DefineObject(ObjectDef { kind: ObjectKind::Listener, name: "L1".into(), attrs: Default::default() }),
+            Record::DefineObject(ObjectDef {
+                kind: ObjectKind::Listener,
+                name: "L1".into(),
+                attrs: Default::default(),
+            }),
             Record::DeleteObject(ObjectKind::Channel, "C".into()),
             Record::QmgrAttrs(QmgrAttrs::default()),
             Record::ClearQueue("Q".into()),
@@ -263,7 +299,14 @@ mod tests {
     #[test]
     fn split_put_encoding_matches_the_decoder() {
         let p = sample_put(7);
-        let m = Message::new(p.seq, p.md.clone(), p.props.clone(), p.body.clone(), p.expires_at_ms, 0);
+        let m = Message::new(
+            p.seq,
+            p.md.clone(),
+            p.props.clone(),
+            p.body.clone(),
+            p.expires_at_ms,
+            0,
+        );
         let (mut head, body) = encode_stored("Q1", &m);
         head.extend_from_slice(&body);
         assert_eq!(decode_stored(head.freeze()).unwrap(), p);

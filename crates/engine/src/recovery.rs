@@ -129,7 +129,12 @@ impl Engine {
     /// queues are not.
     pub fn checkpoint_image(&self, now_ms: u64) -> Image {
         let durable_queue = |d: &QueueDef| d.dynamic != Some(DynamicKind::Temporary);
-        let mut queues: Vec<QueueDef> = self.queues.values().map(|q| q.def.clone()).filter(|d| durable_queue(d)).collect();
+        let mut queues: Vec<QueueDef> = self
+            .queues
+            .values()
+            .map(|q| q.def.clone())
+            .filter(|d| durable_queue(d))
+            .collect();
         queues.sort_by(|a, b| a.name.cmp(&b.name));
         let mut messages = Vec::new();
         for (name, q) in &self.queues {
@@ -138,7 +143,11 @@ impl Engine {
             }
             for (_, e) in q.iter() {
                 if e.msg.persistent && !e.msg.is_expired(now_ms) {
-                    messages.push(ImageMsg { queue: name.clone(), msg: e.msg.clone(), backout_count: e.backout_count });
+                    messages.push(ImageMsg {
+                        queue: name.clone(),
+                        msg: e.msg.clone(),
+                        backout_count: e.backout_count,
+                    });
                 }
             }
         }
@@ -146,7 +155,11 @@ impl Engine {
             for (name, _, e) in &c.uow.gets {
                 let durable = self.queues.get(name).is_some_and(|q| durable_queue(&q.def));
                 if durable && e.msg.persistent {
-                    messages.push(ImageMsg { queue: name.clone(), msg: e.msg.clone(), backout_count: e.backout_count });
+                    messages.push(ImageMsg {
+                        queue: name.clone(),
+                        msg: e.msg.clone(),
+                        backout_count: e.backout_count,
+                    });
                 }
             }
         }
@@ -174,7 +187,13 @@ impl Engine {
             e.next_seq = e.next_seq.max(m.msg.seq + 1);
             if let Some(q) = e.queues.get_mut(&m.queue) {
                 let key = q.key_for(m.msg.priority, m.msg.seq);
-                q.insert(key, Entry { msg: m.msg, backout_count: m.backout_count });
+                q.insert(
+                    key,
+                    Entry {
+                        msg: m.msg,
+                        backout_count: m.backout_count,
+                    },
+                );
             }
         }
         e
@@ -183,29 +202,48 @@ impl Engine {
     fn replay_put(&mut self, p: PutRec) -> Result<(), MqError> {
         self.next_seq = self.next_seq.max(p.seq + 1);
         let q = self.queues.get_mut(&p.queue).ok_or_else(|| {
-            MqError::new(ferrymq_types::Reason::OBJECT_DAMAGED, format!("log replay: put to queue '{}' that is not defined", p.queue))
+            MqError::new(
+                ferrymq_types::Reason::OBJECT_DAMAGED,
+                format!("log replay: put to queue '{}' that is not defined", p.queue),
+            )
         })?;
         let msg = Message::new(p.seq, p.md, p.props, p.body, p.expires_at_ms, 0);
         let key = q.key_for(msg.priority, msg.seq);
-        q.insert(key, Entry { msg: Arc::new(msg), backout_count: 0 });
+        q.insert(
+            key,
+            Entry {
+                msg: Arc::new(msg),
+                backout_count: 0,
+            },
+        );
         Ok(())
     }
 
     /// Applies one log record written after the loaded checkpoint, without logging it again.
     pub fn replay(&mut self, kind: u8, payload: Bytes) -> Result<(), MqError> {
-        let rec = Record::decode(kind, payload)
-            .map_err(|e| MqError::new(ferrymq_types::Reason::OBJECT_DAMAGED, format!("log replay: undecodable record: {e}")))?;
+        let rec = Record::decode(kind, payload).map_err(|e| {
+            MqError::new(
+                ferrymq_types::Reason::OBJECT_DAMAGED,
+                format!("log replay: undecodable record: {e}"),
+            )
+        })?;
         match rec {
             Record::Put(p) => self.replay_put(p)?,
             Record::Get(g) => {
                 if let Some(q) = self.queues.get_mut(&g.queue) {
-                    q.remove(Key { rank: g.rank, seq: g.seq });
+                    q.remove(Key {
+                        rank: g.rank,
+                        seq: g.seq,
+                    });
                 }
             }
             Record::Commit { puts, gets } => {
                 for g in gets {
                     if let Some(q) = self.queues.get_mut(&g.queue) {
-                        q.remove(Key { rank: g.rank, seq: g.seq });
+                        q.remove(Key {
+                            rank: g.rank,
+                            seq: g.seq,
+                        });
                     }
                 }
                 for p in puts {

@@ -20,18 +20,33 @@ impl Engine {
         if uow.is_empty() {
             return Ok(0);
         }
-        let puts: Vec<(&str, &Message)> =
-            uow.puts.iter().filter(|(_, _, e)| e.msg.persistent).map(|(q, _, e)| (q.as_str(), &*e.msg)).collect();
+        let puts: Vec<(&str, &Message)> = uow
+            .puts
+            .iter()
+            .filter(|(_, _, e)| e.msg.persistent)
+            .map(|(q, _, e)| (q.as_str(), &*e.msg))
+            .collect();
         let gets: Vec<GetRec> = uow
             .gets
             .iter()
             .filter(|(_, _, e)| e.msg.persistent)
-            .map(|(q, k, _)| GetRec { queue: q.clone(), seq: k.seq, rank: k.rank })
+            .map(|(q, k, _)| GetRec {
+                queue: q.clone(),
+                seq: k.seq,
+                rank: k.rank,
+            })
             .collect();
         // Replies to the gets already waited for the messages' own put records.
-        let mut lsn = uow.gets.iter().map(|(_, _, e)| e.msg.put_lsn()).max().unwrap_or(0);
+        let mut lsn = uow
+            .gets
+            .iter()
+            .map(|(_, _, e)| e.msg.put_lsn())
+            .max()
+            .unwrap_or(0);
         if !puts.is_empty() || !gets.is_empty() {
-            let mut buf = BytesMut::with_capacity(puts.iter().map(|(_, m)| m.body.len() + 256).sum::<usize>() + 64);
+            let mut buf = BytesMut::with_capacity(
+                puts.iter().map(|(_, m)| m.body.len() + 256).sum::<usize>() + 64,
+            );
             Record::encode_commit(&puts, &gets, &mut buf);
             match self.log.append(kind::COMMIT, &[&buf]) {
                 Ok(l) => lsn = lsn.max(l),
@@ -49,7 +64,9 @@ impl Engine {
             }
         }
         for (queue, key, entry) in uow.puts {
-            let Some(q) = self.queues.get_mut(&queue) else { continue };
+            let Some(q) = self.queues.get_mut(&queue) else {
+                continue;
+            };
             q.uncommitted_puts = q.uncommitted_puts.saturating_sub(1);
             q.stats.puts += 1;
             if entry.msg.persistent {
@@ -72,7 +89,9 @@ impl Engine {
         }
         let mut lsn = 0;
         for (queue, key, mut entry) in uow.gets.into_iter().rev() {
-            let Some(q) = self.queues.get_mut(&queue) else { continue };
+            let Some(q) = self.queues.get_mut(&queue) else {
+                continue;
+            };
             q.locked = q.locked.saturating_sub(1);
             entry.backout_count += 1;
             let threshold = q.def.backout_threshold;
@@ -98,12 +117,25 @@ impl Engine {
 
     /// Moves a message that reached BOTHRESH to the backout queue, or failing that to the
     /// dead-letter queue with the reason recorded as a property. Logged as one commit record.
-    fn requeue_poison(&mut self, from: &str, key: Key, entry: &Entry, boq: &str, now_ms: u64) -> Result<Lsn, MqError> {
+    fn requeue_poison(
+        &mut self,
+        from: &str,
+        key: Key,
+        entry: &Entry,
+        boq: &str,
+        now_ms: u64,
+    ) -> Result<Lsn, MqError> {
         let dlq = self.attrs.dead_letter_queue.clone();
-        let targets: Vec<(&str, bool)> = [(boq, false), (dlq.as_str(), true)].into_iter().filter(|(t, _)| !t.is_empty()).collect();
+        let targets: Vec<(&str, bool)> = [(boq, false), (dlq.as_str(), true)]
+            .into_iter()
+            .filter(|(t, _)| !t.is_empty())
+            .collect();
         for (target, is_dlq) in targets {
             let ok = self.queues.get(target).is_some_and(|q| {
-                q.def.holds_messages() && !q.def.put_inhibited && !q.is_full() && entry.msg.body.len() as u64 <= q.def.max_msg_len as u64
+                q.def.holds_messages()
+                    && !q.def.put_inhibited
+                    && !q.is_full()
+                    && entry.msg.body.len() as u64 <= q.def.max_msg_len as u64
             });
             if !ok {
                 continue;
@@ -111,24 +143,47 @@ impl Engine {
             let seq = self.alloc_seq();
             let mut moved = entry.msg.renumbered(seq, 0);
             if is_dlq {
-                moved.props.set("FMQ.DLQ.Reason", PropertyValue::Int(Reason::BACKOUT_THRESHOLD_REACHED.code() as i64));
-                moved.props.set("FMQ.DLQ.SourceQueue", PropertyValue::String(from.to_string()));
+                moved.props.set(
+                    "FMQ.DLQ.Reason",
+                    PropertyValue::Int(Reason::BACKOUT_THRESHOLD_REACHED.code() as i64),
+                );
+                moved.props.set(
+                    "FMQ.DLQ.SourceQueue",
+                    PropertyValue::String(from.to_string()),
+                );
             }
             let mut lsn = 0;
             if moved.persistent {
                 let mut buf = BytesMut::with_capacity(moved.body.len() + 256);
-                Record::encode_commit(&[(target, &moved)], &[GetRec { queue: from.to_string(), seq: key.seq, rank: key.rank }], &mut buf);
+                Record::encode_commit(
+                    &[(target, &moved)],
+                    &[GetRec {
+                        queue: from.to_string(),
+                        seq: key.seq,
+                        rank: key.rank,
+                    }],
+                    &mut buf,
+                );
                 lsn = self.log.append(kind::COMMIT, &[&buf])?;
                 moved.set_put_lsn(lsn);
             }
             let moved = Arc::new(moved);
             let q = self.queues.get_mut(target).expect("checked");
             let nkey = q.key_for(moved.priority, seq);
-            q.insert(nkey, Entry { msg: moved, backout_count: entry.backout_count });
+            q.insert(
+                nkey,
+                Entry {
+                    msg: moved,
+                    backout_count: entry.backout_count,
+                },
+            );
             q.stats.puts += 1;
             self.arrived(target, nkey, now_ms);
             return Ok(lsn);
         }
-        Err(mqerr!(UNKNOWN_OBJECT_NAME, "no backout or dead-letter queue can take the message from '{from}'"))
+        Err(mqerr!(
+            UNKNOWN_OBJECT_NAME,
+            "no backout or dead-letter queue can take the message from '{from}'"
+        ))
     }
 }

@@ -97,7 +97,9 @@ impl Waiters {
     /// that have already seen it).
     pub fn candidate(&self, queue: &str, entry: &Entry, skip: &[u64]) -> Option<u64> {
         let qw = self.per_queue.get(queue)?;
-        let ok = |id: &u64| !skip.contains(id) && self.by_id.get(id).is_some_and(|w| w.sel.matches(entry));
+        let ok = |id: &u64| {
+            !skip.contains(id) && self.by_id.get(id).is_some_and(|w| w.sel.matches(entry))
+        };
         let mut best: Option<u64> = None;
         let mut consider = |id: Option<&u64>| {
             if let Some(id) = id {
@@ -118,11 +120,19 @@ impl Waiters {
 
     /// Every waiter on a queue (to fail them when the queue is deleted).
     pub fn on_queue(&self, queue: &str) -> Vec<u64> {
-        self.by_id.values().filter(|w| w.queue == queue).map(|w| w.id).collect()
+        self.by_id
+            .values()
+            .filter(|w| w.queue == queue)
+            .map(|w| w.id)
+            .collect()
     }
 
     pub fn of_handle(&self, conn: ConnId, hobj: u32) -> Vec<u64> {
-        self.by_id.values().filter(|w| w.conn == conn && w.hobj == hobj).map(|w| w.id).collect()
+        self.by_id
+            .values()
+            .filter(|w| w.conn == conn && w.hobj == hobj)
+            .map(|w| w.id)
+            .collect()
     }
 
     pub fn len(&self) -> usize {

@@ -18,7 +18,11 @@ impl LogSink for SharedLog {
 }
 
 fn cfg() -> EngineConfig {
-    EngineConfig { qmgr_name: "QM1".into(), max_handles: 16, instance_id: 42 }
+    EngineConfig {
+        qmgr_name: "QM1".into(),
+        max_handles: 16,
+        instance_id: 42,
+    }
 }
 
 fn engine() -> (Engine, SharedLog) {
@@ -31,14 +35,31 @@ fn engine() -> (Engine, SharedLog) {
 
 fn md(persistent: bool) -> MessageDescriptor {
     MessageDescriptor {
-        persistence: if persistent { Persistence::Persistent } else { Persistence::NotPersistent },
+        persistence: if persistent {
+            Persistence::Persistent
+        } else {
+            Persistence::NotPersistent
+        },
         ..Default::default()
     }
 }
 
 fn put(e: &mut Engine, c: u64, h: u32, body: &str, persistent: bool, sync: bool) -> [u8; 24] {
-    let opts = PutOptions { syncpoint: if sync { Syncpoint::Yes } else { Syncpoint::No }, ..Default::default() };
-    e.put(c, h, &opts, md(persistent), Properties::default(), Bytes::from(body.to_string()), 1000).unwrap().msg_id
+    let opts = PutOptions {
+        syncpoint: if sync { Syncpoint::Yes } else { Syncpoint::No },
+        ..Default::default()
+    };
+    e.put(
+        c,
+        h,
+        &opts,
+        md(persistent),
+        Properties::default(),
+        Bytes::from(body.to_string()),
+        1000,
+    )
+    .unwrap()
+    .msg_id
 }
 
 fn get(e: &mut Engine, c: u64, h: u32, opts: GetOptions) -> Result<Got, MqError> {
@@ -53,7 +74,15 @@ fn body(g: &Got) -> String {
 }
 
 fn open_io(e: &mut Engine, c: u64, q: &str) -> u32 {
-    e.open(c, q, "", open::INPUT_SHARED | open::OUTPUT | open::BROWSE | open::INQUIRE, "").unwrap().0
+    e.open(
+        c,
+        q,
+        "",
+        open::INPUT_SHARED | open::OUTPUT | open::BROWSE | open::INQUIRE,
+        "",
+    )
+    .unwrap()
+    .0
 }
 
 #[test]
@@ -65,9 +94,15 @@ fn messages_come_out_in_the_order_they_went_in() {
         put(&mut e, c, h, &format!("m{i}"), false, false);
     }
     for i in 0..5 {
-        assert_eq!(body(&get(&mut e, c, h, GetOptions::any()).unwrap()), format!("m{i}"));
+        assert_eq!(
+            body(&get(&mut e, c, h, GetOptions::any()).unwrap()),
+            format!("m{i}")
+        );
     }
-    assert_eq!(get(&mut e, c, h, GetOptions::any()).unwrap_err().reason, Reason::NO_MSG_AVAILABLE);
+    assert_eq!(
+        get(&mut e, c, h, GetOptions::any()).unwrap_err().reason,
+        Reason::NO_MSG_AVAILABLE
+    );
 }
 
 #[test]
@@ -78,12 +113,18 @@ fn uncommitted_puts_are_invisible_until_commit_and_vanish_on_backout() {
     let c2 = e.connect("u", "other");
     let h2 = open_io(&mut e, c2, "Q1");
     put(&mut e, c, h, "a", true, true);
-    assert_eq!(get(&mut e, c2, h2, GetOptions::any()).unwrap_err().reason, Reason::NO_MSG_AVAILABLE);
+    assert_eq!(
+        get(&mut e, c2, h2, GetOptions::any()).unwrap_err().reason,
+        Reason::NO_MSG_AVAILABLE
+    );
     e.commit(c, 0).unwrap();
     assert_eq!(body(&get(&mut e, c2, h2, GetOptions::any()).unwrap()), "a");
     put(&mut e, c, h, "b", true, true);
     e.backout(c, 0).unwrap();
-    assert_eq!(get(&mut e, c2, h2, GetOptions::any()).unwrap_err().reason, Reason::NO_MSG_AVAILABLE);
+    assert_eq!(
+        get(&mut e, c2, h2, GetOptions::any()).unwrap_err().reason,
+        Reason::NO_MSG_AVAILABLE
+    );
 }
 
 #[test]
@@ -92,10 +133,17 @@ fn backed_out_get_returns_the_message_with_its_backout_count() {
     let c = e.connect("u", "app");
     let h = open_io(&mut e, c, "Q1");
     put(&mut e, c, h, "x", true, false);
-    let opts = GetOptions { syncpoint: Syncpoint::Yes, ..GetOptions::any() };
+    let opts = GetOptions {
+        syncpoint: Syncpoint::Yes,
+        ..GetOptions::any()
+    };
     let g = get(&mut e, c, h, opts.clone()).unwrap();
     assert_eq!(g.md.backout_count, 0);
-    assert_eq!(e.queue_status("Q1").unwrap().cur_depth, 1, "a message in a unit of work still counts in CURDEPTH");
+    assert_eq!(
+        e.queue_status("Q1").unwrap().cur_depth,
+        1,
+        "a message in a unit of work still counts in CURDEPTH"
+    );
     e.backout(c, 0).unwrap();
     let g = get(&mut e, c, h, opts).unwrap();
     assert_eq!(g.md.backout_count, 1);
@@ -114,7 +162,10 @@ fn poison_message_moves_to_the_backout_queue_at_the_threshold() {
     let c = e.connect("u", "app");
     let h = open_io(&mut e, c, "IN");
     put(&mut e, c, h, "poison", true, false);
-    let opts = GetOptions { syncpoint: Syncpoint::Yes, ..GetOptions::any() };
+    let opts = GetOptions {
+        syncpoint: Syncpoint::Yes,
+        ..GetOptions::any()
+    };
     for _ in 0..2 {
         get(&mut e, c, h, opts.clone()).unwrap();
         e.backout(c, 0).unwrap();
@@ -132,12 +183,30 @@ fn get_by_correl_id_picks_only_the_matching_reply() {
     let c = e.connect("u", "app");
     let h = open_io(&mut e, c, "Q1");
     for i in 0..50u8 {
-        let m = MessageDescriptor { correl_id: [i; 24], ..md(false) };
-        e.put(c, h, &PutOptions::default(), m, Properties::default(), Bytes::from(vec![i]), 0).unwrap();
+        let m = MessageDescriptor {
+            correl_id: [i; 24],
+            ..md(false)
+        };
+        e.put(
+            c,
+            h,
+            &PutOptions::default(),
+            m,
+            Properties::default(),
+            Bytes::from(vec![i]),
+            0,
+        )
+        .unwrap();
     }
-    let opts = GetOptions { match_correl_id: Some([33; 24]), ..GetOptions::any() };
+    let opts = GetOptions {
+        match_correl_id: Some([33; 24]),
+        ..GetOptions::any()
+    };
     assert_eq!(get(&mut e, c, h, opts.clone()).unwrap().body[0], 33);
-    assert_eq!(get(&mut e, c, h, opts).unwrap_err().reason, Reason::NO_MSG_AVAILABLE);
+    assert_eq!(
+        get(&mut e, c, h, opts).unwrap_err().reason,
+        Reason::NO_MSG_AVAILABLE
+    );
     assert_eq!(e.queue_status("Q1").unwrap().cur_depth, 49);
 }
 
@@ -146,19 +215,42 @@ fn a_waiting_get_receives_the_next_matching_message() {
     let (mut e, _) = engine();
     let getter = e.connect("u", "getter");
     let hg = open_io(&mut e, getter, "Q1");
-    let opts = GetOptions { wait: Wait::Ms(5000), match_correl_id: Some([7; 24]), ..GetOptions::any() };
-    assert!(matches!(e.get(getter, hg, &opts, 99, 0).unwrap(), GetOutcome::Waiting(_)));
+    let opts = GetOptions {
+        wait: Wait::Ms(5000),
+        match_correl_id: Some([7; 24]),
+        ..GetOptions::any()
+    };
+    assert!(matches!(
+        e.get(getter, hg, &opts, 99, 0).unwrap(),
+        GetOutcome::Waiting(_)
+    ));
     let putter = e.connect("u", "putter");
     let hp = open_io(&mut e, putter, "Q1");
     put(&mut e, putter, hp, "not for you", false, false);
     assert!(e.take_deliveries().is_empty());
-    let m = MessageDescriptor { correl_id: [7; 24], ..md(false) };
-    e.put(putter, hp, &PutOptions::default(), m, Properties::default(), Bytes::from_static(b"yours"), 0).unwrap();
+    let m = MessageDescriptor {
+        correl_id: [7; 24],
+        ..md(false)
+    };
+    e.put(
+        putter,
+        hp,
+        &PutOptions::default(),
+        m,
+        Properties::default(),
+        Bytes::from_static(b"yours"),
+        0,
+    )
+    .unwrap();
     let d = e.take_deliveries();
     assert_eq!(d.len(), 1);
     assert_eq!((d[0].conn, d[0].token), (getter, 99));
     assert_eq!(&d[0].result.as_ref().unwrap().body[..], b"yours");
-    assert_eq!(e.queue_status("Q1").unwrap().cur_depth, 1, "the other message stays");
+    assert_eq!(
+        e.queue_status("Q1").unwrap().cur_depth,
+        1,
+        "the other message stays"
+    );
 }
 
 #[test]
@@ -166,8 +258,13 @@ fn a_cancelled_wait_is_not_delivered_to() {
     let (mut e, _) = engine();
     let c = e.connect("u", "app");
     let h = open_io(&mut e, c, "Q1");
-    let opts = GetOptions { wait: Wait::Ms(10), ..GetOptions::any() };
-    let GetOutcome::Waiting(w) = e.get(c, h, &opts, 5, 0).unwrap() else { panic!("should wait") };
+    let opts = GetOptions {
+        wait: Wait::Ms(10),
+        ..GetOptions::any()
+    };
+    let GetOutcome::Waiting(w) = e.get(c, h, &opts, 5, 0).unwrap() else {
+        panic!("should wait")
+    };
     assert_eq!(e.cancel_wait(w), Some((c, 5)));
     put(&mut e, c, h, "later", false, false);
     assert!(e.take_deliveries().is_empty());
@@ -183,15 +280,37 @@ fn queue_limits_give_mq_reason_codes() {
     e.define_queue(q, false).unwrap();
     let c = e.connect("u", "app");
     let h = open_io(&mut e, c, "SMALL");
-    let big = e.put(c, h, &PutOptions::default(), md(false), Properties::default(), Bytes::from(vec![0u8; 11]), 0);
+    let big = e.put(
+        c,
+        h,
+        &PutOptions::default(),
+        md(false),
+        Properties::default(),
+        Bytes::from(vec![0u8; 11]),
+        0,
+    );
     assert_eq!(big.unwrap_err().reason, Reason::MSG_TOO_BIG_FOR_Q);
     put(&mut e, c, h, "1", false, false);
     put(&mut e, c, h, "2", false, true);
-    let full = e.put(c, h, &PutOptions::default(), md(false), Properties::default(), Bytes::from_static(b"3"), 0);
+    let full = e.put(
+        c,
+        h,
+        &PutOptions::default(),
+        md(false),
+        Properties::default(),
+        Bytes::from_static(b"3"),
+        0,
+    );
     let err = full.unwrap_err();
     assert_eq!(err.reason, Reason::Q_FULL);
-    assert!(err.message.contains("SMALL"), "the error names the queue: {err}");
-    assert_eq!(e.open(c, "NOPE", "", open::OUTPUT, "").unwrap_err().reason, Reason::UNKNOWN_OBJECT_NAME);
+    assert!(
+        err.message.contains("SMALL"),
+        "the error names the queue: {err}"
+    );
+    assert_eq!(
+        e.open(c, "NOPE", "", open::OUTPUT, "").unwrap_err().reason,
+        Reason::UNKNOWN_OBJECT_NAME
+    );
 }
 
 #[test]
@@ -203,9 +322,20 @@ fn inhibited_queues_refuse_puts_and_gets() {
     e.define_queue(q, false).unwrap();
     let c = e.connect("u", "app");
     let h = open_io(&mut e, c, "INH");
-    let r = e.put(c, h, &PutOptions::default(), md(false), Properties::default(), Bytes::new(), 0);
+    let r = e.put(
+        c,
+        h,
+        &PutOptions::default(),
+        md(false),
+        Properties::default(),
+        Bytes::new(),
+        0,
+    );
     assert_eq!(r.unwrap_err().reason, Reason::PUT_INHIBITED);
-    assert_eq!(get(&mut e, c, h, GetOptions::any()).unwrap_err().reason, Reason::GET_INHIBITED);
+    assert_eq!(
+        get(&mut e, c, h, GetOptions::any()).unwrap_err().reason,
+        Reason::GET_INHIBITED
+    );
 }
 
 #[test]
@@ -213,8 +343,20 @@ fn expired_messages_are_never_delivered() {
     let (mut e, _) = engine();
     let c = e.connect("u", "app");
     let h = open_io(&mut e, c, "Q1");
-    let m = MessageDescriptor { expiry: 10, ..md(true) }; // one second
-    e.put(c, h, &PutOptions::default(), m, Properties::default(), Bytes::from_static(b"old"), 1000).unwrap();
+    let m = MessageDescriptor {
+        expiry: 10,
+        ..md(true)
+    }; // one second
+    e.put(
+        c,
+        h,
+        &PutOptions::default(),
+        m,
+        Properties::default(),
+        Bytes::from_static(b"old"),
+        1000,
+    )
+    .unwrap();
     let r = e.get(c, h, &GetOptions::any(), 1, 2001);
     assert_eq!(r.unwrap_err().reason, Reason::NO_MSG_AVAILABLE);
 }
@@ -225,10 +367,28 @@ fn too_long_message_fails_or_truncates_as_asked() {
     let c = e.connect("u", "app");
     let h = open_io(&mut e, c, "Q1");
     put(&mut e, c, h, "0123456789", false, false);
-    let small = GetOptions { max_len: 4, ..GetOptions::any() };
-    assert_eq!(get(&mut e, c, h, small.clone()).unwrap_err().reason, Reason::TRUNCATED_MSG_FAILED);
-    let g = get(&mut e, c, h, GetOptions { accept_truncated: true, ..small }).unwrap();
-    assert_eq!((body(&g).as_str(), g.data_len, g.reason), ("0123", 10, Reason::TRUNCATED_MSG_ACCEPTED));
+    let small = GetOptions {
+        max_len: 4,
+        ..GetOptions::any()
+    };
+    assert_eq!(
+        get(&mut e, c, h, small.clone()).unwrap_err().reason,
+        Reason::TRUNCATED_MSG_FAILED
+    );
+    let g = get(
+        &mut e,
+        c,
+        h,
+        GetOptions {
+            accept_truncated: true,
+            ..small
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        (body(&g).as_str(), g.data_len, g.reason),
+        ("0123", 10, Reason::TRUNCATED_MSG_ACCEPTED)
+    );
 }
 
 #[test]
@@ -239,8 +399,14 @@ fn browse_walks_the_queue_without_removing() {
     for s in ["a", "b", "c"] {
         put(&mut e, c, h, s, false, false);
     }
-    let first = GetOptions { browse: Browse::First, ..GetOptions::any() };
-    let next = GetOptions { browse: Browse::Next, ..GetOptions::any() };
+    let first = GetOptions {
+        browse: Browse::First,
+        ..GetOptions::any()
+    };
+    let next = GetOptions {
+        browse: Browse::Next,
+        ..GetOptions::any()
+    };
     let seen: Vec<String> = std::iter::once(get(&mut e, c, h, first).unwrap())
         .chain(std::iter::from_fn(|| get(&mut e, c, h, next.clone()).ok()))
         .map(|g| body(&g))
@@ -253,10 +419,26 @@ fn browse_walks_the_queue_without_removing() {
 fn temporary_dynamic_queue_disappears_on_close() {
     let (mut e, _) = engine();
     let c = e.connect("u", "app");
-    let (h, name, _) = e.open(c, "SYSTEM.DEFAULT.MODEL.QUEUE", "", open::INPUT_EXCLUSIVE | open::OUTPUT, "REPLY.*").unwrap();
+    let (h, name, _) = e
+        .open(
+            c,
+            "SYSTEM.DEFAULT.MODEL.QUEUE",
+            "",
+            open::INPUT_EXCLUSIVE | open::OUTPUT,
+            "REPLY.*",
+        )
+        .unwrap();
     assert!(name.starts_with("REPLY."), "{name}");
     assert!(e.queue_def(&name).is_some());
-    let r = e.put(c, h, &PutOptions::default(), md(true), Properties::default(), Bytes::new(), 0);
+    let r = e.put(
+        c,
+        h,
+        &PutOptions::default(),
+        md(true),
+        Properties::default(),
+        Bytes::new(),
+        0,
+    );
     assert_eq!(r.unwrap_err().reason, Reason::PERSISTENT_NOT_ALLOWED);
     e.close(c, h, close::NONE, 0).unwrap();
     assert!(e.queue_def(&name).is_none());
@@ -268,13 +450,28 @@ fn disconnect_backs_out_the_unit_of_work() {
     let c = e.connect("u", "app");
     let h = open_io(&mut e, c, "Q1");
     put(&mut e, c, h, "kept", true, false);
-    get(&mut e, c, h, GetOptions { syncpoint: Syncpoint::Yes, ..GetOptions::any() }).unwrap();
+    get(
+        &mut e,
+        c,
+        h,
+        GetOptions {
+            syncpoint: Syncpoint::Yes,
+            ..GetOptions::any()
+        },
+    )
+    .unwrap();
     put(&mut e, c, h, "dropped", true, true);
     e.disconnect(c, 0);
     let c2 = e.connect("u", "app");
     let h2 = open_io(&mut e, c2, "Q1");
-    assert_eq!(body(&get(&mut e, c2, h2, GetOptions::any()).unwrap()), "kept");
-    assert_eq!(get(&mut e, c2, h2, GetOptions::any()).unwrap_err().reason, Reason::NO_MSG_AVAILABLE);
+    assert_eq!(
+        body(&get(&mut e, c2, h2, GetOptions::any()).unwrap()),
+        "kept"
+    );
+    assert_eq!(
+        get(&mut e, c2, h2, GetOptions::any()).unwrap_err().reason,
+        Reason::NO_MSG_AVAILABLE
+    );
 }
 
 #[test]
@@ -286,13 +483,19 @@ fn a_commit_that_cannot_be_logged_is_backed_out() {
     log.0.lock().unwrap().fail_with = Some(Reason::RESOURCE_PROBLEM);
     assert_eq!(e.commit(c, 0).unwrap_err().reason, Reason::BACKED_OUT);
     log.0.lock().unwrap().fail_with = None;
-    assert_eq!(get(&mut e, c, h, GetOptions::any()).unwrap_err().reason, Reason::NO_MSG_AVAILABLE);
+    assert_eq!(
+        get(&mut e, c, h, GetOptions::any()).unwrap_err().reason,
+        Reason::NO_MSG_AVAILABLE
+    );
 }
 
+/// Each queue's persistent messages as (seq, body, backout count).
+type State = Vec<(String, Vec<(u64, Vec<u8>, u32)>)>;
+
 /// The persistent content of an engine, for comparing two of them.
-fn persistent_state(e: &Engine) -> Vec<(String, Vec<(u64, Vec<u8>, u32)>)> {
+fn persistent_state(e: &Engine) -> State {
     let img = e.checkpoint_image(0);
-    let mut out: Vec<(String, Vec<(u64, Vec<u8>, u32)>)> = img
+    let mut out: State = img
         .queues
         .iter()
         .map(|q| {
@@ -326,13 +529,31 @@ fn replaying_the_log_rebuilds_the_persistent_state() {
     }
     e.commit(c, 0).unwrap();
     for _ in 0..5 {
-        get(&mut e, c, h1, GetOptions { syncpoint: Syncpoint::Yes, ..GetOptions::any() }).unwrap();
+        get(
+            &mut e,
+            c,
+            h1,
+            GetOptions {
+                syncpoint: Syncpoint::Yes,
+                ..GetOptions::any()
+            },
+        )
+        .unwrap();
     }
     e.commit(c, 0).unwrap();
     get(&mut e, c, h1, GetOptions::any()).unwrap();
     // In flight at the "crash": must not survive.
     put(&mut e, c, h1, "uncommitted", true, true);
-    get(&mut e, c, h1, GetOptions { syncpoint: Syncpoint::Yes, ..GetOptions::any() }).unwrap();
+    get(
+        &mut e,
+        c,
+        h1,
+        GetOptions {
+            syncpoint: Syncpoint::Yes,
+            ..GetOptions::any()
+        },
+    )
+    .unwrap();
 
     let records = log.0.lock().unwrap().records.clone();
     let mut r = Engine::restore(cfg(), Box::new(MemoryLog::default()), Image::default());
@@ -340,15 +561,20 @@ fn replaying_the_log_rebuilds_the_persistent_state() {
         r.replay(k, Bytes::from(p)).unwrap();
     }
     e.disconnect(c, 0); // backs out the in-flight work in the original too
-    // Backout counts are not hardened in the log (as MQ's HARDENBO(NO)): compare without them.
-    let strip = |s: Vec<(String, Vec<(u64, Vec<u8>, u32)>)>| {
-        s.into_iter().map(|(n, m)| (n, m.into_iter().map(|(a, b, _)| (a, b)).collect::<Vec<_>>())).collect::<Vec<_>>()
+                        // Backout counts are not hardened in the log (as MQ's HARDENBO(NO)): compare without them.
+    let strip = |s: State| {
+        s.into_iter()
+            .map(|(n, m)| (n, m.into_iter().map(|(a, b, _)| (a, b)).collect::<Vec<_>>()))
+            .collect::<Vec<_>>()
     };
     let expect = persistent_state(&e);
     assert_eq!(strip(persistent_state(&r)), strip(expect.clone()));
     let q1 = &expect.iter().find(|(n, _)| n == "Q1").unwrap().1;
     assert_eq!(q1.len(), 14, "20 put, 6 got");
-    assert!(expect.iter().find(|(n, _)| n == "Q2").unwrap().1.is_empty(), "non-persistent messages are not logged");
+    assert!(
+        expect.iter().find(|(n, _)| n == "Q2").unwrap().1.is_empty(),
+        "non-persistent messages are not logged"
+    );
 }
 
 #[test]
@@ -360,7 +586,16 @@ fn a_checkpoint_image_plus_later_records_equals_the_live_state() {
         put(&mut e, c, h, &format!("a{i}"), true, false);
     }
     // A get in flight while the image is taken: the image must still hold the message.
-    get(&mut e, c, h, GetOptions { syncpoint: Syncpoint::Yes, ..GetOptions::any() }).unwrap();
+    get(
+        &mut e,
+        c,
+        h,
+        GetOptions {
+            syncpoint: Syncpoint::Yes,
+            ..GetOptions::any()
+        },
+    )
+    .unwrap();
     let image = e.checkpoint_image(0);
     let mark = log.0.lock().unwrap().records.len();
     e.commit(c, 0).unwrap();

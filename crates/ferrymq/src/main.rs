@@ -1,1 +1,69 @@
-fn main() {}
+//! The `ferrymq` command: queue manager lifecycle with MQ's command names (crtmqm, strmqm, endmqm,
+//! dltmqm, dspmq, setmqini, dspmqini), the sample programs (put, get, browse, like MQ's amqsput,
+//! amqsget and amqsbcg), and a self-contained demo. It parses arguments and calls the crates that
+//! do the work; it holds no queue logic of its own.
+
+mod demo;
+mod lifecycle;
+mod mqargs;
+mod samples;
+
+use lifecycle::Res;
+
+const USAGE: &str = "\
+FerryMQ — an open-source message queue manager
+
+Queue manager lifecycle (MQ's names and flags):
+  ferrymq crtmqm [-p PORT] [-lp N] [-lf PAGES] [-h MAXHANDLES] [-fs N] [-c TEXT] QMNAME
+  ferrymq strmqm QMNAME                 start in the background; returns once it accepts connections
+  ferrymq endmqm [-c|-i|-p] [-w] QMNAME controlled (default) or immediate end; -w waits for it
+  ferrymq dltmqm QMNAME
+  ferrymq dspmq [-m QMNAME]
+  ferrymq setmqini -m QMNAME -s STANZA -k KEY -v VALUE
+  ferrymq dspmqini -m QMNAME
+
+Sample programs (bindings mode by queue manager name, or --conn 'host(port),...' for client mode):
+  ferrymq put QMNAME QUEUE [--persistent] [--conn CONNAME]     one message per line of stdin
+  ferrymq get QMNAME QUEUE [--wait-ms N] [--conn CONNAME]      print and remove messages
+  ferrymq browse QMNAME QUEUE [--conn CONNAME]                 print messages, leave them
+
+  ferrymq demo [--seconds N] [--requesters N] [--persistent]   create a queue manager, run
+                                                               request/reply, print the rate, clean up
+
+Data lives under $FERRYMQ_HOME (default ~/.ferrymq), one directory per queue manager.
+";
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(cmd) = args.first() else {
+        eprint!("{USAGE}");
+        std::process::exit(1);
+    };
+    let rest = &args[1..];
+    let r: Res = match cmd.as_str() {
+        "crtmqm" => lifecycle::crtmqm(rest),
+        "strmqm" => lifecycle::strmqm(rest),
+        "endmqm" => lifecycle::endmqm(rest),
+        "dltmqm" => lifecycle::dltmqm(rest),
+        "dspmq" => lifecycle::dspmq(rest),
+        "setmqini" => lifecycle::setmqini(rest),
+        "dspmqini" => lifecycle::dspmqini(rest),
+        "run-qmgr" => lifecycle::run_qmgr(rest),
+        "put" => samples::put(rest),
+        "get" => samples::get(rest, false),
+        "browse" => samples::get(rest, true),
+        "demo" => demo::run(rest),
+        "help" | "--help" | "-h" => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        other => {
+            eprintln!("ferrymq: unknown command '{other}'\n\n{USAGE}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(f) = r {
+        eprintln!("{}", f.message);
+        std::process::exit(f.code);
+    }
+}

@@ -60,7 +60,7 @@ fn list(dir: &Path) -> Result<Vec<(Lsn, PathBuf)>, LogError> {
             out.push((lsn, entry.path()));
         }
     }
-    out.sort_by(|a, b| b.0.cmp(&a.0));
+    out.sort_by_key(|e| std::cmp::Reverse(e.0));
     Ok(out)
 }
 
@@ -127,10 +127,11 @@ impl CheckpointWriter {
         footer[16..].copy_from_slice(&self.chunks.to_le_bytes());
         self.put(FOOTER_FLAG | FOOTER_LEN as u32, &footer)?;
         let out = self.out.take().ok_or(LogError::Closed)?;
-        let f = out
-            .into_inner()
-            .map_err(|e| LogError::io(format!("flushing {}", self.tmp.display()), e.into_error()))?;
-        f.sync_all().ctx(|| format!("syncing {}", self.tmp.display()))?;
+        let f = out.into_inner().map_err(|e| {
+            LogError::io(format!("flushing {}", self.tmp.display()), e.into_error())
+        })?;
+        f.sync_all()
+            .ctx(|| format!("syncing {}", self.tmp.display()))?;
         let fin = self.dir.join(file_name(self.lsn));
         fs::rename(&self.tmp, &fin)
             .ctx(|| format!("renaming {} to {}", self.tmp.display(), fin.display()))?;
@@ -177,7 +178,9 @@ impl CheckpointReader {
     /// Reads and verifies one manifest file.
     pub fn read(path: &Path) -> Result<(Lsn, Vec<Bytes>), LogError> {
         let raw = Bytes::from(fs::read(path).ctx(|| format!("reading {}", path.display()))?);
-        let bad = |what: String| LogError::Damaged(format!("checkpoint manifest {}: {what}", path.display()));
+        let bad = |what: String| {
+            LogError::Damaged(format!("checkpoint manifest {}: {what}", path.display()))
+        };
         let mut chunks = Vec::new();
         let mut off = 0usize;
         loop {
@@ -206,10 +209,16 @@ impl CheckpointReader {
             let lsn = u64::from_le_bytes(body[8..16].try_into().expect("8 bytes"));
             let count = u64::from_le_bytes(body[16..24].try_into().expect("8 bytes"));
             if count != chunks.len() as u64 {
-                return Err(bad(format!("footer says {count} chunks, found {}", chunks.len())));
+                return Err(bad(format!(
+                    "footer says {count} chunks, found {}",
+                    chunks.len()
+                )));
             }
             if off != raw.len() {
-                return Err(bad(format!("{} unexpected bytes after the footer", raw.len() - off)));
+                return Err(bad(format!(
+                    "{} unexpected bytes after the footer",
+                    raw.len() - off
+                )));
             }
             return Ok((lsn, chunks));
         }

@@ -351,7 +351,9 @@ impl RecoveryLog {
                 "LSN {from} is beyond the durable end of the log ({durable})"
             )));
         }
-        let chunk = max_bytes.saturating_add(4 * HEADER_LEN).clamp(4096, 1 << 20);
+        let chunk = max_bytes
+            .saturating_add(4 * HEADER_LEN)
+            .clamp(4096, 1 << 20);
         let mut rd = RingReader::new(&self.shared.files, chunk);
         let max_payload = self.shared.geo.max_payload();
         let mut out = Vec::new();
@@ -400,7 +402,9 @@ impl RecoveryLog {
         self.shared.state.lock().shutdown = true;
         self.shared.work.notify_all();
         if handle.join().is_err() {
-            return Err(LogError::Damaged("the log writer thread panicked".to_string()));
+            return Err(LogError::Damaged(
+                "the log writer thread panicked".to_string(),
+            ));
         }
         if let Some(e) = self.shared.stored_error() {
             return Err(e);

@@ -42,9 +42,13 @@ impl Control {
     }
 
     fn decode(b: &[u8], path: &Path) -> Result<Control, LogError> {
-        let bad = |what: &str| LogError::Damaged(format!("control file {}: {what}", path.display()));
+        let bad =
+            |what: &str| LogError::Damaged(format!("control file {}: {what}", path.display()));
         if b.len() != ENCODED_LEN {
-            return Err(bad(&format!("size {} bytes, expected {ENCODED_LEN}", b.len())));
+            return Err(bad(&format!(
+                "size {} bytes, expected {ENCODED_LEN}",
+                b.len()
+            )));
         }
         if b[0..8] != MAGIC {
             return Err(bad("not a FerryMQ log control file (bad magic)"));

@@ -21,8 +21,8 @@ mod writer;
 pub mod checkpoint;
 pub mod segments;
 
-pub use circular::{LogConfig, LogRecord, Recovered, RecoveryLog, TailProblem};
 pub use checkpoint::{CheckpointReader, CheckpointWriter};
+pub use circular::{LogConfig, LogRecord, Recovered, RecoveryLog, TailProblem};
 pub use durability::{Durability, ParseDurabilityError};
 pub use error::LogError;
 pub use segments::{SegmentStore, StoreLoc};

@@ -52,7 +52,13 @@ pub(crate) fn crc_of(tag: u64, kind: u8, payload: &[u8]) -> u32 {
 /// The CRC is computed over the bytes just copied into `buf` (tag, kind and
 /// payload are contiguous there), so parts are read once by memcpy and once,
 /// hot in cache, by the CRC — no temporary concatenation.
-pub(crate) fn encode_into(buf: &mut Vec<u8>, tag: u64, kind: u8, parts: &[&[u8]], payload_len: u32) {
+pub(crate) fn encode_into(
+    buf: &mut Vec<u8>,
+    tag: u64,
+    kind: u8,
+    parts: &[&[u8]],
+    payload_len: u32,
+) {
     let start = buf.len();
     buf.reserve(HEADER_LEN + payload_len as usize);
     buf.extend_from_slice(&payload_len.to_le_bytes());

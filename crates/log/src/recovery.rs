@@ -5,8 +5,9 @@
 //!
 //! How the tail is classified, given the bytes at the first position `P`
 //! that does not hold a valid record:
-//! * all-zero header, or (after the first lap) a header whose LSN is not `P`
-//!   — nothing was written here in this lap: a clean end, no problem;
+//! * all-zero header, or (once the header's slots were used by a previous
+//!   lap) a header whose LSN is not `P` — nothing was written here in this
+//!   lap: a clean end, no problem;
 //! * a header that claims LSN `P` but fails its CRC: `Torn` if it ends in a
 //!   run of zeros (the unwritten rest of a preallocated file), else `Corrupt`;
 //! * in the first lap, a non-zero header that does not claim `P`: a header
@@ -86,7 +87,10 @@ pub(crate) enum Found {
     Implausible,
     /// Header claims this LSN, CRC fails; carries the record length and the
     /// number of zero bytes at its end.
-    BadCrc { len: u64, trailing_zeros: usize },
+    BadCrc {
+        len: u64,
+        trailing_zeros: usize,
+    },
 }
 
 /// Reads and verifies the record at `pos`, which must end at or before
@@ -162,13 +166,29 @@ pub(crate) fn scan(files: &RingFiles, checkpoint: Lsn) -> Result<ScanOutcome, Lo
                 records.push(r);
             }
             Found::Zero => break (None, 0, hdr_end),
-            // Past the first lap every slot holds bytes of the previous lap,
-            // so a foreign header is the normal end; in the first lap the
-            // ring was zero, so it is a header cut short.
-            Found::Foreign if pos >= geo.capacity => break (None, 0, hdr_end),
-            Found::Foreign => break (Some(TailProblem::Torn { at: pos }), HEADER_LEN as u64, hdr_end),
-            Found::Implausible => break (Some(TailProblem::Corrupt { at: pos }), HEADER_LEN as u64, hdr_end),
-            Found::BadCrc { len, trailing_zeros } => {
+            // Slots at LSN >= capacity hold bytes of the previous lap, so a
+            // foreign header there (even partly, when it straddles the ring
+            // end) is the normal end; before that the ring was zero, so it
+            // is a header cut short.
+            Found::Foreign if hdr_end > geo.capacity => break (None, 0, hdr_end),
+            Found::Foreign => {
+                break (
+                    Some(TailProblem::Torn { at: pos }),
+                    HEADER_LEN as u64,
+                    hdr_end,
+                )
+            }
+            Found::Implausible => {
+                break (
+                    Some(TailProblem::Corrupt { at: pos }),
+                    HEADER_LEN as u64,
+                    hdr_end,
+                )
+            }
+            Found::BadCrc {
+                len,
+                trailing_zeros,
+            } => {
                 let p = if trailing_zeros >= TORN_ZERO_RUN {
                     TailProblem::Torn { at: pos }
                 } else {

@@ -119,7 +119,12 @@ impl RingFiles {
                         path.display()
                     )))
                 }
-                Err(e) => return Err(LogError::io(format!("opening log file {}", path.display()), e)),
+                Err(e) => {
+                    return Err(LogError::io(
+                        format!("opening log file {}", path.display()),
+                        e,
+                    ))
+                }
             };
             let len = f
                 .metadata()
@@ -148,7 +153,12 @@ impl RingFiles {
 
     /// Writes `data` at logical position `pos`, splitting at file and ring
     /// ends; marks each file index written in `touched`.
-    pub(crate) fn write_span(&self, pos: Lsn, data: &[u8], touched: &mut [bool]) -> Result<(), LogError> {
+    pub(crate) fn write_span(
+        &self,
+        pos: Lsn,
+        data: &[u8],
+        touched: &mut [bool],
+    ) -> Result<(), LogError> {
         let mut done = 0usize;
         while done < data.len() {
             let p = pos + done as u64;
@@ -156,7 +166,12 @@ impl RingFiles {
             let n = ((self.geo.file_bytes - off) as usize).min(data.len() - done);
             self.files[fi]
                 .write_all_at(&data[done..done + n], off)
-                .ctx(|| format!("writing {n} bytes at LSN {p} to {}", self.paths[fi].display()))?;
+                .ctx(|| {
+                    format!(
+                        "writing {n} bytes at LSN {p} to {}",
+                        self.paths[fi].display()
+                    )
+                })?;
             touched[fi] = true;
             done += n;
         }
@@ -172,7 +187,12 @@ impl RingFiles {
             let n = ((self.geo.file_bytes - off) as usize).min(out.len() - done);
             self.files[fi]
                 .read_exact_at(&mut out[done..done + n], off)
-                .ctx(|| format!("reading {n} bytes at LSN {p} from {}", self.paths[fi].display()))?;
+                .ctx(|| {
+                    format!(
+                        "reading {n} bytes at LSN {p} from {}",
+                        self.paths[fi].display()
+                    )
+                })?;
             done += n;
         }
         Ok(())
@@ -193,7 +213,8 @@ impl RingFiles {
     /// Overwrites `[from, to)` with zeros and syncs the files touched.
     pub(crate) fn zero_range(&self, from: Lsn, to: Lsn) -> Result<(), LogError> {
         let mut touched = vec![false; self.files.len()];
-        let zeros = vec![0u8; (to.saturating_sub(from)).min(crate::fsutil::ZERO_CHUNK as u64) as usize];
+        let zeros =
+            vec![0u8; (to.saturating_sub(from)).min(crate::fsutil::ZERO_CHUNK as u64) as usize];
         let mut pos = from;
         while pos < to {
             let n = ((to - pos) as usize).min(zeros.len());

@@ -6,9 +6,11 @@
 //!
 //! A segment that existed before `open` is never appended to again: its tail
 //! may be torn, and appending after torn bytes would hide the new records
-//! from a scan. Each process run therefore starts a new segment (created on
-//! first append); unreferenced old segments are removed by
-//! `remove_unreferenced`.
+//! from a scan. Each `open` therefore creates a new, empty current segment;
+//! unreferenced old ones are removed by `remove_unreferenced`. Creating it
+//! eagerly also means the highest existing number is always the highest ever
+//! used (the current segment is never removed), so a number is never reused
+//! and a stale location can never silently point at a different record.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
@@ -79,7 +81,7 @@ pub struct SegmentStore {
     /// Segment files that exist.
     segments: BTreeSet<u32>,
     current: u32,
-    /// Bytes in the current segment; 0 also when its file is not created yet.
+    /// Bytes in the current segment.
     current_len: u64,
     /// Open handles; shared with readers, which only need `&self`.
     files: Mutex<HashMap<u32, Arc<File>>>,
@@ -107,7 +109,9 @@ impl SegmentStore {
         }
         fs::create_dir_all(dir).ctx(|| format!("creating store directory {}", dir.display()))?;
         let mut segments = BTreeSet::new();
-        for entry in fs::read_dir(dir).ctx(|| format!("listing store directory {}", dir.display()))? {
+        for entry in
+            fs::read_dir(dir).ctx(|| format!("listing store directory {}", dir.display()))?
+        {
             let entry = entry.ctx(|| format!("listing store directory {}", dir.display()))?;
             if let Some(n) = entry.file_name().to_str().and_then(parse_segment_name) {
                 segments.insert(n);
@@ -121,7 +125,7 @@ impl SegmentStore {
                 current - 1
             )));
         }
-        Ok(SegmentStore {
+        let mut store = SegmentStore {
             dir: dir.to_path_buf(),
             segment_bytes_max,
             segments,
@@ -131,7 +135,27 @@ impl SegmentStore {
             dirty: BTreeSet::new(),
             dir_dirty: false,
             scratch: Vec::new(),
-        })
+        };
+        store.create_segment(current)?;
+        Ok(store)
+    }
+
+    /// Creates segment `n` (which must not exist) and makes it current.
+    fn create_segment(&mut self, n: u32) -> Result<(), LogError> {
+        let path = self.path(n);
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .ctx(|| format!("creating segment {}", path.display()))?;
+        self.files.lock().insert(n, Arc::new(f));
+        self.segments.insert(n);
+        self.current = n;
+        self.current_len = 0;
+        // The new name must be durable before records in it are relied on.
+        self.dir_dirty = true;
+        Ok(())
     }
 
     fn path(&self, n: u32) -> PathBuf {
@@ -152,7 +176,12 @@ impl SegmentStore {
                     path.display()
                 )))
             }
-            Err(e) => return Err(LogError::io(format!("opening segment {}", path.display()), e)),
+            Err(e) => {
+                return Err(LogError::io(
+                    format!("opening segment {}", path.display()),
+                    e,
+                ))
+            }
         };
         files.insert(n, Arc::clone(&f));
         Ok(f)
@@ -163,27 +192,19 @@ impl SegmentStore {
     pub fn append(&mut self, id: u64, kind: u8, payload: &[u8]) -> Result<StoreLoc, LogError> {
         let max = u32::MAX as usize - HEADER_LEN;
         if payload.len() > max {
-            return Err(LogError::RecordTooLarge { len: payload.len(), max });
+            return Err(LogError::RecordTooLarge {
+                len: payload.len(),
+                max,
+            });
         }
         let rec_len = (HEADER_LEN + payload.len()) as u64;
         if self.current_len > 0 && self.current_len + rec_len > self.segment_bytes_max {
             if self.current == MAX_SEGMENT {
-                return Err(LogError::Invalid("message store segment numbers are exhausted".into()));
+                return Err(LogError::Invalid(
+                    "message store segment numbers are exhausted".into(),
+                ));
             }
-            self.current += 1;
-            self.current_len = 0;
-        }
-        if !self.segments.contains(&self.current) {
-            let path = self.path(self.current);
-            let f = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .ctx(|| format!("creating segment {}", path.display()))?;
-            self.files.lock().insert(self.current, Arc::new(f));
-            self.segments.insert(self.current);
-            self.dir_dirty = true;
+            self.create_segment(self.current + 1)?;
         }
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
@@ -192,7 +213,12 @@ impl SegmentStore {
         let seg = self.current;
         let res = self.file(seg)?.write_all_at(&buf, offset);
         self.scratch = buf;
-        res.ctx(|| format!("writing {rec_len} bytes to {} at offset {offset}", self.path(seg).display()))?;
+        res.ctx(|| {
+            format!(
+                "writing {rec_len} bytes to {} at offset {offset}",
+                self.path(seg).display()
+            )
+        })?;
         self.current_len += rec_len;
         self.dirty.insert(seg);
         Ok(StoreLoc {
@@ -260,7 +286,9 @@ impl SegmentStore {
         let mut out = Vec::new();
         let mut off = 0usize;
         while off + HEADER_LEN <= raw.len() {
-            let hdr: &[u8; HEADER_LEN] = raw[off..off + HEADER_LEN].try_into().expect("header length");
+            let hdr: &[u8; HEADER_LEN] = raw[off..off + HEADER_LEN]
+                .try_into()
+                .expect("header length");
             let h = Header::decode(hdr);
             let end = off + HEADER_LEN + h.len as usize;
             if end > raw.len() || !h.verifies(&raw[off + HEADER_LEN..end]) {
@@ -290,7 +318,7 @@ impl SegmentStore {
         self.segments.iter().copied().collect()
     }
 
-    /// The segment appends go to (its file may not exist until the first one).
+    /// The segment appends go to.
     pub fn current_segment(&self) -> u32 {
         self.current
     }
@@ -309,7 +337,12 @@ impl SegmentStore {
             match fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(LogError::io(format!("removing segment {}", path.display()), e)),
+                Err(e) => {
+                    return Err(LogError::io(
+                        format!("removing segment {}", path.display()),
+                        e,
+                    ))
+                }
             }
             self.segments.remove(&n);
             self.files.lock().remove(&n);

@@ -117,7 +117,11 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub(crate) fn stored_error(&self) -> Option<LogError> {
-        self.waiters.lock().error.as_ref().map(StoredError::to_error)
+        self.waiters
+            .lock()
+            .error
+            .as_ref()
+            .map(StoredError::to_error)
     }
 
     fn fail(&self, e: &LogError) {
@@ -140,8 +144,9 @@ impl Shared {
         }
         // A panicking callback must not kill the writer silently and leave
         // waiters blocked forever.
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.on_durable)(lsn)))
-            .map_err(|_| LogError::Damaged(format!("the on_durable callback panicked at LSN {lsn}")))
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.on_durable)(lsn))).map_err(
+            |_| LogError::Damaged(format!("the on_durable callback panicked at LSN {lsn}")),
+        )
     }
 
     /// Writes one batch of whole records starting at `start`, window by
@@ -156,7 +161,8 @@ impl Shared {
             let window_end = (pos / w + 1) * w;
             let piece_end = batch.len().min((window_end - start) as usize);
             touched.fill(false);
-            self.files.write_span(pos, &batch[off..piece_end], &mut touched)?;
+            self.files
+                .write_span(pos, &batch[off..piece_end], &mut touched)?;
             if self.durability == Durability::Fsync {
                 for (i, t) in touched.iter().enumerate() {
                     if *t {
@@ -167,7 +173,8 @@ impl Shared {
             }
             let before = rec_off;
             while rec_off < batch.len() {
-                let len = u32::from_le_bytes(batch[rec_off..rec_off + 4].try_into().expect("4 bytes"));
+                let len =
+                    u32::from_le_bytes(batch[rec_off..rec_off + 4].try_into().expect("4 bytes"));
                 let next = rec_off + HEADER_LEN + len as usize;
                 if next > piece_end {
                     break;

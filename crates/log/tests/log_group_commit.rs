@@ -46,7 +46,10 @@ fn concurrent_appenders_share_fdatasyncs() {
     let appends = THREADS * PER_THREAD;
     let syncs = log.sync_count();
     assert!(syncs > 0);
-    assert!(syncs < appends, "{syncs} fdatasyncs for {appends} appends: no group commit");
+    assert!(
+        syncs < appends,
+        "{syncs} fdatasyncs for {appends} appends: no group commit"
+    );
     assert_eq!(log.durable_lsn(), log.end_lsn());
     let end = log.end_lsn();
     eprintln!("{syncs} fdatasyncs for {appends} appends");
@@ -94,4 +97,38 @@ fn wait_durable_beyond_the_end_is_an_error_not_a_hang() {
     let end = log.append(1, b"x").unwrap();
     assert!(log.wait_durable(end + 1).is_err());
     log.wait_durable(end).unwrap();
+}
+
+#[test]
+fn recovery_log_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<RecoveryLog>();
+}
+
+/// Once the writer has failed, nothing more is acknowledged: waits and
+/// appends return the stored error instead of hanging or succeeding. (A
+/// panicking `on_durable` callback is the failure we can inject portably.)
+#[test]
+fn writer_failure_is_reported_to_every_later_append_and_wait() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tiny(tmp.path());
+    RecoveryLog::create(&cfg).unwrap();
+    let (log, _) =
+        RecoveryLog::open(&cfg, Box::new(|_| panic!("injected callback failure"))).unwrap();
+    let end = log.append(1, b"first").unwrap();
+    // The record itself reached the disk before the callback failed.
+    log.wait_durable(end).unwrap();
+    let err = loop {
+        match log.append(1, b"more") {
+            Ok(end) => {
+                if let Err(e) = log.wait_durable(end) {
+                    break e;
+                }
+            }
+            Err(e) => break e,
+        }
+    };
+    assert!(err.to_string().contains("writer has stopped"), "{err}");
+    assert!(log.append(1, b"again").is_err());
+    assert!(log.close().is_err());
 }

@@ -57,7 +57,10 @@ fn records_survive_reopen_while_the_ring_laps_and_wraps() {
         }
     }
     assert!(log.end_lsn() > 10 * cap, "the ring must lap many times");
-    assert!(wrapped_file > 0 && wrapped_ring > 0, "records must span file and ring ends");
+    assert!(
+        wrapped_file > 0 && wrapped_ring > 0,
+        "records must span file and ring ends"
+    );
     log.close().unwrap();
 }
 
@@ -101,7 +104,10 @@ fn full_until_checkpoint_releases_space() {
     assert_eq!(ends.len() as u64, cap / 1017);
     log.wait_durable(*ends.last().unwrap()).unwrap();
     // A checkpoint that is not a record boundary is refused.
-    assert!(matches!(log.set_checkpoint(ends[0] + 1), Err(LogError::Invalid(_))));
+    assert!(matches!(
+        log.set_checkpoint(ends[0] + 1),
+        Err(LogError::Invalid(_))
+    ));
     // Beyond durable is refused too.
     assert!(log.set_checkpoint(log.end_lsn() + 17).is_err());
     log.set_checkpoint(ends[2]).unwrap();
@@ -137,7 +143,10 @@ fn create_refuses_an_existing_log_and_open_refuses_other_geometry() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = tiny(tmp.path());
     RecoveryLog::create(&cfg).unwrap();
-    assert!(matches!(RecoveryLog::create(&cfg), Err(LogError::Invalid(_))));
+    assert!(matches!(
+        RecoveryLog::create(&cfg),
+        Err(LogError::Invalid(_))
+    ));
     let mut other = cfg.clone();
     other.file_pages = 3;
     assert!(matches!(
@@ -199,7 +208,10 @@ fn read_from_returns_the_same_records_as_recovery() {
     }
     log.wait_durable(log.end_lsn()).unwrap();
     let ckpt = log.checkpoint_lsn();
-    assert!(ckpt > 0 && log.end_lsn() > log.capacity(), "the ring must have lapped");
+    assert!(
+        ckpt > 0 && log.end_lsn() > log.capacity(),
+        "the ring must have lapped"
+    );
     let all = log.read_from(ckpt, usize::MAX).unwrap();
     // Paged reads give the same sequence; each page holds at least one record.
     let mut paged = Vec::new();
@@ -214,8 +226,14 @@ fn read_from_returns_the_same_records_as_recovery() {
         paged.extend(page);
     }
     assert_eq!(paged, all);
-    assert!(matches!(log.read_from(ckpt + 1, 100), Err(LogError::Invalid(_))));
-    assert!(matches!(log.read_from(ckpt - 1, 100), Err(LogError::Invalid(_))));
+    assert!(matches!(
+        log.read_from(ckpt + 1, 100),
+        Err(LogError::Invalid(_))
+    ));
+    assert!(matches!(
+        log.read_from(ckpt - 1, 100),
+        Err(LogError::Invalid(_))
+    ));
     log.close().unwrap();
     let (_log, rec) = open(&cfg);
     assert_eq!(rec.records, all);

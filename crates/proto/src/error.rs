@@ -43,7 +43,7 @@ impl ProtoError {
             | ProtoError::UnknownKind(_)
             | ProtoError::Body { .. }
             | ProtoError::BadMagic
-            | ProtoError::VersionMismatch { .. } => Reason::PROTOCOL_ERROR,
+            | ProtoError::VersionMismatch { .. } => Reason::HEADER_ERROR,
         }
     }
 
@@ -62,11 +62,8 @@ mod tests {
             ProtoError::FrameTooLarge { len: 9, max: 8 }.reason(),
             Reason::MSG_TOO_BIG_FOR_CHANNEL
         );
-        assert_eq!(
-            ProtoError::UnknownKind(0x7f).reason(),
-            Reason::PROTOCOL_ERROR
-        );
-        assert_eq!(ProtoError::BadMagic.reason(), Reason::PROTOCOL_ERROR);
+        assert_eq!(ProtoError::UnknownKind(0x7f).reason(), Reason::HEADER_ERROR);
+        assert_eq!(ProtoError::BadMagic.reason(), Reason::HEADER_ERROR);
     }
 
     #[test]

@@ -175,7 +175,7 @@ fn unknown_kinds_are_refused_and_requests_are_not_responses() {
         parse_request(&f(kind::HEARTBEAT_ACK)),
         Err(ProtoError::UnknownKind(kind::HEARTBEAT_ACK))
     );
-    assert_eq!(ProtoError::UnknownKind(0).reason(), Reason::PROTOCOL_ERROR);
+    assert_eq!(ProtoError::UnknownKind(0).reason(), Reason::HEADER_ERROR);
 }
 
 /// The frame of `r` with its body cut to `keep` bytes (length field adjusted to match).

@@ -1,1 +1,16 @@
-//! placeholder
+//! The queue manager server: wiring only. It owns the runtime, the listeners (Unix socket for
+//! bindings mode, TCP for client mode), one task per socket that turns frames into engine calls,
+//! the durability gate that holds each reply until the log is durable up to what it reveals, the
+//! background checkpointer, restart from storage, and orderly or immediate shutdown. Queue
+//! semantics live in `ferrymq-engine`, bytes on disk in `ferrymq-log`, bytes on the wire in
+//! `ferrymq-proto`.
+
+pub mod config;
+mod conn;
+mod core;
+mod dispatch;
+pub mod qmgr;
+pub mod storage;
+
+pub use config::{ferrymq_home, Ini, QmConfig, QmPaths};
+pub use qmgr::{create_storage, run};

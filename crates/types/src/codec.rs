@@ -17,14 +17,20 @@ pub enum DecodeError {
 
 impl DecodeError {
     pub fn invalid(what: &'static str, detail: impl Into<String>) -> DecodeError {
-        DecodeError::Invalid { what, detail: detail.into() }
+        DecodeError::Invalid {
+            what,
+            detail: detail.into(),
+        }
     }
 }
 
 /// Appends encoded values to a `BytesMut`.
 pub trait PutExt: BufMut {
     fn put_str16(&mut self, s: &str) {
-        debug_assert!(s.len() <= STRING_LEN_MAX_BYTES, "string longer than the codec allows");
+        debug_assert!(
+            s.len() <= STRING_LEN_MAX_BYTES,
+            "string longer than the codec allows"
+        );
         let len = s.len().min(STRING_LEN_MAX_BYTES);
         self.put_u16_le(len as u16);
         self.put_slice(&s.as_bytes()[..len]);
@@ -119,7 +125,10 @@ impl Reader {
         if self.buf.is_empty() {
             Ok(())
         } else {
-            Err(DecodeError::invalid(what, format!("{} trailing bytes", self.buf.len())))
+            Err(DecodeError::invalid(
+                what,
+                format!("{} trailing bytes", self.buf.len()),
+            ))
         }
     }
 }

@@ -113,7 +113,13 @@ impl MessageDescriptor {
         let (y, m, d) = civil_from_days(days);
         (
             format!("{y:04}{m:02}{d:02}"),
-            format!("{:02}{:02}{:02}{:02}", rem / 3600, (rem % 3600) / 60, rem % 60, hundredths),
+            format!(
+                "{:02}{:02}{:02}{:02}",
+                rem / 3600,
+                (rem % 3600) / 60,
+                rem % 60,
+                hundredths
+            ),
         )
     }
 }
@@ -239,7 +245,10 @@ impl Codec for Properties {
     fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let n = r.u16("property count")? as usize;
         if n > PROPERTIES_PER_MSG_MAX {
-            return Err(DecodeError::invalid("property count", format!("{n} > {PROPERTIES_PER_MSG_MAX}")));
+            return Err(DecodeError::invalid(
+                "property count",
+                format!("{n} > {PROPERTIES_PER_MSG_MAX}"),
+            ));
         }
         let mut props = Vec::with_capacity(n);
         for _ in 0..n {
@@ -267,8 +276,14 @@ mod tests {
 
     #[test]
     fn put_date_and_time_are_mq_formatted() {
-        let md = MessageDescriptor { put_time_ms: 1_700_000_000_123, ..Default::default() };
-        assert_eq!(md.put_date_time(), ("20231114".to_string(), "22132012".to_string()));
+        let md = MessageDescriptor {
+            put_time_ms: 1_700_000_000_123,
+            ..Default::default()
+        };
+        assert_eq!(
+            md.put_date_time(),
+            ("20231114".to_string(), "22132012".to_string())
+        );
     }
 
     #[test]
@@ -289,7 +304,10 @@ mod tests {
     fn truncated_descriptor_is_an_error_not_a_panic() {
         let b = MessageDescriptor::default().to_bytes();
         for cut in 0..b.len() {
-            assert!(MessageDescriptor::from_bytes(b.slice(..cut)).is_err(), "cut at {cut}");
+            assert!(
+                MessageDescriptor::from_bytes(b.slice(..cut)).is_err(),
+                "cut at {cut}"
+            );
         }
     }
 }

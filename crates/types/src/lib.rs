@@ -10,6 +10,8 @@ pub mod objects;
 pub mod options;
 pub mod reason;
 
-pub use descriptor::{MessageDescriptor, MsgId, Persistence, PropertyValue, Properties};
-pub use objects::{DynamicKind, MsgDeliverySequence, ObjectDef, ObjectKind, QmgrAttrs, QueueDef, QueueKind};
+pub use descriptor::{MessageDescriptor, MsgId, Persistence, Properties, PropertyValue};
+pub use objects::{
+    DynamicKind, MsgDeliverySequence, ObjectDef, ObjectKind, QmgrAttrs, QueueDef, QueueKind,
+};
 pub use reason::{MqError, Reason};

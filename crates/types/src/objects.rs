@@ -35,11 +35,19 @@ pub enum DynamicKind {
 pub enum QueueKind {
     Local,
     /// An alias for another queue (TARGET).
-    Alias { target: String },
+    Alias {
+        target: String,
+    },
     /// A template from which dynamic queues are created.
-    Model { def_type: DynamicKind },
+    Model {
+        def_type: DynamicKind,
+    },
     /// A definition of a queue on another queue manager.
-    Remote { rname: String, rqmname: String, xmitq: String },
+    Remote {
+        rname: String,
+        rqmname: String,
+        xmitq: String,
+    },
 }
 
 impl QueueKind {
@@ -159,7 +167,11 @@ impl Codec for QueueDef {
                 out.put_u8(3);
                 out.put_u8(dyn_to_u8(Some(*def_type)));
             }
-            QueueKind::Remote { rname, rqmname, xmitq } => {
+            QueueKind::Remote {
+                rname,
+                rqmname,
+                xmitq,
+            } => {
                 out.put_u8(4);
                 out.put_str16(rname);
                 out.put_str16(rqmname);
@@ -188,7 +200,9 @@ impl Codec for QueueDef {
         let name = r.str16("queue name")?;
         let kind = match r.u8("queue kind")? {
             1 => QueueKind::Local,
-            2 => QueueKind::Alias { target: r.str16("alias target")? },
+            2 => QueueKind::Alias {
+                target: r.str16("alias target")?,
+            },
             3 => QueueKind::Model {
                 def_type: dyn_from_u8(r.u8("model deftype")?)?
                     .ok_or_else(|| DecodeError::invalid("model deftype", "none"))?,
@@ -267,7 +281,11 @@ impl Codec for ObjectDef {
             3 => ObjectKind::AuthInfo,
             k => return Err(DecodeError::invalid("object kind", format!("tag {k}"))),
         };
-        Ok(ObjectDef { kind, name: r.str16("object name")?, attrs: get_map(r)? })
+        Ok(ObjectDef {
+            kind,
+            name: r.str16("object name")?,
+            attrs: get_map(r)?,
+        })
     }
 }
 
@@ -277,10 +295,18 @@ pub fn validate_object_name(name: &str) -> Result<(), String> {
         return Err("the name is empty".into());
     }
     if name.len() > crate::limits::OBJECT_NAME_LEN_MAX {
-        return Err(format!("'{name}' is longer than {} characters", crate::limits::OBJECT_NAME_LEN_MAX));
+        return Err(format!(
+            "'{name}' is longer than {} characters",
+            crate::limits::OBJECT_NAME_LEN_MAX
+        ));
     }
-    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || "._/%".contains(*c))) {
-        return Err(format!("'{name}' contains '{c}'; names use A-Z, a-z, 0-9, '.', '/', '_' and '%'"));
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "._/%".contains(*c)))
+    {
+        return Err(format!(
+            "'{name}' contains '{c}'; names use A-Z, a-z, 0-9, '.', '/', '_' and '%'"
+        ));
     }
     Ok(())
 }
@@ -294,8 +320,14 @@ mod tests {
         let kinds = [
             QueueKind::Local,
             QueueKind::Alias { target: "T".into() },
-            QueueKind::Model { def_type: DynamicKind::Permanent },
-            QueueKind::Remote { rname: "R".into(), rqmname: "QM2".into(), xmitq: "XQ".into() },
+            QueueKind::Model {
+                def_type: DynamicKind::Permanent,
+            },
+            QueueKind::Remote {
+                rname: "R".into(),
+                rqmname: "QM2".into(),
+                xmitq: "XQ".into(),
+            },
         ];
         for kind in kinds {
             let mut q = QueueDef::new("Q1", kind);

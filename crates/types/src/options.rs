@@ -67,7 +67,11 @@ pub struct PutOptions {
 
 impl Default for PutOptions {
     fn default() -> Self {
-        PutOptions { syncpoint: Syncpoint::No, new_msg_id: true, new_correl_id: false }
+        PutOptions {
+            syncpoint: Syncpoint::No,
+            new_msg_id: true,
+            new_correl_id: false,
+        }
     }
 }
 
@@ -80,9 +84,16 @@ impl Codec for PutOptions {
     fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let syncpoint = Syncpoint::from_u8(r.u8("put syncpoint")?)?;
         if syncpoint == Syncpoint::IfPersistent {
-            return Err(DecodeError::invalid("put syncpoint", "IfPersistent applies to get only"));
+            return Err(DecodeError::invalid(
+                "put syncpoint",
+                "IfPersistent applies to get only",
+            ));
         }
-        Ok(PutOptions { syncpoint, new_msg_id: r.bool("new_msg_id")?, new_correl_id: r.bool("new_correl_id")? })
+        Ok(PutOptions {
+            syncpoint,
+            new_msg_id: r.bool("new_msg_id")?,
+            new_correl_id: r.bool("new_correl_id")?,
+        })
     }
 }
 
@@ -122,7 +133,10 @@ pub struct GetOptions {
 impl GetOptions {
     /// A destructive get of any message, any length.
     pub fn any() -> GetOptions {
-        GetOptions { max_len: u32::MAX, ..Default::default() }
+        GetOptions {
+            max_len: u32::MAX,
+            ..Default::default()
+        }
     }
 }
 

@@ -93,7 +93,8 @@ reasons! {
     Q_MGR_QUIESCING = 2161,
     Q_MGR_STOPPING = 2162,
     STORAGE_NOT_AVAILABLE = 2071,
-    PROTOCOL_ERROR = 2165,
+    HEADER_ERROR = 2142,
+    CALL_INTERRUPTED = 2549,
     PERSISTENT_NOT_ALLOWED = 2048,
     SECURITY_ERROR = 2063,
     CONNECTION_QUIESCING = 2202,
@@ -146,7 +147,10 @@ pub struct MqError {
 
 impl MqError {
     pub fn new(reason: Reason, message: impl Into<String>) -> MqError {
-        MqError { reason, message: message.into() }
+        MqError {
+            reason,
+            message: message.into(),
+        }
     }
 }
 
@@ -188,6 +192,9 @@ mod tests {
     #[test]
     fn names_follow_mq_spelling() {
         assert_eq!(Reason::Q_FULL.mq_name(), "MQRC_Q_FULL");
-        assert_eq!(Reason::NO_MSG_AVAILABLE.to_string(), "MQRC_NO_MSG_AVAILABLE (2033)");
+        assert_eq!(
+            Reason::NO_MSG_AVAILABLE.to_string(),
+            "MQRC_NO_MSG_AVAILABLE (2033)"
+        );
     }
 }

@@ -41,7 +41,11 @@ pub fn patch(cfg: &LogConfig, lsn: Lsn, len: u64, mut f: impl FnMut(u64, &mut u8
     for i in 0..len {
         let phys = (lsn + i) % cap;
         let path = cfg.dir.join(format!("S{:07}.LOG", phys / file_bytes));
-        let file = OpenOptions::new().read(true).write(true).open(path).unwrap();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .unwrap();
         let mut b = [0u8; 1];
         file.read_exact_at(&mut b, phys % file_bytes).unwrap();
         f(i, &mut b[0]);
@@ -51,5 +55,7 @@ pub fn patch(cfg: &LogConfig, lsn: Lsn, len: u64, mut f: impl FnMut(u64, &mut u8
 
 /// Deterministic, non-zero-ending payload for record `i` of `len` bytes.
 pub fn payload(i: u64, len: usize) -> Vec<u8> {
-    (0..len).map(|j| ((i as usize * 31 + j * 7) % 251 + 1) as u8).collect()
+    (0..len)
+        .map(|j| ((i as usize * 31 + j * 7) % 251 + 1) as u8)
+        .collect()
 }

@@ -1,0 +1,139 @@
+//! A synchronous client for plain threads: the same verbs as [`crate::Connection`], each run to
+//! completion on a shared background tokio runtime. Do not call these from inside an async task
+//! (blocking a runtime thread on another runtime panics); use the async API there.
+
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use ferrymq_types::options::{GetOptions, PutOptions};
+use ferrymq_types::{MessageDescriptor, MqError, MsgId, Properties};
+use tokio::runtime::Runtime;
+
+use crate::{ConnectOptions, Message, ObjectHandle};
+
+/// One runtime for every blocking connection of the process, made on first use. A single worker
+/// is enough: it only moves bytes between sockets and waiting calls, and each calling thread
+/// drives its own call through `block_on`.
+fn runtime() -> &'static Runtime {
+    static RT: OnceLock<Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("ferrymq-client")
+            .enable_all()
+            .build()
+            .expect("the FerryMQ client cannot start its I/O thread")
+    })
+}
+
+/// A synchronous handle to one conversation; see [`crate::Connection`] for each verb.
+#[derive(Clone, Debug)]
+pub struct Connection {
+    inner: crate::Connection,
+}
+
+impl Connection {
+    pub fn connect(opts: ConnectOptions) -> Result<Connection, MqError> {
+        let inner = runtime().block_on(crate::Connection::connect(opts))?;
+        Ok(Connection { inner })
+    }
+
+    pub fn share(&self) -> Result<Connection, MqError> {
+        let inner = runtime().block_on(self.inner.share())?;
+        Ok(Connection { inner })
+    }
+
+    /// The async handle to the same conversation.
+    pub fn as_async(&self) -> &crate::Connection {
+        &self.inner
+    }
+
+    pub fn qmgr_name(&self) -> &str {
+        self.inner.qmgr_name()
+    }
+
+    pub fn max_msg_len(&self) -> u32 {
+        self.inner.max_msg_len()
+    }
+
+    pub fn reconnects(&self) -> u64 {
+        self.inner.reconnects()
+    }
+
+    pub fn open(&self, name: &str, options: u32) -> Result<ObjectHandle, MqError> {
+        runtime().block_on(self.inner.open(name, options))
+    }
+
+    pub fn open_dynamic(
+        &self,
+        model: &str,
+        dynamic_name: &str,
+        options: u32,
+    ) -> Result<ObjectHandle, MqError> {
+        runtime().block_on(self.inner.open_dynamic(model, dynamic_name, options))
+    }
+
+    pub fn close(&self, h: &ObjectHandle, options: u32) -> Result<(), MqError> {
+        runtime().block_on(self.inner.close(h, options))
+    }
+
+    pub fn put(
+        &self,
+        h: &ObjectHandle,
+        md: &MessageDescriptor,
+        props: &Properties,
+        body: Bytes,
+        opts: &PutOptions,
+    ) -> Result<(MsgId, MsgId), MqError> {
+        runtime().block_on(self.inner.put(h, md, props, body, opts))
+    }
+
+    pub fn put1(
+        &self,
+        queue: &str,
+        md: &MessageDescriptor,
+        props: &Properties,
+        body: Bytes,
+        opts: &PutOptions,
+    ) -> Result<(MsgId, MsgId), MqError> {
+        runtime().block_on(self.inner.put1(queue, md, props, body, opts))
+    }
+
+    pub fn put_commit(
+        &self,
+        h: &ObjectHandle,
+        md: &MessageDescriptor,
+        props: &Properties,
+        body: Bytes,
+    ) -> Result<(MsgId, MsgId), MqError> {
+        runtime().block_on(self.inner.put_commit(h, md, props, body))
+    }
+
+    pub fn get(&self, h: &ObjectHandle, opts: &GetOptions) -> Result<Message, MqError> {
+        runtime().block_on(self.inner.get(h, opts))
+    }
+
+    pub fn commit(&self) -> Result<(), MqError> {
+        runtime().block_on(self.inner.commit())
+    }
+
+    pub fn backout(&self) -> Result<(), MqError> {
+        runtime().block_on(self.inner.backout())
+    }
+
+    pub fn inquire(
+        &self,
+        h: &ObjectHandle,
+        selectors: &[&str],
+    ) -> Result<Vec<(String, String)>, MqError> {
+        runtime().block_on(self.inner.inquire(h, selectors))
+    }
+
+    pub fn admin(&self, command: &str) -> Result<String, MqError> {
+        runtime().block_on(self.inner.admin(command))
+    }
+
+    pub fn disconnect(self) -> Result<(), MqError> {
+        runtime().block_on(self.inner.disconnect())
+    }
+}

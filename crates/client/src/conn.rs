@@ -1,0 +1,792 @@
+//! [`Connection`]: one conversation (MQCONN) and every MQI verb on it, with the bookkeeping that
+//! automatic reconnect needs — the application's stable object handles mapped to the queue
+//! manager's current ones, and whether a unit of work was lost with the old socket.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use ferrymq_proto::{frame_limit_for, Request, Response};
+use ferrymq_types::options::{Browse, GetOptions, PutOptions, Syncpoint, Wait};
+use ferrymq_types::{MessageDescriptor, MqError, MsgId, Properties, Reason};
+use parking_lot::Mutex;
+
+use crate::options::{ConnectOptions, Reconnect};
+use crate::socket::{CallError, Pool, Socket};
+use crate::{Message, ObjectHandle};
+
+/// First pause between reconnect attempts; doubled after each failed round up to the maximum.
+const RECONNECT_BACKOFF_MIN: Duration = Duration::from_millis(50);
+const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(2);
+
+/// A handle to one conversation with a queue manager (an MQ `hConn`). Clones share the
+/// conversation; it ends with [`Connection::disconnect`] or when the last clone is dropped.
+#[derive(Clone)]
+pub struct Connection {
+    inner: Arc<Conv>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let b = self.inner.bind.lock();
+        f.debug_struct("Connection")
+            .field("qmgr", &self.inner.qmgr_name)
+            .field("endpoint", &b.socket.endpoint)
+            .field("conv", &b.conv)
+            .finish()
+    }
+}
+
+#[derive(Clone)]
+struct Binding {
+    socket: Arc<Socket>,
+    conv: u16,
+    /// Bumped by every reconnect, so concurrent callers that saw the same break reconnect once.
+    generation: u64,
+}
+
+struct HandleState {
+    /// The queue manager's handle on the current socket.
+    server: u32,
+    /// What to send to open it again after a reconnect.
+    open_name: String,
+    dynamic_name: String,
+    options: u32,
+    /// Set when a reconnect could not open the object again; every use reports it.
+    lost: Option<MqError>,
+}
+
+#[derive(Default)]
+struct Handles {
+    next: u32,
+    map: HashMap<u32, HandleState>,
+}
+
+#[derive(Default)]
+struct Uow {
+    /// A syncpoint operation succeeded since the last commit or backout.
+    in_progress: bool,
+    /// The unit of work died with a socket; the next commit reports BACKED_OUT.
+    lost: bool,
+}
+
+/// How a request relates to the conversation's unit of work.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Plain,
+    /// Joins the unit of work (a put or get under syncpoint).
+    Join,
+    /// Ends it: commit, or a put followed by a commit.
+    Commit,
+    Backout,
+}
+
+struct Conv {
+    pool: Arc<Pool>,
+    qmgr_name: String,
+    connect_req: Request,
+    bind: Mutex<Binding>,
+    handles: Mutex<Handles>,
+    uow: Mutex<Uow>,
+    // Async because reconnecting awaits I/O; serializes reconnects of this conversation.
+    reconnect_lock: tokio::sync::Mutex<()>,
+    /// Set by disconnect (HCONN_ERROR) or a failed reconnect (RECONNECT_FAILED): every later call
+    /// fails with it.
+    dead: Mutex<Option<MqError>>,
+    reconnects: AtomicU64,
+}
+
+impl Drop for Conv {
+    fn drop(&mut self) {
+        if self.dead.lock().is_some() {
+            return;
+        }
+        // The application dropped its last handle without disconnecting: end the conversation
+        // anyway (the queue manager backs out its unit of work), without waiting for the answer.
+        let b = self.bind.lock();
+        if !b.socket.is_broken() {
+            b.socket.send_oneway(b.conv, &Request::Disconnect);
+            b.socket.release_conv(b.conv);
+        }
+    }
+}
+
+fn unexpected(what: &str, r: &Response) -> MqError {
+    MqError::new(
+        Reason::UNEXPECTED_ERROR,
+        format!("the queue manager answered {what} with {}", r.name()),
+    )
+}
+
+/// Success for calls answered by a bare status.
+fn status(what: &str, r: Response) -> Result<(), MqError> {
+    match r {
+        Response::Status { reason, .. } if reason == Reason::NONE => Ok(()),
+        other => Err(failure(what, other)),
+    }
+}
+
+/// The error a non-success answer stands for.
+fn failure(what: &str, r: Response) -> MqError {
+    match r {
+        Response::Status { reason, message } if reason != Reason::NONE => {
+            MqError::new(reason, message)
+        }
+        other => unexpected(what, &other),
+    }
+}
+
+fn backed_out() -> MqError {
+    MqError::new(
+        Reason::BACKED_OUT,
+        "the unit of work was backed out when the connection to the queue manager was lost; redo its work and commit again",
+    )
+}
+
+fn is_waiting_get(r: &Request) -> bool {
+    matches!(r, Request::Get { opts, .. } if opts.wait != Wait::NoWait)
+}
+
+/// Errors a reconnect does not retry: trying again would only repeat them.
+fn is_fatal(e: &MqError) -> bool {
+    matches!(
+        e.reason,
+        Reason::NOT_AUTHORIZED | Reason::CONNECTION_NOT_AUTHORIZED | Reason::SECURITY_ERROR
+    )
+}
+
+impl Connection {
+    /// Connects to the queue manager `opts` names (MQCONNX). Must be called inside a tokio runtime,
+    /// which then runs the socket's tasks.
+    pub async fn connect(opts: ConnectOptions) -> Result<Connection, MqError> {
+        let pool = Arc::new(Pool::new(opts)?);
+        Connection::start(pool).await
+    }
+
+    /// Opens a new conversation drawn from `pool`.
+    async fn start(pool: Arc<Pool>) -> Result<Connection, MqError> {
+        let o = &pool.opts;
+        let connect_req = Request::Connect {
+            qmgr: o.qmgr.clone(),
+            user: o.user.clone(),
+            password: o.password.clone(),
+            app_name: o.app_name.clone(),
+        };
+        let (socket, conv) = pool.claim(None).await?;
+        let r = socket
+            .call(conv, &connect_req)
+            .await
+            .map_err(CallError::into_error)
+            .and_then(|r| status("Connect", r));
+        if let Err(e) = r {
+            socket.release_conv(conv);
+            return Err(e);
+        }
+        let qmgr_name = socket.params.qmgr_name.clone();
+        Ok(Connection {
+            inner: Arc::new(Conv {
+                pool,
+                qmgr_name,
+                connect_req,
+                bind: Mutex::new(Binding {
+                    socket,
+                    conv,
+                    generation: 0,
+                }),
+                handles: Mutex::new(Handles::default()),
+                uow: Mutex::new(Uow::default()),
+                reconnect_lock: tokio::sync::Mutex::new(()),
+                dead: Mutex::new(None),
+                reconnects: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// A new conversation on the same socket (SHARECNV), or a new socket when the negotiated
+    /// sharecnv is used up. It is independent: its own unit of work and object handles.
+    pub async fn share(&self) -> Result<Connection, MqError> {
+        self.inner.check_alive()?;
+        Connection::start(self.inner.pool.clone()).await
+    }
+
+    /// The name of the queue manager connected to.
+    pub fn qmgr_name(&self) -> &str {
+        &self.inner.qmgr_name
+    }
+
+    /// The negotiated largest message length.
+    pub fn max_msg_len(&self) -> u32 {
+        self.inner.bind.lock().socket.params.max_msg_len
+    }
+
+    /// The negotiated heartbeat interval (0 = none).
+    pub fn heartbeat_ms(&self) -> u32 {
+        self.inner.bind.lock().socket.params.heartbeat_ms
+    }
+
+    /// How many times this conversation has been reconnected.
+    pub fn reconnects(&self) -> u64 {
+        self.inner.reconnects.load(Ordering::Relaxed)
+    }
+
+    /// Opens a queue (or other object) with MQOO_* `options`.
+    pub async fn open(&self, name: &str, options: u32) -> Result<ObjectHandle, MqError> {
+        self.open_object(name, "", options).await
+    }
+
+    /// Opens a model queue, creating a dynamic queue named after `dynamic_name` (`*` completes a
+    /// prefix); the handle's `name` is the created queue's.
+    pub async fn open_dynamic(
+        &self,
+        model: &str,
+        dynamic_name: &str,
+        options: u32,
+    ) -> Result<ObjectHandle, MqError> {
+        self.open_object(model, dynamic_name, options).await
+    }
+
+    async fn open_object(
+        &self,
+        name: &str,
+        dynamic_name: &str,
+        options: u32,
+    ) -> Result<ObjectHandle, MqError> {
+        let req = Request::Open {
+            name: name.to_string(),
+            qmgr: String::new(),
+            options,
+            dynamic_name: dynamic_name.to_string(),
+        };
+        match self.inner.call1(req, Role::Plain).await? {
+            Response::Opened {
+                hobj,
+                name: resolved,
+            } => {
+                let mut h = self.inner.handles.lock();
+                h.next += 1;
+                let id = h.next;
+                // A reopen after a reconnect targets the resolved name, so that a dynamic queue
+                // is found again (or recreated under the same name) instead of a new one made.
+                let (open_name, dynamic_name) = if dynamic_name.is_empty() {
+                    (name.to_string(), String::new())
+                } else {
+                    (resolved.clone(), String::new())
+                };
+                h.map.insert(
+                    id,
+                    HandleState {
+                        server: hobj,
+                        open_name,
+                        dynamic_name,
+                        options,
+                        lost: None,
+                    },
+                );
+                Ok(ObjectHandle {
+                    hobj: id,
+                    name: resolved,
+                })
+            }
+            other => Err(failure("Open", other)),
+        }
+    }
+
+    /// Closes a handle with MQCO_* `options`.
+    pub async fn close(&self, h: &ObjectHandle, options: u32) -> Result<(), MqError> {
+        let req = Request::Close {
+            hobj: h.hobj,
+            options,
+        };
+        status("Close", self.inner.call1(req, Role::Plain).await?)?;
+        self.inner.handles.lock().map.remove(&h.hobj);
+        Ok(())
+    }
+
+    /// Puts a message; returns the (msg_id, correl_id) it was given.
+    pub async fn put(
+        &self,
+        h: &ObjectHandle,
+        md: &MessageDescriptor,
+        props: &Properties,
+        body: Bytes,
+        opts: &PutOptions,
+    ) -> Result<(MsgId, MsgId), MqError> {
+        let req = Request::Put {
+            hobj: h.hobj,
+            opts: opts.clone(),
+            md: md.clone(),
+            props: props.clone(),
+            body,
+        };
+        self.put_request(req, opts.syncpoint).await
+    }
+
+    /// Opens `queue`, puts one message and closes it, in one call (MQPUT1).
+    pub async fn put1(
+        &self,
+        queue: &str,
+        md: &MessageDescriptor,
+        props: &Properties,
+        body: Bytes,
+        opts: &PutOptions,
+    ) -> Result<(MsgId, MsgId), MqError> {
+        let req = Request::Put1 {
+            name: queue.to_string(),
+            qmgr: String::new(),
+            opts: opts.clone(),
+            md: md.clone(),
+            props: props.clone(),
+            body,
+        };
+        self.put_request(req, opts.syncpoint).await
+    }
+
+    async fn put_request(&self, req: Request, sp: Syncpoint) -> Result<(MsgId, MsgId), MqError> {
+        let role = if sp == Syncpoint::No {
+            Role::Plain
+        } else {
+            Role::Join
+        };
+        match self.inner.call1(req, role).await? {
+            Response::PutOk { msg_id, correl_id } => {
+                self.inner.joined(role);
+                Ok((msg_id, correl_id))
+            }
+            other => Err(failure("Put", other)),
+        }
+    }
+
+    /// Puts under syncpoint and commits, written as one write (pipelined) so the pair costs one
+    /// round trip; returns after both answers. The commit ends the whole unit of work, including
+    /// earlier syncpoint operations; if the put fails its error is returned (the commit then
+    /// commits only that earlier work).
+    pub async fn put_commit(
+        &self,
+        h: &ObjectHandle,
+        md: &MessageDescriptor,
+        props: &Properties,
+        body: Bytes,
+    ) -> Result<(MsgId, MsgId), MqError> {
+        let put = Request::Put {
+            hobj: h.hobj,
+            opts: PutOptions {
+                syncpoint: Syncpoint::Yes,
+                ..PutOptions::default()
+            },
+            md: md.clone(),
+            props: props.clone(),
+            body,
+        };
+        let mut answers = self
+            .inner
+            .call(vec![put, Request::Commit], Role::Commit)
+            .await?
+            .into_iter();
+        let (Some(put), Some(commit)) = (answers.next(), answers.next()) else {
+            return Err(backed_out());
+        };
+        let ids = match put {
+            Response::PutOk { msg_id, correl_id } => (msg_id, correl_id),
+            other => return Err(failure("Put", other)),
+        };
+        status("Commit", commit)?;
+        Ok(ids)
+    }
+
+    /// Gets (or browses) a message. A truncated message accepted by
+    /// `accept_truncated` is returned with `truncated = true`.
+    ///
+    /// Dropping the future of a get that waits does not cancel the wait on the queue manager: a
+    /// message it then delivers is discarded (or, under syncpoint, stays in the unit of work).
+    pub async fn get(&self, h: &ObjectHandle, opts: &GetOptions) -> Result<Message, MqError> {
+        let role = if opts.syncpoint == Syncpoint::No || opts.browse != Browse::No {
+            Role::Plain
+        } else {
+            Role::Join
+        };
+        let req = Request::Get {
+            hobj: h.hobj,
+            opts: opts.clone(),
+        };
+        match self.inner.call1(req, role).await? {
+            Response::Message {
+                reason,
+                data_len,
+                md,
+                props,
+                body,
+            } => {
+                self.inner.joined(role);
+                Ok(Message {
+                    md,
+                    props,
+                    body,
+                    data_len,
+                    truncated: reason == Reason::TRUNCATED_MSG_ACCEPTED,
+                })
+            }
+            other => Err(failure("Get", other)),
+        }
+    }
+
+    /// Commits the unit of work. BACKED_OUT when it was lost with a broken connection.
+    pub async fn commit(&self) -> Result<(), MqError> {
+        let mut r = self.inner.call(vec![Request::Commit], Role::Commit).await?;
+        match r.pop() {
+            Some(r) => status("Commit", r),
+            None => Err(backed_out()),
+        }
+    }
+
+    /// Backs out the unit of work.
+    pub async fn backout(&self) -> Result<(), MqError> {
+        let mut r = self
+            .inner
+            .call(vec![Request::Backout], Role::Backout)
+            .await?;
+        match r.pop() {
+            Some(r) => status("Backout", r),
+            // Lost with the socket: already backed out.
+            None => Ok(()),
+        }
+    }
+
+    /// Inquires attributes of an open object by name (e.g. `CURDEPTH`).
+    pub async fn inquire(
+        &self,
+        h: &ObjectHandle,
+        selectors: &[&str],
+    ) -> Result<Vec<(String, String)>, MqError> {
+        let req = Request::Inquire {
+            hobj: h.hobj,
+            selectors: selectors.iter().map(|s| s.to_string()).collect(),
+        };
+        match self.inner.call1(req, Role::Plain).await? {
+            Response::InquireReply { attrs } => Ok(attrs),
+            other => Err(failure("Inquire", other)),
+        }
+    }
+
+    /// Runs an administrative command and returns its output.
+    pub async fn admin(&self, command: &str) -> Result<String, MqError> {
+        let req = Request::Admin {
+            command: command.to_string(),
+        };
+        match self.inner.call1(req, Role::Plain).await? {
+            Response::AdminReply { text, reason } if reason == Reason::NONE => Ok(text),
+            Response::AdminReply { text, reason } => Err(MqError::new(reason, text)),
+            other => Err(failure("Admin", other)),
+        }
+    }
+
+    /// Ends the conversation (MQDISC); the queue manager backs out uncommitted work. Other clones
+    /// of this handle then fail with HCONN_ERROR. A conversation whose socket already broke is
+    /// simply forgotten.
+    pub async fn disconnect(self) -> Result<(), MqError> {
+        let c = &self.inner;
+        c.check_alive()?;
+        let b = c.bind.lock().clone();
+        *c.dead.lock() = Some(MqError::new(
+            Reason::HCONN_ERROR,
+            "the connection was disconnected",
+        ));
+        let r = match b.socket.call(b.conv, &Request::Disconnect).await {
+            Ok(r) => status("Disconnect", r),
+            Err(_) => Ok(()),
+        };
+        b.socket.release_conv(b.conv);
+        r
+    }
+}
+
+impl Conv {
+    fn check_alive(&self) -> Result<(), MqError> {
+        match &*self.dead.lock() {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    fn joined(&self, role: Role) {
+        if role == Role::Join {
+            self.uow.lock().in_progress = true;
+        }
+    }
+
+    async fn call1(&self, req: Request, role: Role) -> Result<Response, MqError> {
+        let mut r = self.call(vec![req], role).await?;
+        r.pop().ok_or_else(backed_out)
+    }
+
+    /// The requests as sent on the current socket: the application's handle replaced by the
+    /// queue manager's, and the size checked against what the socket negotiated.
+    fn to_wire(&self, req: &Request, b: &Binding) -> Result<Request, MqError> {
+        let mut wire = req.clone();
+        let hobj = match &mut wire {
+            Request::Close { hobj, .. }
+            | Request::Put { hobj, .. }
+            | Request::Get { hobj, .. }
+            | Request::Inquire { hobj, .. } => Some(hobj),
+            _ => None,
+        };
+        if let Some(hobj) = hobj {
+            let handles = self.handles.lock();
+            let h = handles.map.get(hobj).ok_or_else(|| {
+                MqError::new(
+                    Reason::HOBJ_ERROR,
+                    format!("object handle {hobj} is not open on this connection"),
+                )
+            })?;
+            if let Some(e) = &h.lost {
+                return Err(e.clone());
+            }
+            *hobj = h.server;
+        }
+        let max = b.socket.params.max_msg_len;
+        let body_len = match &wire {
+            Request::Put { body, .. } | Request::Put1 { body, .. } => body.len(),
+            _ => 0,
+        };
+        // Refused here rather than by the queue manager, which would have to drop the socket.
+        let frame_len = wire.encoded_len() - 4;
+        if body_len > max as usize || frame_len > frame_limit_for(max) as usize {
+            return Err(MqError::new(
+                Reason::MSG_TOO_BIG_FOR_CHANNEL,
+                format!(
+                    "message of {body_len} bytes ({} byte frame) exceeds the {max} byte maximum negotiated with the queue manager",
+                    wire.encoded_len()
+                ),
+            ));
+        }
+        Ok(wire)
+    }
+
+    /// Applies the lost-unit-of-work rule before a request goes out. `Ok(false)`: answer at once,
+    /// nothing to send (a backout of a unit of work that is already gone).
+    fn uow_gate(&self, role: Role) -> Result<bool, MqError> {
+        let mut u = self.uow.lock();
+        if !u.lost {
+            return Ok(true);
+        }
+        match role {
+            Role::Plain => Ok(true),
+            Role::Join => Err(backed_out()),
+            Role::Commit => {
+                *u = Uow::default();
+                Err(backed_out())
+            }
+            Role::Backout => {
+                *u = Uow::default();
+                Ok(false)
+            }
+        }
+    }
+
+    /// Sends `reqs` pipelined and returns their answers, reconnecting as the options allow. An
+    /// empty result means the unit-of-work gate answered without sending.
+    async fn call(&self, reqs: Vec<Request>, role: Role) -> Result<Vec<Response>, MqError> {
+        let result = self.call_inner(&reqs, role).await;
+        if matches!(role, Role::Commit | Role::Backout) {
+            // Whatever the outcome — committed, backed out, or unknown after an interruption —
+            // the unit of work is over.
+            *self.uow.lock() = Uow::default();
+        }
+        result
+    }
+
+    async fn call_inner(&self, reqs: &[Request], role: Role) -> Result<Vec<Response>, MqError> {
+        let reissue = reqs.len() == 1 && is_waiting_get(&reqs[0]);
+        loop {
+            let b = self.bound().await?;
+            if !self.uow_gate(role)? {
+                return Ok(Vec::new());
+            }
+            let wire = reqs
+                .iter()
+                .map(|r| self.to_wire(r, &b))
+                .collect::<Result<Vec<_>, _>>()?;
+            let refs: Vec<&Request> = wire.iter().collect();
+            let sent = match b.socket.start(b.conv, &refs) {
+                Ok(p) => p,
+                // Never written: safe to send again once reconnected.
+                Err(e) => {
+                    self.after_break(&b, e.into_error()).await?;
+                    continue;
+                }
+            };
+            let mut answers = Vec::with_capacity(sent.len());
+            let mut broke = None;
+            for p in sent {
+                match p.wait().await {
+                    Ok(r) => answers.push(r),
+                    Err(e) => {
+                        broke = Some(e);
+                        break;
+                    }
+                }
+            }
+            let Some(e) = broke else {
+                return Ok(answers);
+            };
+            self.after_break(&b, e).await?;
+            if reissue {
+                // A waiting get removed nothing yet (or its message went back with the backed-out
+                // socket), so asking again on the new socket is what the application meant.
+                continue;
+            }
+            return Err(MqError::new(
+                Reason::CALL_INTERRUPTED,
+                format!(
+                    "the connection to the queue manager broke while {} was in flight and was re-established; whether it took effect is unknown",
+                    reqs[0].name()
+                ),
+            ));
+        }
+    }
+
+    /// The current binding, reconnecting first when its socket broke.
+    async fn bound(&self) -> Result<Binding, MqError> {
+        loop {
+            self.check_alive()?;
+            let b = self.bind.lock().clone();
+            if !b.socket.is_broken() {
+                return Ok(b);
+            }
+            self.after_break(&b, b.socket.broken_error()).await?;
+        }
+    }
+
+    /// Returns `err` when reconnect is disabled; otherwise reconnects (once per break, however
+    /// many callers noticed it).
+    async fn after_break(&self, seen: &Binding, err: MqError) -> Result<(), MqError> {
+        let Reconnect::Enabled { timeout } = self.pool.opts.reconnect else {
+            return Err(err);
+        };
+        let _g = self.reconnect_lock.lock().await;
+        self.check_alive()?;
+        if self.bind.lock().generation != seen.generation {
+            return Ok(());
+        }
+        tracing::info!(qmgr = %self.qmgr_name, error = %err, "connection broken; reconnecting");
+        let deadline = Instant::now() + timeout;
+        let mut backoff = RECONNECT_BACKOFF_MIN;
+        let last = loop {
+            match self.rebind(seen, deadline).await {
+                Ok(()) => return Ok(()),
+                Err(e) if is_fatal(&e) => break e,
+                Err(e) => {
+                    tracing::debug!(error = %e, "reconnect attempt failed");
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break e;
+                    }
+                    tokio::time::sleep(backoff.min(left)).await;
+                    backoff = (backoff * 2).min(RECONNECT_BACKOFF_MAX);
+                }
+            }
+        };
+        let e = MqError::new(
+            Reason::RECONNECT_FAILED,
+            format!(
+                "could not reconnect to queue manager '{}' within {} ms: {last}",
+                self.qmgr_name,
+                timeout.as_millis()
+            ),
+        );
+        tracing::warn!(error = %e, "giving up reconnecting");
+        *self.dead.lock() = Some(e.clone());
+        Err(e)
+    }
+
+    /// One reconnect attempt: a conversation on a live socket, Connect, and every handle reopened.
+    async fn rebind(&self, seen: &Binding, deadline: Instant) -> Result<(), MqError> {
+        let (socket, conv) = self.pool.claim(Some(deadline)).await?;
+        let reopened = async {
+            status(
+                "Connect",
+                socket
+                    .call(conv, &self.connect_req)
+                    .await
+                    .map_err(CallError::into_error)?,
+            )?;
+            let todo: Vec<(u32, Request)> = self
+                .handles
+                .lock()
+                .map
+                .iter()
+                .filter(|(_, h)| h.lost.is_none())
+                .map(|(id, h)| {
+                    let req = Request::Open {
+                        name: h.open_name.clone(),
+                        qmgr: String::new(),
+                        options: h.options,
+                        dynamic_name: h.dynamic_name.clone(),
+                    };
+                    (*id, req)
+                })
+                .collect();
+            let mut done = Vec::with_capacity(todo.len());
+            for (id, req) in todo {
+                let r = socket
+                    .call(conv, &req)
+                    .await
+                    .map_err(CallError::into_error)?;
+                done.push((
+                    id,
+                    match r {
+                        Response::Opened { hobj, .. } => Ok(hobj),
+                        other => Err(failure("Open", other)),
+                    },
+                ));
+            }
+            Ok::<_, MqError>(done)
+        }
+        .await;
+        let done = match reopened {
+            Ok(d) => d,
+            Err(e) => {
+                socket.release_conv(conv);
+                return Err(e);
+            }
+        };
+        {
+            let mut h = self.handles.lock();
+            for (id, r) in done {
+                if let Some(st) = h.map.get_mut(&id) {
+                    match r {
+                        Ok(server) => st.server = server,
+                        Err(e) => {
+                            tracing::warn!(hobj = id, error = %e, "object could not be reopened after reconnect");
+                            st.lost = Some(MqError::new(
+                                e.reason,
+                                format!(
+                                    "the object could not be reopened after a reconnect: {}",
+                                    e.message
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        {
+            let mut u = self.uow.lock();
+            if u.in_progress {
+                *u = Uow {
+                    in_progress: false,
+                    lost: true,
+                };
+            }
+        }
+        *self.bind.lock() = Binding {
+            socket,
+            conv,
+            generation: seen.generation + 1,
+        };
+        self.reconnects.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(qmgr = %self.qmgr_name, "reconnected");
+        Ok(())
+    }
+}

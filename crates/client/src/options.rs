@@ -1,0 +1,279 @@
+//! How an application says where its queue manager is and how the connection should behave:
+//! [`ConnectOptions`], the two transports, MQ-syntax connection name lists and the FerryMQ home
+//! directory that locates a local queue manager's socket.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ferrymq_types::limits::{HEARTBEAT_DEFAULT_MS, MSG_LEN_MAX_BYTES, SHARECNV_DEFAULT};
+use ferrymq_types::{MqError, Reason};
+
+/// MQ's default listener port, used when a connection name gives none.
+pub const DEFAULT_PORT: u16 = 1414;
+/// How long an initial connect (TCP connect plus handshake) may take by default.
+pub const CONNECT_TIMEOUT_DEFAULT: Duration = Duration::from_secs(10);
+
+/// Where the queue manager is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// A queue manager on this machine, through its Unix socket
+    /// `<home>/qmgrs/<QMNAME>/qm.sock`. `home: None` takes [`ferrymq_home`].
+    Bindings { home: Option<PathBuf> },
+    /// Over TCP to the first address of the list that answers (and, on reconnect, to the next).
+    Client { conn_names: Vec<(String, u16)> },
+}
+
+/// Whether a broken connection is re-established behind the application's back (MQCNO_RECONNECT).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reconnect {
+    /// A broken socket fails every call with CONNECTION_BROKEN (MQCNO_RECONNECT_DISABLED).
+    #[default]
+    Disabled,
+    /// Calls wait while the client reconnects, for at most `timeout` per break; then
+    /// RECONNECT_FAILED.
+    Enabled { timeout: Duration },
+}
+
+/// Everything [`crate::Connection::connect`] needs (MQ's MQCNO, MQCD and MQCSP in one).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ConnectOptions {
+    /// Queue manager name; empty accepts whichever queue manager answers (client mode only).
+    pub qmgr: String,
+    pub transport: Transport,
+    pub user: String,
+    pub password: String,
+    /// Shown by the queue manager in its connection displays.
+    pub app_name: String,
+    /// Largest message this connection exchanges; the queue manager may lower it.
+    pub max_msg_len: u32,
+    /// Heartbeat interval proposed; 0 proposes none (the queue manager may still ask for one).
+    pub heartbeat_ms: u32,
+    /// Conversations that may share one socket (SHARECNV); the queue manager may lower it.
+    pub sharecnv: u16,
+    pub reconnect: Reconnect,
+    /// Bound on one TCP/Unix connect plus handshake.
+    pub connect_timeout: Duration,
+}
+
+// Hand-written so that the password never reaches a log through `{:?}`.
+impl fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("qmgr", &self.qmgr)
+            .field("transport", &self.transport)
+            .field("user", &self.user)
+            .field(
+                "password",
+                &if self.password.is_empty() { "" } else { "***" },
+            )
+            .field("app_name", &self.app_name)
+            .field("max_msg_len", &self.max_msg_len)
+            .field("heartbeat_ms", &self.heartbeat_ms)
+            .field("sharecnv", &self.sharecnv)
+            .field("reconnect", &self.reconnect)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish()
+    }
+}
+
+impl ConnectOptions {
+    fn with_transport(qmgr: impl Into<String>, transport: Transport) -> ConnectOptions {
+        ConnectOptions {
+            qmgr: qmgr.into(),
+            transport,
+            user: String::new(),
+            password: String::new(),
+            app_name: default_app_name(),
+            max_msg_len: MSG_LEN_MAX_BYTES,
+            heartbeat_ms: HEARTBEAT_DEFAULT_MS,
+            sharecnv: SHARECNV_DEFAULT,
+            reconnect: Reconnect::Disabled,
+            connect_timeout: CONNECT_TIMEOUT_DEFAULT,
+        }
+    }
+
+    /// A local queue manager through its Unix socket under [`ferrymq_home`].
+    pub fn bindings(qmgr: impl Into<String>) -> ConnectOptions {
+        ConnectOptions::with_transport(qmgr, Transport::Bindings { home: None })
+    }
+
+    /// A queue manager over TCP; `conn_name` is an MQ connection name list, see
+    /// [`parse_conn_name`].
+    pub fn client(qmgr: impl Into<String>, conn_name: &str) -> Result<ConnectOptions, MqError> {
+        let conn_names = parse_conn_name(conn_name)?;
+        Ok(ConnectOptions::with_transport(
+            qmgr,
+            Transport::Client { conn_names },
+        ))
+    }
+}
+
+/// Like MQ, the program's own name identifies the application unless it says otherwise.
+fn default_app_name() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_default()
+}
+
+fn syntax_error(whole: &str, detail: String) -> MqError {
+    MqError::new(
+        Reason::ENVIRONMENT_ERROR,
+        format!(
+            "connection name '{whole}' is not valid: {detail}; expected host(port) entries separated by commas, e.g. 'mq1.example.com(1414),mq2.example.com(1415)'"
+        ),
+    )
+}
+
+/// Parses an MQ connection name list, `host(port),host2(port2)`: entries separated by commas,
+/// spaces around entries and inside the parentheses allowed, the port defaulting to 1414.
+/// Errors carry ENVIRONMENT_ERROR and name the entry that is wrong.
+pub fn parse_conn_name(s: &str) -> Result<Vec<(String, u16)>, MqError> {
+    if s.trim().is_empty() {
+        return Err(syntax_error(s, "it is empty".into()));
+    }
+    let mut out = Vec::new();
+    for (i, raw) in s.split(',').enumerate() {
+        let entry = raw.trim();
+        let n = i + 1;
+        if entry.is_empty() {
+            return Err(syntax_error(s, format!("entry {n} is empty")));
+        }
+        let (host, port) = match entry.find('(') {
+            None => (entry, DEFAULT_PORT),
+            Some(open) => {
+                let Some(inner) = entry[open + 1..].strip_suffix(')') else {
+                    return Err(syntax_error(
+                        s,
+                        format!("entry '{entry}' has no closing ')' at its end"),
+                    ));
+                };
+                let inner = inner.trim();
+                let port = match inner.parse::<u16>() {
+                    Ok(p) if p != 0 => p,
+                    _ => {
+                        return Err(syntax_error(
+                            s,
+                            format!("'{inner}' in entry '{entry}' is not a port (1-65535)"),
+                        ))
+                    }
+                };
+                (entry[..open].trim(), port)
+            }
+        };
+        if host.is_empty() {
+            return Err(syntax_error(s, format!("entry '{entry}' has no host")));
+        }
+        if let Some(c) = host
+            .chars()
+            .find(|c| c.is_whitespace() || matches!(c, '(' | ')'))
+        {
+            return Err(syntax_error(
+                s,
+                format!("host '{host}' in entry '{entry}' contains {c:?}"),
+            ));
+        }
+        out.push((host.to_string(), port));
+    }
+    Ok(out)
+}
+
+/// FerryMQ's home directory: `$FERRYMQ_HOME`, or `~/.ferrymq`.
+pub fn ferrymq_home() -> PathBuf {
+    match std::env::var_os("FERRYMQ_HOME") {
+        Some(h) if !h.is_empty() => PathBuf::from(h),
+        _ => std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("."))
+            .join(".ferrymq"),
+    }
+}
+
+/// The Unix socket of queue manager `qmgr` under `home`.
+pub fn bindings_socket_path(home: &std::path::Path, qmgr: &str) -> PathBuf {
+    home.join("qmgrs").join(qmgr).join("qm.sock")
+}
+
+/// One place a socket can be opened to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Endpoint {
+    Tcp(String, u16),
+    Unix(PathBuf),
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Endpoint::Tcp(h, p) => write!(f, "{h}({p})"),
+            Endpoint::Unix(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// The endpoints to try, in order, checking what can be checked before any I/O.
+pub(crate) fn endpoints(opts: &ConnectOptions) -> Result<Vec<Endpoint>, MqError> {
+    match &opts.transport {
+        Transport::Bindings { home } => {
+            if opts.qmgr.is_empty() {
+                return Err(MqError::new(
+                    Reason::Q_MGR_NAME_ERROR,
+                    "bindings mode needs a queue manager name: there is no default local queue manager",
+                ));
+            }
+            let home = home.clone().unwrap_or_else(ferrymq_home);
+            Ok(vec![Endpoint::Unix(bindings_socket_path(
+                &home, &opts.qmgr,
+            ))])
+        }
+        Transport::Client { conn_names } => {
+            if conn_names.is_empty() {
+                return Err(MqError::new(
+                    Reason::ENVIRONMENT_ERROR,
+                    "client mode needs at least one host(port) in its connection name list",
+                ));
+            }
+            Ok(conn_names
+                .iter()
+                .map(|(h, p)| Endpoint::Tcp(h.clone(), *p))
+                .collect())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_password_is_not_shown_by_debug() {
+        let mut o = ConnectOptions::bindings("QM1");
+        o.password = "s3cret".into();
+        let shown = format!("{o:?}");
+        assert!(
+            !shown.contains("s3cret") && shown.contains("***"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn bindings_needs_a_name_and_client_mode_an_address() {
+        let e = endpoints(&ConnectOptions::bindings("")).unwrap_err();
+        assert_eq!(e.reason, Reason::Q_MGR_NAME_ERROR);
+        let mut o = ConnectOptions::bindings("QM1");
+        o.transport = Transport::Client { conn_names: vec![] };
+        assert_eq!(endpoints(&o).unwrap_err().reason, Reason::ENVIRONMENT_ERROR);
+    }
+
+    #[test]
+    fn the_bindings_socket_lives_under_the_queue_managers_directory() {
+        let mut o = ConnectOptions::bindings("QM1");
+        o.transport = Transport::Bindings {
+            home: Some("/h".into()),
+        };
+        assert_eq!(
+            endpoints(&o).unwrap(),
+            vec![Endpoint::Unix("/h/qmgrs/QM1/qm.sock".into())]
+        );
+    }
+}

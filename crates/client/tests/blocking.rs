@@ -1,0 +1,58 @@
+//! The synchronous wrapper, used from plain threads.
+
+mod support;
+
+use bytes::Bytes;
+use ferrymq_client::{blocking, open, GetOptions, PutOptions, Reason};
+use ferrymq_types::{MessageDescriptor, Properties};
+use support::{Config, FakeServer};
+
+#[test]
+fn the_blocking_client_works_from_std_threads() {
+    // The fake server runs on a runtime of its own; the client uses the library's shared one.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt.block_on(FakeServer::start(Config::default()));
+    let opts = server.client_options();
+    let worker = std::thread::spawn(move || {
+        let c = blocking::Connection::connect(opts).unwrap();
+        assert_eq!(c.qmgr_name(), "QM1");
+        let q = c.open("Q1", open::OUTPUT | open::INPUT_SHARED).unwrap();
+        let (md, props) = (MessageDescriptor::default(), Properties::default());
+        c.put(
+            &q,
+            &md,
+            &props,
+            Bytes::from_static(b"one"),
+            &PutOptions::default(),
+        )
+        .unwrap();
+        c.put_commit(&q, &md, &props, Bytes::from_static(b"two"))
+            .unwrap();
+        // A second thread with a shared conversation.
+        let other = c.share().unwrap();
+        let t = std::thread::spawn(move || {
+            let q = other.open("Q1", open::INPUT_SHARED).unwrap();
+            let m = other.get(&q, &GetOptions::any()).unwrap();
+            other.disconnect().unwrap();
+            m.body
+        });
+        assert_eq!(t.join().unwrap(), Bytes::from_static(b"one"));
+        assert_eq!(
+            c.get(&q, &GetOptions::any()).unwrap().body,
+            Bytes::from_static(b"two")
+        );
+        assert_eq!(
+            c.get(&q, &GetOptions::any()).unwrap_err().reason,
+            Reason::NO_MSG_AVAILABLE
+        );
+        c.commit().unwrap();
+        assert_eq!(c.admin("PING").unwrap(), "OK PING");
+        c.disconnect().unwrap();
+    });
+    worker.join().expect("blocking client thread panicked");
+    drop(server);
+}

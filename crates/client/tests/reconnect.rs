@@ -1,0 +1,238 @@
+//! Automatic reconnect (MQCNO_RECONNECT) across a connection name list of two fake queue
+//! managers, the first of which dies.
+
+mod support;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use ferrymq_client::{open, Connection, GetOptions, PutOptions, Reason, Syncpoint, Wait};
+use ferrymq_proto::kind;
+use ferrymq_types::{MessageDescriptor, Properties};
+use support::{bounded, eventually, reconnecting_options, Config, FakeServer};
+
+fn md() -> MessageDescriptor {
+    MessageDescriptor::default()
+}
+
+fn none() -> Properties {
+    Properties::default()
+}
+
+fn sync_put() -> PutOptions {
+    PutOptions {
+        syncpoint: Syncpoint::Yes,
+        ..PutOptions::default()
+    }
+}
+
+/// Two servers of the same queue manager; the second gives different object handles so that the
+/// client's mapping is exercised.
+async fn pair() -> (FakeServer, FakeServer) {
+    let a = FakeServer::start(Config::default()).await;
+    let b = FakeServer::start(Config {
+        first_hobj: 100,
+        ..Config::default()
+    })
+    .await;
+    (a, b)
+}
+
+#[tokio::test]
+async fn the_client_moves_to_the_next_address_keeps_its_handles_and_reports_the_lost_unit_of_work()
+{
+    bounded(async {
+        let (a, b) = pair().await;
+        let c = Connection::connect(reconnecting_options(&[&a, &b], Duration::from_secs(5)))
+            .await
+            .unwrap();
+        let other = c.share().await.unwrap();
+        let q = c
+            .open("Q1", open::OUTPUT | open::INPUT_SHARED | open::INQUIRE)
+            .await
+            .unwrap();
+        let oq = other.open("Q2", open::OUTPUT).await.unwrap();
+        c.put(&q, &md(), &none(), Bytes::from_static(b"lost"), &sync_put())
+            .await
+            .unwrap();
+
+        a.kill().await;
+
+        // A syncpoint call after the break belongs to the lost unit of work.
+        let e = c
+            .put(
+                &q,
+                &md(),
+                &none(),
+                Bytes::from_static(b"also lost"),
+                &sync_put(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.reason, Reason::BACKED_OUT, "{e}");
+        assert_eq!(c.reconnects(), 1);
+        let e = c.commit().await.unwrap_err();
+        assert_eq!(e.reason, Reason::BACKED_OUT, "{e}");
+        assert!(
+            e.message
+                .contains("connection to the queue manager was lost"),
+            "{e}"
+        );
+
+        // The flag is cleared: the same handle (hobj 1 here, 100 on the new server) works on.
+        c.put(&q, &md(), &none(), Bytes::from_static(b"new"), &sync_put())
+            .await
+            .unwrap();
+        c.commit().await.unwrap();
+        assert_eq!(b.depth("Q1"), 1);
+        assert_eq!(
+            c.inquire(&q, &["CURDEPTH"]).await.unwrap(),
+            vec![("CURDEPTH".to_string(), "1".to_string())]
+        );
+        assert_eq!(
+            c.get(&q, &GetOptions::any()).await.unwrap().body,
+            Bytes::from_static(b"new")
+        );
+
+        // The shared conversation reconnected too, onto the same new socket.
+        other
+            .put(
+                &oq,
+                &md(),
+                &none(),
+                Bytes::from_static(b"o"),
+                &PutOptions::default(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(other.reconnects(), 1);
+        assert_eq!(b.depth("Q2"), 1);
+        assert_eq!(b.sockets_accepted(), 1);
+        assert_eq!(b.count(kind::CONNECT), 2);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_backout_after_the_break_succeeds_and_clears_the_lost_unit_of_work() {
+    bounded(async {
+        let (a, b) = pair().await;
+        let c = Connection::connect(reconnecting_options(&[&a, &b], Duration::from_secs(5)))
+            .await
+            .unwrap();
+        let q = c.open("Q1", open::OUTPUT).await.unwrap();
+        c.put(&q, &md(), &none(), Bytes::from_static(b"x"), &sync_put())
+            .await
+            .unwrap();
+        a.kill().await;
+        c.backout().await.unwrap();
+        c.put_commit(&q, &md(), &none(), Bytes::from_static(b"y"))
+            .await
+            .unwrap();
+        assert_eq!(b.depth("Q1"), 1);
+        // No unit of work was open at the next break: nothing to report.
+        c.put(
+            &q,
+            &md(),
+            &none(),
+            Bytes::from_static(b"z"),
+            &PutOptions::default(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            b.count(kind::BACKOUT),
+            0,
+            "the lost unit of work needs no backout on the wire"
+        );
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_waiting_get_in_flight_at_the_break_is_reissued_on_the_new_socket() {
+    bounded(async {
+        let (a, b) = pair().await;
+        let c = Connection::connect(reconnecting_options(&[&a, &b], Duration::from_secs(5)))
+            .await
+            .unwrap();
+        let q = c.open("Q1", open::INPUT_SHARED).await.unwrap();
+        let waiting = tokio::spawn({
+            let c = c.clone();
+            async move {
+                let opts = GetOptions {
+                    wait: Wait::Ms(10_000),
+                    ..GetOptions::any()
+                };
+                c.get(&q, &opts).await
+            }
+        });
+        eventually("the get waits on the first server", || {
+            a.count(kind::GET) == 1
+        })
+        .await;
+        a.kill().await;
+        eventually("the get was reissued on the second server", || {
+            b.count(kind::GET) == 1
+        })
+        .await;
+        b.enqueue("Q1", b"arrived");
+        assert_eq!(
+            waiting.await.unwrap().unwrap().body,
+            Bytes::from_static(b"arrived")
+        );
+        assert_eq!(c.reconnects(), 1);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn another_call_in_flight_at_the_break_is_interrupted() {
+    bounded(async {
+        let (a, b) = pair().await;
+        let c = Connection::connect(reconnecting_options(&[&a, &b], Duration::from_secs(5)))
+            .await
+            .unwrap();
+        let stalled = tokio::spawn({
+            let c = c.clone();
+            async move { c.admin("STALL").await }
+        });
+        eventually("the admin call reached the first server", || {
+            a.count(kind::ADMIN) == 1
+        })
+        .await;
+        a.kill().await;
+        let e = stalled.await.unwrap().unwrap_err();
+        assert_eq!(e.reason, Reason::CALL_INTERRUPTED, "{e}");
+        assert_eq!(b.count(kind::ADMIN), 0, "not sent again");
+        assert_eq!(c.admin("PING").await.unwrap(), "OK PING");
+    })
+    .await
+}
+
+#[tokio::test]
+async fn when_no_address_answers_in_time_calls_fail_with_reconnect_failed() {
+    bounded(async {
+        let (a, b) = pair().await;
+        let c = Connection::connect(reconnecting_options(&[&a, &b], Duration::from_millis(300)))
+            .await
+            .unwrap();
+        c.admin("PING").await.unwrap();
+        a.kill().await;
+        b.kill().await;
+        let t = std::time::Instant::now();
+        let e = c.admin("PING").await.unwrap_err();
+        assert_eq!(e.reason, Reason::RECONNECT_FAILED, "{e}");
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        // And for good: the conversation is gone.
+        assert_eq!(
+            c.admin("PING").await.unwrap_err().reason,
+            Reason::RECONNECT_FAILED
+        );
+        assert_eq!(
+            c.commit().await.unwrap_err().reason,
+            Reason::RECONNECT_FAILED
+        );
+    })
+    .await
+}

@@ -1,0 +1,496 @@
+//! Queue manager lifecycle with MQ's command names: crtmqm, strmqm, endmqm, dltmqm, dspmq, setmqini,
+//! dspmqini. Exit statuses follow MQ's where MQ defines one (5 running, 8 already exists, 16 does
+//! not exist, 40 not available); anything else that fails exits 1.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use ferrymq_proto::{encode_request, parse_response, FrameDecoder, Hello, Request, Response};
+use ferrymq_server::{ferrymq_home, Ini, QmConfig, QmPaths};
+use ferrymq_types::limits;
+use ferrymq_types::objects::validate_object_name;
+
+use crate::mqargs::{parse, Flag};
+
+/// A failure with the exit status to end the process with.
+#[derive(Debug)]
+pub struct Fail {
+    pub code: i32,
+    pub message: String,
+}
+
+pub type Res = Result<(), Fail>;
+
+fn fail(code: i32, message: impl Into<String>) -> Fail {
+    Fail {
+        code,
+        message: message.into(),
+    }
+}
+
+fn other(message: impl Into<String>) -> Fail {
+    fail(1, message)
+}
+
+pub const EXIT_RUNNING: i32 = 5;
+pub const EXIT_EXISTS: i32 = 8;
+pub const EXIT_NO_QMGR: i32 = 16;
+pub const EXIT_NOT_AVAILABLE: i32 = 40;
+
+fn one_name(cmd: &str, positional: &[String]) -> Result<String, Fail> {
+    match positional {
+        [name] => {
+            if name.len() > limits::QMGR_NAME_LEN_MAX {
+                return Err(other(format!(
+                    "{cmd}: queue manager name '{name}' is longer than {} characters",
+                    limits::QMGR_NAME_LEN_MAX
+                )));
+            }
+            validate_object_name(name)
+                .map_err(|e| other(format!("{cmd}: queue manager name: {e}")))?;
+            Ok(name.clone())
+        }
+        [] => Err(other(format!("{cmd}: give the queue manager name"))),
+        _ => Err(other(format!(
+            "{cmd}: expected one queue manager name, got {}",
+            positional.join(" ")
+        ))),
+    }
+}
+
+fn existing(cmd: &str, name: &str) -> Result<QmPaths, Fail> {
+    let paths = QmPaths::new(&ferrymq_home(), name);
+    if !paths.ini().exists() {
+        return Err(fail(
+            EXIT_NO_QMGR,
+            format!(
+                "{cmd}: queue manager '{name}' does not exist (looked in {})",
+                paths.dir.display()
+            ),
+        ));
+    }
+    Ok(paths)
+}
+
+/// Whether a queue manager process holds the lock now.
+pub fn is_running(paths: &QmPaths) -> bool {
+    match File::open(paths.lock_file()) {
+        Ok(f) => matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)),
+        Err(_) => false,
+    }
+}
+
+pub fn crtmqm(args: &[String]) -> Res {
+    let flags = [
+        Flag::Value("-p"),
+        Flag::Value("-lp"),
+        Flag::Value("-lf"),
+        Flag::Value("-h"),
+        Flag::Value("-fs"),
+        Flag::Value("-c"),
+        Flag::Switch("-lc"),
+        Flag::IgnoredValue(
+            "-ls",
+            "secondary log files: the circular log is fixed at -lp files",
+        ),
+        Flag::IgnoredValue("-ld", "the log lives in the queue manager's directory"),
+        Flag::IgnoredValue("-md", "data lives under $FERRYMQ_HOME"),
+        Flag::IgnoredValue("-u", "the dead-letter queue is SYSTEM.DEAD.LETTER.QUEUE"),
+        Flag::IgnoredValue("-t", "trigger monitors are not supported yet"),
+        Flag::IgnoredValue("-x", "dead-letter queue handling is built in"),
+        Flag::IgnoredSwitch(
+            "-q",
+            "there is no default queue manager; name it on each command",
+        ),
+        Flag::IgnoredSwitch("-z", "FerryMQ has no verbose error suppression to turn off"),
+        Flag::Refused(
+            "-ll",
+            "only circular logging exists, as on the MQ Appliance",
+        ),
+    ];
+    let p = parse("crtmqm", args, &flags).map_err(other)?;
+    let name = one_name("crtmqm", &p.positional)?;
+    let paths = QmPaths::new(&ferrymq_home(), &name);
+    if paths.ini().exists() {
+        return Err(fail(
+            EXIT_EXISTS,
+            format!("crtmqm: queue manager '{name}' already exists"),
+        ));
+    }
+    let lp: u32 = p
+        .num("-lp")
+        .map_err(other)?
+        .unwrap_or(limits::LOG_PRIMARY_FILES_DEFAULT);
+    let lf: u32 = p
+        .num("-lf")
+        .map_err(other)?
+        .unwrap_or(limits::LOG_FILE_PAGES_DEFAULT);
+    if !(2..=254).contains(&lp) {
+        return Err(other(format!(
+            "crtmqm: -lp {lp}: the number of log files must be 2..254"
+        )));
+    }
+    if !(64..=65535).contains(&lf) {
+        return Err(other(format!(
+            "crtmqm: -lf {lf}: log file pages must be 64..65535 (4 KiB each)"
+        )));
+    }
+    let port: u16 = p.num("-p").map_err(other)?.unwrap_or(1414);
+    let handles: u32 = p
+        .num("-h")
+        .map_err(other)?
+        .unwrap_or(limits::HANDLES_PER_CONN_DEFAULT);
+    let mut ini = Ini::default();
+    ini.set("QueueManager", "Name", &name);
+    ini.set("QueueManager", "Port", &port.to_string());
+    ini.set("QueueManager", "MaxHandles", &handles.to_string());
+    if let Some(c) = p.value("-c") {
+        ini.set("QueueManager", "Description", c);
+    }
+    ini.set("Log", "LogType", "CIRCULAR");
+    ini.set("Log", "LogPrimaryFiles", &lp.to_string());
+    ini.set("Log", "LogFilePages", &lf.to_string());
+    ini.set("Log", "Durability", "fsync");
+    if let Some(fs) = p.value("-fs") {
+        // MQ's default queue file size; kept for dspmqini, as FerryMQ's message store grows by segments.
+        ini.set("TuningParameters", "DefaultQFileSize", fs);
+    }
+    std::fs::create_dir_all(paths.dir.join("errors")).map_err(|e| {
+        other(format!(
+            "crtmqm: cannot create {}: {e}",
+            paths.dir.display()
+        ))
+    })?;
+    ini.save(&paths.ini()).map_err(other)?;
+    if let Err(e) = ferrymq_server::create_storage(&paths) {
+        let _ = std::fs::remove_dir_all(&paths.dir);
+        return Err(other(format!("crtmqm: {e}")));
+    }
+    println!("FerryMQ queue manager '{name}' created (port {port}, log {lp} x {lf} pages).");
+    println!("Directory: {}", paths.dir.display());
+    Ok(())
+}
+
+pub fn strmqm(args: &[String]) -> Res {
+    let p = parse(
+        "strmqm",
+        args,
+        &[Flag::IgnoredSwitch(
+            "-x",
+            "standby instances arrive with high availability",
+        )],
+    )
+    .map_err(other)?;
+    let name = one_name("strmqm", &p.positional)?;
+    let paths = existing("strmqm", &name)?;
+    if is_running(&paths) {
+        return Err(fail(
+            EXIT_RUNNING,
+            format!("strmqm: queue manager '{name}' is already running"),
+        ));
+    }
+    let log = paths.error_log();
+    std::fs::create_dir_all(log.parent().expect("has parent")).map_err(|e| other(e.to_string()))?;
+    let out = File::options()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .map_err(|e| other(format!("strmqm: {}: {e}", log.display())))?;
+    let err = out.try_clone().map_err(|e| other(e.to_string()))?;
+    let exe = std::env::current_exe().map_err(|e| other(e.to_string()))?;
+    let mut child = Command::new(exe)
+        .arg("run-qmgr")
+        .arg(&name)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| {
+            other(format!(
+                "strmqm: cannot start the queue manager process: {e}"
+            ))
+        })?;
+    let started = Instant::now();
+    let log_start = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+    loop {
+        if let Some(status) = child.try_wait().map_err(|e| other(e.to_string()))? {
+            let tail = read_tail(&log, log_start);
+            return Err(other(format!(
+                "strmqm: queue manager '{name}' failed to start ({status}):\n{tail}"
+            )));
+        }
+        if paths.pid_file().exists() && UnixStream::connect(paths.socket()).is_ok() {
+            println!(
+                "FerryMQ queue manager '{name}' started (pid {}).",
+                child.id()
+            );
+            return Ok(());
+        }
+        if started.elapsed() > Duration::from_secs(300) {
+            return Err(other(format!(
+                "strmqm: queue manager '{name}' did not start within 300 s; see {}",
+                log.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn read_tail(path: &Path, from: u64) -> String {
+    let mut s = String::new();
+    if let Ok(mut f) = File::open(path) {
+        use std::io::Seek;
+        let _ = f.seek(std::io::SeekFrom::Start(from));
+        let _ = f.read_to_string(&mut s);
+    }
+    s
+}
+
+/// Sends one administrative command over the bindings socket and returns the reply text.
+pub fn admin_command(paths: &QmPaths, command: &str) -> Result<String, String> {
+    let mut s = UnixStream::connect(paths.socket())
+        .map_err(|e| format!("cannot reach the queue manager: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok();
+    let mut out = BytesMut::new();
+    encode_request(0, 0, &Request::Hello(Hello::new("ferrymq-admin")), &mut out);
+    encode_request(
+        0,
+        1,
+        &Request::Admin {
+            command: command.to_string(),
+        },
+        &mut out,
+    );
+    s.write_all(&out).map_err(|e| e.to_string())?;
+    let mut dec = FrameDecoder::new(ferrymq_proto::frame_limit_for(limits::MSG_LEN_MAX_BYTES));
+    let mut buf = BytesMut::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        while let Some(f) = dec.decode(&mut buf).map_err(|e| e.to_string())? {
+            match parse_response(&f).map_err(|e| e.to_string())? {
+                Response::AdminReply { text, reason } if reason == ferrymq_types::Reason::NONE => {
+                    return Ok(text)
+                }
+                Response::AdminReply { text, reason } => return Err(format!("{reason}: {text}")),
+                Response::Status { reason, message } if reason != ferrymq_types::Reason::NONE => {
+                    return Err(format!("{reason}: {message}"))
+                }
+                _ => {}
+            }
+        }
+        let n = s.read(&mut chunk).map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("the queue manager closed the connection".into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+pub fn endmqm(args: &[String]) -> Res {
+    let flags = [
+        Flag::Switch("-c"),
+        Flag::Switch("-i"),
+        Flag::Switch("-p"),
+        Flag::Switch("-w"),
+        Flag::IgnoredSwitch(
+            "-r",
+            "clients reconnect by themselves when given several addresses",
+        ),
+        Flag::IgnoredSwitch("-s", "standby instances arrive with high availability"),
+        Flag::IgnoredSwitch("-x", "standby instances arrive with high availability"),
+    ];
+    let p = parse("endmqm", args, &flags).map_err(other)?;
+    let name = one_name("endmqm", &p.positional)?;
+    let paths = existing("endmqm", &name)?;
+    if !is_running(&paths) {
+        return Err(fail(
+            EXIT_NOT_AVAILABLE,
+            format!("endmqm: queue manager '{name}' is not running"),
+        ));
+    }
+    let immediate = p.has("-i") || p.has("-p");
+    let cmd = if immediate {
+        "SHUTDOWN IMMEDIATE"
+    } else {
+        "SHUTDOWN CONTROLLED"
+    };
+    if let Err(e) = admin_command(&paths, cmd) {
+        // The process holds the lock but does not answer: end it with SIGTERM, which it handles as
+        // an immediate end.
+        let pid = std::fs::read_to_string(paths.pid_file()).unwrap_or_default();
+        let pid = pid.trim();
+        if pid.is_empty() {
+            return Err(other(format!("endmqm: {e}, and no pid file to signal")));
+        }
+        eprintln!("endmqm: {e}; sending SIGTERM to pid {pid}");
+        Command::new("kill")
+            .arg("-TERM")
+            .arg(pid)
+            .status()
+            .map_err(|e| other(e.to_string()))?;
+    }
+    println!(
+        "FerryMQ queue manager '{name}' {} end requested.",
+        if immediate { "immediate" } else { "controlled" }
+    );
+    if p.has("-w") {
+        let started = Instant::now();
+        while is_running(&paths) {
+            if started.elapsed() > Duration::from_secs(600) {
+                return Err(other(format!(
+                    "endmqm: queue manager '{name}' still running after 600 s"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        println!("FerryMQ queue manager '{name}' ended.");
+    }
+    Ok(())
+}
+
+pub fn dltmqm(args: &[String]) -> Res {
+    let p = parse(
+        "dltmqm",
+        args,
+        &[Flag::IgnoredSwitch("-z", "nothing to suppress")],
+    )
+    .map_err(other)?;
+    let name = one_name("dltmqm", &p.positional)?;
+    let paths = existing("dltmqm", &name)?;
+    if is_running(&paths) {
+        return Err(fail(
+            EXIT_RUNNING,
+            format!("dltmqm: queue manager '{name}' is running; end it first (endmqm -w {name})"),
+        ));
+    }
+    std::fs::remove_dir_all(&paths.dir).map_err(|e| {
+        other(format!(
+            "dltmqm: cannot remove {}: {e}",
+            paths.dir.display()
+        ))
+    })?;
+    println!("FerryMQ queue manager '{name}' deleted.");
+    Ok(())
+}
+
+pub fn dspmq(args: &[String]) -> Res {
+    let p = parse(
+        "dspmq",
+        args,
+        &[
+            Flag::Value("-m"),
+            Flag::IgnoredSwitch("-x", "standby instances arrive with high availability"),
+            Flag::IgnoredSwitch("-s", "status is always shown"),
+        ],
+    )
+    .map_err(other)?;
+    let root = ferrymq_home().join("qmgrs");
+    let mut names: Vec<String> = match std::fs::read_dir(&root) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().join("qm.ini").exists())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    names.sort();
+    if let Some(m) = p.value("-m") {
+        if !names.iter().any(|n| n == m) {
+            return Err(fail(
+                EXIT_NO_QMGR,
+                format!("dspmq: queue manager '{m}' does not exist"),
+            ));
+        }
+        names.retain(|n| n == m);
+    }
+    for name in names {
+        let paths = QmPaths::new(&ferrymq_home(), &name);
+        let cfg = Ini::load(&paths.ini()).and_then(|i| QmConfig::from_ini(&i));
+        let port = cfg
+            .map(|c| c.port.to_string())
+            .unwrap_or_else(|_| "?".into());
+        let (status, pid) = if is_running(&paths) {
+            (
+                "Running",
+                std::fs::read_to_string(paths.pid_file())
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string(),
+            )
+        } else if paths.pid_file().exists() {
+            ("Ended unexpectedly", String::new())
+        } else {
+            ("Ended normally", String::new())
+        };
+        println!("QMNAME({name}) STATUS({status}) PID({pid}) PORT({port})");
+    }
+    Ok(())
+}
+
+pub fn setmqini(args: &[String]) -> Res {
+    let p = parse(
+        "setmqini",
+        args,
+        &[
+            Flag::Value("-m"),
+            Flag::Value("-s"),
+            Flag::Value("-k"),
+            Flag::Value("-v"),
+            Flag::Switch("-d"),
+        ],
+    )
+    .map_err(other)?;
+    let need = |f: &str| {
+        p.value(f).map(str::to_string).ok_or_else(|| {
+            other(format!(
+                "setmqini: {f} is required (setmqini -m QM -s STANZA -k KEY -v VALUE)"
+            ))
+        })
+    };
+    let (m, s, k) = (need("-m")?, need("-s")?, need("-k")?);
+    let paths = existing("setmqini", &m)?;
+    let mut ini = Ini::load(&paths.ini()).map_err(other)?;
+    if p.has("-d") {
+        for (st, kv) in ini.stanzas.iter_mut() {
+            if st.eq_ignore_ascii_case(&s) {
+                kv.retain(|(key, _)| !key.eq_ignore_ascii_case(&k));
+            }
+        }
+    } else {
+        let v = need("-v")?;
+        ini.set(&s, &k, &v);
+        // Refuse a value that would stop the queue manager from starting.
+        QmConfig::from_ini(&ini).map_err(|e| other(format!("setmqini: {e}")))?;
+    }
+    ini.save(&paths.ini()).map_err(other)?;
+    if is_running(&paths) {
+        println!("setmqini: {s}:{k} set; it takes effect when queue manager '{m}' restarts.");
+    }
+    Ok(())
+}
+
+pub fn dspmqini(args: &[String]) -> Res {
+    let p = parse("dspmqini", args, &[Flag::Value("-m")]).map_err(other)?;
+    let m = p
+        .value("-m")
+        .map(str::to_string)
+        .or_else(|| p.positional.first().cloned())
+        .ok_or_else(|| other("dspmqini: -m QMNAME is required"))?;
+    let paths = existing("dspmqini", &m)?;
+    print!("{}", Ini::load(&paths.ini()).map_err(other)?);
+    Ok(())
+}
+
+/// Runs the queue manager in the foreground (what `strmqm` starts in the background).
+pub fn run_qmgr(args: &[String]) -> Res {
+    let name = one_name("run-qmgr", args)?;
+    let paths = existing("run-qmgr", &name)?;
+    ferrymq_server::run(&paths).map_err(|e| other(format!("ferrymq: queue manager '{name}': {e}")))
+}

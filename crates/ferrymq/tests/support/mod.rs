@@ -1,0 +1,185 @@
+//! Test support: a private `$FERRYMQ_HOME` per test, the real `ferrymq` binary run as a separate
+//! process, queue managers created and started with it, and helpers to kill them with SIGKILL.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use ferrymq_client::blocking::Connection;
+use ferrymq_client::{ConnectOptions, Reconnect, Transport};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_ferrymq");
+
+/// A private FERRYMQ_HOME, short enough for Unix socket paths, removed when dropped.
+pub struct Home {
+    pub dir: tempfile::TempDir,
+}
+
+impl Home {
+    pub fn new() -> Home {
+        let dir = tempfile::Builder::new()
+            .prefix("fmq")
+            .tempdir_in("/tmp")
+            .expect("temp dir");
+        Home { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Runs `ferrymq ARGS` with this home.
+    pub fn run(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .env("FERRYMQ_HOME", self.path())
+            .output()
+            .expect("run ferrymq")
+    }
+
+    /// Runs `ferrymq ARGS` with stdin.
+    pub fn run_with_input(&self, args: &[&str], input: &str) -> Output {
+        use std::io::Write;
+        let mut child = Command::new(BIN)
+            .args(args)
+            .env("FERRYMQ_HOME", self.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn ferrymq");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs and asserts success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "ferrymq {args:?} failed ({}):\nstdout: {}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A queue manager created in a `Home`, ended and deleted on drop.
+pub struct Qm<'h> {
+    pub home: &'h Home,
+    pub name: String,
+    pub port: u16,
+}
+
+impl<'h> Qm<'h> {
+    /// Creates (with extra crtmqm flags) and starts a queue manager on a free port.
+    pub fn start(home: &'h Home, name: &str, crtmqm_flags: &[&str]) -> Qm<'h> {
+        let port = free_port();
+        let p = port.to_string();
+        let mut args = vec!["crtmqm", "-p", &p];
+        args.extend_from_slice(crtmqm_flags);
+        args.push(name);
+        home.ok(&args);
+        home.ok(&["strmqm", name]);
+        Qm {
+            home,
+            name: name.to_string(),
+            port,
+        }
+    }
+
+    pub fn dir(&self) -> PathBuf {
+        self.home.path().join("qmgrs").join(&self.name)
+    }
+
+    pub fn conname(&self) -> String {
+        format!("127.0.0.1({})", self.port)
+    }
+
+    /// A client-mode (TCP) connection.
+    pub fn connect(&self) -> Connection {
+        Connection::connect(ConnectOptions::client(&self.name, &self.conname()).unwrap())
+            .expect("connect over TCP")
+    }
+
+    /// A client-mode connection that reconnects by itself for up to `secs` seconds.
+    pub fn connect_reconnecting(&self, secs: u64) -> Connection {
+        let mut o = ConnectOptions::client(&self.name, &self.conname()).unwrap();
+        o.reconnect = Reconnect::Enabled {
+            timeout: Duration::from_secs(secs),
+        };
+        Connection::connect(o).expect("connect over TCP")
+    }
+
+    /// A bindings-mode (Unix socket) connection.
+    pub fn connect_bindings(&self) -> Connection {
+        let mut o = ConnectOptions::bindings(&self.name);
+        o.transport = Transport::Bindings {
+            home: Some(self.home.path().to_path_buf()),
+        };
+        Connection::connect(o).expect("connect in bindings mode")
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        std::fs::read_to_string(self.dir().join("qm.pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// Kills the queue manager process with SIGKILL and waits until it is gone.
+    pub fn kill9(&self) {
+        let pid = self.pid().expect("queue manager pid");
+        let st = Command::new("kill")
+            .arg("-9")
+            .arg(pid.to_string())
+            .status()
+            .unwrap();
+        assert!(st.success(), "kill -9 {pid}");
+        let t = Instant::now();
+        while Path::new(&format!("/proc/{pid}")).exists() {
+            // A zombie still has a /proc entry; its state line says Z.
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if stat.split_whitespace().nth(2) == Some("Z") {
+                break;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "pid {pid} survived SIGKILL"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    pub fn restart(&self) {
+        self.home.ok(&["strmqm", &self.name]);
+    }
+
+    pub fn end(&self) {
+        self.home.ok(&["endmqm", "-i", "-w", &self.name]);
+    }
+}
+
+impl Drop for Qm<'_> {
+    fn drop(&mut self) {
+        let _ = self.home.run(&["endmqm", "-i", "-w", &self.name]);
+        let _ = self.home.run(&["dltmqm", &self.name]);
+    }
+}

@@ -1,0 +1,262 @@
+//! A queue manager's configuration: its directory layout under `$FERRYMQ_HOME`, and the `qm.ini`
+//! file of MQ-style stanzas (`Stanza:` lines followed by indented `Key=Value` lines) that
+//! `crtmqm` writes and `setmqini`/`dspmqini` change and show. Unknown stanzas and keys are kept as
+//! they are, so nothing an administrator set is lost.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use ferrymq_log::Durability;
+use ferrymq_types::limits;
+
+/// The files of one queue manager.
+#[derive(Debug, Clone)]
+pub struct QmPaths {
+    pub dir: PathBuf,
+}
+
+impl QmPaths {
+    pub fn new(home: &Path, name: &str) -> QmPaths {
+        QmPaths {
+            dir: home.join("qmgrs").join(name),
+        }
+    }
+    pub fn ini(&self) -> PathBuf {
+        self.dir.join("qm.ini")
+    }
+    pub fn log_dir(&self) -> PathBuf {
+        self.dir.join("log")
+    }
+    pub fn store_dir(&self) -> PathBuf {
+        self.dir.join("store")
+    }
+    /// The bindings-mode socket local applications connect through.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.join("qm.sock")
+    }
+    pub fn pid_file(&self) -> PathBuf {
+        self.dir.join("qm.pid")
+    }
+    /// Held locked (flock) by the running queue manager: at most one process per queue manager.
+    pub fn lock_file(&self) -> PathBuf {
+        self.dir.join("qm.lock")
+    }
+    pub fn error_log(&self) -> PathBuf {
+        self.dir.join("errors").join("qm.log")
+    }
+}
+
+/// `$FERRYMQ_HOME`, or `~/.ferrymq`.
+pub fn ferrymq_home() -> PathBuf {
+    if let Some(h) = std::env::var_os("FERRYMQ_HOME").filter(|h| !h.is_empty()) {
+        return PathBuf::from(h);
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    home.join(".ferrymq")
+}
+
+/// An ordered list of stanzas, each an ordered list of key/value pairs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ini {
+    pub stanzas: Vec<(String, Vec<(String, String)>)>,
+}
+
+impl Ini {
+    pub fn parse(text: &str) -> Result<Ini, String> {
+        let mut ini = Ini::default();
+        for (n, raw) in text.lines().enumerate() {
+            let line = raw.split(['#', ';']).next().unwrap_or("").trim_end();
+            if line.trim().is_empty() {
+                continue;
+            }
+            if !line.starts_with([' ', '\t']) {
+                let name = line.trim().strip_suffix(':').ok_or_else(|| {
+                    format!(
+                        "line {}: '{}' is neither a stanza ('Name:') nor an indented 'Key=Value'",
+                        n + 1,
+                        raw.trim()
+                    )
+                })?;
+                ini.stanzas.push((name.trim().to_string(), Vec::new()));
+                continue;
+            }
+            let (k, v) = line
+                .trim()
+                .split_once('=')
+                .ok_or_else(|| format!("line {}: '{}' has no '='", n + 1, line.trim()))?;
+            let st = ini
+                .stanzas
+                .last_mut()
+                .ok_or_else(|| format!("line {}: a key before any stanza", n + 1))?;
+            st.1.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        Ok(ini)
+    }
+
+    pub fn get(&self, stanza: &str, key: &str) -> Option<&str> {
+        self.stanzas
+            .iter()
+            .filter(|(s, _)| s.eq_ignore_ascii_case(stanza))
+            .flat_map(|(_, kv)| kv.iter())
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Sets a key, creating the stanza if needed.
+    pub fn set(&mut self, stanza: &str, key: &str, value: &str) {
+        let idx = match self
+            .stanzas
+            .iter()
+            .position(|(s, _)| s.eq_ignore_ascii_case(stanza))
+        {
+            Some(i) => i,
+            None => {
+                self.stanzas.push((stanza.to_string(), Vec::new()));
+                self.stanzas.len() - 1
+            }
+        };
+        let kv = &mut self.stanzas[idx].1;
+        match kv.iter_mut().find(|(k, _)| k.eq_ignore_ascii_case(key)) {
+            Some(slot) => slot.1 = value.to_string(),
+            None => kv.push((key.to_string(), value.to_string())),
+        }
+    }
+
+    pub fn load(path: &Path) -> Result<Ini, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Ini::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Writes atomically (temporary file, then rename) so a crash never leaves half a file.
+    pub fn save(&self, path: &Path) -> Result<(), String> {
+        let tmp = path.with_extension("ini.tmp");
+        std::fs::write(&tmp, self.to_string())
+            .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, path).map_err(|e| format!("cannot replace {}: {e}", path.display()))
+    }
+}
+
+impl fmt::Display for Ini {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (name, kv)) in self.stanzas.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            writeln!(f, "{name}:")?;
+            for (k, v) in kv {
+                writeln!(f, "   {k}={v}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The settings the running queue manager uses, read from `qm.ini`.
+#[derive(Debug, Clone)]
+pub struct QmConfig {
+    pub name: String,
+    /// TCP listener port; 0 means no TCP listener (bindings mode only).
+    pub port: u16,
+    pub bind_address: String,
+    pub log_primary_files: u32,
+    pub log_file_pages: u32,
+    pub durability: Durability,
+    pub max_handles: u32,
+    pub sharecnv: u16,
+    pub heartbeat_ms: u32,
+    /// Most client connections (sockets) accepted at once.
+    pub max_sockets: usize,
+    /// A checkpoint is taken at least this often while anything is being logged.
+    pub checkpoint_interval_ms: u64,
+}
+
+fn num<T: std::str::FromStr>(ini: &Ini, stanza: &str, key: &str, default: T) -> Result<T, String> {
+    match ini.get(stanza, key) {
+        None => Ok(default),
+        Some(v) => v
+            .parse()
+            .map_err(|_| format!("qm.ini {stanza}:{key}={v} is not a valid number")),
+    }
+}
+
+impl QmConfig {
+    pub fn from_ini(ini: &Ini) -> Result<QmConfig, String> {
+        let name = ini
+            .get("QueueManager", "Name")
+            .ok_or("qm.ini has no QueueManager: Name=")?
+            .to_string();
+        let durability = match ini.get("Log", "Durability") {
+            None => Durability::Fsync,
+            Some(v) => v
+                .parse()
+                .map_err(|_| format!("qm.ini Log:Durability={v}: use 'fsync' or 'os'"))?,
+        };
+        Ok(QmConfig {
+            name,
+            port: num(ini, "QueueManager", "Port", 1414)?,
+            bind_address: ini
+                .get("QueueManager", "IPAddress")
+                .unwrap_or("0.0.0.0")
+                .to_string(),
+            log_primary_files: num(
+                ini,
+                "Log",
+                "LogPrimaryFiles",
+                limits::LOG_PRIMARY_FILES_DEFAULT,
+            )?,
+            log_file_pages: num(ini, "Log", "LogFilePages", limits::LOG_FILE_PAGES_DEFAULT)?,
+            durability,
+            max_handles: num(
+                ini,
+                "QueueManager",
+                "MaxHandles",
+                limits::HANDLES_PER_CONN_DEFAULT,
+            )?,
+            sharecnv: num(
+                ini,
+                "Channels",
+                "ShareConversations",
+                limits::SHARECNV_DEFAULT,
+            )?,
+            heartbeat_ms: num(ini, "Channels", "HeartbeatMs", limits::HEARTBEAT_DEFAULT_MS)?,
+            max_sockets: num(ini, "Channels", "MaxChannels", 100_000usize)?,
+            checkpoint_interval_ms: num(ini, "Log", "CheckpointIntervalMs", 30_000u64)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ini_round_trips_and_keeps_unknown_keys() {
+        let text = "QueueManager:\n   Name=QM1\n   Port=1414\nTuningParameters:\n   DefaultQBufferSize=10485760\n";
+        let mut ini = Ini::parse(text).unwrap();
+        assert_eq!(
+            ini.get("tuningparameters", "defaultqbuffersize"),
+            Some("10485760")
+        );
+        ini.set("Log", "LogFilePages", "16384");
+        let again = Ini::parse(&ini.to_string()).unwrap();
+        assert_eq!(again, ini);
+        let cfg = QmConfig::from_ini(&again).unwrap();
+        assert_eq!(
+            (cfg.name.as_str(), cfg.port, cfg.log_file_pages),
+            ("QM1", 1414, 16384)
+        );
+    }
+
+    #[test]
+    fn malformed_ini_lines_are_reported_with_their_number() {
+        let err = Ini::parse("QueueManager:\n   Name QM1\n").unwrap_err();
+        assert!(err.contains("line 2"), "{err}");
+        let err =
+            QmConfig::from_ini(&Ini::parse("QueueManager:\n   Name=Q\n   Port=abc\n").unwrap())
+                .unwrap_err();
+        assert!(err.contains("Port=abc"), "{err}");
+    }
+}

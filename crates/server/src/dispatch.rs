@@ -1,0 +1,223 @@
+//! One request, one engine call: turns a decoded request of a conversation into the engine verb
+//! and the engine's answer into a response (or a registered wait). Runs under the core lock.
+
+use ahash::AHashMap;
+use ferrymq_engine::{ConnId, GetOutcome, Lsn};
+use ferrymq_proto::Response;
+use ferrymq_types::options::Wait;
+use ferrymq_types::{MqError, Reason};
+
+use crate::core::{error_response, message_response, Core, Outbox};
+
+/// Per-socket state the dispatcher needs.
+pub struct Session {
+    pub convs: AHashMap<u16, ConnId>,
+    pub sharecnv: u16,
+    /// Connected through the Unix socket: a local process with the queue manager's own authority.
+    pub bindings: bool,
+    pub tx: Outbox,
+}
+
+/// What the connection task does after a request.
+#[derive(Debug)]
+pub enum Action {
+    Reply(Response, Lsn),
+    /// A get is waiting; answer later. `Some(ms)`: arm a timer for the wait interval.
+    Wait {
+        waiter: u64,
+        ms: Option<u64>,
+    },
+    /// An administrative request the server itself acts on (shutdown).
+    Admin(AdminAction, Response),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdminAction {
+    ShutdownControlled,
+    ShutdownImmediate,
+}
+
+fn status_ok() -> Response {
+    Response::Status {
+        reason: Reason::NONE,
+        message: String::new(),
+    }
+}
+
+fn done(r: Result<Lsn, MqError>) -> Action {
+    match r {
+        Ok(lsn) => Action::Reply(status_ok(), lsn),
+        Err(e) => Action::Reply(error_response(e), 0),
+    }
+}
+
+pub fn handle(
+    core: &mut Core,
+    s: &mut Session,
+    conv: u16,
+    req: u32,
+    r: ferrymq_proto::Request,
+    now_ms: u64,
+) -> Action {
+    use ferrymq_proto::Request as Q;
+    if let Q::Connect {
+        qmgr,
+        user,
+        app_name,
+        ..
+    } = &r
+    {
+        return Action::Reply(connect(core, s, conv, qmgr, user, app_name), 0);
+    }
+    if let Q::Admin { command } = &r {
+        return admin(s, command);
+    }
+    let Some(&conn) = s.convs.get(&conv) else {
+        let e = MqError::new(
+            Reason::HCONN_ERROR,
+            format!("conversation {conv} is not connected; send Connect first"),
+        );
+        return Action::Reply(error_response(e), 0);
+    };
+    let e = &mut core.engine;
+    match r {
+        Q::Disconnect => {
+            e.disconnect(conn, now_ms);
+            core.remove_route(conn);
+            s.convs.remove(&conv);
+            Action::Reply(status_ok(), 0)
+        }
+        Q::Open { name, qmgr, options, dynamic_name } => match e.open(conn, &name, &qmgr, options, &dynamic_name) {
+            Ok((hobj, name, lsn)) => Action::Reply(Response::Opened { hobj, name }, lsn),
+            Err(err) => Action::Reply(error_response(err), 0),
+        },
+        Q::Close { hobj, options } => done(e.close(conn, hobj, options, now_ms)),
+        Q::Put { hobj, opts, md, props, body } => match e.put(conn, hobj, &opts, md, props, body, now_ms) {
+            Ok(d) => Action::Reply(Response::PutOk { msg_id: d.msg_id, correl_id: d.correl_id }, d.wait_lsn),
+            Err(err) => Action::Reply(error_response(err), 0),
+        },
+        Q::Put1 { name, qmgr, opts, md, props, body } => match e.put1(conn, &name, &qmgr, &opts, md, props, body, now_ms) {
+            Ok(d) => Action::Reply(Response::PutOk { msg_id: d.msg_id, correl_id: d.correl_id }, d.wait_lsn),
+            Err(err) => Action::Reply(error_response(err), 0),
+        },
+        Q::Get { hobj, opts } => match e.get(conn, hobj, &opts, req as u64, now_ms) {
+            Ok(GetOutcome::Got(got, lsn)) => Action::Reply(message_response(got), lsn),
+            Ok(GetOutcome::Waiting(waiter)) => Action::Wait {
+                waiter,
+                ms: match opts.wait {
+                    Wait::Ms(ms) => Some(ms),
+                    Wait::Unlimited => None,
+                    Wait::NoWait => Some(0),
+                },
+            },
+            Err(err) => Action::Reply(error_response(err), 0),
+        },
+        Q::Commit => done(e.commit(conn, now_ms)),
+        Q::Backout => done(e.backout(conn, now_ms)),
+        Q::Inquire { hobj, selectors } => match e.inquire(conn, hobj, &selectors) {
+            Ok(attrs) => Action::Reply(Response::InquireReply { attrs }, 0),
+            Err(err) => Action::Reply(error_response(err), 0),
+        },
+        Q::RegisterConsumer { .. } | Q::CancelConsumer { .. } => Action::Reply(
+            error_response(MqError::new(
+                Reason::OPTIONS_ERROR,
+                "asynchronous consume (MQCB) is not available in this release; use get with a wait interval",
+            )),
+            0,
+        ),
+        Q::Heartbeat => Action::Reply(Response::HeartbeatAck, 0),
+        Q::Hello(_) => Action::Reply(
+            error_response(MqError::new(Reason::HEADER_ERROR, "Hello may be sent only once, as the first frame")),
+            0,
+        ),
+        Q::Connect { .. } | Q::Admin { .. } => unreachable!("handled above"),
+    }
+}
+
+fn connect(
+    core: &mut Core,
+    s: &mut Session,
+    conv: u16,
+    qmgr: &str,
+    user: &str,
+    app: &str,
+) -> Response {
+    let fail = |reason, message: String| Response::Status { reason, message };
+    if core.quiescing {
+        return fail(
+            Reason::Q_MGR_STOPPING,
+            format!(
+                "queue manager '{}' is ending; connect again after it restarts",
+                core.engine.qmgr_name()
+            ),
+        );
+    }
+    if !qmgr.is_empty() && qmgr != core.engine.qmgr_name() {
+        return fail(
+            Reason::Q_MGR_NAME_ERROR,
+            format!(
+                "this listener belongs to queue manager '{}', not '{qmgr}'",
+                core.engine.qmgr_name()
+            ),
+        );
+    }
+    if conv == 0 || conv > s.sharecnv {
+        return fail(
+            Reason::MAX_CONNS_LIMIT_REACHED,
+            format!(
+                "conversation {conv} is outside 1..={} (SHARECNV); open another socket",
+                s.sharecnv
+            ),
+        );
+    }
+    if s.convs.contains_key(&conv) {
+        return fail(
+            Reason::ALREADY_CONNECTED,
+            format!("conversation {conv} is already connected"),
+        );
+    }
+    let conn = core.engine.connect(user, app);
+    core.add_route(conn, s.tx.clone(), conv);
+    s.convs.insert(conv, conn);
+    status_ok()
+}
+
+fn admin(s: &Session, command: &str) -> Action {
+    let words: Vec<String> = command
+        .split_whitespace()
+        .map(|w| w.to_ascii_uppercase())
+        .collect();
+    let reply = |reason, text: &str| Response::AdminReply {
+        text: text.to_string(),
+        reason,
+    };
+    if !s.bindings {
+        return Action::Reply(
+            reply(Reason::NOT_AUTHORIZED, "administrative commands are accepted only from local (bindings-mode) connections in this release"),
+            0,
+        );
+    }
+    match words
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["PING"] => Action::Reply(reply(Reason::NONE, "queue manager is running"), 0),
+        ["SHUTDOWN"] | ["SHUTDOWN", "CONTROLLED"] => Action::Admin(
+            AdminAction::ShutdownControlled,
+            reply(Reason::NONE, "controlled end requested"),
+        ),
+        ["SHUTDOWN", "IMMEDIATE"] => Action::Admin(
+            AdminAction::ShutdownImmediate,
+            reply(Reason::NONE, "immediate end requested"),
+        ),
+        _ => Action::Reply(
+            reply(
+                Reason::SELECTOR_ERROR,
+                &format!("unknown administrative command '{command}'"),
+            ),
+            0,
+        ),
+    }
+}

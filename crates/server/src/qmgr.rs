@@ -1,0 +1,302 @@
+//! A running queue manager: takes the queue manager's lock, recovers its state, listens on its
+//! Unix socket (bindings mode) and TCP port (client mode), checkpoints in the background, and ends
+//! in a controlled way (wait for applications to disconnect) or immediately (break connections,
+//! backing out their units of work) — in both cases with a final checkpoint.
+
+use std::fs::File;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc as std_mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrymq_engine::EngineConfig;
+use parking_lot::Mutex;
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::{watch, Semaphore};
+
+use crate::config::{Ini, QmConfig, QmPaths};
+use crate::core::Core;
+use crate::dispatch::AdminAction;
+use crate::storage::{now_ms, Storage};
+
+/// What every connection task shares.
+pub struct Shared {
+    pub core: Mutex<Core>,
+    pub storage: Storage,
+    pub cfg: QmConfig,
+    /// The log's durable LSN, published by the log writer after each sync.
+    pub durable: watch::Receiver<u64>,
+    /// Set to end every connection at once.
+    pub immediate_end: watch::Receiver<bool>,
+    immediate_tx: watch::Sender<bool>,
+    end_tx: watch::Sender<Option<AdminAction>>,
+}
+
+impl Shared {
+    /// Starts ending the queue manager (from an admin request or a signal).
+    pub fn request_end(&self, a: AdminAction) {
+        self.core.lock().quiescing = true;
+        self.end_tx.send_replace(Some(a));
+    }
+
+    fn checkpoint(&self) -> Result<crate::storage::CheckpointReport, String> {
+        self.storage.checkpoint(|| {
+            let core = self.core.lock();
+            (
+                self.storage.log.end_lsn(),
+                core.engine.checkpoint_image(now_ms()),
+            )
+        })
+    }
+}
+
+/// Creates a random 64-bit id for this run (MsgId uniqueness across restarts).
+fn instance_id() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mixed = (t as u64) ^ ((std::process::id() as u64) << 32) ^ (t >> 64) as u64;
+    // splitmix64 finaliser: spreads the bits so ids from nearby starts do not share prefixes.
+    let mut z = mixed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn engine_config(cfg: &QmConfig) -> EngineConfig {
+    EngineConfig {
+        qmgr_name: cfg.name.clone(),
+        max_handles: cfg.max_handles,
+        instance_id: instance_id(),
+    }
+}
+
+/// Creates the storage of a new queue manager whose `qm.ini` is already written.
+pub fn create_storage(paths: &QmPaths) -> Result<(), String> {
+    let cfg = QmConfig::from_ini(&Ini::load(&paths.ini())?)?;
+    Storage::create(paths, &cfg, engine_config(&cfg))
+}
+
+/// Runs the queue manager in this process until it is ended. Prints its progress to stderr (the
+/// queue manager's error log when started by `strmqm`).
+pub fn run(paths: &QmPaths) -> Result<(), String> {
+    std::fs::create_dir_all(paths.dir.join("errors")).map_err(|e| e.to_string())?;
+    let lock = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(paths.lock_file())
+        .map_err(|e| format!("cannot open {}: {e}", paths.lock_file().display()))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(format!(
+                "queue manager in {} is already running",
+                paths.dir.display()
+            ));
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(format!("cannot lock {}: {e}", paths.lock_file().display()))
+        }
+    }
+    let cfg = QmConfig::from_ini(&Ini::load(&paths.ini())?)?;
+    let (durable_tx, durable_rx) = watch::channel(0u64);
+    let (ckpt_tx, ckpt_rx) = std_mpsc::sync_channel::<()>(1);
+    let pressure_tx = ckpt_tx.clone();
+    let (storage, engine, report) = Storage::open(
+        paths,
+        &cfg,
+        engine_config(&cfg),
+        Box::new(move |lsn| {
+            durable_tx.send_replace(lsn);
+        }),
+        Box::new(move || {
+            let _ = pressure_tx.try_send(());
+        }),
+    )?;
+    eprintln!(
+        "ferrymq: queue manager '{}' recovered in {} ms: checkpoint at LSN {}, {} persistent messages loaded, {} log records replayed{}",
+        cfg.name,
+        report.elapsed_ms,
+        report.checkpoint_lsn,
+        report.messages_loaded,
+        report.records_replayed,
+        report.tail_problem.map(|t| format!("; log tail: {t}")).unwrap_or_default()
+    );
+    // Everything recovered is durable already; connections must not wait for LSN 0.
+    let (immediate_tx, immediate_rx) = watch::channel(false);
+    let (end_tx, end_rx) = watch::channel(None);
+    let shared = Arc::new(Shared {
+        core: Mutex::new(Core::new(engine)),
+        storage,
+        cfg: cfg.clone(),
+        durable: durable_rx,
+        immediate_end: immediate_rx,
+        immediate_tx,
+        end_tx,
+    });
+
+    let stop_ckpt = Arc::new(AtomicBool::new(false));
+    let ckpt_thread = {
+        let shared = shared.clone();
+        let stop = stop_ckpt.clone();
+        let interval = Duration::from_millis(cfg.checkpoint_interval_ms.max(100));
+        std::thread::Builder::new()
+            .name("checkpointer".into())
+            .spawn(move || {
+                let mut last = shared.storage.log.end_lsn();
+                while !stop.load(Ordering::Acquire) {
+                    let pressed = ckpt_rx.recv_timeout(interval).is_ok();
+                    if stop.load(Ordering::Acquire) {
+                        break;
+                    }
+                    let end = shared.storage.log.end_lsn();
+                    if pressed || end != last {
+                        match shared.checkpoint() {
+                            Ok(_) => last = end,
+                            Err(e) => eprintln!("ferrymq: checkpoint failed: {e}"),
+                        }
+                    }
+                }
+            })
+            .map_err(|e| e.to_string())?
+    };
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name("ferrymq-io")
+        .build()
+        .map_err(|e| format!("cannot start the I/O runtime: {e}"))?;
+    let served = rt.block_on(serve(shared.clone(), paths.clone(), end_rx));
+    rt.shutdown_timeout(Duration::from_secs(2));
+
+    stop_ckpt.store(true, Ordering::Release);
+    let _ = ckpt_tx.try_send(());
+    let _ = ckpt_thread.join();
+    let last = shared.checkpoint();
+    let _ = std::fs::remove_file(paths.socket());
+    let _ = std::fs::remove_file(paths.pid_file());
+    served?;
+    let r = last.map_err(|e| format!("final checkpoint failed: {e}"))?;
+    eprintln!(
+        "ferrymq: queue manager '{}' ended; final checkpoint at LSN {} with {} persistent messages",
+        cfg.name, r.lsn, r.messages
+    );
+    drop(lock);
+    Ok(())
+}
+
+async fn serve(
+    shared: Arc<Shared>,
+    paths: QmPaths,
+    mut end_rx: watch::Receiver<Option<AdminAction>>,
+) -> Result<(), String> {
+    let sock = paths.socket();
+    // The lock is ours, so a socket file left here is stale (a killed predecessor).
+    let _ = std::fs::remove_file(&sock);
+    let unix = UnixListener::bind(&sock)
+        .map_err(|e| format!("cannot listen on {}: {e}", sock.display()))?;
+    let tcp = if shared.cfg.port != 0 {
+        let addr = format!("{}:{}", shared.cfg.bind_address, shared.cfg.port);
+        Some(
+            TcpListener::bind(&addr)
+                .await
+                .map_err(|e| format!("cannot listen on TCP {addr}: {e}"))?,
+        )
+    } else {
+        None
+    };
+    std::fs::write(paths.pid_file(), format!("{}\n", std::process::id()))
+        .map_err(|e| e.to_string())?;
+    eprintln!(
+        "ferrymq: queue manager '{}' running (pid {}), bindings socket {}, TCP port {}",
+        shared.cfg.name,
+        std::process::id(),
+        sock.display(),
+        shared.cfg.port
+    );
+    let slots = Arc::new(Semaphore::new(shared.cfg.max_sockets));
+    let tasks = tokio_util_tasks();
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| e.to_string())?;
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| e.to_string())?;
+    let mode = loop {
+        tokio::select! {
+            r = unix.accept() => {
+                if let Ok((s, _)) = r {
+                    spawn_conn(&tasks, &slots, shared.clone(), s, true);
+                }
+            }
+            r = async { match &tcp { Some(l) => l.accept().await, None => std::future::pending().await } } => {
+                if let Ok((s, _)) = r {
+                    let _ = s.set_nodelay(true);
+                    spawn_conn(&tasks, &slots, shared.clone(), s, false);
+                }
+            }
+            _ = sigterm.recv() => break AdminAction::ShutdownImmediate,
+            _ = sigint.recv() => break AdminAction::ShutdownImmediate,
+            _ = end_rx.changed() => {
+                match *end_rx.borrow() {
+                    Some(AdminAction::ShutdownImmediate) => break AdminAction::ShutdownImmediate,
+                    Some(AdminAction::ShutdownControlled) => break AdminAction::ShutdownControlled,
+                    None => {}
+                }
+            }
+        }
+    };
+    shared.core.lock().quiescing = true;
+    drop(unix);
+    drop(tcp);
+    if mode == AdminAction::ShutdownControlled {
+        eprintln!("ferrymq: controlled end: waiting for applications to disconnect");
+        // Applications keep working until they disconnect; an immediate end or a signal cuts it short.
+        loop {
+            if shared.core.lock().engine.connection_count() == 0 {
+                break;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                _ = sigterm.recv() => break,
+                _ = end_rx.changed() => {
+                    if *end_rx.borrow() == Some(AdminAction::ShutdownImmediate) { break; }
+                }
+            }
+        }
+    }
+    shared.immediate_tx.send_replace(true);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while tasks.lock().iter().any(|t| !t.is_finished()) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+type Tasks = Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>;
+
+fn tokio_util_tasks() -> Tasks {
+    Arc::new(Mutex::new(Vec::new()))
+}
+
+fn spawn_conn<S>(tasks: &Tasks, slots: &Arc<Semaphore>, shared: Arc<Shared>, s: S, bindings: bool)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+{
+    let Ok(permit) = slots.clone().try_acquire_owned() else {
+        // Over the limit: the socket is dropped at once; the client sees the connection refused.
+        eprintln!(
+            "ferrymq: connection refused: MaxChannels ({}) reached",
+            shared.cfg.max_sockets
+        );
+        return;
+    };
+    let h = tokio::spawn(async move {
+        crate::conn::serve(s, shared, bindings).await;
+        drop(permit);
+    });
+    let mut t = tasks.lock();
+    t.retain(|h| !h.is_finished());
+    t.push(h);
+}

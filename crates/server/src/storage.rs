@@ -1,0 +1,343 @@
+//! Durable storage wired to the engine: the engine's [`LogSink`] over the circular recovery log,
+//! restart (load the newest checkpoint manifest, read the referenced messages from the message
+//! store, replay the log after the checkpoint), and incremental checkpoints that copy only the
+//! persistent messages not yet in the store, so that the ring can be reused and restart work is
+//! bounded by the checkpoint interval rather than by everything ever logged.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::BytesMut;
+use ferrymq_engine::records::{decode_stored, encode_stored};
+use ferrymq_engine::{
+    Engine, EngineConfig, Image, ImageMsg, LogSink, Lsn, Manifest, ManifestRef, Message,
+};
+use ferrymq_log::checkpoint::remove_older_than;
+use ferrymq_log::{
+    CheckpointReader, CheckpointWriter, LogConfig, LogError, RecoveryLog, SegmentStore, StoreLoc,
+};
+use ferrymq_types::{MqError, Reason};
+use parking_lot::Mutex;
+
+use crate::config::{QmConfig, QmPaths};
+
+/// The engine's log sink: appends to the ring and turns a full or failed log into MQ reasons.
+pub struct RingSink {
+    log: Arc<RecoveryLog>,
+    /// Wakes the checkpointer when the log is filling up.
+    pub on_pressure: Box<dyn Fn() + Send>,
+    trigger_bytes: u64,
+}
+
+impl LogSink for RingSink {
+    fn append(&mut self, kind: u8, parts: &[&[u8]]) -> Result<Lsn, MqError> {
+        let r = self.log.append_parts(kind, parts);
+        if self.log.used_bytes() >= self.trigger_bytes {
+            (self.on_pressure)();
+        }
+        r.map_err(|e| match e {
+            LogError::Full { .. } => MqError::new(
+                Reason::RESOURCE_PROBLEM,
+                format!("the recovery log is full ({e}); a checkpoint is running to free space — retry, or enlarge the log with crtmqm -lp/-lf"),
+            ),
+            LogError::RecordTooLarge { len, max } => MqError::new(
+                Reason::RESOURCE_PROBLEM,
+                format!("a log record of {len} bytes exceeds the largest the recovery log holds ({max}); enlarge the log (-lf) for messages this big"),
+            ),
+            other => MqError::new(Reason::RESOURCE_PROBLEM, format!("the recovery log failed: {other}")),
+        })
+    }
+}
+
+/// Storage of a running queue manager.
+pub struct Storage {
+    pub log: Arc<RecoveryLog>,
+    segments: Mutex<SegmentStore>,
+    store_dir: PathBuf,
+    checkpointing: Mutex<()>,
+}
+
+/// What restart found, for the error log and tests.
+#[derive(Debug, Clone)]
+pub struct RecoveryReport {
+    pub checkpoint_lsn: Lsn,
+    pub messages_loaded: usize,
+    pub records_replayed: usize,
+    pub tail_problem: Option<String>,
+    pub elapsed_ms: u128,
+}
+
+/// What a checkpoint did.
+#[derive(Debug, Clone, Default)]
+pub struct CheckpointReport {
+    pub lsn: Lsn,
+    pub messages: usize,
+    pub newly_stored: usize,
+    pub elapsed_ms: u128,
+}
+
+fn io_err(e: LogError) -> String {
+    e.to_string()
+}
+
+pub fn log_config(paths: &QmPaths, cfg: &QmConfig) -> LogConfig {
+    LogConfig {
+        dir: paths.log_dir(),
+        primary_files: cfg.log_primary_files,
+        file_pages: cfg.log_file_pages,
+        durability: cfg.durability,
+    }
+}
+
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Storage {
+    /// Creates the log and store of a new queue manager holding the default objects.
+    pub fn create(paths: &QmPaths, cfg: &QmConfig, ecfg: EngineConfig) -> Result<(), String> {
+        let lcfg = log_config(paths, cfg);
+        std::fs::create_dir_all(&lcfg.dir)
+            .map_err(|e| format!("cannot create {}: {e}", lcfg.dir.display()))?;
+        RecoveryLog::create(&lcfg).map_err(io_err)?;
+        let (storage, mut engine, _) =
+            Storage::open(paths, cfg, ecfg, Box::new(|_| {}), Box::new(|| {}))?;
+        engine
+            .install_defaults()
+            .map_err(|e| format!("cannot define the default objects: {e}"))?;
+        storage
+            .checkpoint(|| (storage.log.end_lsn(), engine.checkpoint_image(now_ms())))
+            .map_err(|e| format!("initial checkpoint failed: {e}"))?;
+        drop(engine);
+        storage.close()
+    }
+
+    /// Opens storage and rebuilds the engine: newest checkpoint, then the log after it.
+    pub fn open(
+        paths: &QmPaths,
+        cfg: &QmConfig,
+        ecfg: EngineConfig,
+        on_durable: Box<dyn Fn(Lsn) + Send + Sync>,
+        on_pressure: Box<dyn Fn() + Send>,
+    ) -> Result<(Storage, Engine, RecoveryReport), String> {
+        let started = Instant::now();
+        let (log, recovered) =
+            RecoveryLog::open(&log_config(paths, cfg), on_durable).map_err(io_err)?;
+        let log = Arc::new(log);
+        let store_dir = paths.store_dir();
+        let segments = SegmentStore::open(&store_dir).map_err(io_err)?;
+        let (ckpt_lsn, manifest) = match CheckpointReader::latest(&store_dir).map_err(io_err)? {
+            Some((lsn, chunks)) => (
+                lsn,
+                Manifest::decode(&chunks)
+                    .map_err(|e| format!("checkpoint manifest is damaged: {e}"))?,
+            ),
+            None => (0, Manifest::default()),
+        };
+        if ckpt_lsn < recovered.checkpoint_lsn {
+            return Err(format!(
+                "the newest checkpoint manifest (LSN {ckpt_lsn}) is older than the log's checkpoint (LSN {}); the message store is damaged",
+                recovered.checkpoint_lsn
+            ));
+        }
+        let messages = load_messages(&segments, &manifest.refs)?;
+        let loaded = messages.len();
+        let image = Image {
+            attrs: manifest.attrs,
+            queues: manifest.queues,
+            objects: manifest.objects,
+            next_seq: manifest.next_seq,
+            messages,
+        };
+        let trigger_bytes =
+            log.capacity() * ferrymq_types::limits::LOG_CHECKPOINT_TRIGGER_PCT / 100;
+        let sink = RingSink {
+            log: log.clone(),
+            on_pressure,
+            trigger_bytes,
+        };
+        let mut engine = Engine::restore(ecfg, Box::new(sink), image);
+        let mut replayed = 0;
+        // Records before the manifest's LSN are already in it (a crash between writing the manifest
+        // and moving the log's checkpoint leaves such records behind).
+        for rec in recovered.records.iter().filter(|r| r.lsn >= ckpt_lsn) {
+            engine
+                .replay(rec.kind, rec.payload.clone())
+                .map_err(|e| format!("log record at LSN {}: {e}", rec.lsn))?;
+            replayed += 1;
+        }
+        let report = RecoveryReport {
+            checkpoint_lsn: ckpt_lsn,
+            messages_loaded: loaded,
+            records_replayed: replayed,
+            tail_problem: recovered
+                .tail_problem
+                .map(|t| format!("{t:?} ({} bytes discarded)", recovered.discarded_tail_bytes)),
+            elapsed_ms: started.elapsed().as_millis(),
+        };
+        Ok((
+            Storage {
+                log,
+                segments: Mutex::new(segments),
+                store_dir,
+                checkpointing: Mutex::new(()),
+            },
+            engine,
+            report,
+        ))
+    }
+
+    /// Takes a checkpoint: captures the persistent state at the current log end under the engine
+    /// lock (cheap: messages are shared, not copied), then — outside the lock — copies messages
+    /// not yet in the message store there, writes the manifest, and moves the log's checkpoint so
+    /// the ring space before it can be reused.
+    ///
+    /// `capture` must return the log's end LSN and the engine's image read under one lock, so that
+    /// the image holds exactly the records before that LSN.
+    pub fn checkpoint(
+        &self,
+        capture: impl FnOnce() -> (Lsn, Image),
+    ) -> Result<CheckpointReport, String> {
+        let _one_at_a_time = self.checkpointing.lock();
+        let started = Instant::now();
+        let (lsn, image) = capture();
+        self.log.wait_durable(lsn).map_err(io_err)?;
+        let mut segs = self.segments.lock();
+        let compact = self.segments_to_compact(&segs, &image.messages);
+        let mut refs = Vec::with_capacity(image.messages.len());
+        let mut newly: Vec<(Arc<Message>, u64)> = Vec::new();
+        let mut buf = BytesMut::new();
+        for m in &image.messages {
+            let mut loc = m.msg.store_loc();
+            if loc == 0 || compact.contains(&segment_of(loc)) {
+                buf.clear();
+                let (head, body) = encode_stored(&m.queue, &m.msg);
+                buf.extend_from_slice(&head);
+                buf.extend_from_slice(&body);
+                loc = segs.append(m.msg.seq, 1, &buf).map_err(io_err)?.pack();
+                newly.push((m.msg.clone(), loc));
+            }
+            refs.push(ManifestRef {
+                queue: m.queue.clone(),
+                seq: m.msg.seq,
+                loc,
+                backout_count: m.backout_count,
+            });
+        }
+        segs.sync().map_err(io_err)?;
+        let keep: HashSet<u32> = refs.iter().map(|r| segment_of(r.loc)).collect();
+        let report = CheckpointReport {
+            lsn,
+            messages: refs.len(),
+            newly_stored: newly.len(),
+            elapsed_ms: 0,
+        };
+        let manifest = Manifest {
+            attrs: image.attrs,
+            queues: image.queues,
+            objects: image.objects,
+            next_seq: image.next_seq,
+            refs,
+        };
+        let mut w = CheckpointWriter::create(&self.store_dir, lsn).map_err(io_err)?;
+        for chunk in manifest.encode() {
+            w.write_chunk(&chunk).map_err(io_err)?;
+        }
+        w.finish().map_err(io_err)?;
+        for (msg, loc) in newly {
+            msg.set_store_loc(loc);
+        }
+        if lsn > self.log.checkpoint_lsn() {
+            self.log.set_checkpoint(lsn).map_err(io_err)?;
+        }
+        segs.remove_unreferenced(&keep).map_err(io_err)?;
+        remove_older_than(&self.store_dir, lsn).map_err(io_err)?;
+        Ok(CheckpointReport {
+            elapsed_ms: started.elapsed().as_millis(),
+            ..report
+        })
+    }
+
+    /// Segments (other than the one being written) whose live messages fill less than half of
+    /// them: their live messages are rewritten so the segment can be deleted.
+    fn segments_to_compact(&self, segs: &SegmentStore, msgs: &[ImageMsg]) -> HashSet<u32> {
+        let mut live: HashMap<u32, u64> = HashMap::new();
+        for m in msgs {
+            let loc = m.msg.store_loc();
+            if loc != 0 {
+                *live.entry(segment_of(loc)).or_default() += m.msg.body.len() as u64 + 256;
+            }
+        }
+        let current = segs.current_segment();
+        segs.segments()
+            .into_iter()
+            .filter(|s| *s != current)
+            .filter(|s| {
+                let size = std::fs::metadata(self.store_dir.join(format!("seg-{s:08}.dat")))
+                    .map(|m| m.len())
+                    .unwrap_or(0);
+                live.get(s).copied().unwrap_or(0) * 2 < size
+            })
+            .collect()
+    }
+
+    /// Flushes and closes the log.
+    pub fn close(self) -> Result<(), String> {
+        match Arc::try_unwrap(self.log) {
+            Ok(log) => log.close().map_err(io_err),
+            // Someone still holds the log (a sink inside an engine not yet dropped): make sure
+            // everything appended is durable, and let the last owner stop the writer.
+            Err(log) => log.wait_durable(log.end_lsn()).map_err(io_err),
+        }
+    }
+}
+
+fn segment_of(loc: u64) -> u32 {
+    StoreLoc::unpack(loc, 0).map(|l| l.segment).unwrap_or(0)
+}
+
+/// Reads every message a manifest references from the message store.
+fn load_messages(segs: &SegmentStore, refs: &[ManifestRef]) -> Result<Vec<ImageMsg>, String> {
+    let mut by_segment: HashMap<u32, HashMap<u64, &ManifestRef>> = HashMap::new();
+    for r in refs {
+        by_segment
+            .entry(segment_of(r.loc))
+            .or_default()
+            .insert(r.seq, r);
+    }
+    let mut out = Vec::with_capacity(refs.len());
+    for (seg, wanted) in by_segment {
+        let records = segs
+            .scan(seg)
+            .map_err(|e| format!("message store segment {seg}: {e}"))?;
+        let mut found = 0;
+        for (loc, id, _kind, payload) in records {
+            let Some(r) = wanted.get(&id) else { continue };
+            if loc.pack() != r.loc {
+                continue;
+            }
+            let p = decode_stored(payload)
+                .map_err(|e| format!("message store segment {seg}: stored message {id}: {e}"))?;
+            let msg = Message::new(p.seq, p.md, p.props, p.body, p.expires_at_ms, 0);
+            msg.set_store_loc(r.loc);
+            out.push(ImageMsg {
+                queue: r.queue.clone(),
+                msg: Arc::new(msg),
+                backout_count: r.backout_count,
+            });
+            found += 1;
+        }
+        if found != wanted.len() {
+            return Err(format!(
+                "message store segment {seg} holds {found} of the {} messages the checkpoint references; the store is damaged",
+                wanted.len()
+            ));
+        }
+    }
+    Ok(out)
+}
