@@ -1,11 +1,19 @@
 //! [`Connection`]: one conversation (MQCONN) and every MQI verb on it, with the bookkeeping that
 //! automatic reconnect needs — the application's stable object handles mapped to the queue
 //! manager's current ones, and whether a unit of work was lost with the old socket.
+//!
+//! With reconnect enabled, a call that meets a broken socket waits for the reconnect and then:
+//! goes out on the new socket if it had not been sent; is sent again if it was in flight and
+//! repeating it is harmless or meant (open, inquire, a get with a wait); fails with BACKED_OUT if
+//! it was in flight under syncpoint (the unit of work died with the socket, whatever became of
+//! the call); succeeds if it was a backout; and otherwise fails with CALL_INTERRUPTED, since
+//! whether it took effect is unknown. After a break that lost a unit of work, syncpoint calls
+//! and the commit fail with BACKED_OUT until a commit or backout clears it. Reconnecting is
+//! driven by calls: a conversation nobody uses notices its broken socket at its next call.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use ferrymq_proto::{frame_limit_for, Request, Response};
@@ -13,13 +21,11 @@ use ferrymq_types::options::{Browse, GetOptions, PutOptions, Syncpoint, Wait};
 use ferrymq_types::{MessageDescriptor, MqError, MsgId, Properties, Reason};
 use parking_lot::Mutex;
 
-use crate::options::{ConnectOptions, Reconnect};
+use crate::options::ConnectOptions;
 use crate::socket::{CallError, Pool, Socket};
 use crate::{Message, ObjectHandle};
 
-/// First pause between reconnect attempts; doubled after each failed round up to the maximum.
-const RECONNECT_BACKOFF_MIN: Duration = Duration::from_millis(50);
-const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(2);
+mod reconnect;
 
 /// A handle to one conversation with a queue manager (an MQ `hConn`). Clones share the
 /// conversation; it ends with [`Connection::disconnect`] or when the last clone is dropped.
@@ -123,7 +129,10 @@ fn unexpected(what: &str, r: &Response) -> MqError {
 /// Success for calls answered by a bare status.
 fn status(what: &str, r: Response) -> Result<(), MqError> {
     match r {
-        Response::Status { reason, .. } if reason == Reason::NONE => Ok(()),
+        Response::Status {
+            reason: Reason::NONE,
+            ..
+        } => Ok(()),
         other => Err(failure(what, other)),
     }
 }
@@ -145,16 +154,16 @@ fn backed_out() -> MqError {
     )
 }
 
-fn is_waiting_get(r: &Request) -> bool {
-    matches!(r, Request::Get { opts, .. } if opts.wait != Wait::NoWait)
-}
-
-/// Errors a reconnect does not retry: trying again would only repeat them.
-fn is_fatal(e: &MqError) -> bool {
-    matches!(
-        e.reason,
-        Reason::NOT_AUTHORIZED | Reason::CONNECTION_NOT_AUTHORIZED | Reason::SECURITY_ERROR
-    )
+/// Requests sent again on the new socket when the old one broke with them in flight: their effect
+/// died with the old conversation (an open, an inquire), or the application asked to wait for a
+/// message and a new wait is what it meant (a message handed out just as the socket broke is lost,
+/// as with MQ; under syncpoint it went back to the queue with the backed-out unit of work).
+fn is_reissuable(r: &Request) -> bool {
+    match r {
+        Request::Get { opts, .. } => opts.wait != Wait::NoWait,
+        Request::Open { .. } | Request::Inquire { .. } => true,
+        _ => false,
+    }
 }
 
 impl Connection {
@@ -475,7 +484,10 @@ impl Connection {
             command: command.to_string(),
         };
         match self.inner.call1(req, Role::Plain).await? {
-            Response::AdminReply { text, reason } if reason == Reason::NONE => Ok(text),
+            Response::AdminReply {
+                text,
+                reason: Reason::NONE,
+            } => Ok(text),
             Response::AdminReply { text, reason } => Err(MqError::new(reason, text)),
             other => Err(failure("Admin", other)),
         }
@@ -597,7 +609,7 @@ impl Conv {
     }
 
     async fn call_inner(&self, reqs: &[Request], role: Role) -> Result<Vec<Response>, MqError> {
-        let reissue = reqs.len() == 1 && is_waiting_get(&reqs[0]);
+        let reissue = reqs.len() == 1 && is_reissuable(&reqs[0]);
         loop {
             let b = self.bound().await?;
             if !self.uow_gate(role)? {
@@ -632,17 +644,25 @@ impl Conv {
             };
             self.after_break(&b, e).await?;
             if reissue {
-                // A waiting get removed nothing yet (or its message went back with the backed-out
-                // socket), so asking again on the new socket is what the application meant.
                 continue;
             }
-            return Err(MqError::new(
-                Reason::CALL_INTERRUPTED,
-                format!(
-                    "the connection to the queue manager broke while {} was in flight and was re-established; whether it took effect is unknown",
-                    reqs[0].name()
-                ),
-            ));
+            return match role {
+                // Whether or not it was carried out, the unit of work it joined was backed out
+                // with the old socket; so is everything else in it, which the next commit learns.
+                Role::Join => {
+                    self.uow.lock().lost = true;
+                    Err(backed_out())
+                }
+                // Backed out either way: by the backout itself or by the break.
+                Role::Backout => Ok(Vec::new()),
+                Role::Plain | Role::Commit => Err(MqError::new(
+                    Reason::CALL_INTERRUPTED,
+                    format!(
+                        "the connection to the queue manager broke while {} was in flight and was re-established; whether it took effect is unknown",
+                        reqs[0].name()
+                    ),
+                )),
+            };
         }
     }
 
@@ -656,137 +676,5 @@ impl Conv {
             }
             self.after_break(&b, b.socket.broken_error()).await?;
         }
-    }
-
-    /// Returns `err` when reconnect is disabled; otherwise reconnects (once per break, however
-    /// many callers noticed it).
-    async fn after_break(&self, seen: &Binding, err: MqError) -> Result<(), MqError> {
-        let Reconnect::Enabled { timeout } = self.pool.opts.reconnect else {
-            return Err(err);
-        };
-        let _g = self.reconnect_lock.lock().await;
-        self.check_alive()?;
-        if self.bind.lock().generation != seen.generation {
-            return Ok(());
-        }
-        tracing::info!(qmgr = %self.qmgr_name, error = %err, "connection broken; reconnecting");
-        let deadline = Instant::now() + timeout;
-        let mut backoff = RECONNECT_BACKOFF_MIN;
-        let last = loop {
-            match self.rebind(seen, deadline).await {
-                Ok(()) => return Ok(()),
-                Err(e) if is_fatal(&e) => break e,
-                Err(e) => {
-                    tracing::debug!(error = %e, "reconnect attempt failed");
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        break e;
-                    }
-                    tokio::time::sleep(backoff.min(left)).await;
-                    backoff = (backoff * 2).min(RECONNECT_BACKOFF_MAX);
-                }
-            }
-        };
-        let e = MqError::new(
-            Reason::RECONNECT_FAILED,
-            format!(
-                "could not reconnect to queue manager '{}' within {} ms: {last}",
-                self.qmgr_name,
-                timeout.as_millis()
-            ),
-        );
-        tracing::warn!(error = %e, "giving up reconnecting");
-        *self.dead.lock() = Some(e.clone());
-        Err(e)
-    }
-
-    /// One reconnect attempt: a conversation on a live socket, Connect, and every handle reopened.
-    async fn rebind(&self, seen: &Binding, deadline: Instant) -> Result<(), MqError> {
-        let (socket, conv) = self.pool.claim(Some(deadline)).await?;
-        let reopened = async {
-            status(
-                "Connect",
-                socket
-                    .call(conv, &self.connect_req)
-                    .await
-                    .map_err(CallError::into_error)?,
-            )?;
-            let todo: Vec<(u32, Request)> = self
-                .handles
-                .lock()
-                .map
-                .iter()
-                .filter(|(_, h)| h.lost.is_none())
-                .map(|(id, h)| {
-                    let req = Request::Open {
-                        name: h.open_name.clone(),
-                        qmgr: String::new(),
-                        options: h.options,
-                        dynamic_name: h.dynamic_name.clone(),
-                    };
-                    (*id, req)
-                })
-                .collect();
-            let mut done = Vec::with_capacity(todo.len());
-            for (id, req) in todo {
-                let r = socket
-                    .call(conv, &req)
-                    .await
-                    .map_err(CallError::into_error)?;
-                done.push((
-                    id,
-                    match r {
-                        Response::Opened { hobj, .. } => Ok(hobj),
-                        other => Err(failure("Open", other)),
-                    },
-                ));
-            }
-            Ok::<_, MqError>(done)
-        }
-        .await;
-        let done = match reopened {
-            Ok(d) => d,
-            Err(e) => {
-                socket.release_conv(conv);
-                return Err(e);
-            }
-        };
-        {
-            let mut h = self.handles.lock();
-            for (id, r) in done {
-                if let Some(st) = h.map.get_mut(&id) {
-                    match r {
-                        Ok(server) => st.server = server,
-                        Err(e) => {
-                            tracing::warn!(hobj = id, error = %e, "object could not be reopened after reconnect");
-                            st.lost = Some(MqError::new(
-                                e.reason,
-                                format!(
-                                    "the object could not be reopened after a reconnect: {}",
-                                    e.message
-                                ),
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-        {
-            let mut u = self.uow.lock();
-            if u.in_progress {
-                *u = Uow {
-                    in_progress: false,
-                    lost: true,
-                };
-            }
-        }
-        *self.bind.lock() = Binding {
-            socket,
-            conv,
-            generation: seen.generation + 1,
-        };
-        self.reconnects.fetch_add(1, Ordering::Relaxed);
-        tracing::info!(qmgr = %self.qmgr_name, "reconnected");
-        Ok(())
     }
 }

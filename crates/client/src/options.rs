@@ -185,7 +185,7 @@ pub fn ferrymq_home() -> PathBuf {
         Some(h) if !h.is_empty() => PathBuf::from(h),
         _ => std::env::var_os("HOME")
             .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("."))
+            .unwrap_or_else(|| PathBuf::from("/tmp"))
             .join(".ferrymq"),
     }
 }

@@ -113,9 +113,11 @@ fn broken(message: impl Into<String>) -> MqError {
 
 impl Socket {
     /// Connects to `ep`, shakes hands and starts the socket's tasks, all within `limit`.
+    /// `qmgr` is the queue manager the socket must reach ("" = any).
     pub async fn open(
         ep: &Endpoint,
         opts: &ConnectOptions,
+        qmgr: &str,
         limit: Duration,
     ) -> Result<Arc<Socket>, MqError> {
         let unreachable = |detail: String| {
@@ -126,7 +128,7 @@ impl Socket {
             ),
             Endpoint::Unix(_) => MqError::new(
                 Reason::Q_MGR_NOT_AVAILABLE,
-                format!("queue manager '{}' is not available at {ep}: {detail}; is it running?", opts.qmgr),
+                format!("queue manager '{qmgr}' is not available at {ep}: {detail}; is it running?"),
             ),
         }
         };
@@ -149,7 +151,7 @@ impl Socket {
                     (Box::new(r), Box::new(w))
                 }
             };
-            handshake(ep, opts, rd, wr).await
+            handshake(ep, opts, qmgr, rd, wr).await
         };
         let (rd, wr, dec, buf, params) = tokio::time::timeout(limit, work)
             .await
@@ -340,6 +342,7 @@ type Handshaken = (BoxRead, BoxWrite, FrameDecoder, BytesMut, Negotiated);
 async fn handshake(
     ep: &Endpoint,
     opts: &ConnectOptions,
+    qmgr: &str,
     mut rd: BoxRead,
     mut wr: BoxWrite,
 ) -> Result<Handshaken, MqError> {
@@ -390,13 +393,14 @@ async fn handshake(
         }
     };
     // Checked here as well as by the queue manager, so that a connection name list pointing at
-    // the wrong queue manager fails over to the next address instead of connecting.
-    if !opts.qmgr.is_empty() && params.qmgr_name != opts.qmgr {
+    // the wrong queue manager fails over to the next address instead of connecting, and so that
+    // a reconnect never lands on a different queue manager than the one first connected to.
+    if !qmgr.is_empty() && params.qmgr_name != qmgr {
         return Err(MqError::new(
             Reason::Q_MGR_NAME_ERROR,
             format!(
                 "{ep} is queue manager '{}', not '{}'",
-                params.qmgr_name, opts.qmgr
+                params.qmgr_name, qmgr
             ),
         ));
     }
@@ -529,6 +533,9 @@ async fn heartbeat_loop(sock: Arc<Socket>, mut stop: watch::Receiver<bool>) {
 pub(crate) struct Pool {
     pub opts: ConnectOptions,
     endpoints: Vec<Endpoint>,
+    /// The queue manager every socket must reach: the one named in the options, else the one the
+    /// first socket found (so shared conversations and reconnects stay with it).
+    qmgr: Mutex<String>,
     // A tokio mutex because opening a socket is held under it: two conversations needing a new
     // socket at once (both reconnecting) must end up sharing one, not opening two.
     sockets: tokio::sync::Mutex<Vec<Arc<Socket>>>,
@@ -538,6 +545,7 @@ impl Pool {
     pub fn new(opts: ConnectOptions) -> Result<Pool, MqError> {
         let endpoints = crate::options::endpoints(&opts)?;
         Ok(Pool {
+            qmgr: Mutex::new(opts.qmgr.clone()),
             opts,
             endpoints,
             sockets: tokio::sync::Mutex::new(Vec::new()),
@@ -562,6 +570,7 @@ impl Pool {
 
     /// Tries each address of the list once, in order.
     async fn open_socket(&self, deadline: Option<Instant>) -> Result<Arc<Socket>, MqError> {
+        let qmgr = self.qmgr.lock().clone();
         let mut errors: Vec<MqError> = Vec::new();
         for ep in &self.endpoints {
             let limit = match deadline {
@@ -574,8 +583,13 @@ impl Pool {
                     left.min(self.opts.connect_timeout)
                 }
             };
-            match Socket::open(ep, &self.opts, limit).await {
-                Ok(s) => return Ok(s),
+            match Socket::open(ep, &self.opts, &qmgr, limit).await {
+                Ok(s) => {
+                    if qmgr.is_empty() {
+                        *self.qmgr.lock() = s.params.qmgr_name.clone();
+                    }
+                    return Ok(s);
+                }
                 Err(e) => {
                     tracing::debug!(endpoint = %ep, error = %e, "connect attempt failed");
                     errors.push(e);

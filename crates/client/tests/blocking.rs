@@ -17,6 +17,7 @@ fn the_blocking_client_works_from_std_threads() {
         .unwrap();
     let server = rt.block_on(FakeServer::start(Config::default()));
     let opts = server.client_options();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
     let worker = std::thread::spawn(move || {
         let c = blocking::Connection::connect(opts).unwrap();
         assert_eq!(c.qmgr_name(), "QM1");
@@ -52,7 +53,11 @@ fn the_blocking_client_works_from_std_threads() {
         c.commit().unwrap();
         assert_eq!(c.admin("PING").unwrap(), "OK PING");
         c.disconnect().unwrap();
+        done_tx.send(()).unwrap();
     });
+    // Bounded: a hang fails the test instead of stalling the suite.
+    let finished = done_rx.recv_timeout(support::TEST_TIMEOUT);
     worker.join().expect("blocking client thread panicked");
+    finished.expect("blocking client did not finish in time");
     drop(server);
 }

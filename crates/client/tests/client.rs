@@ -347,20 +347,20 @@ async fn client_heartbeats_keep_an_idle_connection_and_detect_a_silent_server() 
     bounded(async {
         // Answered heartbeats: a get waiting longer than several intervals is undisturbed.
         let s = FakeServer::start(Config {
-            heartbeat_ms: 50,
+            heartbeat_ms: 150,
             ..Config::default()
         })
         .await;
         let c = connect(&s).await;
-        assert_eq!(c.heartbeat_ms(), 50);
+        assert_eq!(c.heartbeat_ms(), 150);
         let q = c.open("Q1", open::INPUT_SHARED).await.unwrap();
-        let e = c.get(&q, &wait_get(400)).await.unwrap_err();
+        let e = c.get(&q, &wait_get(800)).await.unwrap_err();
         assert_eq!(e.reason, Reason::NO_MSG_AVAILABLE);
         assert!(s.client_heartbeats() >= 2, "{}", s.client_heartbeats());
 
         // A server that stops answering (but keeps the socket open) is declared gone.
         let s = FakeServer::start(Config {
-            heartbeat_ms: 50,
+            heartbeat_ms: 150,
             answer_heartbeats: false,
             ..Config::default()
         })
@@ -371,7 +371,7 @@ async fn client_heartbeats_keep_an_idle_connection_and_detect_a_silent_server() 
         let e = c.get(&q, &wait_get(10_000)).await.unwrap_err();
         assert_eq!(e.reason, Reason::CONNECTION_BROKEN, "{e}");
         assert!(e.message.contains("heartbeat"), "{e}");
-        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     })
     .await
 }

@@ -52,6 +52,7 @@ async fn the_client_moves_to_the_next_address_keeps_its_handles_and_reports_the_
             .await
             .unwrap();
         let oq = other.open("Q2", open::OUTPUT).await.unwrap();
+        assert_eq!(q.hobj, 1);
         c.put(&q, &md(), &none(), Bytes::from_static(b"lost"), &sync_put())
             .await
             .unwrap();
@@ -233,6 +234,47 @@ async fn when_no_address_answers_in_time_calls_fail_with_reconnect_failed() {
             c.commit().await.unwrap_err().reason,
             Reason::RECONNECT_FAILED
         );
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_reconnect_skips_addresses_of_another_queue_manager() {
+    bounded(async {
+        let (a, b) = pair().await;
+        let stranger = FakeServer::start(Config {
+            qmgr: "QM2".into(),
+            ..Config::default()
+        })
+        .await;
+        // No name in the options: the first queue manager reached (QM1) is the one to stay with.
+        let mut o = reconnecting_options(&[&a, &stranger, &b], Duration::from_secs(5));
+        o.qmgr = String::new();
+        let c = Connection::connect(o).await.unwrap();
+        assert_eq!(c.qmgr_name(), "QM1");
+        let q = c.open("Q1", open::OUTPUT).await.unwrap();
+        a.kill().await;
+        c.put(
+            &q,
+            &md(),
+            &none(),
+            Bytes::from_static(b"x"),
+            &PutOptions::default(),
+        )
+        .await
+        .ok();
+        c.put(
+            &q,
+            &md(),
+            &none(),
+            Bytes::from_static(b"y"),
+            &PutOptions::default(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(stranger.count(kind::CONNECT), 0);
+        assert!(b.depth("Q1") >= 1);
+        assert_eq!(c.reconnects(), 1);
     })
     .await
 }

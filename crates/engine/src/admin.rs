@@ -381,3 +381,67 @@ pub fn queue_attributes(q: &Queue) -> Vec<(String, String)> {
     }
     v
 }
+
+/// An open handle as DISPLAY QSTATUS TYPE(HANDLE) and DISPLAY CONN show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandleInfo {
+    pub hobj: u32,
+    /// The local queue the handle reaches.
+    pub queue: String,
+    /// The name opened (an alias or the queue itself).
+    pub opened_name: String,
+    pub options: u32,
+}
+
+/// A connection as DISPLAY CONN shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnInfo {
+    pub id: ConnId,
+    pub user: String,
+    pub app: String,
+    pub handles: Vec<HandleInfo>,
+    /// Messages put or got in its unit of work.
+    pub uow_msgs: usize,
+    pub waiting: bool,
+}
+
+impl Engine {
+    /// Every connection with its open handles, ordered by id.
+    pub fn connections(&self) -> Vec<ConnInfo> {
+        let mut v: Vec<ConnInfo> = self
+            .conns
+            .values()
+            .map(|c| {
+                let mut handles: Vec<HandleInfo> = c
+                    .handles
+                    .iter()
+                    .map(|(h, x)| HandleInfo {
+                        hobj: *h,
+                        queue: x.queue.clone(),
+                        opened_name: x.opened_name.clone(),
+                        options: x.options,
+                    })
+                    .collect();
+                handles.sort_by_key(|h| h.hobj);
+                ConnInfo {
+                    id: c.id,
+                    user: c.user.clone(),
+                    app: c.app.clone(),
+                    handles,
+                    uow_msgs: c.uow.len(),
+                    waiting: c.waiting.is_some(),
+                }
+            })
+            .collect();
+        v.sort_by_key(|c| c.id);
+        v
+    }
+
+    /// Replaces a queue's definition in place (ALTER), keeping its messages. The kind cannot change.
+    pub fn alter_queue(&mut self, def: QueueDef) -> Result<Lsn, MqError> {
+        if !self.queues.contains_key(&def.name) {
+            return Err(self.no_such_queue(&def.name));
+        }
+        self.define_queue(def, true)
+    }
+}

@@ -29,7 +29,7 @@ use ferrymq_types::{
     MessageDescriptor, MqError, ObjectDef, ObjectKind, Properties, QmgrAttrs, Reason,
 };
 
-pub use admin::{queue_attributes, QueueStatus};
+pub use admin::{queue_attributes, ConnInfo, HandleInfo, QueueStatus};
 pub use conn::ConnId;
 pub use message::{Lsn, Message};
 pub use put::PutDone;

@@ -3,15 +3,13 @@
 //! not exist, 40 not available); anything else that fails exits 1.
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
-use ferrymq_proto::{encode_request, parse_response, FrameDecoder, Hello, Request, Response};
 use ferrymq_server::{ferrymq_home, Ini, QmConfig, QmPaths};
 use ferrymq_types::limits;
 use ferrymq_types::objects::validate_object_name;
@@ -189,7 +187,7 @@ pub fn strmqm(args: &[String]) -> Res {
     .map_err(other)?;
     let name = one_name("strmqm", &p.positional)?;
     let paths = existing("strmqm", &name)?;
-    if is_running(&paths) {
+    if is_running(&paths) && !predecessor_gone(&paths) {
         return Err(fail(
             EXIT_RUNNING,
             format!("strmqm: queue manager '{name}' is already running"),
@@ -243,6 +241,37 @@ pub fn strmqm(args: &[String]) -> Res {
     }
 }
 
+/// The lock is held, but is its holder the process recorded in qm.pid dying (killed, its threads
+/// still tearing down)? Then wait up to 30 s for the lock instead of refusing to start.
+fn predecessor_gone(paths: &QmPaths) -> bool {
+    let pid = std::fs::read_to_string(paths.pid_file()).unwrap_or_default();
+    let pid = pid.trim();
+    if pid.is_empty() {
+        return false;
+    }
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+    let dying = match &state {
+        None => true,
+        Some(st) => {
+            st.rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next())
+                == Some("Z")
+        }
+    };
+    if !dying {
+        return false;
+    }
+    let started = Instant::now();
+    while is_running(paths) {
+        if started.elapsed() > Duration::from_secs(30) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
 fn read_tail(path: &Path, from: u64) -> String {
     let mut s = String::new();
     if let Ok(mut f) = File::open(path) {
@@ -254,43 +283,18 @@ fn read_tail(path: &Path, from: u64) -> String {
 }
 
 /// Sends one administrative command over the bindings socket and returns the reply text.
-pub fn admin_command(paths: &QmPaths, command: &str) -> Result<String, String> {
-    let mut s = UnixStream::connect(paths.socket())
-        .map_err(|e| format!("cannot reach the queue manager: {e}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(30))).ok();
-    let mut out = BytesMut::new();
-    encode_request(0, 0, &Request::Hello(Hello::new("ferrymq-admin")), &mut out);
-    encode_request(
-        0,
-        1,
-        &Request::Admin {
-            command: command.to_string(),
-        },
-        &mut out,
-    );
-    s.write_all(&out).map_err(|e| e.to_string())?;
-    let mut dec = FrameDecoder::new(ferrymq_proto::frame_limit_for(limits::MSG_LEN_MAX_BYTES));
-    let mut buf = BytesMut::new();
-    let mut chunk = [0u8; 8192];
-    loop {
-        while let Some(f) = dec.decode(&mut buf).map_err(|e| e.to_string())? {
-            match parse_response(&f).map_err(|e| e.to_string())? {
-                Response::AdminReply { text, reason } if reason == ferrymq_types::Reason::NONE => {
-                    return Ok(text)
-                }
-                Response::AdminReply { text, reason } => return Err(format!("{reason}: {text}")),
-                Response::Status { reason, message } if reason != ferrymq_types::Reason::NONE => {
-                    return Err(format!("{reason}: {message}"))
-                }
-                _ => {}
-            }
-        }
-        let n = s.read(&mut chunk).map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Err("the queue manager closed the connection".into());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
+pub fn admin_command(paths: &QmPaths, name: &str, command: &str) -> Result<String, String> {
+    let mut opts = ferrymq_client::ConnectOptions::bindings(name);
+    opts.transport = ferrymq_client::Transport::Bindings {
+        home: paths
+            .dir
+            .parent()
+            .and_then(|p| p.parent())
+            .map(Path::to_path_buf),
+    };
+    opts.app_name = "endmqm".into();
+    let c = ferrymq_client::blocking::Connection::connect(opts).map_err(|e| e.to_string())?;
+    c.admin(command).map_err(|e| e.to_string())
 }
 
 pub fn endmqm(args: &[String]) -> Res {
@@ -321,7 +325,7 @@ pub fn endmqm(args: &[String]) -> Res {
     } else {
         "SHUTDOWN CONTROLLED"
     };
-    if let Err(e) = admin_command(&paths, cmd) {
+    if let Err(e) = admin_command(&paths, &name, cmd) {
         // The process holds the lock but does not answer: end it with SIGTERM, which it handles as
         // an immediate end.
         let pid = std::fs::read_to_string(paths.pid_file()).unwrap_or_default();

@@ -6,6 +6,7 @@
 mod demo;
 mod lifecycle;
 mod mqargs;
+mod runmqsc;
 mod samples;
 
 use lifecycle::Res;
@@ -21,6 +22,9 @@ Queue manager lifecycle (MQ's names and flags):
   ferrymq dspmq [-m QMNAME]
   ferrymq setmqini -m QMNAME -s STANZA -k KEY -v VALUE
   ferrymq dspmqini -m QMNAME
+
+Administration:
+  ferrymq runmqsc [-e] [-v] [-c [--conn 'host(port)']] QMNAME   MQSC from stdin; exit 0/10/20
 
 Sample programs (bindings mode by queue manager name, or --conn 'host(port),...' for client mode):
   ferrymq put QMNAME QUEUE [--persistent] [--conn CONNAME]     one message per line of stdin
@@ -49,6 +53,7 @@ fn main() {
         "setmqini" => lifecycle::setmqini(rest),
         "dspmqini" => lifecycle::dspmqini(rest),
         "run-qmgr" => lifecycle::run_qmgr(rest),
+        "runmqsc" => runmqsc::run(rest),
         "put" => samples::put(rest),
         "get" => samples::get(rest, false),
         "browse" => samples::get(rest, true),
@@ -63,7 +68,9 @@ fn main() {
         }
     };
     if let Err(f) = r {
-        eprintln!("{}", f.message);
+        if !f.message.is_empty() {
+            eprintln!("{}", f.message);
+        }
         std::process::exit(f.code);
     }
 }

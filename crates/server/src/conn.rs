@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::core::{encode, error_response, Out};
 use crate::dispatch::{self, Action, Session};
+use crate::listeners::SocketInfo;
 use crate::qmgr::Shared;
 use crate::storage::now_ms;
 
@@ -24,7 +25,7 @@ const READ_CHUNK_BYTES: usize = 64 * 1024;
 const WRITE_BATCH_BYTES: usize = 1 << 20;
 
 /// Serves one accepted socket until it closes.
-pub async fn serve<S>(stream: S, shared: Arc<Shared>, bindings: bool)
+pub async fn serve<S>(stream: S, shared: Arc<Shared>, bindings: bool, info: SocketInfo)
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
@@ -36,6 +37,7 @@ where
         sharecnv: 1,
         bindings,
         tx: tx.clone(),
+        info,
     };
     if let Err(e) = run(&mut rd, &shared, &mut session).await {
         // Tell the peer why before closing, when the socket can still carry it.
@@ -176,6 +178,9 @@ fn process(
     let mut fatal = None;
     {
         let mut core = shared.core.lock();
+        s.info
+            .frames
+            .fetch_add(frames.len() as u64, std::sync::atomic::Ordering::Relaxed);
         for f in frames.drain(..) {
             if f.kind == kind::HEARTBEAT_ACK {
                 continue;
@@ -200,7 +205,7 @@ fn process(
                     continue;
                 }
             };
-            match dispatch::handle(&mut core, s, f.conv, f.req, req, now) {
+            match dispatch::handle(&mut core, shared, s, f.conv, f.req, req, now) {
                 Action::Reply(r, lsn) => replies.push(Out {
                     frame: encode(f.conv, f.req, &r),
                     wait_lsn: lsn,

@@ -7,7 +7,13 @@ use ferrymq_proto::Response;
 use ferrymq_types::options::Wait;
 use ferrymq_types::{MqError, Reason};
 
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::admin_ops::Ops;
 use crate::core::{error_response, message_response, Core, Outbox};
+use crate::listeners::SocketInfo;
+use crate::qmgr::Shared;
 
 /// Per-socket state the dispatcher needs.
 pub struct Session {
@@ -16,6 +22,7 @@ pub struct Session {
     /// Connected through the Unix socket: a local process with the queue manager's own authority.
     pub bindings: bool,
     pub tx: Outbox,
+    pub info: SocketInfo,
 }
 
 /// What the connection task does after a request.
@@ -53,6 +60,7 @@ fn done(r: Result<Lsn, MqError>) -> Action {
 
 pub fn handle(
     core: &mut Core,
+    shared: &Arc<Shared>,
     s: &mut Session,
     conv: u16,
     req: u32,
@@ -70,7 +78,11 @@ pub fn handle(
         return Action::Reply(connect(core, s, conv, qmgr, user, app_name), 0);
     }
     if let Q::Admin { command } = &r {
-        return admin(s, command);
+        return admin(core, shared, s, command, now_ms);
+    }
+    if let Q::Heartbeat = &r {
+        // Heartbeats belong to the socket (conversation 0), not to a connection.
+        return Action::Reply(Response::HeartbeatAck, 0);
     }
     let Some(&conn) = s.convs.get(&conv) else {
         let e = MqError::new(
@@ -85,6 +97,7 @@ pub fn handle(
             e.disconnect(conn, now_ms);
             core.remove_route(conn);
             s.convs.remove(&conv);
+            s.info.conversations.fetch_sub(1, Ordering::Relaxed);
             Action::Reply(status_ok(), 0)
         }
         Q::Open { name, qmgr, options, dynamic_name } => match e.open(conn, &name, &qmgr, options, &dynamic_name) {
@@ -125,12 +138,11 @@ pub fn handle(
             )),
             0,
         ),
-        Q::Heartbeat => Action::Reply(Response::HeartbeatAck, 0),
         Q::Hello(_) => Action::Reply(
             error_response(MqError::new(Reason::HEADER_ERROR, "Hello may be sent only once, as the first frame")),
             0,
         ),
-        Q::Connect { .. } | Q::Admin { .. } => unreachable!("handled above"),
+        Q::Connect { .. } | Q::Admin { .. } | Q::Heartbeat => unreachable!("handled above"),
     }
 }
 
@@ -179,21 +191,39 @@ fn connect(
     let conn = core.engine.connect(user, app);
     core.add_route(conn, s.tx.clone(), conv);
     s.convs.insert(conv, conn);
+    s.info.conversations.fetch_add(1, Ordering::Relaxed);
     status_ok()
 }
 
-fn admin(s: &Session, command: &str) -> Action {
-    let words: Vec<String> = command
-        .split_whitespace()
-        .map(|w| w.to_ascii_uppercase())
-        .collect();
+fn admin(core: &mut Core, shared: &Arc<Shared>, s: &Session, command: &str, now_ms: u64) -> Action {
     let reply = |reason, text: &str| Response::AdminReply {
         text: text.to_string(),
         reason,
     };
+    // MQSC travels as "MQSC <command>"; the queue manager parses it again (the client only checked
+    // its syntax), so what runs is exactly what this server understands.
+    if let Some(mqsc) = command.strip_prefix("MQSC ") {
+        let r = ferrymq_mqsc::execute_text(mqsc, &mut core.engine, &mut Ops { shared }, now_ms);
+        core.flush_deliveries();
+        return Action::Reply(
+            reply(
+                if r.ok {
+                    Reason::NONE
+                } else {
+                    Reason::COMMAND_FAILED
+                },
+                &r.text,
+            ),
+            0,
+        );
+    }
+    let words: Vec<String> = command
+        .split_whitespace()
+        .map(|w| w.to_ascii_uppercase())
+        .collect();
     if !s.bindings {
         return Action::Reply(
-            reply(Reason::NOT_AUTHORIZED, "administrative commands are accepted only from local (bindings-mode) connections in this release"),
+            reply(Reason::NOT_AUTHORIZED, "queue manager control commands are accepted only from local (bindings-mode) connections"),
             0,
         );
     }
@@ -214,7 +244,7 @@ fn admin(s: &Session, command: &str) -> Action {
         ),
         _ => Action::Reply(
             reply(
-                Reason::SELECTOR_ERROR,
+                Reason::COMMAND_FAILED,
                 &format!("unknown administrative command '{command}'"),
             ),
             0,

@@ -5,10 +5,12 @@
 //! semantics live in `ferrymq-engine`, bytes on disk in `ferrymq-log`, bytes on the wire in
 //! `ferrymq-proto`.
 
+mod admin_ops;
 pub mod config;
 mod conn;
 mod core;
 mod dispatch;
+mod listeners;
 pub mod qmgr;
 pub mod storage;
 

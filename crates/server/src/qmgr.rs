@@ -11,12 +11,13 @@ use std::time::Duration;
 
 use ferrymq_engine::EngineConfig;
 use parking_lot::Mutex;
-use tokio::net::{TcpListener, UnixListener};
+use tokio::net::UnixListener;
 use tokio::sync::{watch, Semaphore};
 
 use crate::config::{Ini, QmConfig, QmPaths};
 use crate::core::Core;
 use crate::dispatch::AdminAction;
+use crate::listeners::{self, Control};
 use crate::storage::{now_ms, Storage};
 
 /// What every connection task shares.
@@ -30,6 +31,11 @@ pub struct Shared {
     pub immediate_end: watch::Receiver<bool>,
     immediate_tx: watch::Sender<bool>,
     end_tx: watch::Sender<Option<AdminAction>>,
+    /// Listeners, live sockets and connection tasks.
+    pub control: Mutex<Control>,
+    /// Bounds the sockets served at once (qm.ini Channels:MaxChannels).
+    pub slots: Arc<Semaphore>,
+    pub started_ms: u64,
 }
 
 impl Shared {
@@ -135,6 +141,9 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
         immediate_end: immediate_rx,
         immediate_tx,
         end_tx,
+        control: Mutex::new(Control::default()),
+        slots: Arc::new(Semaphore::new(cfg.max_sockets)),
+        started_ms: now_ms(),
     });
 
     let stop_ckpt = Arc::new(AtomicBool::new(false));
@@ -198,16 +207,24 @@ async fn serve(
     let _ = std::fs::remove_file(&sock);
     let unix = UnixListener::bind(&sock)
         .map_err(|e| format!("cannot listen on {}: {e}", sock.display()))?;
-    let tcp = if shared.cfg.port != 0 {
-        let addr = format!("{}:{}", shared.cfg.bind_address, shared.cfg.port);
-        Some(
-            TcpListener::bind(&addr)
-                .await
-                .map_err(|e| format!("cannot listen on TCP {addr}: {e}"))?,
+    if shared.cfg.port != 0 {
+        listeners::start(
+            &shared,
+            listeners::QMGR_LISTENER,
+            &shared.cfg.bind_address,
+            shared.cfg.port,
         )
-    } else {
-        None
-    };
+        .map_err(|e| e.to_string())?;
+    }
+    let defined: Vec<_> = shared
+        .core
+        .lock()
+        .engine
+        .objects()
+        .filter(|o| o.kind == ferrymq_types::ObjectKind::Listener)
+        .cloned()
+        .collect();
+    listeners::start_controlled(&shared, defined);
     std::fs::write(paths.pid_file(), format!("{}\n", std::process::id()))
         .map_err(|e| e.to_string())?;
     eprintln!(
@@ -217,8 +234,6 @@ async fn serve(
         sock.display(),
         shared.cfg.port
     );
-    let slots = Arc::new(Semaphore::new(shared.cfg.max_sockets));
-    let tasks = tokio_util_tasks();
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.to_string())?;
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
@@ -227,13 +242,7 @@ async fn serve(
         tokio::select! {
             r = unix.accept() => {
                 if let Ok((s, _)) = r {
-                    spawn_conn(&tasks, &slots, shared.clone(), s, true);
-                }
-            }
-            r = async { match &tcp { Some(l) => l.accept().await, None => std::future::pending().await } } => {
-                if let Ok((s, _)) = r {
-                    let _ = s.set_nodelay(true);
-                    spawn_conn(&tasks, &slots, shared.clone(), s, false);
+                    listeners::spawn_conn(&shared, s, "local".into(), true);
                 }
             }
             _ = sigterm.recv() => break AdminAction::ShutdownImmediate,
@@ -249,7 +258,7 @@ async fn serve(
     };
     shared.core.lock().quiescing = true;
     drop(unix);
-    drop(tcp);
+    shared.control.lock().stop_all();
     if mode == AdminAction::ShutdownControlled {
         eprintln!("ferrymq: controlled end: waiting for applications to disconnect");
         // Applications keep working until they disconnect; an immediate end or a signal cuts it short.
@@ -268,35 +277,10 @@ async fn serve(
     }
     shared.immediate_tx.send_replace(true);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while tasks.lock().iter().any(|t| !t.is_finished()) && tokio::time::Instant::now() < deadline {
+    while shared.control.lock().tasks.iter().any(|t| !t.is_finished())
+        && tokio::time::Instant::now() < deadline
+    {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Ok(())
-}
-
-type Tasks = Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>;
-
-fn tokio_util_tasks() -> Tasks {
-    Arc::new(Mutex::new(Vec::new()))
-}
-
-fn spawn_conn<S>(tasks: &Tasks, slots: &Arc<Semaphore>, shared: Arc<Shared>, s: S, bindings: bool)
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
-{
-    let Ok(permit) = slots.clone().try_acquire_owned() else {
-        // Over the limit: the socket is dropped at once; the client sees the connection refused.
-        eprintln!(
-            "ferrymq: connection refused: MaxChannels ({}) reached",
-            shared.cfg.max_sockets
-        );
-        return;
-    };
-    let h = tokio::spawn(async move {
-        crate::conn::serve(s, shared, bindings).await;
-        drop(permit);
-    });
-    let mut t = tasks.lock();
-    t.retain(|h| !h.is_finished());
-    t.push(h);
 }

@@ -24,8 +24,12 @@ macro_rules! reasons {
                 match code { $( $code => Reason::$name, )* _ => Reason::UNEXPECTED_ERROR }
             }
 
-            /// The MQ constant name, e.g. `MQRC_Q_FULL`.
+            /// The MQ constant name, e.g. `MQRC_Q_FULL` (PCF reasons, 3000-3999, are `MQRCCF_*`).
             pub fn mq_name(self) -> &'static str {
+                match self { $( Reason::$name if $code >= 3000 && $code < 4000 => concat!("MQRCCF_", stringify!($name)), )* _ => self.table_name() }
+            }
+
+            fn table_name(self) -> &'static str {
                 match self { $( Reason::$name => concat!("MQRC_", stringify!($name)), )* }
             }
         }
@@ -111,6 +115,7 @@ reasons! {
     CONNECTION_NOT_AUTHORIZED = 2217,
     CHANNEL_NOT_AVAILABLE = 2537,
     BACKOUT_THRESHOLD_REACHED = 2362,
+    COMMAND_FAILED = 3008,
 }
 
 /// Completion code of a call (MQCC_*).

@@ -1,0 +1,265 @@
+//! Core measurements: restart time with a deep persistent queue, and commit latency beside the
+//! disk's own fdatasync latency.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use ferrymq_client::blocking::Connection;
+use ferrymq_client::{ConnectOptions, Transport};
+use ferrymq_types::options::{open, PutOptions, Syncpoint};
+use ferrymq_types::{MessageDescriptor, Persistence, Properties};
+
+struct Opts {
+    messages: usize,
+    size: usize,
+    samples: usize,
+}
+
+fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> Result<T, String> {
+    match args.iter().position(|a| a == name) {
+        None => Ok(default),
+        Some(i) => args
+            .get(i + 1)
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| format!("{name} needs a number")),
+    }
+}
+
+fn ferrymq_bin() -> Result<PathBuf, String> {
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    let bin = me.with_file_name("ferrymq");
+    if bin.exists() {
+        Ok(bin)
+    } else {
+        Err(format!(
+            "{} not found; build it with cargo build --release -p ferrymq",
+            bin.display()
+        ))
+    }
+}
+
+fn mq(home: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(ferrymq_bin()?)
+        .args(args)
+        .env("FERRYMQ_HOME", home)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "ferrymq {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn connect(home: &Path, qm: &str) -> Result<Connection, String> {
+    let mut o = ConnectOptions::bindings(qm);
+    o.transport = Transport::Bindings {
+        home: Some(home.to_path_buf()),
+    };
+    Connection::connect(o).map_err(|e| e.to_string())
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+fn summary(name: &str, mut v: Vec<Duration>) {
+    v.sort();
+    println!(
+        "{name:<44} n={:<6} median {:.3} ms   p99 {:.3} ms   min {:.3} ms",
+        v.len(),
+        percentile(&v, 0.5),
+        percentile(&v, 0.99),
+        v[0].as_secs_f64() * 1000.0
+    );
+}
+
+/// Raw cost of making 2 KB durable: pwrite into a preallocated file, then fdatasync.
+fn fsync_latency(dir: &Path, size: usize, samples: usize) -> Result<Vec<Duration>, String> {
+    let path = dir.join("fsync-probe.dat");
+    let f = File::options()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| e.to_string())?;
+    let block = vec![7u8; size];
+    let span = 16 * 1024 * 1024;
+    for off in (0..span).step_by(1 << 20) {
+        f.write_at(&vec![0u8; 1 << 20], off as u64)
+            .map_err(|e| e.to_string())?;
+    }
+    f.sync_all().map_err(|e| e.to_string())?;
+    let mut v = Vec::with_capacity(samples);
+    for i in 0..samples {
+        let off = (i * size) % (span - size);
+        let t = Instant::now();
+        f.write_at(&block, off as u64).map_err(|e| e.to_string())?;
+        f.sync_data().map_err(|e| e.to_string())?;
+        v.push(t.elapsed());
+    }
+    let _ = std::fs::remove_file(&path);
+    Ok(v)
+}
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let o = Opts {
+        messages: arg(args, "--messages", 500_000)?,
+        size: arg(args, "--size", 2048)?,
+        samples: arg(args, "--samples", 2000)?,
+    };
+    let home = std::env::temp_dir().join(format!("ferrymq-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
+    let r = measure(&home, &o);
+    let _ = mq(&home, &["endmqm", "-i", "-w", "BENCH"]);
+    let _ = std::fs::remove_dir_all(&home);
+    r
+}
+
+fn measure(home: &Path, o: &Opts) -> Result<(), String> {
+    println!(
+        "ferrymq-bench core: {} persistent messages of {} bytes, {} latency samples; ferrymq {}",
+        o.messages,
+        o.size,
+        o.samples,
+        env!("CARGO_PKG_VERSION")
+    );
+    // A 3 x 64 MiB circular log, as a production queue manager might have.
+    mq(
+        home,
+        &["crtmqm", "-p", "0", "-lp", "3", "-lf", "16384", "BENCH"],
+    )?;
+    mq(home, &["strmqm", "BENCH"])?;
+    let c = connect(home, "BENCH")?;
+    c.admin("MQSC DEFINE QLOCAL(DEEP) MAXDEPTH(999999999) MAXMSGL(104857600)")
+        .map_err(|e| e.to_string())?;
+    c.admin("MQSC DEFINE QLOCAL(LAT) MAXDEPTH(999999999)")
+        .map_err(|e| e.to_string())?;
+
+    // Latency first, on an idle queue manager.
+    let dir = home.join("qmgrs").join("BENCH");
+    summary(
+        "raw pwrite+fdatasync (same file system)",
+        fsync_latency(&dir, o.size, o.samples)?,
+    );
+    let h = c.open("LAT", open::OUTPUT).map_err(|e| e.to_string())?;
+    let md = MessageDescriptor {
+        persistence: Persistence::Persistent,
+        ..Default::default()
+    };
+    let body = Bytes::from(vec![b'x'; o.size]);
+    let mut v = Vec::with_capacity(o.samples);
+    for _ in 0..o.samples {
+        let t = Instant::now();
+        c.put_commit(&h, &md, &Properties::default(), body.clone())
+            .map_err(|e| e.to_string())?;
+        v.push(t.elapsed());
+    }
+    summary("persistent put+commit, 1 client, bindings", v);
+    let mut v = Vec::with_capacity(o.samples);
+    for _ in 0..o.samples {
+        let t = Instant::now();
+        c.put(
+            &h,
+            &md,
+            &Properties::default(),
+            body.clone(),
+            &PutOptions::default(),
+        )
+        .map_err(|e| e.to_string())?;
+        v.push(t.elapsed());
+    }
+    summary("persistent put outside syncpoint, bindings", v);
+
+    // Fill the deep queue: 4 connections, 100 messages per unit of work.
+    let t = Instant::now();
+    let per = o.messages / 4;
+    let mut threads = Vec::new();
+    for k in 0..4 {
+        let home = home.to_path_buf();
+        let body = body.clone();
+        let n = if k == 3 { o.messages - 3 * per } else { per };
+        threads.push(std::thread::spawn(move || -> Result<(), String> {
+            let c = connect(&home, "BENCH")?;
+            let h = c.open("DEEP", open::OUTPUT).map_err(|e| e.to_string())?;
+            let md = MessageDescriptor {
+                persistence: Persistence::Persistent,
+                ..Default::default()
+            };
+            let sp = PutOptions {
+                syncpoint: Syncpoint::Yes,
+                ..Default::default()
+            };
+            for i in 0..n {
+                c.put(&h, &md, &Properties::default(), body.clone(), &sp)
+                    .map_err(|e| e.to_string())?;
+                if i % 100 == 99 || i == n - 1 {
+                    c.commit().map_err(|e| e.to_string())?;
+                }
+            }
+            c.disconnect().map_err(|e| e.to_string())
+        }));
+    }
+    for th in threads {
+        th.join()
+            .map_err(|_| "a filler thread panicked".to_string())??;
+    }
+    let fill = t.elapsed().as_secs_f64();
+    println!(
+        "filled DEEP with {} x {} B persistent in {fill:.1} s ({:.0} msgs/s)",
+        o.messages,
+        o.size,
+        o.messages as f64 / fill
+    );
+    drop(c);
+
+    let depth = |home: &Path| -> Result<String, String> {
+        let c = connect(home, "BENCH")?;
+        let h = c.open("DEEP", open::INQUIRE).map_err(|e| e.to_string())?;
+        let d = c.inquire(&h, &["CURDEPTH"]).map_err(|e| e.to_string())?;
+        Ok(d[0].1.clone())
+    };
+
+    // Restart after a controlled end (a final checkpoint was taken).
+    mq(home, &["endmqm", "-w", "BENCH"])?;
+    let t = Instant::now();
+    mq(home, &["strmqm", "BENCH"])?;
+    let clean = t.elapsed();
+    let d1 = depth(home)?;
+    // Restart after SIGKILL under no load: replay from the last checkpoint.
+    let pid = std::fs::read_to_string(dir.join("qm.pid")).map_err(|e| e.to_string())?;
+    Command::new("kill")
+        .arg("-9")
+        .arg(pid.trim())
+        .status()
+        .map_err(|e| e.to_string())?;
+    std::thread::sleep(Duration::from_millis(200));
+    let t = Instant::now();
+    mq(home, &["strmqm", "BENCH"])?;
+    let crash = t.elapsed();
+    let d2 = depth(home)?;
+    println!(
+        "restart after endmqm, {} queued (CURDEPTH {d1}): strmqm returned in {:.2} s",
+        o.messages,
+        clean.as_secs_f64()
+    );
+    println!(
+        "restart after SIGKILL, {} queued (CURDEPTH {d2}): strmqm returned in {:.2} s",
+        o.messages,
+        crash.as_secs_f64()
+    );
+    let log = std::fs::read_to_string(dir.join("errors").join("qm.log")).unwrap_or_default();
+    for line in log.lines().filter(|l| l.contains("recovered in")) {
+        println!("  queue manager log: {line}");
+    }
+    Ok(())
+}

@@ -1,0 +1,23 @@
+//! FerryMQ's measurement programs. Each drives a real queue manager, started with the `ferrymq`
+//! binary found beside this one, and prints what it measured together with the exact settings.
+//!
+//! `ferrymq-bench core [--messages N] [--size BYTES] [--samples N]` measures what the queue manager
+//! core promises: restart time with N queued persistent messages (after a controlled end and after
+//! SIGKILL), and single-client persistent put+commit latency next to the raw `fdatasync` latency of
+//! the same file system.
+
+mod core;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let r = match args.first().map(String::as_str) {
+        Some("core") => core::run(&args[1..]),
+        _ => {
+            Err("usage: ferrymq-bench core [--messages N] [--size BYTES] [--samples N]".to_string())
+        }
+    };
+    if let Err(e) = r {
+        eprintln!("ferrymq-bench: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,192 @@
+//! `runmqsc [-e] [-v] [-c] QMNAME`: reads MQSC from standard input (a script or typed at a
+//! prompt), checks each command's syntax here, and has the queue manager run it — over the
+//! bindings socket, or with `-c` over TCP (`--conn 'host(port)'` or MQ's `MQSERVER` variable,
+//! `CHANNEL/TCP/host(port)`). Exit status as runmqsc's: 0 all good, 10 some failed, 20 none worked.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use ferrymq_client::blocking::Connection;
+use ferrymq_client::ConnectOptions;
+use ferrymq_mqsc::{echo_line, parse, split_commands, Command, Tally};
+
+use crate::lifecycle::{Fail, Res};
+use crate::mqargs::{parse as parse_args, Flag};
+
+fn connect(qm: &str, client: bool, conn: Option<&str>) -> Result<Connection, String> {
+    let mut opts = if client {
+        let conname = match conn {
+            Some(c) => c.to_string(),
+            None => {
+                let env = std::env::var("MQSERVER").map_err(|_| "runmqsc -c: give --conn 'host(port)' or set MQSERVER=CHANNEL/TCP/host(port)".to_string())?;
+                env.rsplit('/').next().unwrap_or_default().to_string()
+            }
+        };
+        ConnectOptions::client(qm, &conname).map_err(|e| e.to_string())?
+    } else {
+        ConnectOptions::bindings(qm)
+    };
+    opts.app_name = "runmqsc".into();
+    Connection::connect(opts).map_err(|e| e.to_string())
+}
+
+pub fn run(args: &[String]) -> Res {
+    let p = parse_args(
+        "runmqsc",
+        args,
+        &[
+            Flag::Switch("-e"),
+            Flag::Switch("-v"),
+            Flag::Switch("-c"),
+            Flag::Value("--conn"),
+        ],
+    )
+    .map_err(|m| Fail {
+        code: 20,
+        message: m,
+    })?;
+    let qm =
+        match p.positional.as_slice() {
+            [q] => q.clone(),
+            _ => return Err(Fail {
+                code: 20,
+                message:
+                    "runmqsc: usage: ferrymq runmqsc [-e] [-v] [-c [--conn 'host(port)']] QMNAME"
+                        .into(),
+            }),
+        };
+    let echo = !p.has("-e");
+    let verify_only = p.has("-v");
+    let conn = if verify_only {
+        None
+    } else {
+        Some(
+            connect(&qm, p.has("-c"), p.value("--conn")).map_err(|e| Fail {
+                code: 20,
+                message: format!("runmqsc: queue manager '{qm}' is not available: {e}"),
+            })?,
+        )
+    };
+    println!(
+        "FerryMQ MQSC for queue manager {qm}{}.",
+        if verify_only {
+            " (verifying syntax only)"
+        } else {
+            ""
+        }
+    );
+    let stdin = std::io::stdin();
+    let interactive = stdin.is_terminal();
+    let mut tally = Tally::default();
+    let mut pending = String::new();
+    let mut line_no = 0usize;
+    let mut out = std::io::stdout();
+    let lines = stdin.lock().lines();
+    let mut ended = false;
+    // Read line by line so that an interactive session runs each command as it is completed.
+    for line in lines {
+        let line = line.map_err(|e| Fail {
+            code: 20,
+            message: format!("runmqsc: reading input: {e}"),
+        })?;
+        line_no += 1;
+        pending.push_str(&line);
+        pending.push('\n');
+        let trimmed = line.trim_end();
+        if trimmed.ends_with('+') || trimmed.ends_with('-') {
+            continue;
+        }
+        for cmd in split_commands(&pending) {
+            if run_one(
+                &cmd.text,
+                conn.as_ref(),
+                echo,
+                verify_only,
+                &mut tally,
+                &mut out,
+            ) {
+                ended = true;
+                break;
+            }
+        }
+        pending.clear();
+        if ended {
+            break;
+        }
+        if interactive {
+            let _ = out.flush();
+        }
+    }
+    if !ended && !pending.trim().is_empty() {
+        for cmd in split_commands(&pending) {
+            if run_one(
+                &cmd.text,
+                conn.as_ref(),
+                echo,
+                verify_only,
+                &mut tally,
+                &mut out,
+            ) {
+                break;
+            }
+        }
+    }
+    let _ = line_no;
+    println!("{}", tally.summary());
+    if let Some(c) = conn {
+        let _ = c.disconnect();
+    }
+    match tally.exit_code() {
+        0 => Ok(()),
+        code => Err(Fail {
+            code,
+            message: String::new(),
+        }),
+    }
+}
+
+/// Runs one command; returns true at END.
+fn run_one(
+    text: &str,
+    conn: Option<&Connection>,
+    echo: bool,
+    verify_only: bool,
+    tally: &mut Tally,
+    out: &mut impl Write,
+) -> bool {
+    tally.read += 1;
+    if echo {
+        let _ = writeln!(out, "{}", echo_line(tally.read, text));
+    }
+    match parse(text) {
+        Err(e) => {
+            tally.syntax_errors += 1;
+            let _ = writeln!(
+                out,
+                "FMQ8405E: syntax error: {}\n{}",
+                e.message,
+                e.pointer(text)
+            );
+            false
+        }
+        Ok(Command::End) => {
+            // END is not counted as a command, as runmqsc does not count it.
+            tally.read -= 1;
+            true
+        }
+        Ok(_) if verify_only => false,
+        Ok(_) => {
+            let conn = conn.expect("connected unless verifying");
+            match conn.admin(&format!("MQSC {text}")) {
+                Ok(reply) => {
+                    let _ = writeln!(out, "{reply}");
+                }
+                Err(e) => {
+                    tally.failed += 1;
+                    let _ = writeln!(out, "{}", e.message);
+                }
+            }
+            let _ = writeln!(out);
+            false
+        }
+    }
+}

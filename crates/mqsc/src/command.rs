@@ -1,0 +1,214 @@
+//! The parsed form of one MQSC command. Parsing resolves every abbreviation and folds case, so the
+//! executor (and anything else that inspects a command) deals only in canonical MQ keywords.
+
+use crate::attrs::AttrSpec;
+
+/// The object types DEFINE, ALTER and DELETE work on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ObjType {
+    QLocal,
+    QAlias,
+    QModel,
+    QRemote,
+    Channel,
+    Listener,
+    AuthInfo,
+}
+
+impl ObjType {
+    /// The canonical MQSC keyword (`QLOCAL`, `CHANNEL`, ...).
+    pub fn keyword(self) -> &'static str {
+        match self {
+            ObjType::QLocal => "QLOCAL",
+            ObjType::QAlias => "QALIAS",
+            ObjType::QModel => "QMODEL",
+            ObjType::QRemote => "QREMOTE",
+            ObjType::Channel => "CHANNEL",
+            ObjType::Listener => "LISTENER",
+            ObjType::AuthInfo => "AUTHINFO",
+        }
+    }
+
+    /// True for the four queue types, which share one name space in a queue manager.
+    pub fn is_queue(self) -> bool {
+        matches!(
+            self,
+            ObjType::QLocal | ObjType::QAlias | ObjType::QModel | ObjType::QRemote
+        )
+    }
+}
+
+/// What a DISPLAY command shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DisplayWhat {
+    /// DISPLAY QUEUE / Q: queues of every type (narrowed by `TYPE(...)`).
+    Queue,
+    /// DISPLAY QLOCAL, CHANNEL, ...: objects of one type.
+    Object(ObjType),
+    Qmgr,
+    QStatus,
+    Conn,
+    ChStatus,
+    LsStatus,
+    QmStatus,
+}
+
+impl DisplayWhat {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            DisplayWhat::Queue => "QUEUE",
+            DisplayWhat::Object(t) => t.keyword(),
+            DisplayWhat::Qmgr => "QMGR",
+            DisplayWhat::QStatus => "QSTATUS",
+            DisplayWhat::Conn => "CONN",
+            DisplayWhat::ChStatus => "CHSTATUS",
+            DisplayWhat::LsStatus => "LSSTATUS",
+            DisplayWhat::QmStatus => "QMSTATUS",
+        }
+    }
+}
+
+/// Which attributes a DISPLAY asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Requested {
+    /// Neither `ALL` nor a list: the identifying attributes only (as MQ does).
+    Default,
+    All,
+    /// Canonical attribute names, in the order given.
+    List(Vec<String>),
+}
+
+/// WHERE comparison operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FilterOp {
+    Eq,
+    Ne,
+    Gt,
+    Lt,
+    Ge,
+    Le,
+    /// Like: equal, or a prefix match when the value ends in `*`.
+    Lk,
+    /// Not like.
+    Nl,
+}
+
+/// `WHERE(attr op value)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Filter {
+    /// Canonical attribute name.
+    pub attr: String,
+    pub op: FilterOp,
+    /// Folded to upper case unless it was quoted.
+    pub value: String,
+}
+
+/// One attribute a DEFINE or ALTER sets, its value already checked and normalised (integers in
+/// decimal, enumerated words and switches in upper case).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Setting {
+    pub attr: &'static AttrSpec,
+    pub value: String,
+}
+
+/// A parsed MQSC command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// DEFINE: create an object, starting from LIKE's attributes or the type's default object.
+    Define {
+        kind: ObjType,
+        name: String,
+        attrs: Vec<Setting>,
+        like: Option<String>,
+        replace: bool,
+    },
+    /// ALTER of a queue, channel, listener or authentication information object.
+    Alter {
+        kind: ObjType,
+        name: String,
+        attrs: Vec<Setting>,
+    },
+    AlterQmgr {
+        attrs: Vec<Setting>,
+    },
+    Delete {
+        kind: ObjType,
+        name: String,
+        purge: bool,
+    },
+    /// CLEAR QLOCAL: remove every message.
+    Clear {
+        name: String,
+    },
+    Display {
+        what: DisplayWhat,
+        /// The object name or generic pattern (trailing `*`); empty for QMGR and QMSTATUS.
+        name: String,
+        requested: Requested,
+        where_: Option<Filter>,
+        /// `TYPE(...)`, canonical (e.g. `QLOCAL`, `HANDLE`, `SVRCONN`).
+        type_: Option<String>,
+    },
+    StartListener(String),
+    StopListener(String),
+    RefreshSecurity {
+        type_: String,
+    },
+    PingQmgr,
+    /// END: ends a runmqsc session (the client acts on it; the server has nothing to do).
+    End,
+}
+
+impl Command {
+    /// A short label for messages: the verb and object, e.g. `DEFINE QLOCAL(Q1)`.
+    pub fn label(&self) -> String {
+        match self {
+            Command::Define { kind, name, .. } => format!("DEFINE {}({name})", kind.keyword()),
+            Command::Alter { kind, name, .. } => format!("ALTER {}({name})", kind.keyword()),
+            Command::AlterQmgr { .. } => "ALTER QMGR".into(),
+            Command::Delete { kind, name, .. } => format!("DELETE {}({name})", kind.keyword()),
+            Command::Clear { name } => format!("CLEAR QLOCAL({name})"),
+            Command::Display { what, name, .. } if name.is_empty() => {
+                format!("DISPLAY {}", what.keyword())
+            }
+            Command::Display { what, name, .. } => format!("DISPLAY {}({name})", what.keyword()),
+            Command::StartListener(n) => format!("START LISTENER({n})"),
+            Command::StopListener(n) => format!("STOP LISTENER({n})"),
+            Command::RefreshSecurity { .. } => "REFRESH SECURITY".into(),
+            Command::PingQmgr => "PING QMGR".into(),
+            Command::End => "END".into(),
+        }
+    }
+}
+
+/// A command that does not parse: what is wrong, and where.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SyntaxError {
+    pub message: String,
+    /// 0-based character offset of the offending token in the command text.
+    pub column: usize,
+    /// The offending token as written.
+    pub token: String,
+}
+
+impl SyntaxError {
+    pub(crate) fn new(message: impl Into<String>, column: usize, token: impl Into<String>) -> Self {
+        SyntaxError {
+            message: message.into(),
+            column,
+            token: token.into(),
+        }
+    }
+
+    /// The command followed by a line with `^` under the offending token, for a terminal.
+    pub fn pointer(&self, text: &str) -> String {
+        // Tabs keep their width on the marker line so the caret still lines up.
+        let pad: String = text
+            .chars()
+            .take(self.column)
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        format!("{text}\n{pad}^")
+    }
+}

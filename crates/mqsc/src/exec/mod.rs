@@ -1,0 +1,208 @@
+//! Server-side execution: runs a parsed command against the queue engine (and, for listeners,
+//! channel status and security, against the server through [`ServerOps`]) and builds the response
+//! block runmqsc prints.
+
+mod display;
+mod object;
+mod queue;
+pub(crate) mod status;
+
+use ferrymq_engine::Engine;
+use ferrymq_types::{MqError, ObjectDef, ObjectKind, Reason};
+
+use crate::command::{Command, ObjType, Setting};
+use crate::format::{render_fields, Field};
+use crate::messages as msg;
+use crate::parser::parse;
+
+/// What commands need from the server itself rather than from the engine.
+pub trait ServerOps {
+    fn start_listener(&mut self, def: &ObjectDef) -> Result<String, MqError>;
+    fn stop_listener(&mut self, name: &str) -> Result<String, MqError>;
+    /// Rows for DISPLAY LSSTATUS: name plus attribute pairs (STATUS(RUNNING), PORT(..), STARTDA, STARTTI...).
+    fn listener_status(&self) -> Vec<Vec<(String, String)>>;
+    /// Rows for DISPLAY CHSTATUS: one per active socket/conversation (CHANNEL, CHLTYPE(SVRCONN), CONNAME, STATUS(RUNNING), CURSHCNV, ...).
+    fn channel_status(&self) -> Vec<Vec<(String, String)>>;
+    /// Pairs for DISPLAY QMSTATUS (STATUS(RUNNING), STARTDA, STARTTI, CONNS, ...).
+    fn qmgr_status(&self) -> Vec<(String, String)>;
+    fn refresh_security(&mut self, type_: &str) -> Result<String, MqError>;
+}
+
+/// The outcome of one command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Response {
+    /// The id of the first line, `FMQnnnnX`.
+    pub msg_id: String,
+    pub ok: bool,
+    /// `Reason::NONE` on success; the engine's reason (or `COMMAND_FAILED` for a syntax error)
+    /// on failure.
+    pub reason: Reason,
+    /// The whole response block, lines joined with `\n`, ready to print.
+    pub text: String,
+    /// For DISPLAY: each object shown, as its attribute pairs in display order.
+    pub rows: Vec<Vec<(String, String)>>,
+}
+
+impl Response {
+    pub(crate) fn success(id: &str, line: impl AsRef<str>) -> Response {
+        Response {
+            msg_id: id.to_string(),
+            ok: true,
+            reason: Reason::NONE,
+            text: format!("{id}: {}", line.as_ref()),
+            rows: Vec::new(),
+        }
+    }
+
+    /// A failure of `what` (e.g. `ALTER QLOCAL(X)`) for the reason in `err`.
+    pub(crate) fn failure(what: &str, err: &MqError) -> Response {
+        let id = msg::failure(err.reason);
+        Response {
+            msg_id: id.to_string(),
+            ok: false,
+            reason: err.reason,
+            text: format!(
+                "{id}: {what} failed: {}\n   Reason: {}",
+                err.message, err.reason
+            ),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds the warning that names attributes stored but not acted on, if the command set any.
+    pub(crate) fn flag_not_acted_on(mut self, attrs: &[Setting]) -> Response {
+        let names: Vec<&str> = attrs
+            .iter()
+            .filter(|s| !s.attr.acted_on)
+            .map(|s| s.attr.name)
+            .collect();
+        if !names.is_empty() {
+            self.text.push_str(&format!(
+                "\n{}: {} stored; FerryMQ does not act on {} yet.",
+                msg::NOT_ACTED_ON,
+                names.join(", "),
+                if names.len() == 1 { "it" } else { "them" }
+            ));
+        }
+        self
+    }
+
+    /// Appends one object of a DISPLAY: its header line and attribute lines.
+    pub(crate) fn push_object(&mut self, header: String, fields: Vec<Field>) {
+        if !self.text.is_empty() {
+            self.text.push('\n');
+        }
+        self.text.push_str(&header);
+        for line in render_fields(&fields) {
+            self.text.push('\n');
+            self.text.push_str(&line);
+        }
+        self.rows
+            .push(fields.into_iter().map(|f| (f.name, f.value)).collect());
+    }
+}
+
+/// Runs one parsed command. `now_ms` is the current time (for message ages); the engine has no
+/// clock of its own.
+pub fn execute(
+    cmd: &Command,
+    engine: &mut Engine,
+    ops: &mut dyn ServerOps,
+    now_ms: u64,
+) -> Response {
+    let label = cmd.label();
+    match cmd {
+        Command::Define {
+            kind,
+            name,
+            attrs,
+            like,
+            replace,
+        } => {
+            if kind.is_queue() {
+                queue::define(engine, *kind, name, attrs, like.as_deref(), *replace)
+            } else {
+                object::define(engine, *kind, name, attrs, like.as_deref(), *replace)
+            }
+        }
+        Command::Alter { kind, name, attrs } => {
+            if kind.is_queue() {
+                queue::alter(engine, *kind, name, attrs)
+            } else {
+                object::alter(engine, *kind, name, attrs)
+            }
+        }
+        Command::AlterQmgr { attrs } => object::alter_qmgr(engine, attrs),
+        Command::Delete { kind, name, purge } => {
+            if kind.is_queue() {
+                queue::delete(engine, *kind, name, *purge)
+            } else {
+                object::delete(engine, *kind, name)
+            }
+        }
+        Command::Clear { name } => match engine.clear_queue(name) {
+            Ok(_) => Response::success(
+                msg::QUEUE_CLEARED,
+                format!("QLOCAL({name}) cleared: every committed message was removed."),
+            ),
+            Err(e) => Response::failure(&label, &e),
+        },
+        Command::Display { .. } => display::display(cmd, engine, &*ops, now_ms),
+        Command::StartListener(name) => match engine.object(ObjectKind::Listener, name) {
+            None => Response::failure(&label, &object::not_defined(ObjType::Listener, name)),
+            Some(def) => match ops.start_listener(&def.clone()) {
+                Ok(m) => Response::success(msg::LISTENER_STARTED, format!("LISTENER({name}): {m}")),
+                Err(e) => Response::failure(&label, &e),
+            },
+        },
+        Command::StopListener(name) => {
+            if engine.object(ObjectKind::Listener, name).is_none() {
+                return Response::failure(&label, &object::not_defined(ObjType::Listener, name));
+            }
+            match ops.stop_listener(name) {
+                Ok(m) => Response::success(msg::LISTENER_STOPPED, format!("LISTENER({name}): {m}")),
+                Err(e) => Response::failure(&label, &e),
+            }
+        }
+        Command::RefreshSecurity { type_ } => match ops.refresh_security(type_) {
+            Ok(m) => Response::success(msg::SECURITY_REFRESHED, m),
+            Err(e) => Response::failure(&label, &e),
+        },
+        Command::PingQmgr => Response::success(
+            msg::PING,
+            format!(
+                "Queue manager {} is running and answering commands.",
+                engine.qmgr_name()
+            ),
+        ),
+        Command::End => Response::success(
+            msg::END,
+            "END ends a runmqsc session; the queue manager has nothing to do for it.",
+        ),
+    }
+}
+
+/// Parses and runs one command as the queue manager receives it. A syntax error is a failed
+/// response that shows where the command went wrong.
+pub fn execute_text(
+    text: &str,
+    engine: &mut Engine,
+    ops: &mut dyn ServerOps,
+    now_ms: u64,
+) -> Response {
+    match parse(text) {
+        Ok(cmd) => execute(&cmd, engine, ops, now_ms),
+        Err(e) => Response {
+            msg_id: msg::SYNTAX_ERROR.to_string(),
+            ok: false,
+            reason: Reason::COMMAND_FAILED,
+            text: format!(
+                "{}: Syntax error: {}\n{}",
+                msg::SYNTAX_ERROR,
+                e.message,
+                e.pointer(text)
+            ),
+            rows: Vec::new(),
+        },
+    }
+}

@@ -1,0 +1,272 @@
+//! TCP listeners as MQ objects: the queue manager's own port from `qm.ini`, plus LISTENER objects
+//! started by START LISTENER or, with CONTROL(QMGR), with the queue manager. Also the registry of
+//! live sockets behind DISPLAY CHSTATUS. Each listener is an accept task; stopping one aborts it.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use ferrymq_types::{MqError, ObjectDef, Reason};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+
+use crate::qmgr::Shared;
+use crate::storage::now_ms;
+
+/// The listener for the port in `qm.ini` (MQ creates a similar system listener).
+pub const QMGR_LISTENER: &str = "SYSTEM.QMGR.TCP";
+
+/// A started listener name; several names may share one port's accept task.
+struct Running {
+    port: u16,
+    started_ms: u64,
+}
+
+/// The accept task of one port and how many listener names use it.
+struct Port {
+    task: JoinHandle<()>,
+    users: usize,
+}
+
+/// A live socket, as DISPLAY CHSTATUS shows it.
+#[derive(Debug, Clone)]
+pub struct SocketInfo {
+    pub conname: String,
+    pub bindings: bool,
+    pub started_ms: u64,
+    pub conversations: Arc<AtomicU64>,
+    pub frames: Arc<AtomicU64>,
+}
+
+#[derive(Default)]
+pub struct Control {
+    listeners: BTreeMap<String, Running>,
+    ports: BTreeMap<u16, Port>,
+    pub sockets: BTreeMap<u64, SocketInfo>,
+    next_socket: u64,
+    pub tasks: Vec<JoinHandle<()>>,
+}
+
+fn fmt_date_time(ms: u64) -> (String, String) {
+    let md = ferrymq_types::MessageDescriptor {
+        put_time_ms: ms,
+        ..Default::default()
+    };
+    let (d, t) = md.put_date_time();
+    (
+        format!("{}-{}-{}", &d[..4], &d[4..6], &d[6..8]),
+        format!("{}.{}.{}", &t[..2], &t[2..4], &t[4..6]),
+    )
+}
+
+impl Control {
+    pub fn register_socket(&mut self, conname: String, bindings: bool) -> (u64, SocketInfo) {
+        self.next_socket += 1;
+        let info = SocketInfo {
+            conname,
+            bindings,
+            started_ms: now_ms(),
+            conversations: Arc::new(AtomicU64::new(0)),
+            frames: Arc::new(AtomicU64::new(0)),
+        };
+        self.sockets.insert(self.next_socket, info.clone());
+        (self.next_socket, info)
+    }
+
+    pub fn listener_rows(&self) -> Vec<Vec<(String, String)>> {
+        self.listeners
+            .iter()
+            .map(|(name, r)| {
+                let (d, t) = fmt_date_time(r.started_ms);
+                vec![
+                    ("LISTENER".into(), name.clone()),
+                    (
+                        "STATUS".into(),
+                        if self
+                            .ports
+                            .get(&r.port)
+                            .is_some_and(|p| !p.task.is_finished())
+                        {
+                            "RUNNING".into()
+                        } else {
+                            "STOPPED".into()
+                        },
+                    ),
+                    ("PORT".into(), r.port.to_string()),
+                    ("TRPTYPE".into(), "TCP".into()),
+                    ("STARTDA".into(), d),
+                    ("STARTTI".into(), t),
+                ]
+            })
+            .collect()
+    }
+
+    pub fn channel_rows(&self) -> Vec<Vec<(String, String)>> {
+        self.sockets
+            .values()
+            .filter(|s| !s.bindings)
+            .map(|s| {
+                let (d, t) = fmt_date_time(s.started_ms);
+                vec![
+                    ("CHANNEL".into(), "SYSTEM.DEF.SVRCONN".into()),
+                    ("CHLTYPE".into(), "SVRCONN".into()),
+                    ("CONNAME".into(), s.conname.clone()),
+                    ("STATUS".into(), "RUNNING".into()),
+                    (
+                        "CURSHCNV".into(),
+                        s.conversations.load(Ordering::Relaxed).to_string(),
+                    ),
+                    ("MSGS".into(), s.frames.load(Ordering::Relaxed).to_string()),
+                    ("CHSTADA".into(), d),
+                    ("CHSTATI".into(), t),
+                ]
+            })
+            .collect()
+    }
+
+    pub fn stop_all(&mut self) {
+        self.listeners.clear();
+        for (_, p) in std::mem::take(&mut self.ports) {
+            p.task.abort();
+        }
+    }
+}
+
+/// Starts a named listener on `port`. A port some running listener already serves is shared, so
+/// a LISTENER object on the queue manager's own port starts cleanly.
+pub fn start(
+    shared: &Arc<Shared>,
+    name: &str,
+    address: &str,
+    port: u16,
+) -> Result<String, MqError> {
+    let mut ctl = shared.control.lock();
+    ctl.ports.retain(|_, p| !p.task.is_finished());
+    if let Some(r) = ctl.listeners.get(name) {
+        if ctl.ports.contains_key(&r.port) {
+            return Ok(format!(
+                "listener {name} is already running on port {}",
+                r.port
+            ));
+        }
+    }
+    if let Some(p) = ctl.ports.get_mut(&port) {
+        p.users += 1;
+        ctl.listeners.insert(
+            name.to_string(),
+            Running {
+                port,
+                started_ms: now_ms(),
+            },
+        );
+        return Ok(format!(
+            "listener {name} started on port {port}, which the queue manager already listens on"
+        ));
+    }
+    let addr = format!("{address}:{port}");
+    let std_listener = std::net::TcpListener::bind(&addr).map_err(|e| {
+        MqError::new(
+            Reason::RESOURCE_PROBLEM,
+            format!("listener {name} cannot listen on {addr}: {e}"),
+        )
+    })?;
+    std_listener
+        .set_nonblocking(true)
+        .map_err(|e| MqError::new(Reason::RESOURCE_PROBLEM, e.to_string()))?;
+    let listener = TcpListener::from_std(std_listener)
+        .map_err(|e| MqError::new(Reason::RESOURCE_PROBLEM, e.to_string()))?;
+    let task = tokio::spawn(accept_loop(shared.clone(), listener));
+    ctl.ports.insert(port, Port { task, users: 1 });
+    ctl.listeners.insert(
+        name.to_string(),
+        Running {
+            port,
+            started_ms: now_ms(),
+        },
+    );
+    Ok(format!("listener {name} started on port {port}"))
+}
+
+pub fn stop(shared: &Arc<Shared>, name: &str) -> Result<String, MqError> {
+    let mut ctl = shared.control.lock();
+    let r = ctl.listeners.remove(name).ok_or_else(|| {
+        MqError::new(
+            Reason::OBJECT_CHANGED,
+            format!("listener {name} is not running"),
+        )
+    })?;
+    if let Some(p) = ctl.ports.get_mut(&r.port) {
+        p.users -= 1;
+        if p.users == 0 {
+            p.task.abort();
+            ctl.ports.remove(&r.port);
+        }
+    }
+    Ok(format!("listener {name} stopped"))
+}
+
+/// Starts every LISTENER object defined with CONTROL(QMGR).
+pub fn start_controlled(shared: &Arc<Shared>, defs: Vec<ObjectDef>) {
+    for d in defs {
+        if d.attrs.get("CONTROL").map(String::as_str) != Some("QMGR") {
+            continue;
+        }
+        let port: u16 = d
+            .attrs
+            .get("PORT")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(1414);
+        let addr = d
+            .attrs
+            .get("IPADDR")
+            .filter(|a| !a.is_empty())
+            .cloned()
+            .unwrap_or_else(|| shared.cfg.bind_address.clone());
+        match start(shared, &d.name, &addr, port) {
+            Ok(m) => eprintln!("ferrymq: {m}"),
+            Err(e) => eprintln!("ferrymq: listener {} did not start: {e}", d.name),
+        }
+    }
+}
+
+async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
+    loop {
+        match listener.accept().await {
+            Ok((s, peer)) => {
+                let _ = s.set_nodelay(true);
+                spawn_conn(&shared, s, peer.ip().to_string(), false);
+            }
+            Err(e) => {
+                // Out of file descriptors and similar: back off instead of spinning.
+                eprintln!("ferrymq: accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Serves an accepted socket, within the MaxChannels limit.
+pub fn spawn_conn<S>(shared: &Arc<Shared>, s: S, conname: String, bindings: bool)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+{
+    let slots: &Arc<Semaphore> = &shared.slots;
+    let Ok(permit) = slots.clone().try_acquire_owned() else {
+        eprintln!(
+            "ferrymq: connection from {conname} refused: MaxChannels ({}) reached",
+            shared.cfg.max_sockets
+        );
+        return;
+    };
+    let (id, info) = shared.control.lock().register_socket(conname, bindings);
+    let sh = shared.clone();
+    let h = tokio::spawn(async move {
+        crate::conn::serve(s, sh.clone(), bindings, info).await;
+        sh.control.lock().sockets.remove(&id);
+        drop(permit);
+    });
+    let mut ctl = shared.control.lock();
+    ctl.tasks.retain(|h| !h.is_finished());
+    ctl.tasks.push(h);
+}
