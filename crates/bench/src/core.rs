@@ -229,33 +229,37 @@ fn measure(home: &Path, o: &Opts) -> Result<(), String> {
         Ok(d[0].1.clone())
     };
 
-    // Restart after a controlled end (a final checkpoint was taken).
+    let kill = |dir: &Path| -> Result<(), String> {
+        let pid = std::fs::read_to_string(dir.join("qm.pid")).map_err(|e| e.to_string())?;
+        Command::new("kill")
+            .arg("-9")
+            .arg(pid.trim())
+            .status()
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    };
+    // Restart after SIGKILL straight after the fill: load the last checkpoint, replay the log
+    // written since.
+    kill(&dir)?;
+    let t = Instant::now();
+    mq(home, &["strmqm", "BENCH"])?;
+    let crash = t.elapsed();
+    let d1 = depth(home)?;
+    // Restart after a controlled end (a final checkpoint was taken, nothing to replay).
     mq(home, &["endmqm", "-w", "BENCH"])?;
     let t = Instant::now();
     mq(home, &["strmqm", "BENCH"])?;
     let clean = t.elapsed();
-    let d1 = depth(home)?;
-    // Restart after SIGKILL under no load: replay from the last checkpoint.
-    let pid = std::fs::read_to_string(dir.join("qm.pid")).map_err(|e| e.to_string())?;
-    Command::new("kill")
-        .arg("-9")
-        .arg(pid.trim())
-        .status()
-        .map_err(|e| e.to_string())?;
-    std::thread::sleep(Duration::from_millis(200));
-    let t = Instant::now();
-    mq(home, &["strmqm", "BENCH"])?;
-    let crash = t.elapsed();
     let d2 = depth(home)?;
     println!(
-        "restart after endmqm, {} queued (CURDEPTH {d1}): strmqm returned in {:.2} s",
-        o.messages,
-        clean.as_secs_f64()
-    );
-    println!(
-        "restart after SIGKILL, {} queued (CURDEPTH {d2}): strmqm returned in {:.2} s",
+        "restart after SIGKILL, {} queued (CURDEPTH {d1}): strmqm returned in {:.2} s",
         o.messages,
         crash.as_secs_f64()
+    );
+    println!(
+        "restart after endmqm, {} queued (CURDEPTH {d2}): strmqm returned in {:.2} s",
+        o.messages,
+        clean.as_secs_f64()
     );
     let log = std::fs::read_to_string(dir.join("errors").join("qm.log")).unwrap_or_default();
     for line in log.lines().filter(|l| l.contains("recovered in")) {
