@@ -5,6 +5,8 @@
 //! core promises: restart time with N queued persistent messages (after a controlled end and after
 //! SIGKILL), and single-client persistent put+commit latency next to the raw `fdatasync` latency of
 //! the same file system.
+//!
+//! `ferrymq-bench cph ...` is the same harness as `ferrymq cph ...`.
 
 mod core;
 

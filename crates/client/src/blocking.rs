@@ -3,6 +3,7 @@
 //! (blocking a runtime thread on another runtime panics); use the async API there.
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use bytes::Bytes;
 use ferrymq_types::options::{GetOptions, PutOptions};
@@ -113,6 +114,17 @@ impl Connection {
         runtime().block_on(self.inner.get(h, opts))
     }
 
+    /// Registers an asynchronous consumer; see [`crate::Connection::consume`].
+    pub fn consume(
+        &self,
+        h: &ObjectHandle,
+        opts: &GetOptions,
+        window: u32,
+    ) -> Result<Consumer, MqError> {
+        let inner = runtime().block_on(self.inner.consume(h, opts, window))?;
+        Ok(Consumer { inner })
+    }
+
     pub fn commit(&self) -> Result<(), MqError> {
         runtime().block_on(self.inner.commit())
     }
@@ -135,5 +147,28 @@ impl Connection {
 
     pub fn disconnect(self) -> Result<(), MqError> {
         runtime().block_on(self.inner.disconnect())
+    }
+}
+
+/// A synchronous handle to an asynchronous consumer; see [`crate::Consumer`]. Dropping it
+/// without [`Consumer::cancel`] cancels it without waiting.
+#[derive(Debug)]
+pub struct Consumer {
+    inner: crate::Consumer,
+}
+
+impl Consumer {
+    // Named as the async `next`; not an `Iterator`, which would have to invent an end.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Message, MqError> {
+        runtime().block_on(self.inner.next())
+    }
+
+    pub fn next_timeout(&mut self, timeout: Duration) -> Result<Message, MqError> {
+        runtime().block_on(self.inner.next_timeout(timeout))
+    }
+
+    pub fn cancel(self) -> Result<(), MqError> {
+        runtime().block_on(self.inner.cancel())
     }
 }

@@ -25,7 +25,10 @@ use crate::options::ConnectOptions;
 use crate::socket::{CallError, Pool, Socket};
 use crate::{Message, ObjectHandle};
 
+mod consumer;
 mod reconnect;
+
+pub use consumer::Consumer;
 
 /// A handle to one conversation with a queue manager (an MQ `hConn`). Clones share the
 /// conversation; it ends with [`Connection::disconnect`] or when the last clone is dropped.
@@ -95,6 +98,7 @@ struct Conv {
     connect_req: Request,
     bind: Mutex<Binding>,
     handles: Mutex<Handles>,
+    consumers: Mutex<consumer::Consumers>,
     uow: Mutex<Uow>,
     // Async because reconnecting awaits I/O; serializes reconnects of this conversation.
     reconnect_lock: tokio::sync::Mutex<()>,
@@ -205,6 +209,7 @@ impl Connection {
                     generation: 0,
                 }),
                 handles: Mutex::new(Handles::default()),
+                consumers: Mutex::new(consumer::Consumers::default()),
                 uow: Mutex::new(Uow::default()),
                 reconnect_lock: tokio::sync::Mutex::new(()),
                 dead: Mutex::new(None),
@@ -310,6 +315,10 @@ impl Connection {
         };
         status("Close", self.inner.call1(req, Role::Plain).await?)?;
         self.inner.handles.lock().map.remove(&h.hobj);
+        self.inner.end_consumer(
+            h.hobj,
+            MqError::new(Reason::HOBJ_ERROR, "the object handle was closed"),
+        );
         Ok(())
     }
 
@@ -500,10 +509,9 @@ impl Connection {
         let c = &self.inner;
         c.check_alive()?;
         let b = c.bind.lock().clone();
-        *c.dead.lock() = Some(MqError::new(
-            Reason::HCONN_ERROR,
-            "the connection was disconnected",
-        ));
+        let gone = MqError::new(Reason::HCONN_ERROR, "the connection was disconnected");
+        *c.dead.lock() = Some(gone.clone());
+        c.end_all_consumers(gone);
         let r = match b.socket.call(b.conv, &Request::Disconnect).await {
             Ok(r) => status("Disconnect", r),
             Err(_) => Ok(()),
@@ -540,21 +548,14 @@ impl Conv {
             Request::Close { hobj, .. }
             | Request::Put { hobj, .. }
             | Request::Get { hobj, .. }
-            | Request::Inquire { hobj, .. } => Some(hobj),
+            | Request::Inquire { hobj, .. }
+            | Request::RegisterConsumer { hobj, .. }
+            | Request::CancelConsumer { hobj }
+            | Request::Credit { hobj, .. } => Some(hobj),
             _ => None,
         };
         if let Some(hobj) = hobj {
-            let handles = self.handles.lock();
-            let h = handles.map.get(hobj).ok_or_else(|| {
-                MqError::new(
-                    Reason::HOBJ_ERROR,
-                    format!("object handle {hobj} is not open on this connection"),
-                )
-            })?;
-            if let Some(e) = &h.lost {
-                return Err(e.clone());
-            }
-            *hobj = h.server;
+            *hobj = self.server_handle(*hobj)?;
         }
         let max = b.socket.params.max_msg_len;
         let body_len = match &wire {
@@ -573,6 +574,21 @@ impl Conv {
             ));
         }
         Ok(wire)
+    }
+
+    /// The queue manager's handle for the application's `hobj` on the current socket.
+    fn server_handle(&self, hobj: u32) -> Result<u32, MqError> {
+        let handles = self.handles.lock();
+        let h = handles.map.get(&hobj).ok_or_else(|| {
+            MqError::new(
+                Reason::HOBJ_ERROR,
+                format!("object handle {hobj} is not open on this connection"),
+            )
+        })?;
+        match &h.lost {
+            Some(e) => Err(e.clone()),
+            None => Ok(h.server),
+        }
     }
 
     /// Applies the lost-unit-of-work rule before a request goes out. `Ok(false)`: answer at once,

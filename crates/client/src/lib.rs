@@ -1,8 +1,9 @@
 //! FerryMQ's native Rust client: this crate owns the application side of the native protocol —
 //! connecting by queue manager name (bindings mode, over the queue manager's Unix socket) or by
 //! connection name list (client mode, over TCP), conversations sharing a socket (SHARECNV), every
-//! MQI verb (open, close, put, put1, get, commit, backout, inquire, admin), pipelining (a put and
-//! its commit in one write), heartbeats in both directions and automatic reconnect (MQCNO_RECONNECT)
+//! MQI verb (open, close, put, put1, get, commit, backout, inquire, admin), asynchronous consume
+//! with flow control ([`Connection::consume`], MQ's MQCB), pipelining (a put and its commit in one
+//! write), heartbeats in both directions and automatic reconnect (MQCNO_RECONNECT)
 //! with stable object handles. The API is async on tokio ([`Connection`]); [`blocking::Connection`]
 //! wraps it for threads that do not run an async runtime. Each socket has a reader and a writer
 //! task; calls wait for their own answer, so any number of calls may be outstanding at once.
@@ -16,7 +17,7 @@ pub mod blocking;
 use bytes::Bytes;
 use ferrymq_types::{MessageDescriptor, Properties};
 
-pub use conn::Connection;
+pub use conn::{Connection, Consumer};
 pub use options::{
     bindings_socket_path, ferrymq_home, parse_conn_name, ConnectOptions, Reconnect, Transport,
     CONNECT_TIMEOUT_DEFAULT, DEFAULT_PORT,
@@ -35,7 +36,7 @@ pub struct ObjectHandle {
     pub name: String,
 }
 
-/// A message returned by [`Connection::get`].
+/// A message returned by [`Connection::get`] or [`Consumer::next`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
     pub md: MessageDescriptor,

@@ -26,6 +26,7 @@ const WRITE_BATCH_BYTES: usize = 1 << 20;
 const READ_CHUNK_BYTES: usize = 64 * 1024;
 
 type Reply = oneshot::Sender<Result<Response, MqError>>;
+type StreamTx = mpsc::UnboundedSender<Result<Response, MqError>>;
 type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
 type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
 
@@ -47,6 +48,9 @@ enum Out {
 #[derive(Default)]
 struct State {
     pending: HashMap<(u16, u32), Reply>,
+    /// Requests answered by a stream of frames (a consumer's registration status, then its
+    /// deliveries), routed here until a failure status ends them.
+    streams: HashMap<(u16, u32), StreamTx>,
     /// Set once; every later request fails with it.
     broken: Option<MqError>,
     convs: BTreeSet<u16>,
@@ -104,6 +108,43 @@ impl Pending {
 impl Drop for Pending {
     fn drop(&mut self) {
         self.socket.state.lock().pending.remove(&self.key);
+    }
+}
+
+/// The frames answering one streaming request, in order: every frame with its (conv, req) until
+/// a failure status, which ends the stream. Dropping it forgets the request; later frames for it
+/// are discarded.
+pub(crate) struct Stream {
+    socket: Arc<Socket>,
+    key: (u16, u32),
+    rx: mpsc::UnboundedReceiver<Result<Response, MqError>>,
+}
+
+impl Stream {
+    /// The next frame; an error when the socket broke (or the stream was ended without a frame).
+    pub async fn recv(&mut self) -> Result<Response, MqError> {
+        match self.rx.recv().await {
+            Some(r) => r,
+            None => Err(self.socket.broken_error()),
+        }
+    }
+
+    pub fn socket(&self) -> &Arc<Socket> {
+        &self.socket
+    }
+
+    pub fn conv(&self) -> u16 {
+        self.key.0
+    }
+
+    pub fn key(&self) -> (u16, u32) {
+        self.key
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        self.socket.state.lock().streams.remove(&self.key);
     }
 }
 
@@ -267,6 +308,49 @@ impl Socket {
         p.wait().await.map_err(CallError::Interrupted)
     }
 
+    /// Sends `first` and then `then` on conversation `conv` in one write; the frames answering
+    /// `first` come through the returned [`Stream`], those answering `then` are discarded (they
+    /// are requests without an answer).
+    pub fn start_stream(
+        self: &Arc<Self>,
+        conv: u16,
+        first: &Request,
+        then: &[&Request],
+    ) -> Result<Stream, CallError> {
+        let mut out = BytesMut::new();
+        let id = self.next_req();
+        encode_request(conv, id, first, &mut out);
+        for r in then {
+            encode_request(conv, self.next_req(), r, &mut out);
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        {
+            let mut st = self.state.lock();
+            if let Some(e) = &st.broken {
+                return Err(CallError::NotSent(e.clone()));
+            }
+            st.streams.insert((conv, id), tx);
+        }
+        let stream = Stream {
+            socket: self.clone(),
+            key: (conv, id),
+            rx,
+        };
+        if self.tx.send(Out::Frame(out)).is_err() {
+            return Err(CallError::NotSent(self.broken_error()));
+        }
+        Ok(stream)
+    }
+
+    /// Ends a stream from this side: `last` is its final frame, and later frames from the queue
+    /// manager are discarded.
+    pub fn end_stream(&self, key: (u16, u32), last: Response) {
+        let tx = self.state.lock().streams.remove(&key);
+        if let Some(tx) = tx {
+            let _ = tx.send(Ok(last));
+        }
+    }
+
     /// Sends without waiting for the answer (which the reader then discards).
     pub fn send_oneway(&self, conv: u16, req: &Request) {
         let mut out = BytesMut::new();
@@ -274,10 +358,10 @@ impl Socket {
         let _ = self.tx.send(Out::Frame(out));
     }
 
-    /// Marks the socket broken and fails every outstanding request with `err`. Idempotent: the
+    /// Marks the socket broken and fails every outstanding request and stream with `err`. Idempotent: the
     /// first cause wins.
     fn fail(&self, err: MqError) {
-        let pending = {
+        let (pending, streams) = {
             let mut st = self.state.lock();
             if st.broken.is_some() {
                 return;
@@ -291,10 +375,16 @@ impl Socket {
             };
             tracing::debug!(endpoint = %self.endpoint, error = %err, "socket ended");
             st.broken = Some(err);
-            std::mem::take(&mut st.pending)
+            (
+                std::mem::take(&mut st.pending),
+                std::mem::take(&mut st.streams),
+            )
         };
         let err = self.broken_error();
         for (_, tx) in pending {
+            let _ = tx.send(Err(err.clone()));
+        }
+        for (_, tx) in streams {
             let _ = tx.send(Err(err.clone()));
         }
         self.stop.send_replace(true);
@@ -320,6 +410,16 @@ impl Socket {
             Some(tx) => {
                 drop(st);
                 let _ = tx.send(Ok(resp));
+            }
+            None if st.streams.contains_key(&(f.conv, f.req)) => {
+                // A failure status is the stream's last frame.
+                let last =
+                    matches!(&resp, Response::Status { reason, .. } if *reason != Reason::NONE);
+                let key = (f.conv, f.req);
+                let delivered = st.streams[&key].send(Ok(resp)).is_ok();
+                if last || !delivered {
+                    st.streams.remove(&key);
+                }
             }
             None => match resp {
                 Response::Status { reason, message } if f.conv == 0 && reason != Reason::NONE => {

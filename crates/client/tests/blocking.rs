@@ -4,6 +4,7 @@ mod support;
 
 use bytes::Bytes;
 use ferrymq_client::{blocking, open, GetOptions, PutOptions, Reason};
+use ferrymq_proto::kind;
 use ferrymq_types::{MessageDescriptor, Properties};
 use support::{Config, FakeServer};
 
@@ -59,5 +60,42 @@ fn the_blocking_client_works_from_std_threads() {
     let finished = done_rx.recv_timeout(support::TEST_TIMEOUT);
     worker.join().expect("blocking client thread panicked");
     finished.expect("blocking client did not finish in time");
+    drop(server);
+}
+
+#[test]
+fn the_blocking_consumer_works_from_a_std_thread() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt.block_on(FakeServer::start(Config::default()));
+    for body in [&b"one"[..], b"two", b"three"] {
+        server.enqueue("Q1", body);
+    }
+    let opts = server.client_options();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        let c = blocking::Connection::connect(opts).unwrap();
+        let q = c.open("Q1", open::INPUT_SHARED).unwrap();
+        let mut k = c.consume(&q, &GetOptions::any(), 2).unwrap();
+        let mut got = Vec::new();
+        for _ in 0..3 {
+            got.push(k.next().unwrap().body);
+        }
+        assert_eq!(got, [&b"one"[..], b"two", b"three"]);
+        let e = k
+            .next_timeout(std::time::Duration::from_millis(50))
+            .unwrap_err();
+        assert_eq!(e.reason, Reason::NO_MSG_AVAILABLE);
+        k.cancel().unwrap();
+        c.disconnect().unwrap();
+        done_tx.send(()).unwrap();
+    });
+    let finished = done_rx.recv_timeout(support::TEST_TIMEOUT);
+    worker.join().expect("blocking consumer thread panicked");
+    finished.expect("blocking consumer did not finish in time");
+    assert_eq!(server.count(kind::CANCEL_CONSUMER), 1);
     drop(server);
 }

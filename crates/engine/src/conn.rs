@@ -2,6 +2,7 @@
 //! the connection has in progress.
 
 use ahash::AHashMap;
+use ferrymq_types::options::GetOptions;
 
 use crate::message::Entry;
 use crate::queue::Key;
@@ -43,6 +44,18 @@ impl Uow {
     }
 }
 
+/// An asynchronous consumer (MQCB) on one handle: the server pushes a message per credit.
+#[derive(Debug, Clone)]
+pub struct Consumer {
+    /// The registration's request id: every delivery carries it.
+    pub token: u64,
+    pub opts: GetOptions,
+    /// Messages the application has allowed the server to push and not yet received.
+    pub credit: u32,
+    /// The waiter standing in for this consumer while no message matches.
+    pub waiter: Option<u64>,
+}
+
 #[derive(Debug)]
 pub struct Conn {
     pub id: ConnId,
@@ -54,6 +67,8 @@ pub struct Conn {
     pub uow: Uow,
     /// The get this connection is waiting in, if any: a connection makes one call at a time.
     pub waiting: Option<u64>,
+    /// Asynchronous consumers by object handle.
+    pub consumers: AHashMap<u32, Consumer>,
 }
 
 impl Conn {
@@ -67,6 +82,7 @@ impl Conn {
             max_handles,
             uow: Uow::default(),
             waiting: None,
+            consumers: AHashMap::new(),
         }
     }
 }

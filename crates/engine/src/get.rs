@@ -104,6 +104,7 @@ impl Engine {
             queue,
             opts: opts.clone(),
             sel,
+            consumer: false,
         });
         self.conns.get_mut(&conn).expect("checked").waiting = Some(id);
         Ok(GetOutcome::Waiting(id))
@@ -121,7 +122,7 @@ impl Engine {
 
     /// Finds the selected message, discarding expired messages met on the way (MQ never delivers
     /// them; their removal is not logged because after a restart they are still expired).
-    fn find(
+    pub(crate) fn find(
         &mut self,
         queue: &str,
         sel: &Selector,
@@ -138,7 +139,7 @@ impl Engine {
     }
 
     /// Takes (or browses) the message at `key` for a get through `hobj`.
-    fn take(
+    pub(crate) fn take(
         &mut self,
         conn: ConnId,
         hobj: u32,
@@ -251,7 +252,9 @@ impl Engine {
             // waiting, as MQ's MQGET would return it.
             self.waiters.remove(wid);
             if let Some(c) = self.conns.get_mut(&w.conn) {
-                c.waiting = None;
+                if c.waiting == Some(wid) {
+                    c.waiting = None;
+                }
             }
             let (result, wait_lsn) = match result {
                 Ok((got, lsn)) => (Ok(got), lsn),
@@ -264,6 +267,9 @@ impl Engine {
                 result,
                 wait_lsn,
             });
+            if w.consumer {
+                self.consumer_delivered(w.conn, w.hobj, delivered, now_ms);
+            }
             if delivered && !browse {
                 return;
             }

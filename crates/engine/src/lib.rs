@@ -11,6 +11,7 @@
 
 mod admin;
 pub mod conn;
+mod consume;
 mod get;
 pub mod message;
 mod open;

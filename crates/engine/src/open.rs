@@ -237,6 +237,9 @@ impl Engine {
                 }
             }
         }
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.consumers.remove(&hobj);
+        }
         self.conns
             .get_mut(&conn)
             .expect("checked")
@@ -276,7 +279,12 @@ impl Engine {
         for w in self.waiters.on_queue(name) {
             if let Some(w) = self.waiters.remove(w) {
                 if let Some(c) = self.conns.get_mut(&w.conn) {
-                    c.waiting = None;
+                    if c.waiting == Some(w.id) {
+                        c.waiting = None;
+                    }
+                    if w.consumer {
+                        c.consumers.remove(&w.hobj);
+                    }
                 }
                 self.deliveries.push(crate::Delivery {
                     conn: w.conn,

@@ -22,6 +22,8 @@ pub struct Waiter {
     pub queue: String,
     pub opts: GetOptions,
     pub sel: Selector,
+    /// Stands in for an asynchronous consumer rather than a get call.
+    pub consumer: bool,
 }
 
 #[derive(Debug, Default)]

@@ -609,3 +609,88 @@ fn a_checkpoint_image_plus_later_records_equals_the_live_state() {
     }
     assert_eq!(persistent_state(&r), persistent_state(&e));
 }
+
+#[test]
+fn a_consumer_receives_one_message_per_credit_and_no_more() {
+    let (mut e, _) = engine();
+    let c = e.connect("u", "consumer");
+    let h = open_io(&mut e, c, "Q1");
+    for i in 0..5 {
+        put(&mut e, c, h, &format!("m{i}"), false, false);
+    }
+    e.register_consumer(c, h, &GetOptions::any(), 77).unwrap();
+    assert!(e.take_deliveries().is_empty(), "no credit, no push");
+    e.add_credit(c, h, 2, 0);
+    let d = e.take_deliveries();
+    assert_eq!(
+        d.iter()
+            .map(|d| (d.token, body(d.result.as_ref().unwrap())))
+            .collect::<Vec<_>>(),
+        [(77, "m0".into()), (77, "m1".into())]
+    );
+    e.add_credit(c, h, 10, 0);
+    assert_eq!(e.take_deliveries().len(), 3, "the rest, then it waits");
+    // Arrivals are pushed while credit lasts.
+    let p = e.connect("u", "producer");
+    let hp = open_io(&mut e, p, "Q1");
+    for i in 0..3 {
+        put(&mut e, p, hp, &format!("late{i}"), false, false);
+    }
+    let d = e.take_deliveries();
+    assert_eq!(d.len(), 3);
+    assert_eq!(body(d[2].result.as_ref().unwrap()), "late2");
+    assert_eq!(e.queue_status("Q1").unwrap().cur_depth, 0);
+}
+
+#[test]
+fn consumers_under_syncpoint_are_refused_so_a_commit_never_takes_unseen_messages() {
+    let (mut e, _) = engine();
+    let c = e.connect("u", "consumer");
+    let h = open_io(&mut e, c, "Q1");
+    for sp in [Syncpoint::Yes, Syncpoint::IfPersistent] {
+        let opts = GetOptions {
+            syncpoint: sp,
+            ..GetOptions::any()
+        };
+        assert_eq!(
+            e.register_consumer(c, h, &opts, 5).unwrap_err().reason,
+            Reason::OPTIONS_ERROR
+        );
+    }
+}
+
+#[test]
+fn a_persistent_message_pushed_to_a_consumer_is_logged_as_got_before_the_push() {
+    let (mut e, log) = engine();
+    let c = e.connect("u", "consumer");
+    let h = open_io(&mut e, c, "Q1");
+    put(&mut e, c, h, "p", true, false);
+    let before = log.0.lock().unwrap().records.len();
+    e.register_consumer(c, h, &GetOptions::any(), 5).unwrap();
+    e.add_credit(c, h, 1, 0);
+    let d = e.take_deliveries();
+    assert_eq!(d.len(), 1);
+    assert_eq!(
+        log.0.lock().unwrap().records.len(),
+        before + 1,
+        "the removal is logged"
+    );
+    assert_eq!(
+        d[0].wait_lsn,
+        before as u64 + 1,
+        "the push waits for that record to be durable"
+    );
+}
+
+#[test]
+fn a_consumer_on_a_handle_not_open_for_input_is_refused() {
+    let (mut e, _) = engine();
+    let c = e.connect("u", "consumer");
+    let (h, _, _) = e.open(c, "Q1", "", open::OUTPUT, "").unwrap();
+    assert_eq!(
+        e.register_consumer(c, h, &GetOptions::any(), 1)
+            .unwrap_err()
+            .reason,
+        Reason::NOT_OPEN_FOR_INPUT
+    );
+}

@@ -31,6 +31,12 @@ Sample programs (bindings mode by queue manager name, or --conn 'host(port),...'
   ferrymq get QMNAME QUEUE [--wait-ms N] [--conn CONNAME]      print and remove messages
   ferrymq browse QMNAME QUEUE [--conn CONNAME]                 print messages, leave them
 
+Performance (MQ-CPH equivalent; see BENCHMARK.md in the docs):
+  ferrymq cph rr --qm QMNAME [--conn 'host(port)'] --requesters N --responders M --size BYTES
+                 [--persistent] --duration-s S [--warmup-s W] [--queues 10] [--json]
+  ferrymq cph requester|responder|putget|sender|receiver ...
+  ferrymq report standalone [--quick] [--out DIR]   sweep and write the seeds' tables, charts, JSON
+
   ferrymq demo [--seconds N] [--requesters N] [--persistent]   create a queue manager, run
                                                                request/reply, print the rate, clean up
 
@@ -58,6 +64,14 @@ fn main() {
         "get" => samples::get(rest, false),
         "browse" => samples::get(rest, true),
         "demo" => demo::run(rest),
+        "report" => ferrymq_bench::report::main(rest).map_err(|m| lifecycle::Fail {
+            code: 1,
+            message: format!("report: {m}"),
+        }),
+        "cph" => ferrymq_bench::cph::main(rest).map_err(|m| lifecycle::Fail {
+            code: 1,
+            message: format!("cph: {m}"),
+        }),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())

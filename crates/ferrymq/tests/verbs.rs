@@ -620,3 +620,56 @@ fn a_hundred_megabyte_message_round_trips() {
     assert_eq!(m.body.len(), body.len());
     assert!(m.body[..] == body[..], "content differs");
 }
+
+#[test]
+fn an_asynchronous_consumer_receives_pushed_messages_in_order() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "QV14", &[]);
+    let c = qm.connect();
+    mqsc(&c, "DEFINE QLOCAL(V.CONS)");
+    let h = c.open("V.CONS", open::INPUT_SHARED).unwrap();
+    let mut consumer = c.consume(&h, &GetOptions::any(), 4).unwrap();
+    let p = qm.connect();
+    let ph = p.open("V.CONS", open::OUTPUT).unwrap();
+    let pm = MessageDescriptor {
+        persistence: Persistence::Persistent,
+        ..md()
+    };
+    for i in 0..50 {
+        p.put(
+            &ph,
+            &pm,
+            &Properties::default(),
+            Bytes::from(format!("m{i}")),
+            &PutOptions::default(),
+        )
+        .unwrap();
+    }
+    for i in 0..50 {
+        let m = consumer.next_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(text(&m), format!("m{i}"));
+    }
+    assert_eq!(
+        consumer
+            .next_timeout(Duration::from_millis(200))
+            .unwrap_err()
+            .reason,
+        Reason::NO_MSG_AVAILABLE
+    );
+    consumer.cancel().unwrap();
+    put(&p, &ph, "after cancel");
+    assert_eq!(
+        text(&c.get(&h, &GetOptions::any()).unwrap()),
+        "after cancel",
+        "a cancelled consumer takes nothing"
+    );
+    let sp = GetOptions {
+        syncpoint: Syncpoint::Yes,
+        ..GetOptions::any()
+    };
+    assert_eq!(
+        c.consume(&h, &sp, 4).unwrap_err().reason,
+        Reason::OPTIONS_ERROR,
+        "consumers under syncpoint are refused"
+    );
+}

@@ -32,6 +32,7 @@ pub mod kind {
     pub const REGISTER_CONSUMER: u8 = 0x0D;
     pub const CANCEL_CONSUMER: u8 = 0x0E;
     pub const ADMIN: u8 = 0x0F;
+    pub const CREDIT: u8 = 0x10;
 
     pub const HELLO_OK: u8 = 0x81;
     pub const STATUS: u8 = 0x82;
@@ -98,14 +99,22 @@ pub enum Request {
     },
     /// Either side may send one; the peer answers `HeartbeatAck`.
     Heartbeat,
-    /// Asynchronous consume (MQCB): the server pushes `Message` responses carrying this request's
-    /// `req` until `CancelConsumer`.
+    /// Asynchronous consume (MQCB): registers (or replaces) the consumer of `hobj`; the server
+    /// answers `Status`, then pushes `Message` responses carrying this request's `req`, one per
+    /// credit granted with `Credit`, until `CancelConsumer`.
     RegisterConsumer {
         hobj: u32,
         opts: GetOptions,
     },
+    /// Ends the consumer of `hobj`; no delivery follows the `Status` answer.
     CancelConsumer {
         hobj: u32,
+    },
+    /// Allows the server to push `n` more messages to the consumer of `hobj` (flow control). Has
+    /// no answer.
+    Credit {
+        hobj: u32,
+        n: u32,
     },
     /// Administrative command text (e.g. `SHUTDOWN IMMEDIATE`, later MQSC). Encoded with a `u32`
     /// length, unlike other strings, because a script may exceed 64 KiB.
@@ -181,6 +190,7 @@ impl Request {
             Request::Heartbeat => kind::HEARTBEAT,
             Request::RegisterConsumer { .. } => kind::REGISTER_CONSUMER,
             Request::CancelConsumer { .. } => kind::CANCEL_CONSUMER,
+            Request::Credit { .. } => kind::CREDIT,
             Request::Admin { .. } => kind::ADMIN,
         }
     }
@@ -243,6 +253,7 @@ impl Request {
                 4 + 2 + selectors.iter().map(|s| str16(s)).sum::<usize>()
             }
             Request::CancelConsumer { .. } => 4,
+            Request::Credit { .. } => 8,
             Request::Admin { command } => bytes32(command.as_bytes()),
         }
     }
@@ -319,6 +330,7 @@ fn request_name(k: u8) -> Option<&'static str> {
         kind::HEARTBEAT => "Heartbeat",
         kind::REGISTER_CONSUMER => "RegisterConsumer",
         kind::CANCEL_CONSUMER => "CancelConsumer",
+        kind::CREDIT => "Credit",
         kind::ADMIN => "Admin",
         _ => return None,
     })
@@ -437,6 +449,10 @@ pub fn encode_request(conv: u16, req: u32, r: &Request, out: &mut BytesMut) {
             }
         }
         Request::CancelConsumer { hobj } => out.put_u32_le(*hobj),
+        Request::Credit { hobj, n } => {
+            out.put_u32_le(*hobj);
+            out.put_u32_le(*n);
+        }
         Request::Admin { command } => put_text32(out, command),
     }
     finish_frame(out, start);
@@ -606,6 +622,10 @@ fn decode_request(k: u8, r: &mut Reader) -> Result<Request, DecodeError> {
         },
         kind::CANCEL_CONSUMER => Request::CancelConsumer {
             hobj: r.u32("hobj")?,
+        },
+        kind::CREDIT => Request::Credit {
+            hobj: r.u32("hobj")?,
+            n: r.u32("credit")?,
         },
         kind::ADMIN => Request::Admin {
             command: text32(r, "admin command")?,

@@ -144,6 +144,7 @@ fn one_of_each_request() -> Vec<Request> {
             opts: GetOptions::any(),
         },
         Request::CancelConsumer { hobj: 7 },
+        Request::Credit { hobj: 7, n: 64 },
         Request::Admin {
             command: "x".repeat(100_000),
         },
@@ -196,7 +197,7 @@ fn each_request_variant_has_its_own_kind_and_round_trips() {
     let mut kinds: Vec<u8> = all.iter().map(Request::kind).collect();
     kinds.sort_unstable();
     kinds.dedup();
-    assert_eq!(kinds, (kind::HELLO..=kind::ADMIN).collect::<Vec<_>>());
+    assert_eq!(kinds, (kind::HELLO..=kind::CREDIT).collect::<Vec<_>>());
     for r in all {
         let f = decode_one(request_frame(5, 9, &r));
         assert_eq!(parse_request(&f).unwrap(), r, "{}", r.name());

@@ -165,14 +165,15 @@ async fn run<R: AsyncRead + Unpin>(
     }
 }
 
-/// Runs a batch of frames under one lock and queues their replies in order.
+/// Runs a batch of frames under one lock. Each frame's reply, and the deliveries its work pushed
+/// to waiting getters and consumers, are queued before the next frame runs, so a socket sees
+/// replies and pushed messages in the order they happened.
 fn process(
     shared: &Arc<Shared>,
     s: &mut Session,
     frames: &mut Vec<RawFrame>,
 ) -> Result<(), MqError> {
     let now = now_ms();
-    let mut replies: Vec<Out> = Vec::with_capacity(frames.len());
     let mut timers: Vec<(u64, u64)> = Vec::new();
     let mut admin = None;
     let mut fatal = None;
@@ -193,11 +194,12 @@ fn process(
                         reason: e.reason(),
                         message: e.to_string(),
                     };
-                    replies.push(Out {
+                    s.tx.send(Out {
                         frame: encode(f.conv, f.req, &r),
                         wait_lsn: 0,
                         close: false,
-                    });
+                    })
+                    .ok();
                     if f.conv == 0 && f.kind != kind::HEARTBEAT {
                         fatal = Some(MqError::new(e.reason(), e.to_string()));
                         break;
@@ -206,11 +208,15 @@ fn process(
                 }
             };
             match dispatch::handle(&mut core, shared, s, f.conv, f.req, req, now) {
-                Action::Reply(r, lsn) => replies.push(Out {
-                    frame: encode(f.conv, f.req, &r),
-                    wait_lsn: lsn,
-                    close: false,
-                }),
+                Action::Reply(r, lsn) => {
+                    s.tx.send(Out {
+                        frame: encode(f.conv, f.req, &r),
+                        wait_lsn: lsn,
+                        close: false,
+                    })
+                    .ok();
+                }
+                Action::Nothing => {}
                 Action::Wait { waiter, ms } => {
                     if let Some(ms) = ms {
                         timers.push((waiter, ms));
@@ -218,18 +224,16 @@ fn process(
                 }
                 Action::Admin(a, r) => {
                     admin = Some(a);
-                    replies.push(Out {
+                    s.tx.send(Out {
                         frame: encode(f.conv, f.req, &r),
                         wait_lsn: 0,
                         close: false,
-                    });
+                    })
+                    .ok();
                 }
             }
+            core.flush_deliveries();
         }
-        for r in replies {
-            s.tx.send(r).ok();
-        }
-        core.flush_deliveries();
     }
     for (waiter, ms) in timers {
         let shared = shared.clone();

@@ -29,6 +29,8 @@ pub struct Session {
 #[derive(Debug)]
 pub enum Action {
     Reply(Response, Lsn),
+    /// Nothing to answer (a credit grant).
+    Nothing,
     /// A get is waiting; answer later. `Some(ms)`: arm a timer for the wait interval.
     Wait {
         waiter: u64,
@@ -100,17 +102,47 @@ pub fn handle(
             s.info.conversations.fetch_sub(1, Ordering::Relaxed);
             Action::Reply(status_ok(), 0)
         }
-        Q::Open { name, qmgr, options, dynamic_name } => match e.open(conn, &name, &qmgr, options, &dynamic_name) {
+        Q::Open {
+            name,
+            qmgr,
+            options,
+            dynamic_name,
+        } => match e.open(conn, &name, &qmgr, options, &dynamic_name) {
             Ok((hobj, name, lsn)) => Action::Reply(Response::Opened { hobj, name }, lsn),
             Err(err) => Action::Reply(error_response(err), 0),
         },
         Q::Close { hobj, options } => done(e.close(conn, hobj, options, now_ms)),
-        Q::Put { hobj, opts, md, props, body } => match e.put(conn, hobj, &opts, md, props, body, now_ms) {
-            Ok(d) => Action::Reply(Response::PutOk { msg_id: d.msg_id, correl_id: d.correl_id }, d.wait_lsn),
+        Q::Put {
+            hobj,
+            opts,
+            md,
+            props,
+            body,
+        } => match e.put(conn, hobj, &opts, md, props, body, now_ms) {
+            Ok(d) => Action::Reply(
+                Response::PutOk {
+                    msg_id: d.msg_id,
+                    correl_id: d.correl_id,
+                },
+                d.wait_lsn,
+            ),
             Err(err) => Action::Reply(error_response(err), 0),
         },
-        Q::Put1 { name, qmgr, opts, md, props, body } => match e.put1(conn, &name, &qmgr, &opts, md, props, body, now_ms) {
-            Ok(d) => Action::Reply(Response::PutOk { msg_id: d.msg_id, correl_id: d.correl_id }, d.wait_lsn),
+        Q::Put1 {
+            name,
+            qmgr,
+            opts,
+            md,
+            props,
+            body,
+        } => match e.put1(conn, &name, &qmgr, &opts, md, props, body, now_ms) {
+            Ok(d) => Action::Reply(
+                Response::PutOk {
+                    msg_id: d.msg_id,
+                    correl_id: d.correl_id,
+                },
+                d.wait_lsn,
+            ),
             Err(err) => Action::Reply(error_response(err), 0),
         },
         Q::Get { hobj, opts } => match e.get(conn, hobj, &opts, req as u64, now_ms) {
@@ -131,15 +163,25 @@ pub fn handle(
             Ok(attrs) => Action::Reply(Response::InquireReply { attrs }, 0),
             Err(err) => Action::Reply(error_response(err), 0),
         },
-        Q::RegisterConsumer { .. } | Q::CancelConsumer { .. } => Action::Reply(
-            error_response(MqError::new(
-                Reason::OPTIONS_ERROR,
-                "asynchronous consume (MQCB) is not available in this release; use get with a wait interval",
-            )),
-            0,
-        ),
+        Q::RegisterConsumer { hobj, opts } => {
+            match e.register_consumer(conn, hobj, &opts, req as u64) {
+                Ok(()) => Action::Reply(status_ok(), 0),
+                Err(err) => Action::Reply(error_response(err), 0),
+            }
+        }
+        Q::Credit { hobj, n } => {
+            e.add_credit(conn, hobj, n, now_ms);
+            Action::Nothing
+        }
+        Q::CancelConsumer { hobj } => {
+            e.cancel_consumer(conn, hobj);
+            Action::Reply(status_ok(), 0)
+        }
         Q::Hello(_) => Action::Reply(
-            error_response(MqError::new(Reason::HEADER_ERROR, "Hello may be sent only once, as the first frame")),
+            error_response(MqError::new(
+                Reason::HEADER_ERROR,
+                "Hello may be sent only once, as the first frame",
+            )),
             0,
         ),
         Q::Connect { .. } | Q::Admin { .. } | Q::Heartbeat => unreachable!("handled above"),

@@ -1,7 +1,8 @@
 //! A small fake queue manager for the client's tests: it speaks the native protocol over real
 //! sockets (TCP on 127.0.0.1 or a Unix socket in a temp dir) with just enough queue semantics —
-//! queues made on open, syncpoint puts and gets, waiting gets, heartbeats — and records what it
-//! received so tests can check what went over the wire.
+//! queues made on open, syncpoint puts and gets, waiting gets, heartbeats, asynchronous consumers
+//! with credit-based flow control — and records what it received so tests can check what went
+//! over the wire.
 
 #![allow(dead_code)]
 
@@ -79,6 +80,14 @@ struct ConvSt {
     uow_gets: Vec<(String, Stored)>,
 }
 
+/// A registered consumer: pushes `Message` frames with its registration's `req`, one per credit.
+struct ConsumerSt {
+    req: u32,
+    queue: String,
+    opts: ferrymq_types::options::GetOptions,
+    credit: u64,
+}
+
 #[derive(Default)]
 struct St {
     queues: HashMap<String, VecDeque<Stored>>,
@@ -92,6 +101,13 @@ struct St {
     heartbeats_from_client: usize,
     acks_from_client: usize,
     writers: HashMap<u64, mpsc::UnboundedSender<BytesMut>>,
+    /// By (socket, conversation, hobj).
+    consumers: HashMap<(u64, u16, u32), ConsumerSt>,
+    /// (socket, conversation, req) of every consumer that ended, in order.
+    ended_consumers: Vec<(u64, u16, u32)>,
+    /// Messages pushed to consumers, and credits granted to them, in all.
+    pushed: u64,
+    granted: u64,
 }
 
 struct Shared {
@@ -170,6 +186,52 @@ impl FakeServer {
         };
         let mut st = self.shared.st.lock();
         st.queues.entry(queue.to_string()).or_default().push_back(m);
+        pump(&mut st);
+    }
+
+    /// Messages pushed to consumers so far.
+    pub fn pushed(&self) -> u64 {
+        self.shared.st.lock().pushed
+    }
+
+    /// Credits granted by clients so far (with registrations and Credit frames).
+    pub fn granted(&self) -> u64 {
+        self.shared.st.lock().granted
+    }
+
+    pub fn consumers(&self) -> usize {
+        self.shared.st.lock().consumers.len()
+    }
+
+    /// Ends every consumer from the server side with a final `Status{reason}`, as when its
+    /// queue is deleted.
+    pub fn end_consumers(&self, reason: Reason) {
+        let mut st = self.shared.st.lock();
+        let all: Vec<_> = st.consumers.drain().collect();
+        for ((sock, conv, _), c) in all {
+            if let Some(tx) = st.writers.get(&sock) {
+                send(tx, conv, c.req, &status(reason, "the consumer ended"));
+            }
+            st.ended_consumers.push((sock, conv, c.req));
+        }
+    }
+
+    /// Sends a message frame for every consumer that already ended (a late delivery the client
+    /// must discard).
+    pub fn push_to_ended_consumers(&self, body: &'static [u8]) {
+        let st = self.shared.st.lock();
+        for (sock, conv, req) in &st.ended_consumers {
+            if let Some(tx) = st.writers.get(sock) {
+                let m = Response::Message {
+                    reason: Reason::NONE,
+                    data_len: body.len() as u32,
+                    md: MessageDescriptor::default(),
+                    props: Properties::default(),
+                    body: Bytes::from_static(body),
+                };
+                send(tx, *conv, *req, &m);
+            }
+        }
     }
 
     pub fn depth(&self, queue: &str) -> usize {
@@ -291,6 +353,8 @@ async fn serve<R: AsyncRead + Unpin>(sh: Arc<Shared>, sock: u64, mut rd: R, tx: 
     let mut buf = BytesMut::new();
     let mut hello_done = false;
     loop {
+        // Room for whatever the client wrote at once, so each read shows one client write.
+        buf.reserve(64 * 1024);
         match rd.read_buf(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
@@ -335,6 +399,7 @@ async fn serve<R: AsyncRead + Unpin>(sh: Arc<Shared>, sock: u64, mut rd: R, tx: 
     // The socket ended: its conversations end, backing out their units of work.
     let mut st = sh.st.lock();
     st.writers.remove(&sock);
+    st.consumers.retain(|k, _| k.0 != sock);
     let convs: Vec<_> = st.convs.keys().filter(|k| k.0 == sock).copied().collect();
     for k in convs {
         if let Some(c) = st.convs.remove(&k) {
@@ -391,6 +456,7 @@ fn handle(sh: &Arc<Shared>, sock: u64, conv: u16, req: u32, r: Request, tx: &Tx)
         },
         _ if !st.convs.contains_key(&key) => status(Reason::HCONN_ERROR, "not connected"),
         Request::Disconnect => {
+            st.consumers.retain(|k, _| (k.0, k.1) != key);
             let c = st.convs.remove(&key).unwrap();
             backout(&mut st, c);
             status(Reason::NONE, "")
@@ -422,7 +488,10 @@ fn handle(sh: &Arc<Shared>, sock: u64, conv: u16, req: u32, r: Request, tx: &Tx)
             }
         }
         Request::Close { hobj, .. } => match st.convs.get_mut(&key).unwrap().hobjs.remove(&hobj) {
-            Some(_) => status(Reason::NONE, ""),
+            Some(_) => {
+                st.consumers.remove(&(sock, conv, hobj));
+                status(Reason::NONE, "")
+            }
             None => status(Reason::HOBJ_ERROR, "bad hobj"),
         },
         Request::Put {
@@ -524,6 +593,42 @@ fn handle(sh: &Arc<Shared>, sock: u64, conv: u16, req: u32, r: Request, tx: &Tx)
                 }
             }
         },
+        Request::RegisterConsumer { hobj, opts } => {
+            match st.convs[&key].hobjs.get(&hobj).cloned() {
+                None => status(Reason::HOBJ_ERROR, "bad hobj"),
+                Some(_) if opts.browse != ferrymq_types::options::Browse::No => {
+                    status(Reason::OPTIONS_ERROR, "a consumer cannot browse")
+                }
+                Some(queue) => {
+                    // Replaces any earlier consumer of the handle.
+                    st.consumers.insert(
+                        (sock, conv, hobj),
+                        ConsumerSt {
+                            req,
+                            queue,
+                            opts,
+                            credit: 0,
+                        },
+                    );
+                    status(Reason::NONE, "")
+                }
+            }
+        }
+        Request::Credit { hobj, n } => {
+            // No answer.
+            if let Some(c) = st.consumers.get_mut(&(sock, conv, hobj)) {
+                c.credit += u64::from(n);
+                st.granted += u64::from(n);
+                pump(&mut st);
+            }
+            return;
+        }
+        Request::CancelConsumer { hobj } => {
+            if let Some(c) = st.consumers.remove(&(sock, conv, hobj)) {
+                st.ended_consumers.push((sock, conv, c.req));
+            }
+            status(Reason::NONE, "")
+        }
         other => status(
             Reason::OPTIONS_ERROR,
             &format!("{} not supported", other.name()),
@@ -531,6 +636,38 @@ fn handle(sh: &Arc<Shared>, sock: u64, conv: u16, req: u32, r: Request, tx: &Tx)
     };
     drop(st);
     send(tx, conv, req, &reply);
+    // A put may have given a consumer something to push.
+    pump(&mut sh.st.lock());
+}
+
+/// Pushes what every consumer has credit for, and never more. A message too long for a consumer that does not
+/// accept truncation ends it with TRUNCATED_MSG_FAILED (the message stays on the queue).
+fn pump(st: &mut St) {
+    let keys: Vec<_> = st.consumers.keys().copied().collect();
+    for k in keys {
+        while let Some(c) = st.consumers.get(&k) {
+            if c.credit == 0 {
+                break;
+            }
+            let (queue, opts, req) = (c.queue.clone(), c.opts.clone(), c.req);
+            let Some(tx) = st.writers.get(&k.0).cloned() else {
+                break;
+            };
+            let Some(r) = take(st, (k.0, k.1), &queue, &opts) else {
+                break;
+            };
+            let end = matches!(r, Response::Status { .. });
+            send(&tx, k.1, req, &r);
+            if end {
+                st.consumers.remove(&k);
+                st.ended_consumers.push((k.0, k.1, req));
+                break;
+            }
+            let c = st.consumers.get_mut(&k).unwrap();
+            c.credit -= 1;
+            st.pushed += 1;
+        }
+    }
 }
 
 fn put(

@@ -249,6 +249,7 @@ pub fn request() -> impl Strategy<Value = Request> {
         (any::<u32>(), get_options())
             .prop_map(|(hobj, opts)| Request::RegisterConsumer { hobj, opts }),
         any::<u32>().prop_map(|hobj| Request::CancelConsumer { hobj }),
+        (any::<u32>(), any::<u32>()).prop_map(|(hobj, n)| Request::Credit { hobj, n }),
         prop_oneof![text(), "\\PC{20000,40000}"].prop_map(|command| Request::Admin { command }),
     ]
 }

@@ -1,0 +1,240 @@
+//! The loops each simulated application runs: requester, responder, put/get, sender, receiver.
+//! Each owns its connection (MQ-CPH gives every thread its own), counts what it completes, and
+//! records latency only inside the measurement window.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use ferrymq_client::{Connection, ObjectHandle};
+use ferrymq_types::descriptor::msg_type;
+use ferrymq_types::options::{open, GetOptions, PutOptions, Syncpoint, Wait};
+use ferrymq_types::{MessageDescriptor, MqError, Persistence, Properties, Reason};
+use hdrhistogram::Histogram;
+
+/// What every worker shares with the orchestrator.
+pub struct Shared {
+    pub stop: AtomicBool,
+    pub measuring: AtomicBool,
+    /// Completed units (round trips, or messages for one-sided modules).
+    pub done: AtomicU64,
+    pub errors: AtomicU64,
+    pub first_error: Mutex<Option<String>>,
+    /// Latency in microseconds, recorded inside the window.
+    pub hist: Mutex<Histogram<u64>>,
+    /// Delay between two units of one worker, for rate limits (0 = none).
+    pub pace: Duration,
+}
+
+impl Shared {
+    pub fn new(pace: Duration) -> Shared {
+        Shared {
+            stop: AtomicBool::new(false),
+            measuring: AtomicBool::new(false),
+            done: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            first_error: Mutex::new(None),
+            hist: Mutex::new(Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid bounds")),
+            pace,
+        }
+    }
+
+    fn fail(&self, what: &str, e: MqError) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        let mut f = self.first_error.lock().unwrap();
+        if f.is_none() {
+            *f = Some(format!("{what}: {e}"));
+        }
+    }
+
+    fn record(&self, started: Instant) {
+        self.done.fetch_add(1, Ordering::Relaxed);
+        if self.measuring.load(Ordering::Relaxed) {
+            let us = started.elapsed().as_micros().max(1) as u64;
+            let _ = self.hist.lock().unwrap().record(us);
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+fn persistence(p: bool) -> Persistence {
+    if p {
+        Persistence::Persistent
+    } else {
+        Persistence::NotPersistent
+    }
+}
+
+async fn pace(sh: &Shared, started: Instant) {
+    if !sh.pace.is_zero() {
+        if let Some(rest) = sh.pace.checked_sub(started.elapsed()) {
+            tokio::time::sleep(rest).await;
+        }
+    }
+}
+
+/// Puts a request under syncpoint and commits (one write), then waits for the reply by CorrelId.
+pub async fn requester(
+    c: Connection,
+    request_q: String,
+    reply_q: String,
+    size: usize,
+    persistent: bool,
+    sh: Arc<Shared>,
+) {
+    let run = async {
+        let req = c.open(&request_q, open::OUTPUT).await?;
+        let rep = c.open(&reply_q, open::INPUT_SHARED).await?;
+        let body = Bytes::from(vec![b'R'; size]);
+        let md = MessageDescriptor {
+            msg_type: msg_type::REQUEST,
+            persistence: persistence(persistent),
+            reply_to_q: reply_q.clone(),
+            ..Default::default()
+        };
+        let props = Properties::default();
+        while !sh.stopped() {
+            let t = Instant::now();
+            let (msg_id, _) = c.put_commit(&req, &md, &props, body.clone()).await?;
+            let opts = GetOptions {
+                wait: Wait::Ms(10_000),
+                match_correl_id: Some(msg_id),
+                ..GetOptions::any()
+            };
+            match c.get(&rep, &opts).await {
+                Ok(_) => sh.record(t),
+                Err(e) if e.reason == Reason::NO_MSG_AVAILABLE && sh.stopped() => break,
+                Err(e) => return Err(e),
+            }
+            pace(&sh, t).await;
+        }
+        Ok::<(), MqError>(())
+    };
+    if let Err(e) = run.await {
+        sh.fail("requester", e);
+    }
+    let _ = c.disconnect().await;
+}
+
+/// Gets a request under syncpoint, puts the reply (same size, CorrelId = request MsgId) to its
+/// reply-to queue and commits both in one write.
+pub async fn responder(
+    c: Connection,
+    request_q: String,
+    persistent: bool,
+    sh: Arc<Shared>,
+    count: bool,
+) {
+    let run = async {
+        let req = c.open(&request_q, open::INPUT_SHARED).await?;
+        let mut replies: HashMap<String, ObjectHandle> = HashMap::new();
+        let get = GetOptions {
+            wait: Wait::Ms(200),
+            syncpoint: Syncpoint::Yes,
+            ..GetOptions::any()
+        };
+        let props = Properties::default();
+        while !sh.stopped() {
+            let m = match c.get(&req, &get).await {
+                Ok(m) => m,
+                Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => continue,
+                Err(e) => return Err(e),
+            };
+            let t = Instant::now();
+            if !replies.contains_key(&m.md.reply_to_q) {
+                let h = c.open(&m.md.reply_to_q, open::OUTPUT).await?;
+                replies.insert(m.md.reply_to_q.clone(), h);
+            }
+            let h = &replies[&m.md.reply_to_q];
+            let md = MessageDescriptor {
+                msg_type: msg_type::REPLY,
+                correl_id: m.md.msg_id,
+                persistence: persistence(persistent),
+                ..Default::default()
+            };
+            c.put_commit(h, &md, &props, m.body).await?;
+            if count {
+                sh.record(t);
+            }
+        }
+        Ok::<(), MqError>(())
+    };
+    if let Err(e) = run.await {
+        sh.fail("responder", e);
+    }
+    let _ = c.disconnect().await;
+}
+
+/// One-sided and looped-back modules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Simple {
+    PutGet,
+    Sender,
+    Receiver,
+}
+
+pub async fn simple(
+    kind: Simple,
+    c: Connection,
+    queue: String,
+    size: usize,
+    persistent: bool,
+    sh: Arc<Shared>,
+) {
+    let run = async {
+        let h = c.open(&queue, open::OUTPUT | open::INPUT_SHARED).await?;
+        let body = Bytes::from(vec![b'S'; size]);
+        let md = MessageDescriptor {
+            persistence: persistence(persistent),
+            ..Default::default()
+        };
+        let props = Properties::default();
+        let sync = if persistent {
+            Syncpoint::Yes
+        } else {
+            Syncpoint::No
+        };
+        while !sh.stopped() {
+            let t = Instant::now();
+            let id = match kind {
+                Simple::PutGet | Simple::Sender => Some(if persistent {
+                    c.put_commit(&h, &md, &props, body.clone()).await?.0
+                } else {
+                    c.put(&h, &md, &props, body.clone(), &PutOptions::default())
+                        .await?
+                        .0
+                }),
+                Simple::Receiver => None,
+            };
+            if kind != Simple::Sender {
+                let opts = GetOptions {
+                    wait: Wait::Ms(1000),
+                    syncpoint: sync,
+                    match_msg_id: id,
+                    ..GetOptions::any()
+                };
+                match c.get(&h, &opts).await {
+                    Ok(_) => {
+                        if persistent {
+                            c.commit().await?;
+                        }
+                    }
+                    Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            sh.record(t);
+            pace(&sh, t).await;
+        }
+        Ok::<(), MqError>(())
+    };
+    if let Err(e) = run.await {
+        sh.fail("worker", e);
+    }
+    let _ = c.disconnect().await;
+}

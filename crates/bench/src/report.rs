@@ -1,0 +1,421 @@
+//! `ferrymq report standalone [--quick] [--out DIR]`: reproduces the seed reports' standalone
+//! Request/Responder tables on this machine. It creates its own queue managers (1 and 10, each
+//! with REQUEST0..9/REPLY0..9, MAXDEPTH 5000) in a private $FERRYMQ_HOME, sweeps the requester
+//! count upward for each message size and persistence until the rate stops rising, and writes a
+//! folder with a markdown report (tables in the seeds' layout: Max Rate, CPU%, Clients, Latency),
+//! one SVG chart per scenario (rate vs requesters) and the raw JSON of every run.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::cph::{self, Args, RunResult};
+
+struct Plan {
+    sizes: Vec<usize>,
+    persistence: Vec<bool>,
+    qm_counts: Vec<usize>,
+    requesters: Vec<usize>,
+    warmup: Duration,
+    duration: Duration,
+}
+
+impl Plan {
+    fn full() -> Plan {
+        Plan {
+            sizes: vec![256, 2048, 20_480, 204_800],
+            persistence: vec![false, true],
+            qm_counts: vec![1, 10],
+            requesters: vec![1, 2, 4, 8, 16, 32, 64, 128, 256],
+            warmup: Duration::from_secs(2),
+            duration: Duration::from_secs(8),
+        }
+    }
+
+    /// Under five minutes on a 2-core machine: the headline 2 KB size, both persistences, 1 QM.
+    fn quick() -> Plan {
+        Plan {
+            sizes: vec![2048],
+            persistence: vec![false, true],
+            qm_counts: vec![1],
+            requesters: vec![1, 4, 16, 64],
+            warmup: Duration::from_secs(1),
+            duration: Duration::from_secs(3),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Scenario {
+    name: String,
+    size: usize,
+    persistent: bool,
+    queue_managers: usize,
+    runs: Vec<RunResult>,
+}
+
+fn ferrymq_bin() -> Result<PathBuf, String> {
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    if me.file_name().is_some_and(|n| n == "ferrymq") {
+        return Ok(me);
+    }
+    let sibling = me.with_file_name("ferrymq");
+    if sibling.exists() {
+        Ok(sibling)
+    } else {
+        Err(format!(
+            "cannot find the ferrymq binary beside {}",
+            me.display()
+        ))
+    }
+}
+
+fn mq(home: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(ferrymq_bin()?)
+        .args(args)
+        .env("FERRYMQ_HOME", home)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "ferrymq {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn free_port() -> Result<u16, String> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+struct Qms {
+    home: PathBuf,
+    names: Vec<String>,
+    ports: Vec<u16>,
+    pids: Vec<u32>,
+}
+
+impl Qms {
+    fn start(home: &Path, n: usize) -> Result<Qms, String> {
+        let mut q = Qms {
+            home: home.to_path_buf(),
+            names: Vec::new(),
+            ports: Vec::new(),
+            pids: Vec::new(),
+        };
+        for i in 0..n {
+            let name = format!("PERF{i}");
+            let port = free_port()?;
+            mq(
+                home,
+                &[
+                    "crtmqm",
+                    "-p",
+                    &port.to_string(),
+                    "-lp",
+                    "3",
+                    "-lf",
+                    "16384",
+                    &name,
+                ],
+            )?;
+            mq(home, &["strmqm", &name])?;
+            let pid = std::fs::read_to_string(home.join("qmgrs").join(&name).join("qm.pid"))
+                .map_err(|e| e.to_string())?;
+            q.pids
+                .push(pid.trim().parse().map_err(|_| "bad pid file".to_string())?);
+            q.names.push(name);
+            q.ports.push(port);
+        }
+        Ok(q)
+    }
+}
+
+impl Drop for Qms {
+    fn drop(&mut self) {
+        for n in &self.names {
+            let _ = mq(&self.home, &["endmqm", "-i", "-w", n]);
+        }
+    }
+}
+
+fn svg_chart(s: &Scenario) -> String {
+    let (w, h, m) = (640.0, 360.0, 50.0);
+    let xs: Vec<f64> = s.runs.iter().map(|r| (r.threads as f64).log2()).collect();
+    let ys: Vec<f64> = s.runs.iter().map(|r| r.round_trips_per_s).collect();
+    let xmax = xs.iter().cloned().fold(1.0, f64::max);
+    let ymax = ys.iter().cloned().fold(1.0, f64::max) * 1.1;
+    let px = |x: f64| m + x / xmax * (w - 2.0 * m);
+    let py = |y: f64| h - m - y / ymax * (h - 2.0 * m);
+    let mut out = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = write!(
+        out,
+        r#"<rect width="{w}" height="{h}" fill="white"/><text x="{m}" y="20" font-size="14">{}</text>"#,
+        s.name
+    );
+    let _ = write!(
+        out,
+        r#"<line x1="{m}" y1="{}" x2="{}" y2="{}" stroke="black"/>"#,
+        h - m,
+        w - m,
+        h - m
+    );
+    let _ = write!(
+        out,
+        r#"<line x1="{m}" y1="{m}" x2="{m}" y2="{}" stroke="black"/>"#,
+        h - m
+    );
+    for r in &s.runs {
+        let x = px((r.threads as f64).log2());
+        let _ = write!(
+            out,
+            r#"<text x="{x}" y="{}" text-anchor="middle">{}</text>"#,
+            h - m + 16.0,
+            r.threads
+        );
+    }
+    let _ = write!(
+        out,
+        r#"<text x="{}" y="{}" text-anchor="middle">requesters</text>"#,
+        w / 2.0,
+        h - 10.0
+    );
+    for i in 0..=4 {
+        let y = ymax * i as f64 / 4.0;
+        let _ = write!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="end">{:.0}</text>"#,
+            m - 4.0,
+            py(y) + 4.0,
+            y
+        );
+    }
+    let _ = write!(
+        out,
+        r#"<text x="12" y="{}" transform="rotate(-90 12 {})" text-anchor="middle">round trips/s</text>"#,
+        h / 2.0,
+        h / 2.0
+    );
+    let pts: Vec<String> = xs
+        .iter()
+        .zip(ys.iter())
+        .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
+        .collect();
+    let _ = write!(
+        out,
+        r##"<polyline fill="none" stroke="#1f6feb" stroke-width="2" points="{}"/>"##,
+        pts.join(" ")
+    );
+    for p in &pts {
+        let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
+        let _ = write!(out, r##"<circle cx="{x}" cy="{y}" r="3" fill="#1f6feb"/>"##);
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+fn size_label(size: usize) -> String {
+    if size >= 1024 {
+        format!("{}KB", size / 1024)
+    } else {
+        format!("{size}B")
+    }
+}
+
+pub fn main(argv: &[String]) -> Result<(), String> {
+    match argv.first().map(String::as_str) {
+        Some("standalone") => {}
+        Some(other) => {
+            return Err(format!(
+                "report '{other}' is not available yet; reports: standalone"
+            ))
+        }
+        None => return Err("usage: ferrymq report standalone [--quick] [--out DIR]".into()),
+    }
+    let quick = argv.iter().any(|a| a == "--quick");
+    let out_dir = match argv.iter().position(|a| a == "--out") {
+        Some(i) => PathBuf::from(argv.get(i + 1).ok_or("--out needs a directory")?),
+        None => PathBuf::from(format!(
+            "ferrymq-report-standalone{}",
+            if quick { "-quick" } else { "" }
+        )),
+    };
+    let plan = if quick { Plan::quick() } else { Plan::full() };
+    std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    let home = std::env::temp_dir().join(format!("ferrymq-report-{}", std::process::id()));
+    std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let r = sweep(&plan, &home, &out_dir, quick);
+    let _ = std::fs::remove_dir_all(&home);
+    let scenarios = r?;
+    eprintln!(
+        "report: done in {:.0} s; written to {}",
+        started.elapsed().as_secs_f64(),
+        out_dir.display()
+    );
+    let _ = scenarios;
+    Ok(())
+}
+
+fn sweep(plan: &Plan, home: &Path, out_dir: &Path, quick: bool) -> Result<Vec<Scenario>, String> {
+    let mut scenarios = Vec::new();
+    let total = plan.qm_counts.len() * plan.sizes.len() * plan.persistence.len();
+    let mut n = 0;
+    for &nqm in &plan.qm_counts {
+        let qms = Qms::start(home, nqm)?;
+        for &size in &plan.sizes {
+            for &persistent in &plan.persistence {
+                n += 1;
+                let name = format!(
+                    "{} QM, {} {}",
+                    nqm,
+                    size_label(size),
+                    if persistent {
+                        "persistent"
+                    } else {
+                        "non-persistent"
+                    }
+                );
+                eprintln!("report: scenario {n}/{total}: {name}");
+                let mut s = Scenario {
+                    name,
+                    size,
+                    persistent,
+                    queue_managers: nqm,
+                    runs: Vec::new(),
+                };
+                let mut best = 0.0f64;
+                let mut flat = 0;
+                for &req in &plan.requesters {
+                    let a = Args {
+                        module: cph::Module::Rr,
+                        qms: qms.names.clone(),
+                        conns: qms
+                            .ports
+                            .iter()
+                            .map(|p| format!("127.0.0.1({p})"))
+                            .collect(),
+                        requesters: req,
+                        responders: 10 * nqm,
+                        size,
+                        persistent,
+                        duration: plan.duration,
+                        warmup: plan.warmup,
+                        queues: 10,
+                        request_prefix: "REQUEST".into(),
+                        reply_prefix: "REPLY".into(),
+                        rate: 0,
+                        json: false,
+                        live: false,
+                        server_pids: qms.pids.clone(),
+                        setup: true,
+                        client_threads: 1,
+                    };
+                    let r = cph::run(&a)?;
+                    eprintln!(
+                        "report:   {req:>4} requesters: {:>9.0} RT/s  QM CPU {:>5.1}%  client CPU {:>5.1}%  p50 {:.2} ms",
+                        r.round_trips_per_s,
+                        r.server_cpu_pct.unwrap_or(0.0),
+                        r.client_cpu_pct,
+                        r.latency_ms_p50
+                    );
+                    let rate = r.round_trips_per_s;
+                    s.runs.push(r);
+                    // The rate has stopped rising once two steps in a row add less than 5%.
+                    if rate > best * 1.05 {
+                        best = rate;
+                        flat = 0;
+                    } else {
+                        flat += 1;
+                        if flat >= 2 {
+                            break;
+                        }
+                    }
+                }
+                scenarios.push(s);
+                write_report(out_dir, &scenarios, quick)?;
+            }
+        }
+    }
+    Ok(scenarios)
+}
+
+fn write_report(out_dir: &Path, scenarios: &[Scenario], quick: bool) -> Result<(), String> {
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "# FerryMQ standalone Request/Responder report{}\n",
+        if quick { " (quick)" } else { "" }
+    );
+    let _ = writeln!(
+        md,
+        "Produced by `ferrymq report standalone{}` with ferrymq {} on {} CPU cores (client and queue managers share them). \
+         Workload as in BENCHMARK.md: requesters put a request under syncpoint and commit, then get the reply by CorrelId; \
+         10 responders per queue manager get under syncpoint, put the reply and commit. Requesters connect over TCP (SHARECNV 1). \
+         CPU is percent of one core. Latency is the median round trip at that load; the 1-requester row is the single-requester latency.\n",
+        if quick { " --quick" } else { "" },
+        env!("CARGO_PKG_VERSION"),
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
+    );
+    let _ = writeln!(md, "## Summary (the seeds' layout)\n");
+    let _ = writeln!(md, "| Scenario | Max Rate (RT/s) | QM CPU% | Client CPU% | Clients | Latency p50 at 1 requester (ms) | QM CPU µs/RT |");
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|");
+    for s in scenarios {
+        let Some(best) = s
+            .runs
+            .iter()
+            .max_by(|a, b| a.round_trips_per_s.total_cmp(&b.round_trips_per_s))
+        else {
+            continue;
+        };
+        let single = s
+            .runs
+            .iter()
+            .find(|r| r.threads == 1)
+            .map(|r| format!("{:.3}", r.latency_ms_p50))
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            md,
+            "| {} | {:.0} | {:.1} | {:.1} | {} | {} | {:.1} |",
+            s.name,
+            best.round_trips_per_s,
+            best.server_cpu_pct.unwrap_or(0.0),
+            best.client_cpu_pct,
+            best.threads,
+            single,
+            best.server_cpu_us_per_rt.unwrap_or(0.0)
+        );
+    }
+    for (i, s) in scenarios.iter().enumerate() {
+        let file = format!("chart-{i}.svg");
+        std::fs::write(out_dir.join(&file), svg_chart(s)).map_err(|e| e.to_string())?;
+        let _ = writeln!(md, "\n## {}\n\n![{}]({file})\n", s.name, s.name);
+        let _ = writeln!(md, "| Requesters | Rate (RT/s) | QM CPU% | Client CPU% | p50 (ms) | p99 (ms) | QM CPU µs/RT | Client CPU µs/RT |");
+        let _ = writeln!(md, "|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for r in &s.runs {
+            let _ = writeln!(
+                md,
+                "| {} | {:.0} | {:.1} | {:.1} | {:.3} | {:.3} | {:.1} | {:.1} |",
+                r.threads,
+                r.round_trips_per_s,
+                r.server_cpu_pct.unwrap_or(0.0),
+                r.client_cpu_pct,
+                r.latency_ms_p50,
+                r.latency_ms_p99,
+                r.server_cpu_us_per_rt.unwrap_or(0.0),
+                r.client_cpu_us_per_rt
+            );
+        }
+    }
+    std::fs::write(out_dir.join("README.md"), md).map_err(|e| e.to_string())?;
+    let json = serde_json::to_string_pretty(scenarios).map_err(|e| e.to_string())?;
+    std::fs::write(out_dir.join("runs.json"), json).map_err(|e| e.to_string())
+}
