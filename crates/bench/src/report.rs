@@ -147,18 +147,20 @@ impl Drop for Qms {
 
 fn svg_chart(s: &Scenario) -> String {
     let (w, h, m) = (640.0, 360.0, 50.0);
+    // The left margin leaves room for the rate labels and the axis title beside them.
+    let left = 80.0;
     let xs: Vec<f64> = s.runs.iter().map(|r| (r.threads as f64).log2()).collect();
     let ys: Vec<f64> = s.runs.iter().map(|r| r.round_trips_per_s).collect();
     let xmax = xs.iter().cloned().fold(1.0, f64::max);
     let ymax = ys.iter().cloned().fold(1.0, f64::max) * 1.1;
-    let px = |x: f64| m + x / xmax * (w - 2.0 * m);
+    let px = |x: f64| left + x / xmax * (w - left - m);
     let py = |y: f64| h - m - y / ymax * (h - 2.0 * m);
     let mut out = format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
     );
     let _ = write!(
         out,
-        r#"<rect width="{w}" height="{h}" fill="white"/><text x="{m}" y="20" font-size="14">{}</text>"#,
+        r#"<rect width="{w}" height="{h}" fill="white"/><text x="{left}" y="20" font-size="14">{}</text>"#,
         s.name
     );
     let _ = write!(

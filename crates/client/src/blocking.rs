@@ -110,6 +110,20 @@ impl Connection {
         runtime().block_on(self.inner.put_commit(h, md, props, body))
     }
 
+    /// Put under syncpoint, commit and get in one write; see [`crate::Connection::put_commit_get`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn put_commit_get(
+        &self,
+        put_h: &ObjectHandle,
+        md: &MessageDescriptor,
+        props: &Properties,
+        body: Bytes,
+        get_h: &ObjectHandle,
+        get_opts: &GetOptions,
+    ) -> Result<((MsgId, MsgId), Message), MqError> {
+        runtime().block_on(self.inner.put_commit_get(put_h, md, props, body, get_h, get_opts))
+    }
+
     pub fn get(&self, h: &ObjectHandle, opts: &GetOptions) -> Result<Message, MqError> {
         runtime().block_on(self.inner.get(h, opts))
     }

@@ -92,6 +92,29 @@ enum Role {
     Backout,
 }
 
+/// A 24-byte identifier unique to this process run: "FMQC", a random per-run prefix and a
+/// counter. Applications that set their own MsgId (to match replies by it) use this.
+pub fn unique_id() -> MsgId {
+    static PREFIX: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let prefix = *PREFIX.get_or_init(|| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let mut z = (t as u64) ^ ((std::process::id() as u64) << 40) ^ 0x9E37_79B9_7F4A_7C15;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    });
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed) + 1;
+    let mut id = [0u8; 24];
+    id[..4].copy_from_slice(b"FMQC");
+    id[4..12].copy_from_slice(&prefix.to_be_bytes());
+    id[12..20].copy_from_slice(&n.to_be_bytes());
+    id
+}
+
 struct Conv {
     pool: Arc<Pool>,
     qmgr_name: String,
@@ -411,6 +434,76 @@ impl Connection {
         };
         status("Commit", commit)?;
         Ok(ids)
+    }
+
+    /// Puts a message under syncpoint, commits, and gets a message — three requests in one write,
+    /// answered in order. A requester gives the request a MsgId of its own ([`unique_id`]) and
+    /// gets the reply by that CorrelId; a responder sends its reply together with the get of its
+    /// next request. A put keeps `md.msg_id` unless it is all zeros. If the put fails, the commit
+    /// still commits earlier syncpoint work and the get still runs; the put's error is returned.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn put_commit_get(
+        &self,
+        put_h: &ObjectHandle,
+        md: &MessageDescriptor,
+        props: &Properties,
+        body: Bytes,
+        get_h: &ObjectHandle,
+        get_opts: &GetOptions,
+    ) -> Result<((MsgId, MsgId), Message), MqError> {
+        let put = Request::Put {
+            hobj: put_h.hobj,
+            opts: PutOptions {
+                syncpoint: Syncpoint::Yes,
+                new_msg_id: md.msg_id == [0u8; 24],
+                ..PutOptions::default()
+            },
+            md: md.clone(),
+            props: props.clone(),
+            body,
+        };
+        let get = Request::Get {
+            hobj: get_h.hobj,
+            opts: get_opts.clone(),
+        };
+        let mut answers = self
+            .inner
+            .call(vec![put, Request::Commit, get], Role::Commit)
+            .await?
+            .into_iter();
+        let (Some(put), Some(commit), Some(got)) = (answers.next(), answers.next(), answers.next())
+        else {
+            return Err(backed_out());
+        };
+        let ids = match put {
+            Response::PutOk { msg_id, correl_id } => (msg_id, correl_id),
+            other => return Err(failure("Put", other)),
+        };
+        status("Commit", commit)?;
+        match got {
+            Response::Message {
+                reason,
+                data_len,
+                md,
+                props,
+                body,
+            } => {
+                if get_opts.syncpoint != Syncpoint::No {
+                    self.inner.joined(Role::Join);
+                }
+                Ok((
+                    ids,
+                    Message {
+                        md,
+                        props,
+                        body,
+                        data_len,
+                        truncated: reason == Reason::TRUNCATED_MSG_ACCEPTED,
+                    },
+                ))
+            }
+            other => Err(failure("Get", other)),
+        }
     }
 
     /// Gets (or browses) a message. A truncated message accepted by

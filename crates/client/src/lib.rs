@@ -17,7 +17,7 @@ pub mod blocking;
 use bytes::Bytes;
 use ferrymq_types::{MessageDescriptor, Properties};
 
-pub use conn::{Connection, Consumer};
+pub use conn::{unique_id, Connection, Consumer};
 pub use options::{
     bindings_socket_path, ferrymq_home, parse_conn_name, ConnectOptions, Reconnect, Transport,
     CONNECT_TIMEOUT_DEFAULT, DEFAULT_PORT,

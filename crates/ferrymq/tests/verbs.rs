@@ -673,3 +673,66 @@ fn an_asynchronous_consumer_receives_pushed_messages_in_order() {
         "consumers under syncpoint are refused"
     );
 }
+
+#[test]
+fn put_commit_get_sends_a_request_and_waits_for_its_reply_in_one_call() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "QV15", &[]);
+    let c = qm.connect();
+    mqsc(&c, "DEFINE QLOCAL(V.REQ)");
+    mqsc(&c, "DEFINE QLOCAL(V.REP)");
+    let responder = qm.connect();
+    let rq = responder.open("V.REQ", open::INPUT_SHARED).unwrap();
+    let rp = responder.open("V.REP", open::OUTPUT).unwrap();
+    let serve = std::thread::spawn(move || {
+        let m = responder
+            .get(
+                &rq,
+                &GetOptions {
+                    wait: Wait::Ms(5000),
+                    syncpoint: Syncpoint::Yes,
+                    ..GetOptions::any()
+                },
+            )
+            .unwrap();
+        let reply = MessageDescriptor {
+            correl_id: m.md.msg_id,
+            ..MessageDescriptor::default()
+        };
+        responder
+            .put_commit(
+                &rp,
+                &reply,
+                &Properties::default(),
+                Bytes::from_static(b"pong"),
+            )
+            .unwrap();
+    });
+    let req = c.open("V.REQ", open::OUTPUT).unwrap();
+    let rep = c.open("V.REP", open::INPUT_SHARED).unwrap();
+    let id = ferrymq_client::unique_id();
+    let request = MessageDescriptor {
+        msg_id: id,
+        reply_to_q: "V.REP".into(),
+        ..md()
+    };
+    let opts = GetOptions {
+        wait: Wait::Ms(5000),
+        match_correl_id: Some(id),
+        ..GetOptions::any()
+    };
+    let ((msg_id, _), reply) = c
+        .put_commit_get(
+            &req,
+            &request,
+            &Properties::default(),
+            Bytes::from_static(b"ping"),
+            &rep,
+            &opts,
+        )
+        .unwrap();
+    assert_eq!(msg_id, id, "the client's own MsgId is kept");
+    assert_eq!(&reply.body[..], b"pong");
+    assert_eq!(reply.md.correl_id, id);
+    serve.join().unwrap();
+}

@@ -151,6 +151,7 @@ async fn run_async(a: &Args) -> Result<RunResult, String> {
     };
     let sh = Arc::new(Shared::new(pace));
     let mut tasks = Vec::new();
+    let mut responder_tasks = Vec::new();
     let pair = |i: usize| (i % nqm, (i / nqm) % a.queues);
 
     let responders = match a.module {
@@ -167,7 +168,7 @@ async fn run_async(a: &Args) -> Result<RunResult, String> {
             .await
             .map_err(|e| e.to_string())?;
         let count = a.module == Module::Responder;
-        tasks.push(tokio::spawn(workers::responder(
+        responder_tasks.push(tokio::spawn(workers::responder(
             c,
             format!("{}{q}", a.request_prefix),
             a.persistent,
@@ -250,6 +251,10 @@ async fn run_async(a: &Args) -> Result<RunResult, String> {
     let s1 = server_marks(&pids).filter(|m| m.len() == nqm);
     sh.stop.store(true, Ordering::Relaxed);
     for t in tasks {
+        let _ = tokio::time::timeout(Duration::from_secs(15), t).await;
+    }
+    sh.stop_responders.store(true, Ordering::Relaxed);
+    for t in responder_tasks {
         let _ = tokio::time::timeout(Duration::from_secs(15), t).await;
     }
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use ferrymq_client::{Connection, ObjectHandle};
+use ferrymq_client::{unique_id, Connection, ObjectHandle};
 use ferrymq_types::descriptor::msg_type;
 use ferrymq_types::options::{open, GetOptions, PutOptions, Syncpoint, Wait};
 use ferrymq_types::{MessageDescriptor, MqError, Persistence, Properties, Reason};
@@ -17,6 +17,8 @@ use hdrhistogram::Histogram;
 /// What every worker shares with the orchestrator.
 pub struct Shared {
     pub stop: AtomicBool,
+    /// Responders stop after the requesters, so no requester is left waiting for a reply.
+    pub stop_responders: AtomicBool,
     pub measuring: AtomicBool,
     /// Completed units (round trips, or messages for one-sided modules).
     pub done: AtomicU64,
@@ -32,6 +34,7 @@ impl Shared {
     pub fn new(pace: Duration) -> Shared {
         Shared {
             stop: AtomicBool::new(false),
+            stop_responders: AtomicBool::new(false),
             measuring: AtomicBool::new(false),
             done: AtomicU64::new(0),
             errors: AtomicU64::new(0),
@@ -98,15 +101,21 @@ pub async fn requester(
             ..Default::default()
         };
         let props = Properties::default();
+        let mut md = md;
         while !sh.stopped() {
             let t = Instant::now();
-            let (msg_id, _) = c.put_commit(&req, &md, &props, body.clone()).await?;
+            // The request carries a MsgId chosen here, so its put, commit and the get of the reply
+            // by that CorrelId go out in one write.
+            md.msg_id = unique_id();
             let opts = GetOptions {
                 wait: Wait::Ms(10_000),
-                match_correl_id: Some(msg_id),
+                match_correl_id: Some(md.msg_id),
                 ..GetOptions::any()
             };
-            match c.get(&rep, &opts).await {
+            match c
+                .put_commit_get(&req, &md, &props, body.clone(), &rep, &opts)
+                .await
+            {
                 Ok(_) => sh.record(t),
                 Err(e) if e.reason == Reason::NO_MSG_AVAILABLE && sh.stopped() => break,
                 Err(e) => return Err(e),
@@ -122,7 +131,7 @@ pub async fn requester(
 }
 
 /// Gets a request under syncpoint, puts the reply (same size, CorrelId = request MsgId) to its
-/// reply-to queue and commits both in one write.
+/// reply-to queue and commits both — in the same write as the get of its next request.
 pub async fn responder(
     c: Connection,
     request_q: String,
@@ -139,11 +148,15 @@ pub async fn responder(
             ..GetOptions::any()
         };
         let props = Properties::default();
-        while !sh.stopped() {
-            let m = match c.get(&req, &get).await {
-                Ok(m) => m,
-                Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => continue,
-                Err(e) => return Err(e),
+        let mut pending: Option<ferrymq_client::Message> = None;
+        while !sh.stop_responders.load(Ordering::Relaxed) {
+            let m = match pending.take() {
+                Some(m) => m,
+                None => match c.get(&req, &get).await {
+                    Ok(m) => m,
+                    Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => continue,
+                    Err(e) => return Err(e),
+                },
             };
             let t = Instant::now();
             if !replies.contains_key(&m.md.reply_to_q) {
@@ -157,7 +170,12 @@ pub async fn responder(
                 persistence: persistence(persistent),
                 ..Default::default()
             };
-            c.put_commit(h, &md, &props, m.body).await?;
+            match c.put_commit_get(h, &md, &props, m.body, &req, &get).await {
+                Ok((_, next)) => pending = Some(next),
+                // The reply is committed; only the next get found nothing within its wait.
+                Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => {}
+                Err(e) => return Err(e),
+            }
             if count {
                 sh.record(t);
             }
