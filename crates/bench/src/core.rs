@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -12,6 +12,8 @@ use ferrymq_client::blocking::Connection;
 use ferrymq_client::{ConnectOptions, Transport};
 use ferrymq_types::options::{open, PutOptions, Syncpoint};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties};
+
+use ferrymq_bench::qm::mq;
 
 struct Opts {
     messages: usize,
@@ -27,35 +29,6 @@ fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> Result<
             .and_then(|v| v.parse().ok())
             .ok_or_else(|| format!("{name} needs a number")),
     }
-}
-
-fn ferrymq_bin() -> Result<PathBuf, String> {
-    let me = std::env::current_exe().map_err(|e| e.to_string())?;
-    let bin = me.with_file_name("ferrymq");
-    if bin.exists() {
-        Ok(bin)
-    } else {
-        Err(format!(
-            "{} not found; build it with cargo build --release -p ferrymq",
-            bin.display()
-        ))
-    }
-}
-
-fn mq(home: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(ferrymq_bin()?)
-        .args(args)
-        .env("FERRYMQ_HOME", home)
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(format!(
-            "ferrymq {args:?}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn connect(home: &Path, qm: &str) -> Result<Connection, String> {

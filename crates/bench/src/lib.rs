@@ -6,4 +6,5 @@
 
 pub mod cph;
 pub mod cpu;
+pub mod qm;
 pub mod report;

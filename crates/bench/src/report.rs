@@ -7,12 +7,12 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use crate::cph::{self, Args, RunResult};
+use crate::qm::{free_port, mq};
 
 struct Plan {
     sizes: Vec<usize>,
@@ -55,43 +55,6 @@ struct Scenario {
     persistent: bool,
     queue_managers: usize,
     runs: Vec<RunResult>,
-}
-
-fn ferrymq_bin() -> Result<PathBuf, String> {
-    let me = std::env::current_exe().map_err(|e| e.to_string())?;
-    if me.file_name().is_some_and(|n| n == "ferrymq") {
-        return Ok(me);
-    }
-    let sibling = me.with_file_name("ferrymq");
-    if sibling.exists() {
-        Ok(sibling)
-    } else {
-        Err(format!(
-            "cannot find the ferrymq binary beside {}",
-            me.display()
-        ))
-    }
-}
-
-fn mq(home: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(ferrymq_bin()?)
-        .args(args)
-        .env("FERRYMQ_HOME", home)
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(format!(
-            "ferrymq {args:?}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-fn free_port() -> Result<u16, String> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
 }
 
 struct Qms {
@@ -309,6 +272,7 @@ fn sweep(plan: &Plan, home: &Path, out_dir: &Path, quick: bool) -> Result<Vec<Sc
                         responders: 10 * nqm,
                         size,
                         persistent,
+                        syncpoint: None,
                         duration: plan.duration,
                         warmup: plan.warmup,
                         queues: 10,

@@ -121,7 +121,10 @@ impl Connection {
         get_h: &ObjectHandle,
         get_opts: &GetOptions,
     ) -> Result<((MsgId, MsgId), Message), MqError> {
-        runtime().block_on(self.inner.put_commit_get(put_h, md, props, body, get_h, get_opts))
+        runtime().block_on(
+            self.inner
+                .put_commit_get(put_h, md, props, body, get_h, get_opts),
+        )
     }
 
     pub fn get(&self, h: &ObjectHandle, opts: &GetOptions) -> Result<Message, MqError> {

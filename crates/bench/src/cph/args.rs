@@ -25,6 +25,9 @@ pub struct Args {
     pub responders: usize,
     pub size: usize,
     pub persistent: bool,
+    /// putget/sender/receiver: put and get under syncpoint (default: when persistent). The
+    /// Request/Responder modules always use syncpoint as the reports do.
+    pub syncpoint: Option<bool>,
     pub duration: Duration,
     pub warmup: Duration,
     /// Queue pairs per queue manager (REQUEST0..n-1 / REPLY0..n-1).
@@ -58,7 +61,7 @@ fn num<T: std::str::FromStr>(s: &str, name: &str) -> Result<T, String> {
 
 pub const USAGE: &str = "usage: ferrymq cph rr|requester|responder|putget|sender|receiver --qm NAME[,NAME...] \
 [--conn 'host(port)'[,...]] [--requesters N] [--responders M] [--threads N] [--size BYTES] [--persistent] \
-[--duration-s S] [--warmup-s W] [--queues 10] [--request-prefix REQUEST] [--reply-prefix REPLY] [--rate N] \
+[--syncpoint|--no-syncpoint] [--duration-s S] [--warmup-s W] [--queues 10] [--request-prefix REQUEST] [--reply-prefix REPLY] [--rate N] \
 [--server-pid PID[,PID...]] [--no-setup] [--client-threads N] [--quiet] [--json]";
 
 impl Args {
@@ -80,6 +83,7 @@ impl Args {
             responders: 0,
             size: 2048,
             persistent: false,
+            syncpoint: None,
             duration: Duration::from_secs(10),
             warmup: Duration::from_secs(2),
             queues: 10,
@@ -109,6 +113,8 @@ impl Args {
                 "--responders" => a.responders = num(value(argv, &mut i, flag)?, flag)?,
                 "--size" => a.size = num(value(argv, &mut i, flag)?, flag)?,
                 "--persistent" => a.persistent = true,
+                "--syncpoint" => a.syncpoint = Some(true),
+                "--no-syncpoint" => a.syncpoint = Some(false),
                 "--duration-s" => {
                     a.duration = Duration::from_secs_f64(num(value(argv, &mut i, flag)?, flag)?)
                 }

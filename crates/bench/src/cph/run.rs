@@ -191,14 +191,19 @@ async fn run_async(a: &Args) -> Result<RunResult, String> {
         );
         let sh = sh.clone();
         let (size, p) = (a.size, a.persistent);
+        let sp = a.syncpoint.unwrap_or(a.persistent);
         tasks.push(match a.module {
             Module::Rr | Module::Requester => {
                 tokio::spawn(workers::requester(c, req, rep, size, p, sh))
             }
-            Module::PutGet => tokio::spawn(workers::simple(Simple::PutGet, c, req, size, p, sh)),
-            Module::Sender => tokio::spawn(workers::simple(Simple::Sender, c, req, size, p, sh)),
+            Module::PutGet => {
+                tokio::spawn(workers::simple(Simple::PutGet, c, req, size, p, sp, sh))
+            }
+            Module::Sender => {
+                tokio::spawn(workers::simple(Simple::Sender, c, req, size, p, sp, sh))
+            }
             Module::Receiver => {
-                tokio::spawn(workers::simple(Simple::Receiver, c, req, size, p, sh))
+                tokio::spawn(workers::simple(Simple::Receiver, c, req, size, p, sp, sh))
             }
             Module::Responder => unreachable!("no requesters in responder mode"),
         });

@@ -202,6 +202,7 @@ pub async fn simple(
     queue: String,
     size: usize,
     persistent: bool,
+    syncpoint: bool,
     sh: Arc<Shared>,
 ) {
     let run = async {
@@ -212,7 +213,7 @@ pub async fn simple(
             ..Default::default()
         };
         let props = Properties::default();
-        let sync = if persistent {
+        let sync = if syncpoint {
             Syncpoint::Yes
         } else {
             Syncpoint::No
@@ -220,13 +221,23 @@ pub async fn simple(
         while !sh.stopped() {
             let t = Instant::now();
             let id = match kind {
-                Simple::PutGet | Simple::Sender => Some(if persistent {
-                    c.put_commit(&h, &md, &props, body.clone()).await?.0
-                } else {
-                    c.put(&h, &md, &props, body.clone(), &PutOptions::default())
-                        .await?
-                        .0
-                }),
+                Simple::PutGet | Simple::Sender => {
+                    let put = if syncpoint {
+                        c.put_commit(&h, &md, &props, body.clone()).await
+                    } else {
+                        c.put(&h, &md, &props, body.clone(), &PutOptions::default())
+                            .await
+                    };
+                    match put {
+                        Ok((id, _)) => Some(id),
+                        // A sender running ahead of its receivers fills the queue: back off.
+                        Err(e) if e.reason == Reason::Q_FULL => {
+                            tokio::time::sleep(Duration::from_millis(1)).await;
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
                 Simple::Receiver => None,
             };
             if kind != Simple::Sender {
@@ -238,7 +249,7 @@ pub async fn simple(
                 };
                 match c.get(&h, &opts).await {
                     Ok(_) => {
-                        if persistent {
+                        if syncpoint {
                             c.commit().await?;
                         }
                     }
