@@ -1,4 +1,4 @@
-//! `ferrymq report standalone [--quick] [--out DIR]`: reproduces the seed reports' standalone
+//! `ferrymq report standalone [--quick] [--qms 1,10] [--sizes ...] [--out DIR]`: reproduces the seed reports' standalone
 //! Request/Responder tables on this machine. It creates its own queue managers (1 and 10, each
 //! with REQUEST0..9/REPLY0..9, MAXDEPTH 5000) in a private $FERRYMQ_HOME, sweeps the requester
 //! count upward for each message size and persistence until the rate stops rising, and writes a
@@ -104,6 +104,7 @@ impl Drop for Qms {
     fn drop(&mut self) {
         for n in &self.names {
             let _ = mq(&self.home, &["endmqm", "-i", "-w", n]);
+            let _ = mq(&self.home, &["dltmqm", n]);
         }
     }
 }
@@ -203,7 +204,7 @@ pub fn main(argv: &[String]) -> Result<(), String> {
                 "report '{other}' is not available yet; reports: standalone"
             ))
         }
-        None => return Err("usage: ferrymq report standalone [--quick] [--out DIR]".into()),
+        None => return Err("usage: ferrymq report standalone [--quick] [--qms 1,10] [--sizes 256,2048,20480,204800] [--out DIR]".into()),
     }
     let quick = argv.iter().any(|a| a == "--quick");
     let out_dir = match argv.iter().position(|a| a == "--out") {
@@ -213,7 +214,28 @@ pub fn main(argv: &[String]) -> Result<(), String> {
             if quick { "-quick" } else { "" }
         )),
     };
-    let plan = if quick { Plan::quick() } else { Plan::full() };
+    let mut plan = if quick { Plan::quick() } else { Plan::full() };
+    let list = |flag: &str| -> Result<Option<Vec<usize>>, String> {
+        match argv.iter().position(|a| a == flag) {
+            None => Ok(None),
+            Some(i) => argv
+                .get(i + 1)
+                .ok_or(format!("{flag} needs a list, e.g. 1,10"))?
+                .split(',')
+                .map(|v| {
+                    v.parse()
+                        .map_err(|_| format!("{flag}: '{v}' is not a number"))
+                })
+                .collect::<Result<Vec<usize>, String>>()
+                .map(Some),
+        }
+    };
+    if let Some(q) = list("--qms")? {
+        plan.qm_counts = q;
+    }
+    if let Some(s) = list("--sizes")? {
+        plan.sizes = s;
+    }
     std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
     let home = std::env::temp_dir().join(format!("ferrymq-report-{}", std::process::id()));
     std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;

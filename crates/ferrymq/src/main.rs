@@ -35,7 +35,8 @@ Performance (MQ-CPH equivalent; see BENCHMARK.md in the docs):
   ferrymq cph rr --qm QMNAME [--conn 'host(port)'] --requesters N --responders M --size BYTES
                  [--persistent] --duration-s S [--warmup-s W] [--queues 10] [--json]
   ferrymq cph requester|responder|putget|sender|receiver ...
-  ferrymq report standalone [--quick] [--out DIR]   sweep and write the seeds' tables, charts, JSON
+  ferrymq report standalone [--quick] [--qms 1,10] [--sizes 2048,...] [--out DIR]
+                                         sweep and write the seeds' tables, charts, JSON
 
   ferrymq demo [--seconds N] [--requesters N] [--persistent]   create a queue manager, run
                                                                request/reply, print the rate, clean up

@@ -376,3 +376,36 @@ fn a_message_over_maxmsgl_is_refused_with_a_reason_and_nothing_changes() {
     )
     .unwrap();
 }
+
+#[test]
+fn a_message_over_the_queues_own_maxmsgl_gets_msg_too_big_for_q_naming_the_queue() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "QBAD8", &[]);
+    let c = qm.connect();
+    c.admin("MQSC DEFINE QLOCAL(SMALL.MSGS) MAXMSGL(10)")
+        .unwrap();
+    let h = c.open("SMALL.MSGS", open::OUTPUT | open::INQUIRE).unwrap();
+    let err = c
+        .put(
+            &h,
+            &MessageDescriptor::default(),
+            &Properties::default(),
+            Bytes::from_static(b"eleven byte"),
+            &PutOptions::default(),
+        )
+        .unwrap_err();
+    assert_eq!(err.reason, Reason::MSG_TOO_BIG_FOR_Q);
+    assert!(
+        err.message.contains("SMALL.MSGS") && err.message.contains("MAXMSGL"),
+        "{err}"
+    );
+    c.put(
+        &h,
+        &MessageDescriptor::default(),
+        &Properties::default(),
+        Bytes::from_static(b"ten bytes!"),
+        &PutOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(c.inquire(&h, &["CURDEPTH"]).unwrap()[0].1, "1");
+}
