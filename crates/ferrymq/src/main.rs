@@ -6,6 +6,7 @@
 mod demo;
 mod lifecycle;
 mod mqargs;
+mod relay;
 mod runmqsc;
 mod samples;
 
@@ -38,6 +39,11 @@ Performance (MQ-CPH equivalent; see BENCHMARK.md in the docs):
   ferrymq report standalone [--quick] [--qms 1,10] [--sizes 2048,...] [--out DIR]
                                          sweep and write the seeds' tables, charts, JSON
 
+Network rehearsal:
+  ferrymq relay --listen ADDR:PORT --target ADDR:PORT --rtt-ms N [--seconds S]
+                                         TCP relay adding N ms of round trip (half each way),
+                                         keeping order and bandwidth (netem without netem)
+
   ferrymq demo [--seconds N] [--requesters N] [--persistent]   create a queue manager, run
                                                                request/reply, print the rate, clean up
 
@@ -65,6 +71,7 @@ fn main() {
         "get" => samples::get(rest, false),
         "browse" => samples::get(rest, true),
         "demo" => demo::run(rest),
+        "relay" => relay::run(rest),
         "report" => ferrymq_bench::report::main(rest).map_err(|m| lifecycle::Fail {
             code: 1,
             message: format!("report: {m}"),
