@@ -1,0 +1,326 @@
+//! The network between replicas: openraft's RPCs over plain TCP.
+//!
+//! A frame is `len u32 (little endian) | JSON body`; a connection carries one request, then its
+//! response, then the next request — openraft drives each peer's replication stream
+//! sequentially, so pipelining would buy nothing and lock-step keeps matching trivial. The
+//! client keeps one persistent connection per peer stream, reconnects on failure, and retries a
+//! request once on a fresh connection when a reused one turns out dead (a peer that restarted):
+//! Raft RPCs are idempotent, so the retry is safe, and it saves a heartbeat of lag. JSON is the
+//! simplest encoding openraft's serde types support; engine payloads travel as hex inside it
+//! (see [`AppRecord`](crate::AppRecord)).
+
+use std::io;
+use std::time::Duration;
+
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Timeout, Unreachable,
+};
+use openraft::network::{Backoff, RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::{BasicNode, RPCTypes};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::{FerryRaft, NodeId, TypeConfig};
+
+/// Largest frame accepted. Peers are trusted members of the group, so this guards against a
+/// stray connection (a port scanner, a misdirected client) making us allocate gigabytes, not
+/// against an attacker; it must exceed the largest AppendEntries openraft builds (up to
+/// `max_payload_entries` records, each at most a log record, doubled by hex).
+pub const MAX_FRAME: usize = 1 << 30;
+
+/// How long to wait before retrying a peer that refused connections: short, because a
+/// restarted replica should be caught up promptly, but not a busy loop.
+const UNREACHABLE_BACKOFF: Duration = Duration::from_millis(200);
+
+#[derive(Serialize, Deserialize)]
+enum Request {
+    Append(AppendEntriesRequest<TypeConfig>),
+    Vote(VoteRequest<NodeId>),
+    Snapshot(InstallSnapshotRequest<TypeConfig>),
+}
+
+type AppendResult = Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>;
+type VoteResult = Result<VoteResponse<NodeId>, RaftError<NodeId>>;
+type SnapshotResult =
+    Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>;
+
+#[derive(Serialize, Deserialize)]
+enum Response {
+    Append(AppendResult),
+    Vote(VoteResult),
+    Snapshot(SnapshotResult),
+}
+
+async fn write_frame<T: Serialize>(s: &mut TcpStream, v: &T) -> io::Result<()> {
+    let mut buf = vec![0u8; 4];
+    serde_json::to_writer(&mut buf, v).map_err(io::Error::other)?;
+    let len = buf.len() - 4;
+    if len > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("Raft frame of {len} bytes exceeds the {MAX_FRAME}-byte limit"),
+        ));
+    }
+    buf[..4].copy_from_slice(&(len as u32).to_le_bytes());
+    s.write_all(&buf).await
+}
+
+/// Reads one frame; `None` on a clean end of stream at a frame boundary.
+async fn read_frame<T: DeserializeOwned>(s: &mut TcpStream) -> io::Result<Option<T>> {
+    let mut len = [0u8; 4];
+    match s.read_exact(&mut len).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("Raft frame of {len} bytes exceeds the {MAX_FRAME}-byte limit"),
+        ));
+    }
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).await?;
+    serde_json::from_slice(&body)
+        .map(Some)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Creates one [`PeerConnection`] per peer replication stream (openraft's network factory).
+#[derive(Debug, Clone)]
+pub struct Network {
+    id: NodeId,
+}
+
+impl Network {
+    /// The factory of replica `id` (named in timeout errors).
+    pub fn new(id: NodeId) -> Network {
+        Network { id }
+    }
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = PeerConnection;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerConnection {
+        // Connects lazily: openraft creates clients for peers that may be down.
+        PeerConnection {
+            id: self.id,
+            target,
+            addr: node.addr.clone(),
+            conn: None,
+            in_flight: false,
+        }
+    }
+}
+
+/// The client side of the link to one peer.
+pub struct PeerConnection {
+    id: NodeId,
+    target: NodeId,
+    addr: String,
+    conn: Option<TcpStream>,
+    /// Set while a request awaits its response. Openraft drops an RPC future that outlives its
+    /// deadline; the response may still arrive later, so a connection found in this state is
+    /// discarded rather than read out of step.
+    in_flight: bool,
+}
+
+enum CallError {
+    /// Could not connect at all: back off.
+    Unreachable(io::Error),
+    /// The connection failed mid-request.
+    Io(io::Error),
+    Timeout,
+}
+
+impl PeerConnection {
+    async fn connect(&mut self) -> Result<(), io::Error> {
+        let s = TcpStream::connect(&self.addr).await?;
+        // Heartbeats and votes are tiny: never let Nagle hold them back.
+        s.set_nodelay(true)?;
+        self.conn = Some(s);
+        Ok(())
+    }
+
+    async fn exchange(&mut self, req: &Request) -> io::Result<Response> {
+        let Some(s) = self.conn.as_mut() else {
+            return Err(io::Error::from(io::ErrorKind::NotConnected));
+        };
+        self.in_flight = true;
+        write_frame(s, req).await?;
+        let resp = read_frame(s).await?.ok_or_else(|| {
+            io::Error::new(io::ErrorKind::UnexpectedEof, "peer closed the connection")
+        })?;
+        self.in_flight = false;
+        Ok(resp)
+    }
+
+    async fn call(&mut self, req: &Request, ttl: Duration) -> Result<Response, CallError> {
+        if self.in_flight {
+            self.conn = None;
+            self.in_flight = false;
+        }
+        let attempt = async {
+            let reused = self.conn.is_some();
+            if !reused {
+                self.connect().await.map_err(CallError::Unreachable)?;
+            }
+            match self.exchange(req).await {
+                Ok(r) => Ok(r),
+                Err(_) if reused => {
+                    // The peer may have restarted since this connection was opened.
+                    self.in_flight = false;
+                    self.connect().await.map_err(CallError::Unreachable)?;
+                    self.exchange(req).await.map_err(CallError::Io)
+                }
+                Err(e) => Err(CallError::Io(e)),
+            }
+        };
+        let res = match tokio::time::timeout(ttl, attempt).await {
+            Ok(r) => r,
+            Err(_) => Err(CallError::Timeout),
+        };
+        if res.is_err() {
+            self.conn = None;
+            self.in_flight = false;
+        }
+        res
+    }
+
+    fn rpc_error<E: std::error::Error>(
+        &self,
+        e: CallError,
+        action: RPCTypes,
+        ttl: Duration,
+    ) -> RPCError<NodeId, BasicNode, E> {
+        match e {
+            CallError::Unreachable(e) => RPCError::Unreachable(Unreachable::new(&e)),
+            CallError::Io(e) => RPCError::Network(NetworkError::new(&e)),
+            CallError::Timeout => RPCError::Timeout(Timeout {
+                action,
+                id: self.id,
+                target: self.target,
+                timeout: ttl,
+            }),
+        }
+    }
+
+    /// A response of the wrong kind: the stream is out of step, start afresh.
+    fn mismatch<E: std::error::Error>(&mut self) -> RPCError<NodeId, BasicNode, E> {
+        tracing::warn!(target = self.target, addr = %self.addr, "Raft peer answered out of step");
+        self.conn = None;
+        let e = io::Error::new(
+            io::ErrorKind::InvalidData,
+            "response does not match request",
+        );
+        RPCError::Network(NetworkError::new(&e))
+    }
+
+    // openraft's RPC error is large by design and the trait returns it anyway.
+    #[allow(clippy::result_large_err)]
+    fn remote<T, E: std::error::Error>(
+        &self,
+        r: Result<T, RaftError<NodeId, E>>,
+    ) -> Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>> {
+        r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+    }
+}
+
+impl RaftNetwork<TypeConfig> for PeerConnection {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        let ttl = option.hard_ttl();
+        match self.call(&Request::Append(rpc), ttl).await {
+            Ok(Response::Append(r)) => self.remote(r),
+            Ok(_) => Err(self.mismatch()),
+            Err(e) => Err(self.rpc_error(e, RPCTypes::AppendEntries, ttl)),
+        }
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<
+        InstallSnapshotResponse<NodeId>,
+        RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
+    > {
+        let ttl = option.hard_ttl();
+        match self.call(&Request::Snapshot(rpc), ttl).await {
+            Ok(Response::Snapshot(r)) => self.remote(r),
+            Ok(_) => Err(self.mismatch()),
+            Err(e) => Err(self.rpc_error(e, RPCTypes::InstallSnapshot, ttl)),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        let ttl = option.hard_ttl();
+        match self.call(&Request::Vote(rpc), ttl).await {
+            Ok(Response::Vote(r)) => self.remote(r),
+            Ok(_) => Err(self.mismatch()),
+            Err(e) => Err(self.rpc_error(e, RPCTypes::Vote, ttl)),
+        }
+    }
+
+    fn backoff(&self) -> Backoff {
+        Backoff::new(std::iter::repeat(UNREACHABLE_BACKOFF))
+    }
+}
+
+/// Serves Raft RPCs from peers on `listener`, one task per connection, until the returned task
+/// is aborted — which also aborts every connection task (they live in its `JoinSet`), so a
+/// stopped replica goes silent at once.
+pub fn serve(listener: TcpListener, raft: FerryRaft) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut conns = JoinSet::new();
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((s, peer)) => {
+                        let raft = raft.clone();
+                        conns.spawn(async move {
+                            if let Err(e) = serve_conn(s, raft).await {
+                                tracing::debug!(%peer, error = %e, "Raft peer connection ended");
+                            }
+                        });
+                    }
+                    Err(e) => {
+                        // Out of descriptors or similar: keep serving the connections we have.
+                        tracing::warn!(error = %e, "accepting a Raft peer connection failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+                Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            }
+        }
+    })
+}
+
+async fn serve_conn(mut s: TcpStream, raft: FerryRaft) -> io::Result<()> {
+    s.set_nodelay(true)?;
+    while let Some(req) = read_frame::<Request>(&mut s).await? {
+        let resp = match req {
+            Request::Append(r) => Response::Append(raft.append_entries(r).await),
+            Request::Vote(r) => Response::Vote(raft.vote(r).await),
+            Request::Snapshot(r) => Response::Snapshot(raft.install_snapshot(r).await),
+        };
+        write_frame(&mut s, &resp).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,231 @@
+//! [`Replica`]: one running member of a replica group — its Raft log on a recovery log in its
+//! directory, its state machine feeding an [`Apply`], the TCP server peers talk to, and the
+//! openraft instance tying them together.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ferrymq_log::{Durability, LogConfig};
+use openraft::error::{ClientWriteError, InitializeError, RaftError};
+use openraft::{BasicNode, Config, Raft, ServerState};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use crate::log_store::{LogStorage, RecoveredLog};
+use crate::network::{serve, Network};
+use crate::state_machine::StateMachine;
+use crate::{AppRecord, Apply, FerryRaft, Metrics, NodeId, ReplicationError};
+
+/// Where a replica keeps its state and how it runs Raft.
+#[derive(Debug, Clone)]
+pub struct ReplicaConfig {
+    /// This replica's Raft node id; must stay the same across restarts of this directory.
+    pub id: NodeId,
+    /// Holds `log/` (the recovery log carrying the Raft log) and `snapshot.bin`.
+    pub dir: PathBuf,
+    /// Ring geometry of the log (see `ferrymq_log::LogConfig`); fixed once created.
+    pub log_files: u32,
+    pub log_file_pages: u32,
+    pub durability: Durability,
+    pub raft: Config,
+}
+
+impl ReplicaConfig {
+    /// Defaults: a 4 × 4 MiB ring, fsync durability, [`fast_failover_config`].
+    pub fn new(id: NodeId, dir: impl Into<PathBuf>) -> ReplicaConfig {
+        ReplicaConfig {
+            id,
+            dir: dir.into(),
+            log_files: 4,
+            log_file_pages: 1024,
+            durability: Durability::Fsync,
+            raft: fast_failover_config(),
+        }
+    }
+
+    fn log_config(&self) -> LogConfig {
+        LogConfig {
+            dir: self.dir.join("log"),
+            primary_files: self.log_files,
+            file_pages: self.log_file_pages,
+            durability: self.durability,
+        }
+    }
+}
+
+/// Raft timing for instances on one host or one LAN: heartbeats every 100 ms, an election after
+/// 300–600 ms of silence, so a dead leader is replaced within about a second. Openraft also uses
+/// the heartbeat interval as the AppendEntries timeout, so a follower's append (including its
+/// fdatasync) must normally finish within it.
+pub fn fast_failover_config() -> Config {
+    Config {
+        cluster_name: "ferrymq".to_string(),
+        heartbeat_interval: 100,
+        election_timeout_min: 300,
+        election_timeout_max: 600,
+        ..Config::default()
+    }
+}
+
+/// One member of a replica group. Call [`shutdown`](Self::shutdown) to stop it in order.
+/// Dropping it stops serving peers at once; Raft and the log then stop when the last
+/// [`raft`](Self::raft) handle is gone, in the background.
+pub struct Replica {
+    id: NodeId,
+    addr: SocketAddr,
+    raft: FerryRaft,
+    storage: LogStorage,
+    recovered: RecoveredLog,
+    server: Option<JoinHandle<()>>,
+}
+
+impl Replica {
+    /// Opens (or creates) the replica's storage in `cfg.dir`, installs its last snapshot into
+    /// `app`, starts Raft and serves peers on `listener` (whose address peers must know).
+    pub async fn start(
+        cfg: ReplicaConfig,
+        listener: TcpListener,
+        app: Arc<dyn Apply>,
+    ) -> Result<Replica, ReplicationError> {
+        let raft_cfg = Arc::new(
+            cfg.raft
+                .clone()
+                .validate()
+                .map_err(|e| ReplicationError::Config(e.to_string()))?,
+        );
+        let addr = listener
+            .local_addr()
+            .map_err(|e| ReplicationError::io("reading the Raft listener address", e))?;
+        // Opening scans the log and may install a snapshot: blocking work.
+        let dir = cfg.dir.clone();
+        let log_cfg = cfg.log_config();
+        let opened = tokio::task::spawn_blocking(move || {
+            let (storage, recovered) = LogStorage::open(&log_cfg)?;
+            let sm = StateMachine::open(&dir, app)?;
+            Ok::<_, ReplicationError>((storage, recovered, sm))
+        })
+        .await
+        .map_err(|e| ReplicationError::Raft(format!("opening replica storage: {e}")))?;
+        let (storage, recovered, sm) = opened?;
+        tracing::info!(id = cfg.id, %addr, ?recovered, "starting replica");
+        let raft = Raft::new(cfg.id, raft_cfg, Network::new(cfg.id), storage.clone(), sm)
+            .await
+            .map_err(|e| ReplicationError::Raft(e.to_string()))?;
+        let server = serve(listener, raft.clone());
+        Ok(Replica {
+            id: cfg.id,
+            addr,
+            raft,
+            storage,
+            recovered,
+            server: Some(server),
+        })
+    }
+
+    /// Forms the group: `members` maps every voter's id to its `host:port`. Call it on one
+    /// replica of a brand-new group (calling it on several with the same members is safe);
+    /// on a replica that already belongs to a group it does nothing.
+    pub async fn initialize(
+        &self,
+        members: BTreeMap<NodeId, String>,
+    ) -> Result<(), ReplicationError> {
+        let nodes: BTreeMap<NodeId, BasicNode> = members
+            .into_iter()
+            .map(|(id, addr)| (id, BasicNode::new(addr)))
+            .collect();
+        match self.raft.initialize(nodes).await {
+            Ok(()) => Ok(()),
+            Err(RaftError::APIError(InitializeError::NotAllowed(e))) => {
+                tracing::info!(id = self.id, reason = %e, "replica already initialized");
+                Ok(())
+            }
+            Err(e) => Err(ReplicationError::Raft(e.to_string())),
+        }
+    }
+
+    /// Replicates one record and returns its Raft log index once a majority has it on disk
+    /// and this leader has applied it. Fails with [`ReplicationError::NotLeader`] on a
+    /// follower (naming the leader when known). If the leader dies meanwhile, the outcome is
+    /// unknown: the record may or may not be committed by the next leader.
+    pub async fn write(&self, rec: AppRecord) -> Result<u64, ReplicationError> {
+        match self.raft.client_write(rec).await {
+            Ok(resp) => Ok(resp.log_id.index),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
+                Err(ReplicationError::NotLeader {
+                    leader: f.leader_id,
+                    addr: f.leader_node.map(|n| n.addr),
+                })
+            }
+            Err(e) => Err(ReplicationError::Raft(e.to_string())),
+        }
+    }
+
+    /// True while this replica believes it leads (it may just have been deposed without
+    /// knowing; a write is the only proof).
+    pub fn is_leader(&self) -> bool {
+        let m = self.raft.metrics();
+        let m = m.borrow();
+        m.state == ServerState::Leader && m.current_leader == Some(self.id)
+    }
+
+    /// The leader this replica knows of.
+    pub fn current_leader(&self) -> Option<NodeId> {
+        self.raft.metrics().borrow().current_leader
+    }
+
+    /// A copy of openraft's current metrics (term, last log and applied index, membership...).
+    pub fn metrics(&self) -> Metrics {
+        self.raft.metrics().borrow().clone()
+    }
+
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// The address peers reach this replica at.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// What opening the log found.
+    pub fn recovered(&self) -> &RecoveredLog {
+        &self.recovered
+    }
+
+    /// The openraft handle, for what this type does not wrap (membership changes, waits).
+    pub fn raft(&self) -> &FerryRaft {
+        &self.raft
+    }
+
+    /// The Raft log storage (inspection).
+    pub fn storage(&self) -> &LogStorage {
+        &self.storage
+    }
+
+    /// Stops serving peers (they see this replica gone at once), stops Raft, and closes the
+    /// log so the directory can be reopened.
+    pub async fn shutdown(mut self) -> Result<(), ReplicationError> {
+        if let Some(server) = self.server.take() {
+            server.abort();
+            let _ = server.await;
+        }
+        self.raft
+            .shutdown()
+            .await
+            .map_err(|e| ReplicationError::Raft(format!("stopping Raft: {e}")))?;
+        let storage = self.storage.clone();
+        tokio::task::spawn_blocking(move || storage.close())
+            .await
+            .map_err(|e| ReplicationError::Raft(format!("closing the Raft log: {e}")))?
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.abort();
+        }
+    }
+}
