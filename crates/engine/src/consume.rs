@@ -146,6 +146,7 @@ impl Engine {
                 opts: cons.opts.clone(),
                 sel,
                 consumer: true,
+                deadline_ms: None,
             };
             let id = self.waiters.add(w);
             if let Some(cs) = self

@@ -105,9 +105,29 @@ impl Engine {
             opts: opts.clone(),
             sel,
             consumer: false,
+            deadline_ms: match opts.wait {
+                Wait::Ms(ms) => Some(now_ms.saturating_add(ms)),
+                _ => None,
+            },
         });
         self.conns.get_mut(&conn).expect("checked").waiting = Some(id);
         Ok(GetOutcome::Waiting(id))
+    }
+
+    /// Ends every wait whose interval has run out by `now_ms`; returns the connections and tokens
+    /// to answer with MQRC_NO_MSG_AVAILABLE. A get answered earlier is no longer waiting and is not
+    /// among them.
+    pub fn expire_waits(&mut self, now_ms: u64) -> Vec<(ConnId, u64)> {
+        self.waiters
+            .due(now_ms)
+            .into_iter()
+            .filter_map(|w| self.cancel_wait(w))
+            .collect()
+    }
+
+    /// The soonest moment a wait runs out, for the caller's timer.
+    pub fn next_wait_deadline(&self) -> Option<u64> {
+        self.waiters.next_deadline()
     }
 
     /// Ends a waiting get whose wait interval ran out. Returns the connection and token to answer

@@ -24,6 +24,8 @@ pub struct Waiter {
     pub sel: Selector,
     /// Stands in for an asynchronous consumer rather than a get call.
     pub consumer: bool,
+    /// When the wait interval ends (ms since the Unix epoch); `None` waits without limit.
+    pub deadline_ms: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -37,6 +39,8 @@ struct QueueWaiters {
 #[derive(Debug, Default)]
 pub struct Waiters {
     by_id: AHashMap<u64, Waiter>,
+    /// Waits with a deadline, soonest first; an answered get leaves this set with its waiter.
+    deadlines: std::collections::BTreeSet<(u64, u64)>,
     per_queue: AHashMap<String, QueueWaiters>,
     next_id: u64,
 }
@@ -60,12 +64,32 @@ impl Waiters {
             qw.any.push_back(w.id);
         }
         let id = w.id;
+        if let Some(d) = w.deadline_ms {
+            self.deadlines.insert((d, id));
+        }
         self.by_id.insert(id, w);
         id
     }
 
+    /// The soonest deadline of any wait.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.deadlines.first().map(|(d, _)| *d)
+    }
+
+    /// Waiters whose deadline is at or before `now_ms`, soonest first (not removed).
+    pub fn due(&self, now_ms: u64) -> Vec<u64> {
+        self.deadlines
+            .iter()
+            .take_while(|(d, _)| *d <= now_ms)
+            .map(|(_, id)| *id)
+            .collect()
+    }
+
     pub fn remove(&mut self, id: u64) -> Option<Waiter> {
         let w = self.by_id.remove(&id)?;
+        if let Some(d) = w.deadline_ms {
+            self.deadlines.remove(&(d, id));
+        }
         if let Some(qw) = self.per_queue.get_mut(&w.queue) {
             if let Some(mid) = w.sel.msg_id {
                 if let Some(l) = qw.by_msg.get_mut(&mid) {

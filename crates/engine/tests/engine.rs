@@ -694,3 +694,40 @@ fn a_consumer_on_a_handle_not_open_for_input_is_refused() {
         Reason::NOT_OPEN_FOR_INPUT
     );
 }
+
+#[test]
+fn waits_run_out_at_their_deadline_and_answered_waits_leave_no_deadline_behind() {
+    let (mut e, _) = engine();
+    let a = e.connect("u", "a");
+    let b = e.connect("u", "b");
+    let ha = open_io(&mut e, a, "Q1");
+    let hb = open_io(&mut e, b, "Q1");
+    let wait = |ms| GetOptions {
+        wait: Wait::Ms(ms),
+        ..GetOptions::any()
+    };
+    assert!(matches!(
+        e.get(a, ha, &wait(100), 1, 1_000).unwrap(),
+        GetOutcome::Waiting(_)
+    ));
+    assert!(matches!(
+        e.get(b, hb, &wait(500), 2, 1_000).unwrap(),
+        GetOutcome::Waiting(_)
+    ));
+    assert_eq!(e.next_wait_deadline(), Some(1_100));
+    // A message from a third connection answers the longest-waiting get (a's); only b's deadline
+    // remains.
+    let p = e.connect("u", "p");
+    let hp = open_io(&mut e, p, "Q1");
+    put(&mut e, p, hp, "m", false, false);
+    let d = e.take_deliveries();
+    assert_eq!(
+        d.iter().map(|d| (d.conn, d.token)).collect::<Vec<_>>(),
+        vec![(a, 1)]
+    );
+    assert!(e.expire_waits(1_099).is_empty());
+    assert_eq!(e.next_wait_deadline(), Some(1_500));
+    assert_eq!(e.expire_waits(1_500), vec![(b, 2)]);
+    assert_eq!(e.next_wait_deadline(), None);
+    assert!(e.expire_waits(10_000).is_empty(), "each wait runs out once");
+}

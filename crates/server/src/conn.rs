@@ -174,7 +174,7 @@ fn process(
     frames: &mut Vec<RawFrame>,
 ) -> Result<(), MqError> {
     let now = now_ms();
-    let mut timers: Vec<(u64, u64)> = Vec::new();
+    let mut soonest = u64::MAX;
     let mut admin = None;
     let mut fatal = None;
     {
@@ -217,9 +217,9 @@ fn process(
                     .ok();
                 }
                 Action::Nothing => {}
-                Action::Wait { waiter, ms } => {
-                    if let Some(ms) = ms {
-                        timers.push((waiter, ms));
+                Action::Wait { deadline_ms } => {
+                    if let Some(d) = deadline_ms {
+                        soonest = soonest.min(d);
                     }
                 }
                 Action::Admin(a, r) => {
@@ -235,14 +235,7 @@ fn process(
             core.flush_deliveries();
         }
     }
-    for (waiter, ms) in timers {
-        let shared = shared.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            let mut core = shared.core.lock();
-            core.expire_wait(waiter);
-        });
-    }
+    shared.wait_timer.arm(soonest);
     if let Some(a) = admin {
         shared.request_end(a);
     }

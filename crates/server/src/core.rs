@@ -99,9 +99,9 @@ impl Core {
         }
     }
 
-    /// Answers a get whose wait interval ended with no message.
-    pub fn expire_wait(&mut self, waiter: u64) {
-        if let Some((conn, token)) = self.engine.cancel_wait(waiter) {
+    /// Answers every get whose wait interval has ended with no message.
+    pub fn expire_waits(&mut self, now_ms: u64) {
+        for (conn, token) in self.engine.expire_waits(now_ms) {
             let r = Response::Status {
                 reason: Reason::NO_MSG_AVAILABLE,
                 message: "no matching message arrived within the wait interval".into(),

@@ -31,10 +31,9 @@ pub enum Action {
     Reply(Response, Lsn),
     /// Nothing to answer (a credit grant).
     Nothing,
-    /// A get is waiting; answer later. `Some(ms)`: arm a timer for the wait interval.
+    /// A get is waiting; answered later by a delivery, or when its deadline passes (if any).
     Wait {
-        waiter: u64,
-        ms: Option<u64>,
+        deadline_ms: Option<u64>,
     },
     /// An administrative request the server itself acts on (shutdown).
     Admin(AdminAction, Response),
@@ -147,12 +146,10 @@ pub fn handle(
         },
         Q::Get { hobj, opts } => match e.get(conn, hobj, &opts, req as u64, now_ms) {
             Ok(GetOutcome::Got(got, lsn)) => Action::Reply(message_response(got), lsn),
-            Ok(GetOutcome::Waiting(waiter)) => Action::Wait {
-                waiter,
-                ms: match opts.wait {
-                    Wait::Ms(ms) => Some(ms),
-                    Wait::Unlimited => None,
-                    Wait::NoWait => Some(0),
+            Ok(GetOutcome::Waiting(_)) => Action::Wait {
+                deadline_ms: match opts.wait {
+                    Wait::Ms(ms) => Some(now_ms.saturating_add(ms)),
+                    Wait::Unlimited | Wait::NoWait => None,
                 },
             },
             Err(err) => Action::Reply(error_response(err), 0),

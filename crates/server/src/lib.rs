@@ -13,6 +13,7 @@ mod dispatch;
 mod listeners;
 pub mod qmgr;
 pub mod storage;
+mod wait_timer;
 
 pub use config::{ferrymq_home, Ini, QmConfig, QmPaths};
 pub use qmgr::{create_storage, run};

@@ -19,6 +19,7 @@ use crate::core::Core;
 use crate::dispatch::AdminAction;
 use crate::listeners::{self, Control};
 use crate::storage::{now_ms, Storage};
+use crate::wait_timer::{self, WaitTimer};
 
 /// What every connection task shares.
 pub struct Shared {
@@ -36,6 +37,8 @@ pub struct Shared {
     /// Bounds the sockets served at once (qm.ini Channels:MaxChannels).
     pub slots: Arc<Semaphore>,
     pub started_ms: u64,
+    /// Ends waiting gets whose interval ran out.
+    pub wait_timer: WaitTimer,
 }
 
 impl Shared {
@@ -144,6 +147,7 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
         control: Mutex::new(Control::default()),
         slots: Arc::new(Semaphore::new(cfg.max_sockets)),
         started_ms: now_ms(),
+        wait_timer: WaitTimer::default(),
     });
 
     let stop_ckpt = Arc::new(AtomicBool::new(false));
@@ -207,6 +211,7 @@ async fn serve(
     let _ = std::fs::remove_file(&sock);
     let unix = UnixListener::bind(&sock)
         .map_err(|e| format!("cannot listen on {}: {e}", sock.display()))?;
+    let timer = tokio::spawn(wait_timer::run(shared.clone()));
     if shared.cfg.port != 0 {
         listeners::start(
             &shared,
@@ -276,6 +281,7 @@ async fn serve(
         }
     }
     shared.immediate_tx.send_replace(true);
+    timer.abort();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while shared.control.lock().tasks.iter().any(|t| !t.is_finished())
         && tokio::time::Instant::now() < deadline
