@@ -136,10 +136,12 @@ impl Drop for Conv {
         if self.dead.lock().is_some() {
             return;
         }
-        // The application dropped its last handle without disconnecting: end the conversation
-        // anyway (the queue manager backs out its unit of work), without waiting for the answer.
+        // The application dropped its last handle without disconnecting: as MQ does for an
+        // application that ends without MQDISC, back out its unit of work, then end the
+        // conversation (an explicit Disconnect would commit), without waiting for the answers.
         let b = self.bind.lock();
         if !b.socket.is_broken() {
+            b.socket.send_oneway(b.conv, &Request::Backout);
             b.socket.send_oneway(b.conv, &Request::Disconnect);
             b.socket.release_conv(b.conv);
         }

@@ -173,8 +173,19 @@ impl Engine {
         id
     }
 
-    /// Ends a connection (MQDISC, or the connection dropped): uncommitted work is backed out,
-    /// handles closed (temporary dynamic queues deleted), a waiting get cancelled.
+    /// Ends a connection the application asked to end (MQDISC): as MQ does for a
+    /// queue-manager-coordinated unit of work, uncommitted work is committed (and backed out if the
+    /// commit fails, which the error reports); then as [`Engine::disconnect`]. Returns the LSN the
+    /// reply must wait for.
+    pub fn disconnect_normally(&mut self, conn: ConnId, now_ms: u64) -> Result<Lsn, MqError> {
+        let r = self.commit(conn, now_ms);
+        self.disconnect(conn, now_ms);
+        r
+    }
+
+    /// Ends a connection that went away without MQDISC (the socket dropped, the queue manager is
+    /// ending): uncommitted work is backed out, handles closed (temporary dynamic queues deleted),
+    /// a waiting get cancelled.
     pub fn disconnect(&mut self, conn: ConnId, now_ms: u64) {
         if !self.conns.contains_key(&conn) {
             return;

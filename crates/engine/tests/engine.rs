@@ -731,3 +731,24 @@ fn waits_run_out_at_their_deadline_and_answered_waits_leave_no_deadline_behind()
     assert_eq!(e.next_wait_deadline(), None);
     assert!(e.expire_waits(10_000).is_empty(), "each wait runs out once");
 }
+
+#[test]
+fn an_explicit_disconnect_commits_the_unit_of_work_as_mqdisc_does() {
+    let (mut e, log) = engine();
+    let c = e.connect("u", "app");
+    let h = open_io(&mut e, c, "Q1");
+    put(&mut e, c, h, "kept-by-mqdisc", true, true);
+    let before = log.0.lock().unwrap().records.len();
+    let lsn = e.disconnect_normally(c, 0).unwrap();
+    assert_eq!(
+        lsn,
+        before as u64 + 1,
+        "the reply waits for the commit record"
+    );
+    let c2 = e.connect("u", "app");
+    let h2 = open_io(&mut e, c2, "Q1");
+    assert_eq!(
+        body(&get(&mut e, c2, h2, GetOptions::any()).unwrap()),
+        "kept-by-mqdisc"
+    );
+}

@@ -736,3 +736,54 @@ fn put_commit_get_sends_a_request_and_waits_for_its_reply_in_one_call() {
     assert_eq!(reply.md.correl_id, id);
     serve.join().unwrap();
 }
+
+#[test]
+fn disconnect_commits_like_mqdisc_but_a_dropped_connection_backs_out() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "QV16", &[]);
+    let sp = PutOptions {
+        syncpoint: Syncpoint::Yes,
+        ..Default::default()
+    };
+    let c = qm.connect();
+    let h = c.open("SYSTEM.DEFAULT.LOCAL.QUEUE", open::OUTPUT).unwrap();
+    c.put(
+        &h,
+        &md(),
+        &Properties::default(),
+        Bytes::from_static(b"disconnected"),
+        &sp,
+    )
+    .unwrap();
+    c.disconnect().unwrap();
+    let d = qm.connect();
+    let h = d.open("SYSTEM.DEFAULT.LOCAL.QUEUE", open::OUTPUT).unwrap();
+    d.put(
+        &h,
+        &md(),
+        &Properties::default(),
+        Bytes::from_static(b"dropped"),
+        &sp,
+    )
+    .unwrap();
+    drop(h);
+    drop(d);
+    let g = qm.connect();
+    let gh = g
+        .open("SYSTEM.DEFAULT.LOCAL.QUEUE", open::INPUT_SHARED)
+        .unwrap();
+    let opts = GetOptions {
+        wait: Wait::Ms(500),
+        ..GetOptions::any()
+    };
+    assert_eq!(
+        text(&g.get(&gh, &opts).unwrap()),
+        "disconnected",
+        "MQDISC commits"
+    );
+    assert_eq!(
+        g.get(&gh, &opts).unwrap_err().reason,
+        Reason::NO_MSG_AVAILABLE,
+        "ending without MQDISC backs out"
+    );
+}

@@ -95,11 +95,11 @@ pub fn handle(
     let e = &mut core.engine;
     match r {
         Q::Disconnect => {
-            e.disconnect(conn, now_ms);
+            let r = e.disconnect_normally(conn, now_ms);
             core.remove_route(conn);
             s.convs.remove(&conv);
             s.info.conversations.fetch_sub(1, Ordering::Relaxed);
-            Action::Reply(status_ok(), 0)
+            done(r)
         }
         Q::Open {
             name,
