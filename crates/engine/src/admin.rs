@@ -267,16 +267,7 @@ impl Engine {
         hobj: u32,
         selectors: &[String],
     ) -> Result<Vec<(String, String)>, MqError> {
-        let c = self
-            .conns
-            .get(&conn)
-            .ok_or_else(|| mqerr!(HCONN_ERROR, "connection {conn} is not connected"))?;
-        let h = c.handles.get(&hobj).ok_or_else(|| {
-            mqerr!(
-                HOBJ_ERROR,
-                "object handle {hobj} is not open on this connection"
-            )
-        })?;
+        let h = self.handle(conn, hobj)?;
         if h.options & open::INQUIRE == 0 {
             return Err(mqerr!(
                 NOT_OPEN_FOR_INQUIRE,

@@ -22,13 +22,7 @@ impl Engine {
         opts: &GetOptions,
         token: u64,
     ) -> Result<(), MqError> {
-        let c = self.conn_mut(conn)?;
-        let h = c.handles.get(&hobj).ok_or_else(|| {
-            mqerr!(
-                HOBJ_ERROR,
-                "object handle {hobj} is not open on this connection"
-            )
-        })?;
+        let h = self.handle(conn, hobj)?;
         if h.options & open::ANY_INPUT == 0 {
             return Err(mqerr!(
                 NOT_OPEN_FOR_INPUT,

@@ -31,12 +31,7 @@ impl Engine {
                 "a get is already waiting on this connection"
             ));
         }
-        let h = c.handles.get(&hobj).ok_or_else(|| {
-            mqerr!(
-                HOBJ_ERROR,
-                "object handle {hobj} is not open on this connection"
-            )
-        })?;
+        let h = self.handle(conn, hobj)?;
         let browsing = opts.browse != Browse::No;
         if browsing && h.options & open::BROWSE == 0 {
             return Err(mqerr!(
@@ -265,12 +260,11 @@ impl Engine {
             let Some(wid) = self.waiters.candidate(queue, &entry, &browsed) else {
                 return;
             };
-            let w = self.waiters.get(wid).expect("candidate exists").clone();
+            // The waiter stops waiting whatever the outcome: a getter whose get fails (a too-long
+            // message) is answered with the failure, as MQ's MQGET would return it.
+            let w = self.waiters.remove(wid).expect("candidate exists");
             let result = self.take(w.conn, w.hobj, queue, key, &w.opts, now_ms);
             let browse = w.opts.browse != Browse::No;
-            // A getter whose get failed (a too-long message) is answered with the failure and stops
-            // waiting, as MQ's MQGET would return it.
-            self.waiters.remove(wid);
             if let Some(c) = self.conns.get_mut(&w.conn) {
                 if c.waiting == Some(wid) {
                     c.waiting = None;

@@ -225,6 +225,22 @@ impl Engine {
         })
     }
 
+    /// The open handle `hobj` of a connection, or the MQ reason saying which of the two is wrong.
+    fn handle(&self, conn: ConnId, hobj: u32) -> Result<&conn::Handle, MqError> {
+        let c = self.conns.get(&conn).ok_or_else(|| {
+            MqError::new(
+                Reason::HCONN_ERROR,
+                format!("connection {conn} is not connected"),
+            )
+        })?;
+        c.handles.get(&hobj).ok_or_else(|| {
+            MqError::new(
+                Reason::HOBJ_ERROR,
+                format!("object handle {hobj} is not open on this connection"),
+            )
+        })
+    }
+
     /// A fresh, unique 24-byte identifier: "FMQ", the run's instance id and a counter.
     fn new_id(&mut self) -> [u8; 24] {
         self.id_counter += 1;

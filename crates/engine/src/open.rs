@@ -200,13 +200,7 @@ impl Engine {
         now_ms: u64,
     ) -> Result<Lsn, MqError> {
         let _ = now_ms;
-        let c = self.conn_mut(conn)?;
-        let h = c.handles.get(&hobj).cloned().ok_or_else(|| {
-            mqerr!(
-                HOBJ_ERROR,
-                "object handle {hobj} is not open on this connection"
-            )
-        })?;
+        let h = self.handle(conn, hobj)?.clone();
         let delete = options & (close::DELETE | close::DELETE_PURGE) != 0;
         let purge = options & close::DELETE_PURGE != 0;
         let dynamic = self.queues.get(&h.queue).and_then(|q| q.def.dynamic);

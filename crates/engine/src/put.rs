@@ -35,13 +35,7 @@ impl Engine {
         body: Bytes,
         now_ms: u64,
     ) -> Result<PutDone, MqError> {
-        let c = self.conn_mut(conn)?;
-        let h = c.handles.get(&hobj).ok_or_else(|| {
-            mqerr!(
-                HOBJ_ERROR,
-                "object handle {hobj} is not open on this connection"
-            )
-        })?;
+        let h = self.handle(conn, hobj)?;
         if h.options & open::OUTPUT == 0 {
             return Err(mqerr!(
                 NOT_OPEN_FOR_OUTPUT,

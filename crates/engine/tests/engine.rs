@@ -752,3 +752,39 @@ fn an_explicit_disconnect_commits_the_unit_of_work_as_mqdisc_does() {
         "kept-by-mqdisc"
     );
 }
+
+#[test]
+fn a_message_over_the_queue_managers_maxmsgl_gets_msg_too_big_for_q_mgr() {
+    let (mut e, _) = engine();
+    let mut q = QueueDef::local("BIG.OK");
+    q.max_msg_len = 1_000;
+    e.define_queue(q, false).unwrap();
+    let mut attrs = e.attrs().clone();
+    attrs.max_msg_len = 10;
+    e.set_qmgr_attrs(attrs).unwrap();
+    let c = e.connect("u", "app");
+    let h = open_io(&mut e, c, "BIG.OK");
+    let err = e
+        .put(
+            c,
+            h,
+            &PutOptions::default(),
+            md(false),
+            Properties::default(),
+            Bytes::from(vec![0u8; 11]),
+            0,
+        )
+        .unwrap_err();
+    assert_eq!(err.reason, Reason::MSG_TOO_BIG_FOR_Q_MGR);
+    assert!(err.message.contains("MAXMSGL"), "{err}");
+    e.put(
+        c,
+        h,
+        &PutOptions::default(),
+        md(false),
+        Properties::default(),
+        Bytes::from(vec![0u8; 10]),
+        0,
+    )
+    .unwrap();
+}
