@@ -413,8 +413,7 @@ impl Socket {
             }
             None if st.streams.contains_key(&(f.conv, f.req)) => {
                 // A failure status is the stream's last frame.
-                let last =
-                    matches!(&resp, Response::Status { reason, .. } if *reason != Reason::NONE);
+                let last = is_failure(&resp);
                 let key = (f.conv, f.req);
                 let delivered = st.streams[&key].send(Ok(resp)).is_ok();
                 if last || !delivered {
@@ -711,5 +710,13 @@ impl Pool {
                 ),
             ),
         })
+    }
+}
+
+/// A status reporting a failure (which ends a consumer's stream).
+fn is_failure(r: &Response) -> bool {
+    match r {
+        Response::Status { reason, .. } => *reason != Reason::NONE,
+        _ => false,
     }
 }

@@ -75,7 +75,8 @@ pub fn parse(cmd: &str, args: &[String], flags: &[Flag]) -> Result<Parsed, Strin
         // Exact flag, or a flag with its value attached (MQ allows `-p1414`).
         let found = sorted.iter().find(|f| a == f.name()).or_else(|| {
             sorted.iter().find(|f| {
-                matches!(f, Flag::Value(_) | Flag::IgnoredValue(..)) && a.starts_with(f.name())
+                let takes_value = matches!(f, Flag::Value(_) | Flag::IgnoredValue(..));
+                takes_value && a.starts_with(f.name())
             })
         });
         let Some(flag) = found else {

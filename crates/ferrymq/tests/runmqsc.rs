@@ -10,32 +10,9 @@ use ferrymq_types::{MessageDescriptor, Persistence, Properties};
 use support::{free_port, Home, Qm};
 
 /// The MQSC lines of the seed's Appendix B, with `$QMport` given and the loop expanded for
-/// j = 0..=10 as its `<=` bound runs.
+/// j = 0..=10 as its `<=` bound runs (the fixture is shared with the MQSC crate's own test).
 fn appendix_b(port: u16) -> String {
-    let mut s = format!(
-        "define listener(L1) trptype(tcp) port({port}) control(qmgr)
-start listener(L1)
-alter channel(SYSTEM.DEF.SVRCONN) chltype(SVRCONN) sharecnv(1) maxmsgl(104857600)
-alter qmgr maxmsgl(104857600)
-alter qlocal(system.default.local.queue) maxmsgl(104857600)
-alter qmodel(system.default.model.queue) maxmsgl(104857600)
-alter qmodel(system.jms.model.queue) maxmsgl(104857600)
-alter qmodel(system.jms.tempq.model) maxmsgl(104857600)
-alter qlocal(system.dead.letter.queue) maxmsgl(104857600)
-define channel(SYSTEM.ADMIN.SVRCONN) chltype(SVRCONN)
-alter qmgr chlauth(disabled)
-alter authinfo(SYSTEM.DEFAULT.AUTHINFO.IDPWOS) authtype(IDPWOS) chckclnt(OPTIONAL)
-refresh security type(CONNAUTH)
-define qlocal(queue) maxdepth(5000) replace
-define qlocal(request) maxdepth(5000) replace
-define qlocal(reply) maxdepth(5000) replace
-"
-    );
-    for j in 0..=10 {
-        s.push_str(&format!("define qlocal(request{j}) maxdepth(5000) replace\ndefine qlocal(reply{j}) maxdepth(5000) replace\n"));
-    }
-    s.push_str("end\n");
-    s
+    include_str!("../../mqsc/tests/fixtures/appendix_b.mqsc").replace("$QMport", &port.to_string())
 }
 
 #[test]

@@ -31,10 +31,13 @@ impl ObjType {
 
     /// True for the four queue types, which share one name space in a queue manager.
     pub fn is_queue(self) -> bool {
-        matches!(
-            self,
-            ObjType::QLocal | ObjType::QAlias | ObjType::QModel | ObjType::QRemote
-        )
+        [
+            ObjType::QLocal,
+            ObjType::QAlias,
+            ObjType::QModel,
+            ObjType::QRemote,
+        ]
+        .contains(&self)
     }
 }
 

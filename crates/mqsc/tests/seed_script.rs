@@ -6,34 +6,10 @@ mod common;
 use common::Qm;
 use ferrymq_mqsc::{parse, split_commands, Tally};
 
+/// The seed's Appendix B MQSC lines, its `for j <= $QMqueues` loop expanded for j = 0..=10 (shared
+/// with the black-box test in crates/ferrymq/tests/runmqsc.rs).
 fn seed_script() -> String {
-    let mut s = String::from(
-        "define listener(L1) trptype(tcp) port(1414) control(qmgr)
-start listener(L1)
-alter channel(SYSTEM.DEF.SVRCONN) chltype(SVRCONN) sharecnv(1) maxmsgl(104857600)
-alter qmgr maxmsgl(104857600)
-alter qlocal(system.default.local.queue) maxmsgl(104857600)
-alter qmodel(system.default.model.queue) maxmsgl(104857600)
-alter qmodel(system.jms.model.queue) maxmsgl(104857600)
-alter qmodel(system.jms.tempq.model) maxmsgl(104857600)
-alter qlocal(system.dead.letter.queue) maxmsgl(104857600)
-define channel(SYSTEM.ADMIN.SVRCONN) chltype(SVRCONN)
-alter qmgr chlauth(disabled)
-alter authinfo(SYSTEM.DEFAULT.AUTHINFO.IDPWOS) authtype(IDPWOS) chckclnt(OPTIONAL)
-refresh security type(CONNAUTH)
-define qlocal(queue) maxdepth(5000) replace
-define qlocal(request) maxdepth(5000) replace
-define qlocal(reply) maxdepth(5000) replace
-",
-    );
-    for j in 0..=10 {
-        s.push_str(&format!(
-            "define qlocal(request{j}) maxdepth(5000) replace\n"
-        ));
-        s.push_str(&format!("define qlocal(reply{j}) maxdepth(5000) replace\n"));
-    }
-    s.push_str("end\n");
-    s
+    include_str!("fixtures/appendix_b.mqsc").replace("$QMport", "1414")
 }
 
 #[test]

@@ -114,7 +114,7 @@ impl QueueDef {
 
     /// True for queues that hold messages (local queues, including dynamic ones).
     pub fn holds_messages(&self) -> bool {
-        matches!(self.kind, QueueKind::Local)
+        self.kind == QueueKind::Local
     }
 }
 

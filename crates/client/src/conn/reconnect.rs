@@ -20,10 +20,12 @@ const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(2);
 
 /// Errors a reconnect does not retry: trying again would only repeat them.
 fn is_fatal(e: &MqError) -> bool {
-    matches!(
-        e.reason,
-        Reason::NOT_AUTHORIZED | Reason::CONNECTION_NOT_AUTHORIZED | Reason::SECURITY_ERROR
-    )
+    [
+        Reason::NOT_AUTHORIZED,
+        Reason::CONNECTION_NOT_AUTHORIZED,
+        Reason::SECURITY_ERROR,
+    ]
+    .contains(&e.reason)
 }
 
 impl Conv {
