@@ -16,14 +16,15 @@ use tokio::task::JoinHandle;
 use crate::log_store::{LogStorage, RecoveredLog};
 use crate::network::{serve, Network};
 use crate::state_machine::StateMachine;
-use crate::{AppRecord, Apply, FerryRaft, Metrics, NodeId, ReplicationError};
+use crate::{AppRecord, Apply, FerryRaft, LogId, Metrics, NodeId, ReplicationError};
 
 /// Where a replica keeps its state and how it runs Raft.
 #[derive(Debug, Clone)]
 pub struct ReplicaConfig {
     /// This replica's Raft node id; must stay the same across restarts of this directory.
     pub id: NodeId,
-    /// Holds `log/` (the recovery log carrying the Raft log) and `snapshot.bin`.
+    /// Holds `log/` (the recovery log carrying the Raft log); also handed to [`Apply::open`],
+    /// whose checkpoints are the snapshots.
     pub dir: PathBuf,
     /// Ring geometry of the log (see `ferrymq_log::LogConfig`); fixed once created.
     pub log_files: u32,
@@ -78,6 +79,7 @@ pub struct Replica {
     raft: FerryRaft,
     storage: LogStorage,
     recovered: RecoveredLog,
+    applied: tokio::sync::watch::Receiver<Option<LogId>>,
     server: Option<JoinHandle<()>>,
 }
 
@@ -110,9 +112,12 @@ impl Replica {
         .map_err(|e| ReplicationError::Raft(format!("opening replica storage: {e}")))?;
         let (storage, recovered, sm) = opened?;
         tracing::info!(id = cfg.id, %addr, ?recovered, "starting replica");
-        let raft = Raft::new(cfg.id, raft_cfg, Network::new(cfg.id), storage.clone(), sm)
-            .await
-            .map_err(|e| ReplicationError::Raft(e.to_string()))?;
+        let export = sm.export_switch();
+        let applied = sm.applied_watch();
+        export.store(false, std::sync::atomic::Ordering::Release);
+        let raft = Raft::new(cfg.id, raft_cfg, Network::new(cfg.id), storage.clone(), sm).await;
+        export.store(true, std::sync::atomic::Ordering::Release);
+        let raft = raft.map_err(|e| ReplicationError::Raft(e.to_string()))?;
         let server = serve(listener, raft.clone());
         Ok(Replica {
             id: cfg.id,
@@ -120,6 +125,7 @@ impl Replica {
             raft,
             storage,
             recovered,
+            applied,
             server: Some(server),
         })
     }
@@ -145,13 +151,18 @@ impl Replica {
         }
     }
 
-    /// Replicates one record and returns its Raft log index once a majority has it on disk
+    /// Follows the last log id applied to the state machine.
+    pub fn applied_watch(&self) -> tokio::sync::watch::Receiver<Option<LogId>> {
+        self.applied.clone()
+    }
+
+    /// Replicates one record and returns its Raft log id once a majority has it on disk
     /// and this leader has applied it. Fails with [`ReplicationError::NotLeader`] on a
     /// follower (naming the leader when known). If the leader dies meanwhile, the outcome is
     /// unknown: the record may or may not be committed by the next leader.
-    pub async fn write(&self, rec: AppRecord) -> Result<u64, ReplicationError> {
+    pub async fn write(&self, rec: AppRecord) -> Result<LogId, ReplicationError> {
         match self.raft.client_write(rec).await {
-            Ok(resp) => Ok(resp.log_id.index),
+            Ok(resp) => Ok(resp.log_id),
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
                 Err(ReplicationError::NotLeader {
                     leader: f.leader_id,

@@ -1,19 +1,29 @@
 //! The state-machine adapter: openraft's `RaftStateMachine` on top of an [`Apply`] — the queue
-//! manager, later — plus the one persisted snapshot.
+//! manager — whose snapshots are the application's own checkpoints.
 //!
 //! Openraft needs the last applied log id and membership, and a snapshot it can send to a
-//! replica that fell behind the purged log. The application only needs to apply records in
-//! order and to dump and load its state, so that is all [`Apply`] asks for; the bookkeeping lives
-//! here.
+//! replica that fell behind the purged log. The queue manager already checkpoints its state
+//! incrementally (only messages not yet in its message store are written), so a Raft snapshot
+//! *is* such a checkpoint, with the snapshot's metadata stored inside it: building one costs what
+//! a checkpoint costs, not a copy of every queued message. Only when a lagging replica needs the
+//! whole state is the newest checkpoint turned into one self-contained image ([`Apply::export`])
+//! and, on the receiving side, written as that replica's checkpoint ([`Apply::import`]).
 //!
-//! The application's state is assumed volatile (rebuilt on start): the snapshot is what is
-//! persisted (`snapshot.bin` beside the log, replaced atomically), and on open it is installed
-//! into the application before Raft starts, after which Raft re-applies the committed entries
-//! that follow it. That is the "persistent snapshot" model of openraft's docs, and it is why
-//! purging the log is safe: openraft only purges entries a persisted snapshot covers.
+//! The application's state is volatile (rebuilt on start): on open its newest checkpoint is
+//! loaded, after which Raft re-applies the committed entries that follow it. That is the
+//! "persistent snapshot" model of openraft's docs, and why purging the log is safe: openraft only
+//! purges entries a persisted snapshot covers.
+//!
+//! A leader's application may be *ahead* of what has been applied: the queue manager changes its
+//! state first and proposes the records after. Its [`Capture`] therefore says which entry the
+//! captured state corresponds to once that entry exists and has been applied (`at`), and the
+//! builder waits for it before recording the snapshot.
 
-use std::io::{Cursor, Write};
-use std::path::{Path, PathBuf};
+use std::future::Future;
+use std::io::Cursor;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use openraft::storage::{RaftStateMachine, Snapshot};
@@ -22,169 +32,184 @@ use openraft::{
     StoredMembership,
 };
 use parking_lot::Mutex;
+use tokio::sync::watch;
 
 use crate::{AppRecord, Entry, LogId, NodeId, ReplicationError, TypeConfig};
 
 type StorageResult<T> = Result<T, StorageError<NodeId>>;
-type Meta = SnapshotMeta<NodeId, openraft::BasicNode>;
+/// The metadata of a snapshot (= of a checkpoint).
+pub type Meta = SnapshotMeta<NodeId, openraft::BasicNode>;
 
-const SNAPSHOT_FILE: &str = "snapshot.bin";
-const SNAPSHOT_MAGIC: &[u8; 8] = b"FMQRSNP1";
+/// A captured state waiting to be written as a checkpoint.
+pub struct Capture {
+    /// `None`: the captured state is exactly the last applied entry's. `Some`: it resolves to
+    /// the entry the state corresponds to once that entry is known (`None` if it never will be,
+    /// e.g. leadership was lost); the builder then waits until that entry is applied.
+    pub at: Option<Pin<Box<dyn Future<Output = Option<LogId>> + Send>>>,
+    /// Persists the captured state with the given metadata (blocking; run off the runtime).
+    pub write: Box<dyn FnOnce(&[u8]) -> std::io::Result<()> + Send>,
+}
 
 /// What the replicated application (the queue manager) implements.
 ///
-/// Calls come from one task at a time, in log order. After a restart, [`install`](Self::install)
-/// is first called with the last persisted snapshot (if any), then `apply` for each committed
-/// entry after it — so an implementation whose state is rebuilt from scratch on start sees every
-/// record exactly once.
+/// Calls to `apply`, `capture` and `import` come from one task at a time, in log order. On
+/// start, [`open`](Self::open) loads the newest checkpoint, then `apply` is called for each
+/// committed entry after it — so an implementation rebuilt from scratch sees every record once.
 pub trait Apply: Send + Sync + 'static {
-    /// Applies one committed record; `index` is its Raft log index (increasing, with gaps where
-    /// Raft logged its own blank or membership entries).
-    fn apply(&self, index: u64, rec: &AppRecord);
-    /// A complete image of the state, consistent with the last `apply`.
-    fn snapshot(&self) -> Vec<u8>;
-    /// Replaces the whole state with an image produced by `snapshot` (possibly on another
-    /// replica).
-    fn install(&self, data: &[u8]);
+    /// Loads the newest persisted checkpoint in `dir` into the state and returns the metadata
+    /// stored with it (`None`: no checkpoint carries Raft metadata yet; the state is the initial
+    /// one).
+    fn open(&self, dir: &Path) -> std::io::Result<Option<Vec<u8>>>;
+    /// Applies one committed record.
+    fn apply(&self, log_id: &LogId, rec: &AppRecord);
+    /// Captures the current state cheaply, to be written by the returned [`Capture`].
+    fn capture(&self) -> Capture;
+    /// The newest checkpoint as one self-contained image: `(metadata, data)`.
+    fn export(&self) -> std::io::Result<Option<(Vec<u8>, Vec<u8>)>>;
+    /// Replaces the whole state with an image made by `export` (on another replica) and persists
+    /// it as the newest checkpoint, with `meta`.
+    fn import(&self, meta: &[u8], data: &[u8]) -> std::io::Result<()>;
 }
 
 /// openraft's state machine for a replica, delegating records to an [`Apply`].
 pub struct StateMachine {
     app: Arc<dyn Apply>,
-    dir: PathBuf,
     state: Arc<Mutex<SmState>>,
+    applied: watch::Sender<Option<LogId>>,
+    /// Cleared while Raft starts: openraft then reads the current snapshot for its metadata
+    /// only, and exporting a large state for nothing would slow every start.
+    export: Arc<AtomicBool>,
 }
 
 #[derive(Default)]
 struct SmState {
     last_applied: Option<LogId>,
     membership: StoredMembership<NodeId, openraft::BasicNode>,
-    current: Option<(Meta, Arc<Vec<u8>>)>,
+    current: Option<Meta>,
 }
 
-/// A view of the state captured when openraft asked for a builder: building runs concurrently
-/// with further applies, so the image must be taken before them.
+/// The state captured when openraft asked for a builder; building (writing the checkpoint) runs
+/// concurrently with further applies.
 pub struct SnapshotBuilder {
-    dir: PathBuf,
     state: Arc<Mutex<SmState>>,
-    meta: Meta,
-    data: Arc<Vec<u8>>,
+    applied: watch::Receiver<Option<LogId>>,
+    captured_at: Option<LogId>,
+    /// In a mutex only because openraft wants the builder `Sync`.
+    capture: Mutex<Option<Capture>>,
 }
 
 fn sm_err(e: impl std::error::Error + 'static) -> StorageError<NodeId> {
     StorageIOError::write_snapshot(None, AnyError::new(&e)).into()
 }
 
+fn snapshot_id(last: Option<LogId>) -> String {
+    // Unique per build: two builds at the same index on different replicas must not be taken
+    // for the same snapshot by the chunked transfer.
+    format!(
+        "{}-{}-{}",
+        last.map_or(0, |l| l.leader_id.term),
+        last.map_or(0, |l| l.index),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    )
+}
+
 impl StateMachine {
-    /// Opens the state machine whose snapshot lives in `dir`, installing that snapshot into
-    /// `app` if there is one.
+    /// Opens the state machine: loads `app`'s newest checkpoint in `dir`.
     pub fn open(dir: &Path, app: Arc<dyn Apply>) -> Result<StateMachine, ReplicationError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| ReplicationError::io(format!("creating {}", dir.display()), e))?;
         let mut st = SmState::default();
-        if let Some((meta, data)) = read_snapshot(dir)? {
-            app.install(&data);
+        let meta = app
+            .open(dir)
+            .map_err(|e| ReplicationError::io("loading the newest checkpoint", e))?;
+        if let Some(bytes) = meta {
+            let meta: Meta = serde_json::from_slice(&bytes).map_err(|e| {
+                ReplicationError::io(
+                    "reading the newest checkpoint's Raft metadata",
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+                )
+            })?;
             st.last_applied = meta.last_log_id;
             st.membership = meta.last_membership.clone();
-            st.current = Some((meta, Arc::new(data)));
+            st.current = Some(meta);
         }
+        let (applied, _) = watch::channel(st.last_applied);
         Ok(StateMachine {
             app,
-            dir: dir.to_path_buf(),
             state: Arc::new(Mutex::new(st)),
+            applied,
+            export: Arc::new(AtomicBool::new(true)),
         })
     }
 
-    /// The last log id applied (or covered by the installed snapshot).
+    /// The last log id applied (or covered by the loaded checkpoint).
     pub fn last_applied(&self) -> Option<LogId> {
         self.state.lock().last_applied
     }
-}
 
-fn read_snapshot(dir: &Path) -> Result<Option<(Meta, Vec<u8>)>, ReplicationError> {
-    let path = dir.join(SNAPSHOT_FILE);
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(ReplicationError::io(
-                format!("reading {}", path.display()),
-                e,
-            ))
-        }
-    };
-    let damaged = |why: &str| {
-        ReplicationError::io(
-            format!("reading {}", path.display()),
-            std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_string()),
-        )
-    };
-    if bytes.len() < 12 || &bytes[..8] != SNAPSHOT_MAGIC {
-        return Err(damaged("not a FerryMQ Raft snapshot"));
+    /// Follows the last applied log id.
+    pub fn applied_watch(&self) -> watch::Receiver<Option<LogId>> {
+        self.applied.subscribe()
     }
-    let meta_len = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize;
-    let Some(meta_bytes) = bytes.get(12..12 + meta_len) else {
-        return Err(damaged("snapshot metadata is truncated"));
-    };
-    let meta: Meta =
-        serde_json::from_slice(meta_bytes).map_err(|_| damaged("snapshot metadata is invalid"))?;
-    Ok(Some((meta, bytes[12 + meta_len..].to_vec())))
-}
 
-/// `magic | meta_len u32 | meta JSON | data`, written to a temporary file, synced, renamed over
-/// the old one and the directory synced: a crash leaves either the old or the new snapshot.
-fn write_snapshot(dir: &Path, meta: &Meta, data: &[u8]) -> std::io::Result<()> {
-    let meta_json = serde_json::to_vec(meta).map_err(std::io::Error::other)?;
-    let tmp = dir.join(format!("{SNAPSHOT_FILE}.tmp"));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(SNAPSHOT_MAGIC)?;
-        f.write_all(&(meta_json.len() as u32).to_le_bytes())?;
-        f.write_all(&meta_json)?;
-        f.write_all(data)?;
-        f.sync_all()?;
+    pub(crate) fn export_switch(&self) -> Arc<AtomicBool> {
+        self.export.clone()
     }
-    std::fs::rename(&tmp, dir.join(SNAPSHOT_FILE))?;
-    std::fs::File::open(dir)?.sync_all()
-}
 
-/// Persists and records a snapshot off the async runtime (it writes and syncs a file).
-async fn store_snapshot(
-    dir: PathBuf,
-    state: Arc<Mutex<SmState>>,
-    meta: Meta,
-    data: Arc<Vec<u8>>,
-) -> StorageResult<()> {
-    tokio::task::spawn_blocking(move || {
-        write_snapshot(&dir, &meta, &data)?;
-        let mut st = state.lock();
-        // A concurrent install may have stored a newer one meanwhile; keep the newest.
-        if st
-            .current
-            .as_ref()
-            .is_none_or(|(m, _)| m.last_log_id <= meta.last_log_id)
-        {
-            st.current = Some((meta, data));
-        }
-        Ok::<(), std::io::Error>(())
-    })
-    .await
-    .map_err(sm_err)?
-    .map_err(sm_err)
+    fn set_applied(&self, id: Option<LogId>) {
+        self.state.lock().last_applied = id;
+        self.applied.send_replace(id);
+    }
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
     async fn build_snapshot(&mut self) -> StorageResult<Snapshot<TypeConfig>> {
-        store_snapshot(
-            self.dir.clone(),
-            Arc::clone(&self.state),
-            self.meta.clone(),
-            Arc::clone(&self.data),
-        )
-        .await?;
+        let capture = self
+            .capture
+            .lock()
+            .take()
+            .ok_or_else(|| sm_err(std::io::Error::other("snapshot builder used twice")))?;
+        let last = match capture.at {
+            None => self.captured_at,
+            Some(at) => {
+                let Some(id) = at.await else {
+                    return Err(sm_err(std::io::Error::other(
+                        "the captured state was never replicated (leadership lost)",
+                    )));
+                };
+                self.applied
+                    .wait_for(|a| a.is_some_and(|a| a.index >= id.index))
+                    .await
+                    .map_err(sm_err)?;
+                Some(id)
+            }
+        };
+        let membership = self.state.lock().membership.clone();
+        let meta = Meta {
+            last_log_id: last,
+            last_membership: membership,
+            snapshot_id: snapshot_id(last),
+        };
+        let meta_json = serde_json::to_vec(&meta).map_err(sm_err)?;
+        let write = capture.write;
+        tokio::task::spawn_blocking(move || write(&meta_json))
+            .await
+            .map_err(sm_err)?
+            .map_err(sm_err)?;
+        let mut st = self.state.lock();
+        if st
+            .current
+            .as_ref()
+            .is_none_or(|m| m.last_log_id <= meta.last_log_id)
+        {
+            st.current = Some(meta.clone());
+        }
+        // Openraft only needs the metadata of a snapshot it built.
         Ok(Snapshot {
-            meta: self.meta.clone(),
-            snapshot: Box::new(Cursor::new(self.data.to_vec())),
+            meta,
+            snapshot: Box::new(Cursor::new(Vec::new())),
         })
     }
 }
@@ -205,44 +230,33 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         I::IntoIter: Send,
     {
         let mut out = Vec::new();
+        let mut last = None;
         for entry in entries {
             match &entry.payload {
                 EntryPayload::Blank => {}
-                EntryPayload::Normal(rec) => self.app.apply(entry.log_id.index, rec),
+                EntryPayload::Normal(rec) => self.app.apply(&entry.log_id, rec),
                 EntryPayload::Membership(m) => {
                     self.state.lock().membership =
                         StoredMembership::new(Some(entry.log_id), m.clone());
                 }
             }
-            self.state.lock().last_applied = Some(entry.log_id);
+            last = Some(entry.log_id);
             out.push(());
+        }
+        if last.is_some() {
+            self.set_applied(last);
         }
         Ok(out)
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
-        let data = Arc::new(self.app.snapshot());
-        let st = self.state.lock();
-        let last = st.last_applied;
-        let meta = Meta {
-            last_log_id: last,
-            last_membership: st.membership.clone(),
-            // Unique per build: two builds at the same index on different replicas must not be
-            // taken for the same snapshot by the chunked transfer.
-            snapshot_id: format!(
-                "{}-{}-{}",
-                last.map_or(0, |l| l.leader_id.term),
-                last.map_or(0, |l| l.index),
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos())
-            ),
-        };
+        // Captured here, on the applying task, so the state is not moved on by an apply first.
+        let capture = self.app.capture();
         SnapshotBuilder {
-            dir: self.dir.clone(),
             state: Arc::clone(&self.state),
-            meta,
-            data,
+            applied: self.applied.subscribe(),
+            captured_at: self.state.lock().last_applied,
+            capture: Mutex::new(Some(capture)),
         }
     }
 
@@ -255,28 +269,46 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         meta: &Meta,
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> StorageResult<()> {
-        let data = Arc::new(snapshot.into_inner());
-        // Persisted before the application sees it: a crash in between restarts from this
-        // snapshot, never from an application state the disk does not know about.
-        store_snapshot(
-            self.dir.clone(),
-            Arc::clone(&self.state),
-            meta.clone(),
-            Arc::clone(&data),
-        )
-        .await?;
-        self.app.install(&data);
-        let mut st = self.state.lock();
-        st.last_applied = meta.last_log_id;
-        st.membership = meta.last_membership.clone();
+        let data = snapshot.into_inner();
+        let meta_json = serde_json::to_vec(meta).map_err(sm_err)?;
+        let app = Arc::clone(&self.app);
+        // Persisted as this replica's checkpoint before anything else sees it: a crash in
+        // between restarts from it, never from a state the disk does not know about.
+        tokio::task::spawn_blocking(move || app.import(&meta_json, &data))
+            .await
+            .map_err(sm_err)?
+            .map_err(sm_err)?;
+        {
+            let mut st = self.state.lock();
+            st.membership = meta.last_membership.clone();
+            st.current = Some(meta.clone());
+        }
+        self.set_applied(meta.last_log_id);
         Ok(())
     }
 
     async fn get_current_snapshot(&mut self) -> StorageResult<Option<Snapshot<TypeConfig>>> {
-        let st = self.state.lock();
-        Ok(st.current.as_ref().map(|(meta, data)| Snapshot {
-            meta: meta.clone(),
-            snapshot: Box::new(Cursor::new(data.to_vec())),
+        let Some(meta) = self.state.lock().current.clone() else {
+            return Ok(None);
+        };
+        if !self.export.load(Ordering::Acquire) {
+            return Ok(Some(Snapshot {
+                meta,
+                snapshot: Box::new(Cursor::new(Vec::new())),
+            }));
+        }
+        let app = Arc::clone(&self.app);
+        let exported = tokio::task::spawn_blocking(move || app.export())
+            .await
+            .map_err(sm_err)?
+            .map_err(sm_err)?;
+        let Some((meta_json, data)) = exported else {
+            return Ok(None);
+        };
+        let meta: Meta = serde_json::from_slice(&meta_json).map_err(sm_err)?;
+        Ok(Some(Snapshot {
+            meta,
+            snapshot: Box::new(Cursor::new(data)),
         }))
     }
 }

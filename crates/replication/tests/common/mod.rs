@@ -4,19 +4,29 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ferrymq_log::Durability;
-use ferrymq_replication::{AppRecord, Apply, Replica, ReplicaConfig, ReplicationError};
+use ferrymq_replication::{
+    AppRecord, Apply, Capture, LogId, Replica, ReplicaConfig, ReplicationError,
+};
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
 
-/// A state machine that remembers every record applied, in order.
+/// A state machine that remembers every record applied, in order; its checkpoint is the whole
+/// list as JSON with the Raft metadata beside it, in `checkpoint.json` of the replica directory.
 #[derive(Default)]
 pub struct Recorder {
     pub applied: Mutex<Vec<(u64, AppRecord)>>,
+    dir: Mutex<Option<PathBuf>>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Checkpoint {
+    meta: Vec<u8>,
+    applied: Vec<(u64, AppRecord)>,
 }
 
 impl Recorder {
@@ -31,19 +41,78 @@ impl Recorder {
     pub fn len(&self) -> usize {
         self.applied.lock().len()
     }
+
+    fn file(&self) -> PathBuf {
+        self.dir
+            .lock()
+            .clone()
+            .expect("opened")
+            .join("checkpoint.json")
+    }
+
+    fn read(&self) -> std::io::Result<Option<Checkpoint>> {
+        match std::fs::read(self.file()) {
+            Ok(b) => Ok(Some(serde_json::from_slice(&b)?)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn write_checkpoint(file: &Path, c: &Checkpoint) -> std::io::Result<()> {
+    let tmp = file.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec(c)?)?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, file)
 }
 
 impl Apply for Recorder {
-    fn apply(&self, index: u64, rec: &AppRecord) {
-        self.applied.lock().push((index, rec.clone()));
+    fn open(&self, dir: &Path) -> std::io::Result<Option<Vec<u8>>> {
+        *self.dir.lock() = Some(dir.to_path_buf());
+        Ok(self.read()?.map(|c| {
+            *self.applied.lock() = c.applied;
+            c.meta
+        }))
     }
 
-    fn snapshot(&self) -> Vec<u8> {
-        serde_json::to_vec(&*self.applied.lock()).unwrap()
+    fn apply(&self, log_id: &LogId, rec: &AppRecord) {
+        self.applied.lock().push((log_id.index, rec.clone()));
     }
 
-    fn install(&self, data: &[u8]) {
-        *self.applied.lock() = serde_json::from_slice(data).unwrap();
+    fn capture(&self) -> Capture {
+        let applied = self.applied.lock().clone();
+        let file = self.file();
+        Capture {
+            at: None,
+            write: Box::new(move |meta| {
+                write_checkpoint(
+                    &file,
+                    &Checkpoint {
+                        meta: meta.to_vec(),
+                        applied,
+                    },
+                )
+            }),
+        }
+    }
+
+    fn export(&self) -> std::io::Result<Option<(Vec<u8>, Vec<u8>)>> {
+        Ok(self
+            .read()?
+            .map(|c| (c.meta, serde_json::to_vec(&c.applied).unwrap())))
+    }
+
+    fn import(&self, meta: &[u8], data: &[u8]) -> std::io::Result<()> {
+        let applied: Vec<(u64, AppRecord)> = serde_json::from_slice(data)?;
+        write_checkpoint(
+            &self.file(),
+            &Checkpoint {
+                meta: meta.to_vec(),
+                applied: applied.clone(),
+            },
+        )?;
+        *self.applied.lock() = applied;
+        Ok(())
     }
 }
 
@@ -184,7 +253,7 @@ impl Cluster {
                 .write(rec.clone())
                 .await
             {
-                Ok(index) => return index,
+                Ok(id) => return id.index,
                 Err(ReplicationError::NotLeader { .. }) => {
                     tokio::time::sleep(Duration::from_millis(50)).await
                 }
