@@ -50,6 +50,9 @@ pub struct Manifest {
     pub objects: Vec<ObjectDef>,
     pub next_seq: u64,
     pub refs: Vec<ManifestRef>,
+    /// Opaque metadata stored with the checkpoint: in a replicated queue manager, the Raft
+    /// snapshot metadata (the last log entry the checkpoint covers, and the membership).
+    pub meta: Vec<u8>,
 }
 
 mod tag {
@@ -58,6 +61,7 @@ mod tag {
     pub const OBJECT: u8 = 3;
     pub const NEXT_SEQ: u8 = 4;
     pub const REFS: u8 = 5;
+    pub const META: u8 = 6;
 }
 
 const REFS_PER_CHUNK: usize = 4096;
@@ -80,6 +84,9 @@ impl Manifest {
             one(tag::OBJECT, &|b| o.encode(b));
         }
         one(tag::NEXT_SEQ, &|b| b.put_u64_le(self.next_seq));
+        if !self.meta.is_empty() {
+            one(tag::META, &|b| b.extend_from_slice(&self.meta));
+        }
         for part in self.refs.chunks(REFS_PER_CHUNK) {
             one(tag::REFS, &|b| {
                 b.put_u32_le(part.len() as u32);
@@ -103,6 +110,10 @@ impl Manifest {
                 tag::QUEUE => m.queues.push(QueueDef::decode(&mut r)?),
                 tag::OBJECT => m.objects.push(ObjectDef::decode(&mut r)?),
                 tag::NEXT_SEQ => m.next_seq = r.u64("next seq")?,
+                tag::META => {
+                    m.meta = c[1..].to_vec();
+                    continue;
+                }
                 tag::REFS => {
                     let n = r.u32("ref count")?;
                     for _ in 0..n {

@@ -93,6 +93,8 @@ pub fn crtmqm(args: &[String]) -> Res {
         Flag::Value("-fs"),
         Flag::Value("-c"),
         Flag::Switch("-lc"),
+        Flag::Value("-ha"),
+        Flag::Value("-hi"),
         Flag::IgnoredValue(
             "-ls",
             "secondary log files: the circular log is fixed at -lp files",
@@ -155,6 +157,25 @@ pub fn crtmqm(args: &[String]) -> Res {
     ini.set("Log", "LogPrimaryFiles", &lp.to_string());
     ini.set("Log", "LogFilePages", &lf.to_string());
     ini.set("Log", "Durability", "fsync");
+    match (p.value("-ha"), p.value("-hi")) {
+        (None, None) => {}
+        (Some(list), Some(local)) => {
+            let instances = ferrymq_server::config::HaConfig::parse_instances(list)
+                .map_err(|e| other(format!("crtmqm: -ha {list}: {e}")))?;
+            if !instances.iter().any(|(n, _)| n == local) {
+                return Err(other(format!(
+                    "crtmqm: -hi {local} is not one of the instances named by -ha"
+                )));
+            }
+            ini.set("NativeHA", "LocalName", local);
+            ini.set("NativeHA", "Instances", list);
+        }
+        _ => {
+            return Err(other(
+                "crtmqm: an HA instance needs both -ha name=host(port),... (every instance of the group, in the same order everywhere) and -hi name (this instance)",
+            ))
+        }
+    }
     if let Some(fs) = p.value("-fs") {
         // MQ's default queue file size; kept for dspmqini, as FerryMQ's message store grows by segments.
         ini.set("TuningParameters", "DefaultQFileSize", fs);
@@ -390,11 +411,34 @@ pub fn dspmq(args: &[String]) -> Res {
         args,
         &[
             Flag::Value("-m"),
+            Flag::Value("-o"),
             Flag::IgnoredSwitch("-x", "standby instances arrive with high availability"),
             Flag::IgnoredSwitch("-s", "status is always shown"),
         ],
     )
     .map_err(other)?;
+    if let Some(o) = p.value("-o") {
+        if !o.eq_ignore_ascii_case("ha") && !o.eq_ignore_ascii_case("nativeha") {
+            return Err(other(format!("dspmq: -o {o}: only '-o ha' is known")));
+        }
+        let m = p
+            .value("-m")
+            .ok_or_else(|| other("dspmq: -o ha needs -m QMNAME"))?;
+        let paths = existing("dspmq", m)?;
+        if !is_running(&paths) {
+            return Err(fail(
+                EXIT_NOT_AVAILABLE,
+                format!("dspmq: this instance of queue manager '{m}' is not running"),
+            ));
+        }
+        let text =
+            admin_command(&paths, m, "HA STATUS").map_err(|e| other(format!("dspmq: {e}")))?;
+        println!("QMNAME({m})");
+        for line in text.lines() {
+            println!("  {line}");
+        }
+        return Ok(());
+    }
     let root = ferrymq_home().join("qmgrs");
     let mut names: Vec<String> = match std::fs::read_dir(&root) {
         Ok(rd) => rd

@@ -21,7 +21,7 @@ pub use log_store::{LogStorage, RecoveredLog};
 pub use network::{serve, Network, PeerConnection};
 pub use record::{RAFT_COMMITTED, RAFT_ENTRY, RAFT_PURGED, RAFT_TRUNCATE, RAFT_VOTE};
 pub use replica::{fast_failover_config, Replica, ReplicaConfig};
-pub use state_machine::{Apply, Capture, Meta, StateMachine};
+pub use state_machine::{Apply, Capture, CaptureAt, CaptureWrite, Meta, StateMachine};
 
 /// Re-exported so users name exactly the openraft this crate was built against.
 pub use openraft;

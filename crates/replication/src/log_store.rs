@@ -249,6 +249,31 @@ impl LogStorage {
         self.inner.state.lock().log.as_ref().map(|l| l.used_bytes())
     }
 
+    /// Size of the ring, and the largest record it holds (0, 0 once closed).
+    pub fn geometry(&self) -> (u64, usize) {
+        self.inner
+            .state
+            .lock()
+            .log
+            .as_ref()
+            .map_or((0, 0), |l| (l.capacity(), l.max_payload()))
+    }
+
+    /// Bytes of log written after entry `index` (what a replica that holds entries up to
+    /// `index` still has to receive); `None` when entries after it are already purged.
+    pub fn bytes_after(&self, index: u64) -> Option<u64> {
+        let st = self.inner.state.lock();
+        if st.last_purged.is_some_and(|p| p.index > index) {
+            return None;
+        }
+        let from = st
+            .entries
+            .range(index + 1..)
+            .next()
+            .map_or(st.next_lsn, |(_, c)| c.lsn);
+        Some(st.next_lsn.saturating_sub(from))
+    }
+
     /// Stops the flusher (after it has reported every pending append) and closes the recovery
     /// log, so the directory may be reopened. Idempotent; later calls on any clone fail.
     pub fn close(&self) -> Result<(), ReplicationError> {

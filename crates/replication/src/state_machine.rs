@@ -40,14 +40,19 @@ type StorageResult<T> = Result<T, StorageError<NodeId>>;
 /// The metadata of a snapshot (= of a checkpoint).
 pub type Meta = SnapshotMeta<NodeId, openraft::BasicNode>;
 
+/// Resolves to the log entry a captured state corresponds to.
+pub type CaptureAt = Pin<Box<dyn Future<Output = Option<LogId>> + Send>>;
+/// Writes a captured state with the given snapshot metadata.
+pub type CaptureWrite = Box<dyn FnOnce(&[u8]) -> std::io::Result<()> + Send>;
+
 /// A captured state waiting to be written as a checkpoint.
 pub struct Capture {
     /// `None`: the captured state is exactly the last applied entry's. `Some`: it resolves to
     /// the entry the state corresponds to once that entry is known (`None` if it never will be,
     /// e.g. leadership was lost); the builder then waits until that entry is applied.
-    pub at: Option<Pin<Box<dyn Future<Output = Option<LogId>> + Send>>>,
+    pub at: Option<CaptureAt>,
     /// Persists the captured state with the given metadata (blocking; run off the runtime).
-    pub write: Box<dyn FnOnce(&[u8]) -> std::io::Result<()> + Send>,
+    pub write: CaptureWrite,
 }
 
 /// What the replicated application (the queue manager) implements.

@@ -54,8 +54,7 @@ impl ServerOps for Ops<'_> {
             ..Default::default()
         };
         let (d, t) = md.put_date_time();
-        let log = &self.shared.storage.log;
-        vec![
+        let mut rows = vec![
             ("QMNAME".into(), self.shared.cfg.name.clone()),
             ("STATUS".into(), "RUNNING".into()),
             (
@@ -68,13 +67,21 @@ impl ServerOps for Ops<'_> {
             ),
             ("CONNS".into(), conns.to_string()),
             ("LOGTYPE".into(), "CIRCULAR".into()),
-            (
-                "LOGUTIL".into(),
-                (log.used_bytes() * 100 / log.capacity().max(1)).to_string(),
-            ),
-            ("CURRLOG".into(), log.end_lsn().to_string()),
-            ("RECLOG".into(), log.checkpoint_lsn().to_string()),
-        ]
+        ];
+        if let Some(log) = &self.shared.storage.log {
+            rows.extend([
+                (
+                    "LOGUTIL".into(),
+                    (log.used_bytes() * 100 / log.capacity().max(1)).to_string(),
+                ),
+                ("CURRLOG".into(), log.end_lsn().to_string()),
+                ("RECLOG".into(), log.checkpoint_lsn().to_string()),
+            ]);
+        }
+        if let Some(ha) = &self.shared.ha {
+            rows.extend(ha.qmstatus_rows());
+        }
+        rows
     }
 
     fn refresh_security(&mut self, type_: &str) -> Result<String, MqError> {

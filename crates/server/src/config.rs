@@ -171,6 +171,92 @@ pub struct QmConfig {
     pub max_sockets: usize,
     /// A checkpoint is taken at least this often while anything is being logged.
     pub checkpoint_interval_ms: u64,
+    /// Set when this queue manager is one instance of a replicated (HA) group.
+    pub ha: Option<HaConfig>,
+}
+
+/// The HA group a queue manager instance belongs to (qm.ini `NativeHA:` stanza).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HaConfig {
+    /// This instance's name.
+    pub local: String,
+    /// Every instance in the group, in the order given to `crtmqm` (the order defines the
+    /// instances' Raft node ids, 1, 2, 3...): name and replication address `host:port`.
+    pub instances: Vec<(String, String)>,
+}
+
+impl HaConfig {
+    /// Parses `name=host(port),name=host(port),...`.
+    pub fn parse_instances(text: &str) -> Result<Vec<(String, String)>, String> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, addr) = part
+                .split_once('=')
+                .ok_or_else(|| format!("'{part}': expected name=host(port)"))?;
+            let addr = addr.trim();
+            let (host, port) = addr
+                .strip_suffix(')')
+                .and_then(|a| a.split_once('('))
+                .ok_or_else(|| format!("'{part}': the address must be host(port)"))?;
+            let port: u16 = port
+                .parse()
+                .map_err(|_| format!("'{part}': '{port}' is not a port number"))?;
+            let name = name.trim().to_string();
+            if name.is_empty() || out.iter().any(|(n, _)| *n == name) {
+                return Err(format!("'{part}': instance names must be given and unique"));
+            }
+            out.push((name, format!("{host}:{port}")));
+        }
+        if out.len() < 2 {
+            return Err(
+                "an HA group needs at least two instances (three to survive the loss of one)"
+                    .into(),
+            );
+        }
+        Ok(out)
+    }
+
+    /// The Raft node id of instance `name`.
+    pub fn node_id(&self, name: &str) -> Option<u64> {
+        self.instances
+            .iter()
+            .position(|(n, _)| n == name)
+            .map(|i| i as u64 + 1)
+    }
+
+    pub fn local_id(&self) -> u64 {
+        self.node_id(&self.local).expect("validated")
+    }
+
+    pub fn name_of(&self, id: u64) -> &str {
+        self.instances
+            .get((id as usize).wrapping_sub(1))
+            .map_or("?", |(n, _)| n.as_str())
+    }
+
+    pub fn local_addr(&self) -> &str {
+        &self.instances[self.local_id() as usize - 1].1
+    }
+
+    fn from_ini(ini: &Ini) -> Result<Option<HaConfig>, String> {
+        let Some(list) = ini.get("NativeHA", "Instances") else {
+            return Ok(None);
+        };
+        let instances = HaConfig::parse_instances(list)
+            .map_err(|e| format!("qm.ini NativeHA:Instances: {e}"))?;
+        let local = ini
+            .get("NativeHA", "LocalName")
+            .ok_or("qm.ini NativeHA: has Instances= but no LocalName=")?
+            .to_string();
+        let cfg = HaConfig { local, instances };
+        if cfg.node_id(&cfg.local).is_none() {
+            return Err(format!(
+                "qm.ini NativeHA:LocalName={} is not one of the Instances",
+                cfg.local
+            ));
+        }
+        Ok(Some(cfg))
+    }
 }
 
 fn num<T: std::str::FromStr>(ini: &Ini, stanza: &str, key: &str, default: T) -> Result<T, String> {
@@ -224,6 +310,7 @@ impl QmConfig {
             heartbeat_ms: num(ini, "Channels", "HeartbeatMs", limits::HEARTBEAT_DEFAULT_MS)?,
             max_sockets: num(ini, "Channels", "MaxChannels", 100_000usize)?,
             checkpoint_interval_ms: num(ini, "Log", "CheckpointIntervalMs", 30_000u64)?,
+            ha: HaConfig::from_ini(ini)?,
         })
     }
 }

@@ -45,6 +45,9 @@ pub enum AdminAction {
     ShutdownImmediate,
 }
 
+/// The application name the queue manager control commands connect with.
+pub const ADMIN_APP: &str = "endmqm";
+
 fn status_ok() -> Response {
     Response::Status {
         reason: Reason::NONE,
@@ -76,6 +79,26 @@ pub fn handle(
         ..
     } = &r
     {
+        if let Some(h) = shared.ha.as_ref().filter(|h| !h.is_active()) {
+            // The control commands (endmqm, dspmq -o ha) reach a replica through its bindings
+            // socket; they get a conversation with no engine connection behind it, so nothing
+            // but administrative requests can be made on it.
+            if s.bindings && app_name == ADMIN_APP {
+                return Action::Reply(status_ok(), 0);
+            }
+            let m = h.replica.metrics();
+            let active = m.current_leader.map_or("none yet".to_string(), |l| {
+                format!("'{}'", h.cfg.name_of(l))
+            });
+            let e = MqError::new(
+                Reason::STANDBY_Q_MGR,
+                format!(
+                    "instance '{}' of queue manager '{}' is a replica; the active instance is {active}",
+                    h.cfg.local, shared.cfg.name
+                ),
+            );
+            return Action::Reply(error_response(e), 0);
+        }
         return Action::Reply(connect(core, s, conv, qmgr, user, app_name), 0);
     }
     if let Q::Admin { command } = &r {
@@ -273,6 +296,29 @@ fn admin(core: &mut Core, shared: &Arc<Shared>, s: &Session, command: &str, now_
         .as_slice()
     {
         ["PING"] => Action::Reply(reply(Reason::NONE, "queue manager is running"), 0),
+        ["HA", "STATUS"] => match &shared.ha {
+            None => Action::Reply(
+                reply(
+                    Reason::COMMAND_FAILED,
+                    "this queue manager is not part of an HA group",
+                ),
+                0,
+            ),
+            Some(h) => {
+                let text = h
+                    .status_rows()
+                    .iter()
+                    .map(|row| {
+                        row.iter()
+                            .map(|(k, v)| format!("{k}({v})"))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                Action::Reply(reply(Reason::NONE, &text), 0)
+            }
+        },
         ["SHUTDOWN"] | ["SHUTDOWN", "CONTROLLED"] => Action::Admin(
             AdminAction::ShutdownControlled,
             reply(Reason::NONE, "controlled end requested"),

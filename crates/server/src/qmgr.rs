@@ -17,14 +17,15 @@ use tokio::sync::{watch, Semaphore};
 use crate::config::{Ini, QmConfig, QmPaths};
 use crate::core::Core;
 use crate::dispatch::AdminAction;
+use crate::ha::{self, HaHandle};
 use crate::listeners::{self, Control};
 use crate::storage::{now_ms, Storage};
 use crate::wait_timer::{self, WaitTimer};
 
 /// What every connection task shares.
 pub struct Shared {
-    pub core: Mutex<Core>,
-    pub storage: Storage,
+    pub core: Arc<Mutex<Core>>,
+    pub storage: Arc<Storage>,
     pub cfg: QmConfig,
     /// The log's durable LSN, published by the log writer after each sync.
     pub durable: watch::Receiver<u64>,
@@ -39,9 +40,41 @@ pub struct Shared {
     pub started_ms: u64,
     /// Ends waiting gets whose interval ran out.
     pub wait_timer: WaitTimer,
+    /// Set on an instance of a replicated (HA) queue manager.
+    pub ha: Option<Arc<HaHandle>>,
 }
 
 impl Shared {
+    /// True on an HA instance that is not (yet) the active one: it refuses applications.
+    pub fn is_standby(&self) -> bool {
+        self.ha.as_ref().is_some_and(|h| !h.is_active())
+    }
+
+    fn new(
+        core: Arc<Mutex<Core>>,
+        storage: Arc<Storage>,
+        cfg: QmConfig,
+        durable: watch::Receiver<u64>,
+        end_tx: watch::Sender<Option<AdminAction>>,
+        ha: Option<Arc<HaHandle>>,
+    ) -> Shared {
+        let (immediate_tx, immediate_rx) = watch::channel(false);
+        Shared {
+            core,
+            storage,
+            durable,
+            immediate_end: immediate_rx,
+            immediate_tx,
+            end_tx,
+            control: Mutex::new(Control::default()),
+            slots: Arc::new(Semaphore::new(cfg.max_sockets)),
+            cfg,
+            started_ms: now_ms(),
+            wait_timer: WaitTimer::default(),
+            ha,
+        }
+    }
+
     /// Starts ending the queue manager (from an admin request or a signal).
     pub fn request_end(&self, a: AdminAction) {
         self.core.lock().quiescing = true;
@@ -52,7 +85,7 @@ impl Shared {
         self.storage.checkpoint(|| {
             let core = self.core.lock();
             (
-                self.storage.log.end_lsn(),
+                self.storage.ring().end_lsn(),
                 core.engine.checkpoint_image(now_ms()),
             )
         })
@@ -84,6 +117,9 @@ fn engine_config(cfg: &QmConfig) -> EngineConfig {
 /// Creates the storage of a new queue manager whose `qm.ini` is already written.
 pub fn create_storage(paths: &QmPaths) -> Result<(), String> {
     let cfg = QmConfig::from_ini(&Ini::load(&paths.ini())?)?;
+    if cfg.ha.is_some() {
+        return Storage::create_replicated(paths, engine_config(&cfg));
+    }
     Storage::create(paths, &cfg, engine_config(&cfg))
 }
 
@@ -110,6 +146,11 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
         }
     }
     let cfg = QmConfig::from_ini(&Ini::load(&paths.ini())?)?;
+    if cfg.ha.is_some() {
+        let r = run_ha(paths, cfg);
+        drop(lock);
+        return r;
+    }
     let (durable_tx, durable_rx) = watch::channel(0u64);
     let (ckpt_tx, ckpt_rx) = std_mpsc::sync_channel::<()>(1);
     let pressure_tx = ckpt_tx.clone();
@@ -133,22 +174,15 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
         report.records_replayed,
         report.tail_problem.map(|t| format!("; log tail: {t}")).unwrap_or_default()
     );
-    // Everything recovered is durable already; connections must not wait for LSN 0.
-    let (immediate_tx, immediate_rx) = watch::channel(false);
     let (end_tx, end_rx) = watch::channel(None);
-    let shared = Arc::new(Shared {
-        core: Mutex::new(Core::new(engine)),
-        storage,
-        cfg: cfg.clone(),
-        durable: durable_rx,
-        immediate_end: immediate_rx,
-        immediate_tx,
+    let shared = Arc::new(Shared::new(
+        Arc::new(Mutex::new(Core::new(engine))),
+        Arc::new(storage),
+        cfg.clone(),
+        durable_rx,
         end_tx,
-        control: Mutex::new(Control::default()),
-        slots: Arc::new(Semaphore::new(cfg.max_sockets)),
-        started_ms: now_ms(),
-        wait_timer: WaitTimer::default(),
-    });
+        None,
+    ));
 
     let stop_ckpt = Arc::new(AtomicBool::new(false));
     let ckpt_thread = {
@@ -158,13 +192,13 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
         std::thread::Builder::new()
             .name("checkpointer".into())
             .spawn(move || {
-                let mut last = shared.storage.log.end_lsn();
+                let mut last = shared.storage.ring().end_lsn();
                 while !stop.load(Ordering::Acquire) {
                     let pressed = ckpt_rx.recv_timeout(interval).is_ok();
                     if stop.load(Ordering::Acquire) {
                         break;
                     }
-                    let end = shared.storage.log.end_lsn();
+                    let end = shared.storage.ring().end_lsn();
                     if pressed || end != last {
                         match shared.checkpoint() {
                             Ok(_) => last = end,
@@ -201,20 +235,11 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
     Ok(())
 }
 
-async fn serve(
-    shared: Arc<Shared>,
-    paths: QmPaths,
-    mut end_rx: watch::Receiver<Option<AdminAction>>,
-) -> Result<(), String> {
-    let sock = paths.socket();
-    // The lock is ours, so a socket file left here is stale (a killed predecessor).
-    let _ = std::fs::remove_file(&sock);
-    let unix = UnixListener::bind(&sock)
-        .map_err(|e| format!("cannot listen on {}: {e}", sock.display()))?;
-    let timer = tokio::spawn(wait_timer::run(shared.clone()));
+/// Starts the queue manager's TCP listener and the listener objects defined to start with it.
+fn start_listeners(shared: &Arc<Shared>) -> Result<(), String> {
     if shared.cfg.port != 0 {
         listeners::start(
-            &shared,
+            shared,
             listeners::QMGR_LISTENER,
             &shared.cfg.bind_address,
             shared.cfg.port,
@@ -229,7 +254,74 @@ async fn serve(
         .filter(|o| o.kind == ferrymq_types::ObjectKind::Listener)
         .cloned()
         .collect();
-    listeners::start_controlled(&shared, defined);
+    listeners::start_controlled(shared, defined);
+    Ok(())
+}
+
+/// Runs one instance of a replicated queue manager (qm.ini `NativeHA:`) until it is ended.
+fn run_ha(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name("ferrymq-io")
+        .build()
+        .map_err(|e| format!("cannot start the I/O runtime: {e}"))?;
+    let served = rt.block_on(async {
+        let began = std::time::Instant::now();
+        let started = ha::start(paths, &cfg, engine_config(&cfg)).await?;
+        let h = started.handle.clone();
+        eprintln!(
+            "ferrymq: instance '{}' of queue manager '{}' started as a replica in {} ms (Raft log: {:?})",
+            h.cfg.local,
+            cfg.name,
+            began.elapsed().as_millis(),
+            h.replica.recovered().last_log_id,
+        );
+        let (end_tx, end_rx) = watch::channel(None);
+        let shared = Arc::new(Shared::new(
+            started.core,
+            started.storage,
+            cfg.clone(),
+            h.props.durable_watch(),
+            end_tx,
+            Some(h.clone()),
+        ));
+        let r = serve(shared, paths.clone(), end_rx).await;
+        let _ = h.replica.raft().shutdown().await;
+        let _ = h.replica.storage().close();
+        r
+    });
+    rt.shutdown_timeout(Duration::from_secs(2));
+    let _ = std::fs::remove_file(paths.socket());
+    let _ = std::fs::remove_file(paths.pid_file());
+    served?;
+    eprintln!("ferrymq: instance of queue manager '{}' ended", cfg.name);
+    Ok(())
+}
+
+async fn serve(
+    shared: Arc<Shared>,
+    paths: QmPaths,
+    mut end_rx: watch::Receiver<Option<AdminAction>>,
+) -> Result<(), String> {
+    let sock = paths.socket();
+    // The lock is ours, so a socket file left here is stale (a killed predecessor).
+    let _ = std::fs::remove_file(&sock);
+    let unix = UnixListener::bind(&sock)
+        .map_err(|e| format!("cannot listen on {}: {e}", sock.display()))?;
+    let timer = tokio::spawn(wait_timer::run(shared.clone()));
+    match shared.ha.clone() {
+        None => start_listeners(&shared)?,
+        Some(h) => {
+            let s2 = shared.clone();
+            tokio::spawn(ha::replicate(h.clone()));
+            tokio::spawn(ha::monitor(h, move || {
+                if let Err(e) = start_listeners(&s2) {
+                    eprintln!("ferrymq: {e}");
+                }
+            }));
+        }
+    }
     std::fs::write(paths.pid_file(), format!("{}\n", std::process::id()))
         .map_err(|e| e.to_string())?;
     eprintln!(

@@ -51,9 +51,11 @@ impl LogSink for RingSink {
     }
 }
 
-/// Storage of a running queue manager.
+/// Storage of a running queue manager. A standalone queue manager's engine logs to `log`; in a
+/// replicated one (HA) the ring carries the Raft log and belongs to the replica, so `log` is
+/// `None` and checkpoints are written on Raft's request.
 pub struct Storage {
-    pub log: Arc<RecoveryLog>,
+    pub log: Option<Arc<RecoveryLog>>,
     segments: Mutex<SegmentStore>,
     store_dir: PathBuf,
     checkpointing: Mutex<()>,
@@ -111,7 +113,7 @@ impl Storage {
             .install_defaults()
             .map_err(|e| format!("cannot define the default objects: {e}"))?;
         storage
-            .checkpoint(|| (storage.log.end_lsn(), engine.checkpoint_image(now_ms())))
+            .checkpoint(|| (storage.ring().end_lsn(), engine.checkpoint_image(now_ms())))
             .map_err(|e| format!("initial checkpoint failed: {e}"))?;
         drop(engine);
         storage.close()
@@ -131,29 +133,14 @@ impl Storage {
         let log = Arc::new(log);
         let store_dir = paths.store_dir();
         let segments = SegmentStore::open(&store_dir).map_err(io_err)?;
-        let (ckpt_lsn, manifest) = match CheckpointReader::latest(&store_dir).map_err(io_err)? {
-            Some((lsn, chunks)) => (
-                lsn,
-                Manifest::decode(&chunks)
-                    .map_err(|e| format!("checkpoint manifest is damaged: {e}"))?,
-            ),
-            None => (0, Manifest::default()),
-        };
+        let (ckpt_lsn, image, _) = load_latest(&segments, &store_dir)?;
         if ckpt_lsn < recovered.checkpoint_lsn {
             return Err(format!(
                 "the newest checkpoint manifest (LSN {ckpt_lsn}) is older than the log's checkpoint (LSN {}); the message store is damaged",
                 recovered.checkpoint_lsn
             ));
         }
-        let messages = load_messages(&segments, &manifest.refs)?;
-        let loaded = messages.len();
-        let image = Image {
-            attrs: manifest.attrs,
-            queues: manifest.queues,
-            objects: manifest.objects,
-            next_seq: manifest.next_seq,
-            messages,
-        };
+        let loaded = image.messages.len();
         let trigger_bytes =
             log.capacity() * ferrymq_types::limits::LOG_CHECKPOINT_TRIGGER_PCT / 100;
         let sink = RingSink {
@@ -182,7 +169,7 @@ impl Storage {
         };
         Ok((
             Storage {
-                log,
+                log: Some(log),
                 segments: Mutex::new(segments),
                 store_dir,
                 checkpointing: Mutex::new(()),
@@ -206,7 +193,49 @@ impl Storage {
         let _one_at_a_time = self.checkpointing.lock();
         let started = Instant::now();
         let (lsn, image) = capture();
-        self.log.wait_durable(lsn).map_err(io_err)?;
+        let log = self.ring();
+        log.wait_durable(lsn).map_err(io_err)?;
+        let report = self.write_checkpoint_locked(lsn, image, Vec::new())?;
+        if lsn > log.checkpoint_lsn() {
+            log.set_checkpoint(lsn).map_err(io_err)?;
+        }
+        Ok(CheckpointReport {
+            elapsed_ms: started.elapsed().as_millis(),
+            ..report
+        })
+    }
+
+    /// The ring of a standalone queue manager.
+    pub fn ring(&self) -> &Arc<RecoveryLog> {
+        self.log
+            .as_ref()
+            .expect("a standalone queue manager's storage has its log")
+    }
+
+    /// Writes `image` as the checkpoint keyed `key` (the newest key wins on restart), with `meta`
+    /// stored in its manifest: messages not yet in the message store are copied there first,
+    /// then the manifest is written, then older manifests and unreferenced segments are removed.
+    pub fn write_checkpoint(
+        &self,
+        key: Lsn,
+        image: Image,
+        meta: Vec<u8>,
+    ) -> Result<CheckpointReport, String> {
+        let _one_at_a_time = self.checkpointing.lock();
+        let started = Instant::now();
+        let report = self.write_checkpoint_locked(key, image, meta)?;
+        Ok(CheckpointReport {
+            elapsed_ms: started.elapsed().as_millis(),
+            ..report
+        })
+    }
+
+    fn write_checkpoint_locked(
+        &self,
+        lsn: Lsn,
+        image: Image,
+        meta: Vec<u8>,
+    ) -> Result<CheckpointReport, String> {
         let mut segs = self.segments.lock();
         let compact = self.segments_to_compact(&segs, &image.messages);
         let mut refs = Vec::with_capacity(image.messages.len());
@@ -243,6 +272,7 @@ impl Storage {
             objects: image.objects,
             next_seq: image.next_seq,
             refs,
+            meta,
         };
         let mut w = CheckpointWriter::create(&self.store_dir, lsn).map_err(io_err)?;
         for chunk in manifest.encode() {
@@ -252,15 +282,9 @@ impl Storage {
         for (msg, loc) in newly {
             msg.set_store_loc(loc);
         }
-        if lsn > self.log.checkpoint_lsn() {
-            self.log.set_checkpoint(lsn).map_err(io_err)?;
-        }
         segs.remove_unreferenced(&keep).map_err(io_err)?;
         remove_older_than(&self.store_dir, lsn).map_err(io_err)?;
-        Ok(CheckpointReport {
-            elapsed_ms: started.elapsed().as_millis(),
-            ..report
-        })
+        Ok(report)
     }
 
     /// Segments (other than the one being written) whose live messages fill less than half of
@@ -288,7 +312,8 @@ impl Storage {
 
     /// Flushes and closes the log.
     pub fn close(self) -> Result<(), String> {
-        match Arc::try_unwrap(self.log) {
+        let Some(log) = self.log else { return Ok(()) };
+        match Arc::try_unwrap(log) {
             Ok(log) => log.close().map_err(io_err),
             // Someone still holds the log (a sink inside an engine not yet dropped): make sure
             // everything appended is durable, and let the last owner stop the writer.
@@ -340,4 +365,153 @@ fn load_messages(segs: &SegmentStore, refs: &[ManifestRef]) -> Result<Vec<ImageM
         }
     }
     Ok(out)
+}
+
+/// Reads the newest checkpoint: its key, the image it holds (messages read from the store) and
+/// the metadata stored with it. No checkpoint yet: key 0 and an empty image.
+fn load_latest(
+    segments: &SegmentStore,
+    store_dir: &std::path::Path,
+) -> Result<(Lsn, Image, Vec<u8>), String> {
+    let (key, manifest) = match CheckpointReader::latest(store_dir).map_err(io_err)? {
+        Some((lsn, chunks)) => (
+            lsn,
+            Manifest::decode(&chunks)
+                .map_err(|e| format!("checkpoint manifest is damaged: {e}"))?,
+        ),
+        None => (0, Manifest::default()),
+    };
+    let messages = load_messages(segments, &manifest.refs)?;
+    let image = Image {
+        attrs: manifest.attrs,
+        queues: manifest.queues,
+        objects: manifest.objects,
+        next_seq: manifest.next_seq,
+        messages,
+    };
+    Ok((key, image, manifest.meta))
+}
+
+/// A whole-state image: the checkpoint's metadata and the image bytes.
+pub type Exported = (Vec<u8>, Vec<u8>);
+
+/// Magic of a whole-state image sent to a replica behind the purged Raft log.
+const EXPORT_MAGIC: &[u8; 8] = b"FMQIMG01";
+
+impl Storage {
+    /// Opens only the message store (a replicated queue manager: the ring is the replica's).
+    pub fn open_store(paths: &QmPaths) -> Result<Storage, String> {
+        let store_dir = paths.store_dir();
+        let segments = SegmentStore::open(&store_dir).map_err(io_err)?;
+        Ok(Storage {
+            log: None,
+            segments: Mutex::new(segments),
+            store_dir,
+            checkpointing: Mutex::new(()),
+        })
+    }
+
+    /// Creates the message store of a new instance of a replicated queue manager: a first
+    /// checkpoint holding the default objects and no Raft metadata (every instance starts from
+    /// the same definitions; everything after comes through the replicated log).
+    pub fn create_replicated(paths: &QmPaths, ecfg: EngineConfig) -> Result<(), String> {
+        let storage = Storage::open_store(paths)?;
+        let mut engine = Engine::new(ecfg, Box::new(ferrymq_engine::MemoryLog::default()));
+        engine
+            .install_defaults()
+            .map_err(|e| format!("cannot define the default objects: {e}"))?;
+        storage.write_checkpoint(1, engine.checkpoint_image(now_ms()), Vec::new())?;
+        Ok(())
+    }
+
+    /// The newest checkpoint: key, image and metadata.
+    pub fn load_latest(&self) -> Result<(Lsn, Image, Vec<u8>), String> {
+        let _one_at_a_time = self.checkpointing.lock();
+        load_latest(&self.segments.lock(), &self.store_dir)
+    }
+
+    /// The newest checkpoint as one self-contained image (metadata, bytes): the manifest's
+    /// chunks followed by every message it references, as stored.
+    pub fn export_latest(&self) -> Result<Option<Exported>, String> {
+        let (key, image, meta) = self.load_latest()?;
+        if key == 0 {
+            return Ok(None);
+        }
+        let mut out = BytesMut::new();
+        out.extend_from_slice(EXPORT_MAGIC);
+        let manifest = Manifest {
+            attrs: image.attrs,
+            queues: image.queues,
+            objects: image.objects,
+            next_seq: image.next_seq,
+            refs: Vec::new(),
+            meta: Vec::new(),
+        };
+        let chunks = manifest.encode();
+        out.extend_from_slice(&(chunks.len() as u32).to_le_bytes());
+        for c in chunks {
+            out.extend_from_slice(&(c.len() as u32).to_le_bytes());
+            out.extend_from_slice(&c);
+        }
+        out.extend_from_slice(&(image.messages.len() as u64).to_le_bytes());
+        for m in &image.messages {
+            let (head, body) = encode_stored(&m.queue, &m.msg);
+            out.extend_from_slice(&m.backout_count.to_le_bytes());
+            out.extend_from_slice(&((head.len() + body.len()) as u64).to_le_bytes());
+            out.extend_from_slice(&head);
+            out.extend_from_slice(&body);
+        }
+        Ok(Some((meta, out.to_vec())))
+    }
+}
+
+/// Decodes an image made by [`Storage::export_latest`].
+pub fn decode_export(data: &[u8]) -> Result<Image, String> {
+    let bad = |what: &str| format!("the state image from the leader is damaged: {what}");
+    let mut p = data
+        .strip_prefix(EXPORT_MAGIC.as_slice())
+        .ok_or_else(|| bad("wrong magic"))?;
+    fn take<'a>(p: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        if p.len() < n {
+            return None;
+        }
+        let (a, b) = p.split_at(n);
+        *p = b;
+        Some(a)
+    }
+    let u32_of = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("4 bytes"));
+    let u64_of = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+    let n = u32_of(take(&mut p, 4).ok_or_else(|| bad("chunk count"))?);
+    let mut chunks = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let len = u32_of(take(&mut p, 4).ok_or_else(|| bad("chunk length"))?) as usize;
+        let c = take(&mut p, len).ok_or_else(|| bad("chunk"))?;
+        chunks.push(bytes::Bytes::copy_from_slice(c));
+    }
+    let m = Manifest::decode(&chunks).map_err(|e| bad(&e.to_string()))?;
+    let count = u64_of(take(&mut p, 8).ok_or_else(|| bad("message count"))?);
+    let mut messages = Vec::with_capacity(count.min(1 << 24) as usize);
+    for _ in 0..count {
+        let backout = u32_of(take(&mut p, 4).ok_or_else(|| bad("backout count"))?);
+        let len = u64_of(take(&mut p, 8).ok_or_else(|| bad("message length"))?) as usize;
+        let rec = take(&mut p, len).ok_or_else(|| bad("message"))?;
+        let s =
+            decode_stored(bytes::Bytes::copy_from_slice(rec)).map_err(|e| bad(&e.to_string()))?;
+        let msg = Message::new(s.seq, s.md, s.props, s.body, s.expires_at_ms, 0);
+        messages.push(ImageMsg {
+            queue: s.queue,
+            msg: Arc::new(msg),
+            backout_count: backout,
+        });
+    }
+    if !p.is_empty() {
+        return Err(bad("trailing bytes"));
+    }
+    Ok(Image {
+        attrs: m.attrs,
+        queues: m.queues,
+        objects: m.objects,
+        next_seq: m.next_seq,
+        messages,
+    })
 }

@@ -1,0 +1,705 @@
+//! A queue manager instance in a replicated (HA) group: the engine's log records go through Raft
+//! instead of straight to the ring, the Raft state machine is the engine itself, and only the
+//! instance that leads the group (the *active* instance) accepts applications.
+//!
+//! - **Writes.** The engine's [`LogSink`] here is [`HaSink`]: each record is numbered and added to
+//!   an open batch ([`Proposals`]); one replicator task proposes batches to Raft in order (several
+//!   in flight, so replication latency overlaps) and, as each is committed — on a majority's
+//!   disks — publishes its last number as the durable "LSN". The durability gate every reply
+//!   passes through is the standalone one, so a put or commit returns only once a majority holds
+//!   it.
+//! - **Replicas** apply committed batches to their own engine (`Engine::replay`), so a standby is
+//!   a warm copy: taking over replays nothing more than what was committed and not yet applied.
+//! - **Taking over.** When an instance's replica becomes Raft leader it confirms its leadership
+//!   with a quorum and waits until every entry before its term is applied
+//!   (`ensure_linearizable`), then starts its TCP listeners. Entries of its own term are already
+//!   in its engine (it made them), so its state machine skips them.
+//! - **Losing the role.** An active instance that stops being leader (deposed, or out of touch
+//!   with a majority for longer than an election takes) may hold engine state the group never
+//!   committed; it therefore restarts itself (`exec` of the same command), dropping every
+//!   connection, and comes back as a replica rebuilt from its checkpoint and the committed log.
+//! - **Snapshots** are the engine's incremental checkpoints (`Storage::write_checkpoint`), taken
+//!   when the ring is half full; the Raft snapshot metadata is stored in the checkpoint manifest.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use ferrymq_engine::{Engine, EngineConfig, LogSink, Lsn};
+use ferrymq_replication::openraft::{ServerState, SnapshotPolicy};
+use ferrymq_replication::{
+    fast_failover_config, AppRecord, Apply, Capture, CaptureAt, LogId, Meta, Replica, ReplicaConfig,
+};
+use ferrymq_types::{MqError, Reason};
+use parking_lot::{Condvar, Mutex};
+use tokio::sync::{watch, Notify, Semaphore};
+
+use crate::config::{HaConfig, QmConfig, QmPaths};
+use crate::core::Core;
+use crate::storage::{decode_export, now_ms, Storage};
+
+/// AppRecord kind of a batch of engine log records.
+const KIND_ENGINE_BATCH: u8 = 1;
+/// A batch is proposed once it holds this much (or as soon as the replicator is free).
+const BATCH_BYTES: usize = 1 << 20;
+/// Batches proposed and not yet committed, at most.
+const MAX_IN_FLIGHT: usize = 64;
+/// Proposals stop while the Raft log ring is this full (percent), until a snapshot frees it.
+const RING_STOP_PCT: u64 = 85;
+/// A snapshot is requested once the ring is this full (percent).
+const RING_SNAPSHOT_PCT: u64 = 40;
+/// An active instance that has not heard from a majority for this long gives up the role.
+const QUORUM_LOSS_MS: u64 = 1_000;
+
+/// Records the engine logged, numbered, on their way into Raft.
+pub struct Proposals {
+    st: Mutex<PropState>,
+    wake: Notify,
+    /// The highest record number committed by the group (the engine's durable LSN).
+    durable: watch::Sender<u64>,
+    /// Signalled when a batch's log id becomes known or everything is lost.
+    progress: Condvar,
+    lost: AtomicBool,
+}
+
+#[derive(Default)]
+struct PropState {
+    /// Number of the last record handed out.
+    last_seq: u64,
+    open: Vec<u8>,
+    open_last: u64,
+    sealed: VecDeque<(u64, Vec<u8>)>,
+    /// Proposed batches in log order: last record number, log id once committed, when proposed.
+    proposed: VecDeque<(u64, Option<LogId>, Instant)>,
+    /// Log ids of recently committed batches, by last record number.
+    ids: BTreeMap<u64, LogId>,
+    /// Record number and log id at which this instance became active.
+    base: Option<(u64, LogId)>,
+    /// Log index -> when it was proposed, for lag in seconds.
+    times: BTreeMap<u64, Instant>,
+}
+
+impl Proposals {
+    fn new() -> Arc<Proposals> {
+        Arc::new(Proposals {
+            st: Mutex::new(PropState::default()),
+            wake: Notify::new(),
+            durable: watch::channel(0).0,
+            progress: Condvar::new(),
+            lost: AtomicBool::new(false),
+        })
+    }
+
+    pub fn durable_watch(&self) -> watch::Receiver<u64> {
+        self.durable.subscribe()
+    }
+
+    fn push(&self, kind: u8, parts: &[&[u8]]) -> u64 {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let mut st = self.st.lock();
+        st.open.push(kind);
+        st.open.extend_from_slice(&(len as u32).to_le_bytes());
+        for p in parts {
+            st.open.extend_from_slice(p);
+        }
+        st.last_seq += 1;
+        let seq = st.last_seq;
+        st.open_last = seq;
+        if st.open.len() >= BATCH_BYTES {
+            seal(&mut st);
+        }
+        drop(st);
+        self.wake.notify_one();
+        seq
+    }
+
+    /// Closes the open batch so that the next record starts a new one; returns the number of
+    /// the last record logged so far.
+    fn seal(&self) -> u64 {
+        let mut st = self.st.lock();
+        seal(&mut st);
+        st.last_seq
+    }
+
+    /// The next batch to propose (waits for one).
+    async fn next_batch(&self) -> (u64, Vec<u8>) {
+        loop {
+            let notified = self.wake.notified();
+            {
+                let mut st = self.st.lock();
+                seal(&mut st);
+                if let Some(b) = st.sealed.pop_front() {
+                    st.proposed.push_back((b.0, None, Instant::now()));
+                    return b;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    fn committed(&self, last: u64, id: LogId) {
+        let mut st = self.st.lock();
+        if let Some(p) = st.proposed.iter_mut().find(|p| p.0 == last) {
+            p.1 = Some(id);
+            let at = p.2;
+            st.times.insert(id.index, at);
+        }
+        let mut durable = None;
+        while let Some(&(seq, Some(id), _)) = st.proposed.front() {
+            st.proposed.pop_front();
+            st.ids.insert(seq, id);
+            durable = Some(seq);
+        }
+        while st.ids.len() > 4096 {
+            st.ids.pop_first();
+        }
+        while st.times.len() > 4096 {
+            st.times.pop_first();
+        }
+        drop(st);
+        if let Some(seq) = durable {
+            self.durable.send_replace(seq);
+        }
+        self.progress.notify_all();
+    }
+
+    fn set_lost(&self) {
+        self.lost.store(true, Ordering::Release);
+        self.progress.notify_all();
+    }
+
+    /// The log id of the entry whose state ends with record `seq`: blocks until it is known,
+    /// `None` if it never will be.
+    fn log_id_of(&self, seq: u64) -> Option<LogId> {
+        let mut st = self.st.lock();
+        loop {
+            if let Some((base_seq, id)) = st.base {
+                if seq == base_seq {
+                    return Some(id);
+                }
+            }
+            if let Some(id) = st.ids.get(&seq) {
+                return Some(*id);
+            }
+            if self.lost.load(Ordering::Acquire) {
+                return None;
+            }
+            self.progress.wait_for(&mut st, Duration::from_millis(100));
+        }
+    }
+
+    fn oldest_after(&self, index: u64) -> Option<Instant> {
+        self.st
+            .lock()
+            .times
+            .range(index + 1..)
+            .next()
+            .map(|(_, t)| *t)
+    }
+}
+
+fn seal(st: &mut PropState) {
+    if !st.open.is_empty() {
+        let b = std::mem::take(&mut st.open);
+        let last = st.open_last;
+        st.sealed.push_back((last, b));
+    }
+}
+
+/// The engine's log sink in a replicated queue manager.
+pub struct HaSink {
+    props: Arc<Proposals>,
+    max_record: usize,
+}
+
+impl LogSink for HaSink {
+    fn append(&mut self, kind: u8, parts: &[&[u8]]) -> Result<Lsn, MqError> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len + 5 > self.max_record {
+            return Err(MqError::new(
+                Reason::RESOURCE_PROBLEM,
+                format!(
+                    "a log record of {len} bytes exceeds the largest the replicated log holds ({}); enlarge the log (-lf) for messages this big",
+                    self.max_record
+                ),
+            ));
+        }
+        Ok(self.props.push(kind, parts))
+    }
+}
+
+/// The engine as the Raft state machine.
+pub struct HaApp {
+    core: Arc<Mutex<Core>>,
+    storage: Arc<Storage>,
+    props: Arc<Proposals>,
+    ecfg: EngineConfig,
+    max_record: usize,
+    me: u64,
+    /// The term this instance is active in (0: not active). Entries of that term are its own.
+    own_term: AtomicU64,
+}
+
+impl HaApp {
+    fn sink(&self) -> Box<dyn LogSink> {
+        Box::new(HaSink {
+            props: self.props.clone(),
+            max_record: self.max_record,
+        })
+    }
+
+    fn io(e: String) -> std::io::Error {
+        std::io::Error::other(e)
+    }
+}
+
+fn checkpoint_key(meta: &[u8]) -> std::io::Result<Lsn> {
+    let m: Meta = serde_json::from_slice(meta).map_err(std::io::Error::other)?;
+    // Key 1 is the instance's initial checkpoint (crtmqm); later ones must sort after it.
+    Ok(m.last_log_id.map_or(1, |l| l.index + 2))
+}
+
+/// Splits a batch payload into its engine records.
+fn records(payload: &[u8]) -> impl Iterator<Item = Result<(u8, &[u8]), String>> {
+    let mut p = payload;
+    std::iter::from_fn(move || {
+        if p.is_empty() {
+            return None;
+        }
+        if p.len() < 5 {
+            p = &[];
+            return Some(Err("truncated record header".into()));
+        }
+        let kind = p[0];
+        let len = u32::from_le_bytes([p[1], p[2], p[3], p[4]]) as usize;
+        if p.len() < 5 + len {
+            p = &[];
+            return Some(Err("truncated record".into()));
+        }
+        let rec = &p[5..5 + len];
+        p = &p[5 + len..];
+        Some(Ok((kind, rec)))
+    })
+}
+
+impl Apply for HaApp {
+    fn open(&self, _dir: &Path) -> std::io::Result<Option<Vec<u8>>> {
+        let (_, image, meta) = self.storage.load_latest().map_err(HaApp::io)?;
+        let engine = Engine::restore(self.ecfg.clone(), self.sink(), image);
+        self.core.lock().engine = engine;
+        Ok((!meta.is_empty()).then_some(meta))
+    }
+
+    fn apply(&self, log_id: &LogId, rec: &AppRecord) {
+        let term = self.own_term.load(Ordering::Acquire);
+        if term != 0 && log_id.leader_id.term == term && log_id.leader_id.node_id == self.me {
+            return;
+        }
+        if rec.kind != KIND_ENGINE_BATCH {
+            eprintln!(
+                "ferrymq: replicated entry {} has unknown kind {}; ignored",
+                log_id.index, rec.kind
+            );
+            return;
+        }
+        let mut core = self.core.lock();
+        for r in records(&rec.payload) {
+            let res = r.and_then(|(kind, payload)| {
+                core.engine
+                    .replay(kind, Bytes::copy_from_slice(payload))
+                    .map_err(|e| e.to_string())
+            });
+            if let Err(e) = res {
+                // The group committed a record this engine cannot apply: its state can no longer
+                // be trusted. Restart and rebuild from the checkpoint and the log.
+                eprintln!(
+                    "ferrymq: cannot apply replicated entry {}: {e}; restarting this instance",
+                    log_id.index
+                );
+                restart_instance("state machine failure");
+            }
+        }
+    }
+
+    fn capture(&self) -> Capture {
+        let core = self.core.lock();
+        let image = core.engine.checkpoint_image(now_ms());
+        // Active (its base is set under the core lock when it takes over): the engine may hold
+        // records not yet applied. Otherwise the engine is exactly the applied state.
+        let active = self.props.st.lock().base.is_some();
+        let at: Option<CaptureAt> = if active {
+            // The active engine is ahead of what is applied: its image ends at the last
+            // record logged, whose batch must be cut here and committed first.
+            let seq = self.props.seal();
+            drop(core);
+            self.props.wake.notify_one();
+            let props = self.props.clone();
+            Some(Box::pin(async move {
+                tokio::task::spawn_blocking(move || props.log_id_of(seq))
+                    .await
+                    .ok()
+                    .flatten()
+            }))
+        } else {
+            None
+        };
+        let storage = self.storage.clone();
+        Capture {
+            at,
+            write: Box::new(move |meta| {
+                let key = checkpoint_key(meta)?;
+                storage
+                    .write_checkpoint(key, image, meta.to_vec())
+                    .map(|_| ())
+                    .map_err(HaApp::io)
+            }),
+        }
+    }
+
+    fn export(&self) -> std::io::Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.storage.export_latest().map_err(HaApp::io)
+    }
+
+    fn import(&self, meta: &[u8], data: &[u8]) -> std::io::Result<()> {
+        let image = decode_export(data).map_err(HaApp::io)?;
+        let key = checkpoint_key(meta)?;
+        self.storage
+            .write_checkpoint(key, image.clone(), meta.to_vec())
+            .map_err(HaApp::io)?;
+        let engine = Engine::restore(self.ecfg.clone(), self.sink(), image);
+        self.core.lock().engine = engine;
+        Ok(())
+    }
+}
+
+/// Replaces this process with a fresh start of the same command: what an instance does when it
+/// can no longer trust its engine (deposed while active, Raft stopped). The pid stays the same.
+pub fn restart_instance(why: &str) -> ! {
+    use std::os::unix::process::CommandExt;
+    eprintln!("ferrymq: restarting this instance as a replica: {why}");
+    let exe = std::env::current_exe();
+    let err = match exe {
+        Ok(exe) => std::process::Command::new(exe)
+            .args(std::env::args_os().skip(1))
+            .exec(),
+        Err(e) => e,
+    };
+    eprintln!("ferrymq: cannot restart ({err}); exiting");
+    std::process::exit(1)
+}
+
+/// The HA side of a running instance, for status and the role monitor.
+pub struct HaHandle {
+    pub cfg: HaConfig,
+    pub replica: Replica,
+    pub props: Arc<Proposals>,
+    pub app: Arc<HaApp>,
+    /// Set once this instance is the active one (it stays set until the process restarts).
+    pub active: AtomicBool,
+    pub started: Instant,
+}
+
+impl HaHandle {
+    pub fn is_active(&self) -> bool {
+        self.active.load(Ordering::Acquire)
+    }
+
+    /// One row of `NAME=value` pairs per instance, as this instance sees the group.
+    pub fn status_rows(&self) -> Vec<Vec<(String, String)>> {
+        let m = self.replica.metrics();
+        let me = self.cfg.local_id();
+        let leader = m.current_leader;
+        let last = m.last_log_index.unwrap_or(0);
+        let mut rows = Vec::new();
+        for (i, (name, addr)) in self.cfg.instances.iter().enumerate() {
+            let id = i as u64 + 1;
+            let role = if leader == Some(id) {
+                if id == me && !self.is_active() {
+                    "Starting"
+                } else {
+                    "Active"
+                }
+            } else {
+                "Replica"
+            };
+            let mut row = vec![
+                ("INSTANCE".to_string(), name.clone()),
+                ("ROLE".to_string(), role.to_string()),
+                ("REPLADDR".to_string(), addr.clone()),
+            ];
+            if id == me {
+                row.push(("LOCAL".into(), "YES".into()));
+            }
+            let matched = if m.state == ServerState::Leader {
+                if id == me {
+                    Some(Some(last))
+                } else {
+                    m.replication
+                        .as_ref()
+                        .and_then(|r| r.get(&id))
+                        .map(|l| l.map(|l| l.index))
+                }
+            } else if id == me {
+                Some(m.last_applied.map(|l| l.index))
+            } else {
+                None
+            };
+            match matched {
+                Some(matched) => {
+                    let matched = matched.unwrap_or(0);
+                    let insync = matched >= last;
+                    let bytes = if insync {
+                        Some(0)
+                    } else {
+                        self.replica.storage().bytes_after(matched)
+                    };
+                    let secs = if insync {
+                        0.0
+                    } else {
+                        self.props
+                            .oldest_after(matched)
+                            .map_or(self.started.elapsed(), |t| t.elapsed())
+                            .as_secs_f64()
+                    };
+                    row.push(("INSYNC".into(), if insync { "YES" } else { "NO" }.into()));
+                    row.push(("LOGINDEX".into(), matched.to_string()));
+                    row.push((
+                        "BACKLOG".into(),
+                        bytes.map_or("SNAPSHOT".into(), |b| b.to_string()),
+                    ));
+                    row.push(("BEHIND".into(), format!("{secs:.3}")));
+                }
+                None => row.push(("INSYNC".into(), "UNKNOWN".into())),
+            }
+            rows.push(row);
+        }
+        rows
+    }
+
+    /// Extra QMSTATUS rows of an HA instance.
+    pub fn qmstatus_rows(&self) -> Vec<(String, String)> {
+        let m = self.replica.metrics();
+        let (cap, _) = self.replica.storage().geometry();
+        let used = self.replica.storage().used_bytes().unwrap_or(0);
+        vec![
+            ("HAINST".into(), self.cfg.local.clone()),
+            (
+                "HAROLE".into(),
+                if self.is_active() {
+                    "ACTIVE"
+                } else {
+                    "REPLICA"
+                }
+                .into(),
+            ),
+            (
+                "HALEADER".into(),
+                m.current_leader
+                    .map_or("NONE".into(), |l| self.cfg.name_of(l).to_string()),
+            ),
+            ("HATERM".into(), m.current_term.to_string()),
+            ("LOGUTIL".into(), (used * 100 / cap.max(1)).to_string()),
+            ("CURRLOG".into(), m.last_log_index.unwrap_or(0).to_string()),
+        ]
+    }
+}
+
+/// Builds the Raft configuration of an instance.
+fn raft_config() -> ferrymq_replication::openraft::Config {
+    let mut c = fast_failover_config();
+    // Snapshots are requested by ring usage (see `monitor`), not by entry count: entries are
+    // batches of very different sizes.
+    c.snapshot_policy = SnapshotPolicy::Never;
+    c.max_in_snapshot_log_to_keep = 8;
+    c.purge_batch_size = 1;
+    c.max_payload_entries = 64;
+    c
+}
+
+/// What [`start`] returns: the engine's core (already holding the recovered state) and the HA
+/// handle.
+pub struct Started {
+    pub core: Arc<Mutex<Core>>,
+    pub storage: Arc<Storage>,
+    pub handle: Arc<HaHandle>,
+}
+
+/// Opens the instance's store, starts its replica (which loads the newest checkpoint into the
+/// engine and re-applies the committed log after it) and, for a brand-new group, forms it.
+pub async fn start(paths: &QmPaths, cfg: &QmConfig, ecfg: EngineConfig) -> Result<Started, String> {
+    let ha = cfg.ha.clone().expect("an HA configuration");
+    let storage = Arc::new(Storage::open_store(paths)?);
+    let props = Proposals::new();
+    let mut rcfg = ReplicaConfig::new(ha.local_id(), paths.dir.clone());
+    rcfg.log_files = cfg.log_primary_files;
+    rcfg.log_file_pages = cfg.log_file_pages;
+    rcfg.durability = cfg.durability;
+    rcfg.raft = raft_config();
+    let max_record = (cfg.log_file_pages as usize * 4096) / 2;
+    let core = Arc::new(Mutex::new(Core::new(Engine::new(
+        ecfg.clone(),
+        Box::new(HaSink {
+            props: props.clone(),
+            max_record,
+        }),
+    ))));
+    let app = Arc::new(HaApp {
+        core: core.clone(),
+        storage: storage.clone(),
+        props: props.clone(),
+        ecfg,
+        max_record,
+        me: ha.local_id(),
+        own_term: AtomicU64::new(0),
+    });
+    let listener = tokio::net::TcpListener::bind(ha.local_addr())
+        .await
+        .map_err(|e| format!("cannot listen for replication on {}: {e}", ha.local_addr()))?;
+    let replica = Replica::start(rcfg, listener, app.clone())
+        .await
+        .map_err(|e| format!("cannot start the replica: {e}"))?;
+    let fresh = replica.recovered().last_log_id.is_none() && replica.recovered().vote.is_none();
+    if fresh {
+        let members: BTreeMap<u64, String> = ha
+            .instances
+            .iter()
+            .enumerate()
+            .map(|(i, (_, a))| (i as u64 + 1, a.clone()))
+            .collect();
+        replica
+            .initialize(members)
+            .await
+            .map_err(|e| format!("cannot form the HA group: {e}"))?;
+    }
+    let handle = Arc::new(HaHandle {
+        cfg: ha,
+        replica,
+        props,
+        app,
+        active: AtomicBool::new(false),
+        started: Instant::now(),
+    });
+    Ok(Started {
+        core,
+        storage,
+        handle,
+    })
+}
+
+/// Proposes the engine's batches to Raft, in order, until leadership is lost.
+pub async fn replicate(h: Arc<HaHandle>) {
+    let inflight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let raft = h.replica.raft().clone();
+    loop {
+        let (last, payload) = h.props.next_batch().await;
+        // Keep the ring from filling faster than snapshots free it.
+        loop {
+            let (cap, _) = h.replica.storage().geometry();
+            let used = h.replica.storage().used_bytes().unwrap_or(0);
+            if cap == 0 || used * 100 < cap * RING_STOP_PCT {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let Ok(permit) = inflight.clone().acquire_owned().await else {
+            return;
+        };
+        let rec = AppRecord {
+            kind: KIND_ENGINE_BATCH,
+            payload,
+        };
+        match raft.client_write_ff(rec).await {
+            Ok(rx) => {
+                let props = h.props.clone();
+                tokio::spawn(async move {
+                    let r = rx.await;
+                    drop(permit);
+                    match r {
+                        Ok(Ok(resp)) => props.committed(last, resp.log_id),
+                        _ => props.set_lost(),
+                    }
+                });
+            }
+            Err(_) => {
+                h.props.set_lost();
+                return;
+            }
+        }
+    }
+}
+
+/// Watches the replica's role: takes over when it becomes leader, restarts the instance when
+/// it loses the role, and requests snapshots as the ring fills. `activate` starts the
+/// listeners of an instance that has just become active.
+pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
+    let raft = h.replica.raft().clone();
+    let me = h.cfg.local_id();
+    let mut metrics = raft.metrics();
+    let mut last_snapshot_request = Instant::now() - Duration::from_secs(10);
+    loop {
+        let m = metrics.borrow().clone();
+        if m.state == ServerState::Shutdown {
+            restart_instance("the replica stopped");
+        }
+        let active = h.is_active();
+        let leading = m.state == ServerState::Leader && m.current_leader == Some(me);
+        if !active && leading {
+            let began = Instant::now();
+            h.app.own_term.store(m.current_term, Ordering::Release);
+            match raft.ensure_linearizable().await {
+                Ok(Some(read_id)) => {
+                    {
+                        let core = h.app.core.lock();
+                        let seq = h.props.seal();
+                        h.props.st.lock().base = Some((seq, read_id));
+                        drop(core);
+                    }
+                    h.active.store(true, Ordering::Release);
+                    activate();
+                    eprintln!(
+                        "ferrymq: instance '{}' is now the active instance (term {}, log index {}), {} ms after its election",
+                        h.cfg.local,
+                        m.current_term,
+                        read_id.index,
+                        began.elapsed().as_millis()
+                    );
+                }
+                Ok(None) | Err(_) => {
+                    h.app.own_term.store(0, Ordering::Release);
+                }
+            }
+        } else if active {
+            if !leading || m.current_term != h.app.own_term.load(Ordering::Acquire) {
+                restart_instance("another instance became active");
+            }
+            if m.millis_since_quorum_ack
+                .is_some_and(|ms| ms > QUORUM_LOSS_MS)
+            {
+                restart_instance("lost contact with the majority of the group");
+            }
+            if h.props.lost.load(Ordering::Acquire) {
+                restart_instance("a replicated write failed (leadership lost)");
+            }
+        }
+        let (cap, _) = h.replica.storage().geometry();
+        let used = h.replica.storage().used_bytes().unwrap_or(0);
+        if cap > 0
+            && used * 100 >= cap * RING_SNAPSHOT_PCT
+            && last_snapshot_request.elapsed() > Duration::from_millis(500)
+        {
+            last_snapshot_request = Instant::now();
+            let _ = raft.trigger().snapshot().await;
+        }
+        tokio::select! {
+            r = metrics.changed() => {
+                if r.is_err() {
+                    restart_instance("the replica stopped");
+                }
+            }
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
+    }
+}
