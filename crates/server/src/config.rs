@@ -183,6 +183,9 @@ pub struct HaConfig {
     /// Every instance in the group, in the order given to `crtmqm` (the order defines the
     /// instances' Raft node ids, 1, 2, 3...): name and replication address `host:port`.
     pub instances: Vec<(String, String)>,
+    /// The address this instance listens on for replication when it differs from its entry in
+    /// `instances` (`NativeHA:LocalAddress`, e.g. behind a relay or NAT).
+    pub local_bind: Option<String>,
 }
 
 impl HaConfig {
@@ -238,6 +241,11 @@ impl HaConfig {
         &self.instances[self.local_id() as usize - 1].1
     }
 
+    /// Where this instance listens for replication.
+    pub fn bind_addr(&self) -> &str {
+        self.local_bind.as_deref().unwrap_or(self.local_addr())
+    }
+
     fn from_ini(ini: &Ini) -> Result<Option<HaConfig>, String> {
         let Some(list) = ini.get("NativeHA", "Instances") else {
             return Ok(None);
@@ -248,7 +256,11 @@ impl HaConfig {
             .get("NativeHA", "LocalName")
             .ok_or("qm.ini NativeHA: has Instances= but no LocalName=")?
             .to_string();
-        let cfg = HaConfig { local, instances };
+        let cfg = HaConfig {
+            local,
+            instances,
+            local_bind: ini.get("NativeHA", "LocalAddress").map(str::to_string),
+        };
         if cfg.node_id(&cfg.local).is_none() {
             return Err(format!(
                 "qm.ini NativeHA:LocalName={} is not one of the Instances",

@@ -555,9 +555,9 @@ pub async fn start(paths: &QmPaths, cfg: &QmConfig, ecfg: EngineConfig) -> Resul
         me: ha.local_id(),
         own_term: AtomicU64::new(0),
     });
-    let listener = tokio::net::TcpListener::bind(ha.local_addr())
+    let listener = tokio::net::TcpListener::bind(ha.bind_addr())
         .await
-        .map_err(|e| format!("cannot listen for replication on {}: {e}", ha.local_addr()))?;
+        .map_err(|e| format!("cannot listen for replication on {}: {e}", ha.bind_addr()))?;
     let replica = Replica::start(rcfg, listener, app.clone())
         .await
         .map_err(|e| format!("cannot start the replica: {e}"))?;

@@ -9,7 +9,41 @@ use std::time::{Duration, Instant};
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::{ConnectOptions, Reconnect, Transport};
 
+pub mod ha;
+pub mod workload;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_ferrymq");
+
+/// True while `pid` exists and is not a zombie.
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(stat) => {
+            stat.rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next())
+                != Some("Z")
+        }
+    }
+}
+
+/// Sends SIGKILL to `pid` (a process this test started) and waits until it is gone.
+pub fn kill9_pid(pid: u32) {
+    let st = Command::new("kill")
+        .arg("-9")
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(st.success(), "kill -9 {pid}");
+    let t = Instant::now();
+    while alive(pid) {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "pid {pid} survived SIGKILL"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
 
 /// A private FERRYMQ_HOME, short enough for Unix socket paths, removed when dropped.
 pub struct Home {
@@ -146,26 +180,7 @@ impl<'h> Qm<'h> {
 
     /// Kills the queue manager process with SIGKILL and waits until it is gone.
     pub fn kill9(&self) {
-        let pid = self.pid().expect("queue manager pid");
-        let st = Command::new("kill")
-            .arg("-9")
-            .arg(pid.to_string())
-            .status()
-            .unwrap();
-        assert!(st.success(), "kill -9 {pid}");
-        let t = Instant::now();
-        while Path::new(&format!("/proc/{pid}")).exists() {
-            // A zombie still has a /proc entry; its state line says Z.
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            if stat.split_whitespace().nth(2) == Some("Z") {
-                break;
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(10),
-                "pid {pid} survived SIGKILL"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        kill9_pid(self.pid().expect("queue manager pid"));
     }
 
     pub fn restart(&self) {
