@@ -482,6 +482,48 @@ pub fn dspmq(args: &[String]) -> Res {
     Ok(())
 }
 
+/// `sethapreferred -m QM [-i INSTANCE]` / `clearhapreferred -m QM`: records, through the HA
+/// group's replicated log, which instance should be active whenever it is in sync (by default
+/// the instance this command runs beside). The active instance hands over by itself.
+pub fn hapreferred(args: &[String], set: bool) -> Res {
+    let cmd = if set {
+        "sethapreferred"
+    } else {
+        "clearhapreferred"
+    };
+    let mut flags = vec![Flag::Value("-m")];
+    if set {
+        flags.push(Flag::Value("-i"));
+    }
+    let p = parse(cmd, args, &flags).map_err(other)?;
+    let m = p
+        .value("-m")
+        .ok_or_else(|| other(format!("{cmd}: -m QMNAME is required")))?;
+    let paths = existing(cmd, m)?;
+    let cfg = Ini::load(&paths.ini())
+        .and_then(|i| QmConfig::from_ini(&i))
+        .map_err(other)?;
+    let Some(ha) = cfg.ha else {
+        return Err(other(format!(
+            "{cmd}: queue manager '{m}' is not an HA instance (crtmqm -ha)"
+        )));
+    };
+    if !is_running(&paths) {
+        return Err(fail(
+            EXIT_NOT_AVAILABLE,
+            format!("{cmd}: this instance of queue manager '{m}' is not running"),
+        ));
+    }
+    let command = if set {
+        format!("HA PREFER {}", p.value("-i").unwrap_or(&ha.local))
+    } else {
+        "HA PREFER".to_string()
+    };
+    let text = admin_command(&paths, m, &command).map_err(|e| other(format!("{cmd}: {e}")))?;
+    println!("{text}");
+    Ok(())
+}
+
 pub fn setmqini(args: &[String]) -> Res {
     let p = parse(
         "setmqini",

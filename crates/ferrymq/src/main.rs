@@ -20,7 +20,11 @@ Queue manager lifecycle (MQ's names and flags):
   ferrymq strmqm QMNAME                 start in the background; returns once it accepts connections
   ferrymq endmqm [-c|-i|-p] [-w] QMNAME controlled (default) or immediate end; -w waits for it
   ferrymq dltmqm QMNAME
-  ferrymq dspmq [-m QMNAME]
+  ferrymq dspmq [-m QMNAME] [-o ha]     -o ha: the HA group as this instance sees it
+High availability (three instances of one queue manager, each on its own host):
+  ferrymq crtmqm -p PORT -ha 'a=host(p),b=host(p),c=host(p)' -hi a QMNAME   on each host (-hi b, -hi c)
+  ferrymq sethapreferred -m QMNAME [-i INSTANCE]   prefer this (or the named) instance as active
+  ferrymq clearhapreferred -m QMNAME
   ferrymq setmqini -m QMNAME -s STANZA -k KEY -v VALUE
   ferrymq dspmqini -m QMNAME
 
@@ -65,6 +69,8 @@ fn main() {
         "dspmq" => lifecycle::dspmq(rest),
         "setmqini" => lifecycle::setmqini(rest),
         "dspmqini" => lifecycle::dspmqini(rest),
+        "sethapreferred" => lifecycle::hapreferred(rest, true),
+        "clearhapreferred" => lifecycle::hapreferred(rest, false),
         "run-qmgr" => lifecycle::run_qmgr(rest),
         "runmqsc" => runmqsc::run(rest),
         "put" => samples::put(rest),

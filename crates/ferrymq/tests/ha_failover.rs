@@ -83,3 +83,75 @@ fn committed_messages_survive_twelve_failovers_exactly_once() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+#[test]
+fn sethapreferred_moves_the_active_role_without_losing_messages() {
+    use bytes::Bytes;
+    use ferrymq_types::options::{open, GetOptions};
+    use ferrymq_types::{MessageDescriptor, Persistence, Properties, Reason};
+
+    let g = HaGroup::start("QPREF", &["-lp", "3", "-lf", "512"]);
+    let first = g.wait_active(Duration::from_secs(30));
+    let c = g.connect_reconnecting(30);
+    let h = c.open(support::workload::Q, open::OUTPUT).unwrap();
+    let md = MessageDescriptor {
+        persistence: Persistence::Persistent,
+        ..Default::default()
+    };
+    for i in 0..50 {
+        c.put_commit(
+            &h,
+            &md,
+            &Properties::default(),
+            Bytes::from(format!("m{i}")),
+        )
+        .unwrap();
+    }
+    // Prefer another instance, asking it (a replica) to record the preference.
+    let target = (first + 1) % 3;
+    let out = g.homes[target].ok(&["sethapreferred", "-m", "QPREF"]);
+    assert!(out.contains("preferred"), "{out}");
+    let t = Instant::now();
+    while g.active() != Some(target) {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "instance {target} did not become active:\n{}",
+            g.logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("switch-over took {} ms", t.elapsed().as_millis());
+    // The same connection carries on after reconnecting; every message is there once.
+    let h = c.open(support::workload::Q, open::INPUT_EXCLUSIVE).unwrap();
+    let mut got = Vec::new();
+    loop {
+        match c.get(&h, &GetOptions::any()) {
+            Ok(m) => got.push(String::from_utf8(m.body.to_vec()).unwrap()),
+            Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => break,
+            Err(e) => panic!("get after switch-over: {e}"),
+        }
+    }
+    let want: Vec<String> = (0..50).map(|i| format!("m{i}")).collect();
+    assert_eq!(got, want);
+    // The preference is the group's: every instance shows it, and clearing it is too.
+    let status = g.status(first).unwrap();
+    assert!(status.contains("PREFERRED(YES)"), "{status}");
+    g.homes[first].ok(&["clearhapreferred", "-m", "QPREF"]);
+    let t = Instant::now();
+    while g
+        .status(target)
+        .unwrap_or_default()
+        .contains("PREFERRED(YES)")
+    {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "preference not cleared"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        g.active(),
+        Some(target),
+        "clearing the preference moves nothing"
+    );
+}

@@ -44,6 +44,8 @@ enum Request {
     Append(AppendEntriesRequest<TypeConfig>),
     Vote(VoteRequest<NodeId>),
     Snapshot(InstallSnapshotRequest<TypeConfig>),
+    /// A write a replica forwards to the leader (administrative records, rare).
+    Forward(crate::AppRecord),
 }
 
 type AppendResult = Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>;
@@ -56,6 +58,8 @@ enum Response {
     Append(AppendResult),
     Vote(VoteResult),
     Snapshot(SnapshotResult),
+    /// The forwarded write's log id, or why it failed.
+    Forward(Result<crate::LogId, String>),
 }
 
 async fn write_frame<T: Serialize>(s: &mut TcpStream, v: &T) -> io::Result<()> {
@@ -319,8 +323,39 @@ async fn serve_conn(mut s: TcpStream, raft: FerryRaft) -> io::Result<()> {
             Request::Append(r) => Response::Append(raft.append_entries(r).await),
             Request::Vote(r) => Response::Vote(raft.vote(r).await),
             Request::Snapshot(r) => Response::Snapshot(raft.install_snapshot(r).await),
+            Request::Forward(rec) => Response::Forward(
+                raft.client_write(rec)
+                    .await
+                    .map(|r| r.log_id)
+                    .map_err(|e| e.to_string()),
+            ),
         };
         write_frame(&mut s, &resp).await?;
     }
     Ok(())
+}
+
+/// Sends one write to the replica at `addr` (the leader) over a fresh connection and waits for it
+/// to be committed there.
+pub async fn forward_write(
+    addr: &str,
+    rec: crate::AppRecord,
+    limit: Duration,
+) -> Result<crate::LogId, String> {
+    let attempt = async {
+        let mut s = TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("connecting to {addr}: {e}"))?;
+        write_frame(&mut s, &Request::Forward(rec))
+            .await
+            .map_err(|e| format!("sending to {addr}: {e}"))?;
+        match read_frame::<Response>(&mut s).await {
+            Ok(Some(Response::Forward(r))) => r,
+            Ok(_) => Err(format!("{addr} answered something else")),
+            Err(e) => Err(format!("reading from {addr}: {e}")),
+        }
+    };
+    tokio::time::timeout(limit, attempt)
+        .await
+        .map_err(|_| format!("{addr} did not answer within {limit:?}"))?
 }

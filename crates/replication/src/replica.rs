@@ -173,6 +173,34 @@ impl Replica {
         }
     }
 
+    /// Like [`write`](Self::write), but from any replica: a follower forwards the record to the
+    /// leader it knows of.
+    pub async fn write_anywhere(&self, rec: AppRecord) -> Result<LogId, ReplicationError> {
+        // While an election is in progress no leader is known: wait for one, a while.
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match self.write(rec.clone()).await {
+                Err(ReplicationError::NotLeader {
+                    addr: Some(addr), ..
+                }) => {
+                    return crate::network::forward_write(
+                        &addr,
+                        rec,
+                        std::time::Duration::from_secs(10),
+                    )
+                    .await
+                    .map_err(ReplicationError::Raft)
+                }
+                Err(ReplicationError::NotLeader { addr: None, .. })
+                    if tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// True while this replica believes it leads (it may just have been deposed without
     /// knowing; a write is the only proof).
     pub fn is_leader(&self) -> bool {

@@ -186,6 +186,8 @@ pub struct HaConfig {
     /// The address this instance listens on for replication when it differs from its entry in
     /// `instances` (`NativeHA:LocalAddress`, e.g. behind a relay or NAT).
     pub local_bind: Option<String>,
+    /// The instance to make active whenever it is in sync (`sethapreferred`).
+    pub preferred: Option<String>,
 }
 
 impl HaConfig {
@@ -260,6 +262,7 @@ impl HaConfig {
             local,
             instances,
             local_bind: ini.get("NativeHA", "LocalAddress").map(str::to_string),
+            preferred: ini.get("NativeHA", "PreferredInstance").map(str::to_string),
         };
         if cfg.node_id(&cfg.local).is_none() {
             return Err(format!(

@@ -222,6 +222,18 @@ fn process(
                         soonest = soonest.min(d);
                     }
                 }
+                Action::Later(fut) => {
+                    let tx = s.tx.clone();
+                    let (conv, req) = (f.conv, f.req);
+                    tokio::spawn(async move {
+                        let r = fut.await;
+                        let _ = tx.send(Out {
+                            frame: encode(conv, req, &r),
+                            wait_lsn: 0,
+                            close: false,
+                        });
+                    });
+                }
                 Action::Admin(a, r) => {
                     admin = Some(a);
                     s.tx.send(Out {

@@ -26,7 +26,6 @@ pub struct Session {
 }
 
 /// What the connection task does after a request.
-#[derive(Debug)]
 pub enum Action {
     Reply(Response, Lsn),
     /// Nothing to answer (a credit grant).
@@ -37,6 +36,9 @@ pub enum Action {
     },
     /// An administrative request the server itself acts on (shutdown).
     Admin(AdminAction, Response),
+    /// A reply that takes a while (it waits for the HA group); sent when the future ends,
+    /// outside the core lock.
+    Later(std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send>>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -296,6 +298,32 @@ fn admin(core: &mut Core, shared: &Arc<Shared>, s: &Session, command: &str, now_
         .as_slice()
     {
         ["PING"] => Action::Reply(reply(Reason::NONE, "queue manager is running"), 0),
+        ["HA", "PREFER", rest @ ..] if rest.len() <= 1 => match &shared.ha {
+            None => Action::Reply(
+                reply(
+                    Reason::COMMAND_FAILED,
+                    "this queue manager is not part of an HA group",
+                ),
+                0,
+            ),
+            Some(h) => {
+                let h = h.clone();
+                // Instance names are kept as given to crtmqm; the command words were uppercased.
+                let name = command.split_whitespace().nth(2).map(str::to_string);
+                Action::Later(Box::pin(async move {
+                    match h.set_preferred(name.as_deref()).await {
+                        Ok(t) => Response::AdminReply {
+                            text: t,
+                            reason: Reason::NONE,
+                        },
+                        Err(t) => Response::AdminReply {
+                            text: t,
+                            reason: Reason::COMMAND_FAILED,
+                        },
+                    }
+                }))
+            }
+        },
         ["HA", "STATUS"] => match &shared.ha {
             None => Action::Reply(
                 reply(

@@ -43,6 +43,10 @@ use crate::storage::{decode_export, now_ms, Storage};
 
 /// AppRecord kind of a batch of engine log records.
 const KIND_ENGINE_BATCH: u8 = 1;
+/// AppRecord kind of a group control record (text): `PREFER [name]`, `SWITCHOVER name at_ms`.
+const KIND_CONTROL: u8 = 2;
+/// Non-preferred instances do not start elections for this long after a switch-over record.
+const SWITCHOVER_WINDOW_MS: u64 = 4_000;
 /// A batch is proposed once it holds this much (or as soon as the replicator is free).
 const BATCH_BYTES: usize = 1 << 20;
 /// Batches proposed and not yet committed, at most.
@@ -239,8 +243,18 @@ pub struct HaApp {
     ecfg: EngineConfig,
     max_record: usize,
     me: u64,
-    /// The term this instance is active in (0: not active). Entries of that term are its own.
+    /// The term this instance is active in (0: not active).
     own_term: AtomicU64,
+    /// Entries of `own_term` from this instance at or after this index are the ones this process
+    /// proposed as the active instance: already in its engine. (`u64::MAX` until active.) Earlier
+    /// entries of the same term can exist — written before this instance restarted and took the
+    /// role again in that term — and are replayed like any other.
+    own_from: AtomicU64,
+    ha: HaConfig,
+    ini: std::path::PathBuf,
+    /// The preferred instance (`sethapreferred`), as the group last agreed.
+    preferred: Mutex<Option<String>>,
+    raft: std::sync::OnceLock<ferrymq_replication::FerryRaft>,
 }
 
 impl HaApp {
@@ -253,6 +267,66 @@ impl HaApp {
 
     fn io(e: String) -> std::io::Error {
         std::io::Error::other(e)
+    }
+
+    pub fn preferred(&self) -> Option<String> {
+        self.preferred.lock().clone()
+    }
+
+    fn apply_control(&self, text: &str) {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        match words.as_slice() {
+            ["PREFER", rest @ ..] => {
+                let name = rest.first().map(|n| n.to_string());
+                *self.preferred.lock() = name.clone();
+                // Kept in qm.ini too, so a restarted instance knows it before the log says so.
+                match crate::config::Ini::load(&self.ini) {
+                    Ok(mut ini) => {
+                        match &name {
+                            Some(n) => ini.set("NativeHA", "PreferredInstance", n),
+                            None => {
+                                for (st, kv) in ini.stanzas.iter_mut() {
+                                    if st.eq_ignore_ascii_case("NativeHA") {
+                                        kv.retain(|(k, _)| k != "PreferredInstance");
+                                    }
+                                }
+                            }
+                        }
+                        if let Err(e) = ini.save(&self.ini) {
+                            eprintln!("ferrymq: cannot record the preferred instance: {e}");
+                        }
+                    }
+                    Err(e) => eprintln!("ferrymq: cannot record the preferred instance: {e}"),
+                }
+                eprintln!(
+                    "ferrymq: preferred instance is now {}",
+                    name.as_deref().unwrap_or("none")
+                );
+            }
+            ["SWITCHOVER", to, at] => {
+                let at: u64 = at.parse().unwrap_or(0);
+                if now_ms().saturating_sub(at) > SWITCHOVER_WINDOW_MS {
+                    return; // an old record replayed on restart
+                }
+                let Some(raft) = self.raft.get().cloned() else {
+                    return;
+                };
+                if self.ha.node_id(to) == Some(self.me) {
+                    // Stand for election once the old active's lease has run out.
+                    tokio::spawn(async move {
+                        tokio::time::sleep(Duration::from_millis(700)).await;
+                        let _ = raft.trigger().elect().await;
+                    });
+                } else {
+                    raft.runtime_config().elect(false);
+                    tokio::spawn(async move {
+                        tokio::time::sleep(Duration::from_millis(SWITCHOVER_WINDOW_MS)).await;
+                        raft.runtime_config().elect(true);
+                    });
+                }
+            }
+            _ => eprintln!("ferrymq: unknown HA control record '{text}'; ignored"),
+        }
     }
 }
 
@@ -294,8 +368,15 @@ impl Apply for HaApp {
     }
 
     fn apply(&self, log_id: &LogId, rec: &AppRecord) {
+        if rec.kind == KIND_CONTROL {
+            self.apply_control(&String::from_utf8_lossy(&rec.payload));
+            return;
+        }
         let term = self.own_term.load(Ordering::Acquire);
-        if term != 0 && log_id.leader_id.term == term && log_id.leader_id.node_id == self.me {
+        if log_id.index >= self.own_from.load(Ordering::Acquire)
+            && log_id.leader_id.term == term
+            && log_id.leader_id.node_id == self.me
+        {
             return;
         }
         if rec.kind != KIND_ENGINE_BATCH {
@@ -433,6 +514,9 @@ impl HaHandle {
             if id == me {
                 row.push(("LOCAL".into(), "YES".into()));
             }
+            if self.app.preferred().as_deref() == Some(name.as_str()) {
+                row.push(("PREFERRED".into(), "YES".into()));
+            }
             let matched = if m.state == ServerState::Leader {
                 if id == me {
                     Some(Some(last))
@@ -477,6 +561,68 @@ impl HaHandle {
             rows.push(row);
         }
         rows
+    }
+
+    /// The preferred instance to hand the active role to, once it has been in sync for a second.
+    fn switch_over_due(
+        &self,
+        m: &ferrymq_replication::Metrics,
+        in_sync_since: &mut Option<Instant>,
+    ) -> Option<String> {
+        let pref = self.app.preferred()?;
+        let id = self.cfg.node_id(&pref)?;
+        if id == self.cfg.local_id() {
+            *in_sync_since = None;
+            return None;
+        }
+        let last = m.last_log_index.unwrap_or(0);
+        let matched = m
+            .replication
+            .as_ref()
+            .and_then(|r| r.get(&id).copied().flatten())
+            .map_or(0, |l| l.index);
+        if matched < last {
+            *in_sync_since = None;
+            return None;
+        }
+        let since = *in_sync_since.get_or_insert_with(Instant::now);
+        (since.elapsed() >= Duration::from_secs(1)).then_some(pref)
+    }
+
+    /// Records (through the group's log, from any instance) which instance should be active
+    /// whenever it is available; `None` clears the preference.
+    pub async fn set_preferred(&self, name: Option<&str>) -> Result<String, String> {
+        if let Some(n) = name {
+            if self.cfg.node_id(n).is_none() {
+                return Err(format!(
+                    "'{n}' is not an instance of this group ({})",
+                    self.cfg
+                        .instances
+                        .iter()
+                        .map(|(n, _)| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+        let rec = AppRecord {
+            kind: KIND_CONTROL,
+            payload: match name {
+                Some(n) => format!("PREFER {n}"),
+                None => "PREFER".to_string(),
+            }
+            .into_bytes(),
+        };
+        self.replica
+            .write_anywhere(rec)
+            .await
+            .map_err(|e| format!("the group did not record it: {e}"))?;
+        Ok(match name {
+            Some(n) => {
+                format!("instance '{n}' is now preferred; it becomes active once it is in sync")
+            }
+            None => "no instance is preferred now".to_string(),
+        })
     }
 
     /// Extra QMSTATUS rows of an HA instance.
@@ -554,6 +700,11 @@ pub async fn start(paths: &QmPaths, cfg: &QmConfig, ecfg: EngineConfig) -> Resul
         max_record,
         me: ha.local_id(),
         own_term: AtomicU64::new(0),
+        own_from: AtomicU64::new(u64::MAX),
+        ha: ha.clone(),
+        ini: paths.ini(),
+        preferred: Mutex::new(ha.preferred.clone()),
+        raft: std::sync::OnceLock::new(),
     });
     let listener = tokio::net::TcpListener::bind(ha.bind_addr())
         .await
@@ -561,8 +712,11 @@ pub async fn start(paths: &QmPaths, cfg: &QmConfig, ecfg: EngineConfig) -> Resul
     let replica = Replica::start(rcfg, listener, app.clone())
         .await
         .map_err(|e| format!("cannot start the replica: {e}"))?;
+    let _ = app.raft.set(replica.raft().clone());
     let fresh = replica.recovered().last_log_id.is_none() && replica.recovered().vote.is_none();
-    if fresh {
+    // The first instance listed forms a brand-new group (the others join when it contacts them):
+    // one initializer, so the group's first election is not contested.
+    if fresh && ha.local_id() == 1 {
         let members: BTreeMap<u64, String> = ha
             .instances
             .iter()
@@ -631,6 +785,33 @@ pub async fn replicate(h: Arc<HaHandle>) {
     }
 }
 
+/// Makes this (leading) instance's engine complete: confirms leadership with a quorum, waits
+/// until every entry in its log — including any it wrote in this term before a restart — is
+/// applied, and marks the point after which entries are its own. Returns the last applied id.
+async fn activate_engine(
+    h: &HaHandle,
+    raft: &ferrymq_replication::FerryRaft,
+) -> Result<LogId, String> {
+    raft.ensure_linearizable()
+        .await
+        .map_err(|e| format!("leadership not confirmed: {e}"))?;
+    let last = raft.metrics().borrow().last_log_index;
+    let m = raft
+        .wait(Some(Duration::from_secs(30)))
+        .applied_index_at_least(last, "activation")
+        .await
+        .map_err(|e| format!("the log was not applied: {e}"))?;
+    let applied = m
+        .last_applied
+        .ok_or_else(|| "nothing applied yet".to_string())?;
+    let core = h.app.core.lock();
+    let seq = h.props.seal();
+    h.props.st.lock().base = Some((seq, applied));
+    h.app.own_from.store(applied.index + 1, Ordering::Release);
+    drop(core);
+    Ok(applied)
+}
+
 /// Watches the replica's role: takes over when it becomes leader, restarts the instance when
 /// it loses the role, and requests snapshots as the ring fills. `activate` starts the
 /// listeners of an instance that has just become active.
@@ -639,6 +820,7 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
     let me = h.cfg.local_id();
     let mut metrics = raft.metrics();
     let mut last_snapshot_request = Instant::now() - Duration::from_secs(10);
+    let mut in_sync_since: Option<Instant> = None;
     loop {
         let m = metrics.borrow().clone();
         if m.state == ServerState::Shutdown {
@@ -649,25 +831,23 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
         if !active && leading {
             let began = Instant::now();
             h.app.own_term.store(m.current_term, Ordering::Release);
-            match raft.ensure_linearizable().await {
-                Ok(Some(read_id)) => {
-                    {
-                        let core = h.app.core.lock();
-                        let seq = h.props.seal();
-                        h.props.st.lock().base = Some((seq, read_id));
-                        drop(core);
-                    }
+            match activate_engine(&h, &raft).await {
+                Ok(applied) => {
                     h.active.store(true, Ordering::Release);
                     activate();
                     eprintln!(
                         "ferrymq: instance '{}' is now the active instance (term {}, log index {}), {} ms after its election",
                         h.cfg.local,
                         m.current_term,
-                        read_id.index,
+                        applied.index,
                         began.elapsed().as_millis()
                     );
                 }
-                Ok(None) | Err(_) => {
+                Err(why) => {
+                    eprintln!(
+                        "ferrymq: instance '{}' could not take over: {why}",
+                        h.cfg.local
+                    );
                     h.app.own_term.store(0, Ordering::Release);
                 }
             }
@@ -682,6 +862,15 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
             }
             if h.props.lost.load(Ordering::Acquire) {
                 restart_instance("a replicated write failed (leadership lost)");
+            }
+            if let Some(to) = h.switch_over_due(&m, &mut in_sync_since) {
+                let rec = AppRecord {
+                    kind: KIND_CONTROL,
+                    payload: format!("SWITCHOVER {to} {}", now_ms()).into_bytes(),
+                };
+                if raft.client_write(rec).await.is_ok() {
+                    restart_instance(&format!("switching over to the preferred instance '{to}'"));
+                }
             }
         }
         let (cap, _) = h.replica.storage().geometry();
