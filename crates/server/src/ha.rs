@@ -55,8 +55,10 @@ const MAX_IN_FLIGHT: usize = 64;
 const RING_STOP_PCT: u64 = 85;
 /// A snapshot is requested once the ring is this full (percent).
 const RING_SNAPSHOT_PCT: u64 = 40;
-/// An active instance that has not heard from a majority for this long gives up the role.
-const QUORUM_LOSS_MS: u64 = 1_000;
+/// An active instance that has not heard from a majority for this long gives up the role. Below
+/// the followers' leader lease (openraft: the 600 ms election timeout maximum, during which they
+/// refuse to vote), so a cut-off active instance is gone before another can be elected.
+const QUORUM_LOSS_MS: u64 = 450;
 
 /// Records the engine logged, numbered, on their way into Raft.
 pub struct Proposals {
@@ -821,6 +823,7 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
     let mut metrics = raft.metrics();
     let mut last_snapshot_request = Instant::now() - Duration::from_secs(10);
     let mut in_sync_since: Option<Instant> = None;
+    let mut failed_term = 0;
     loop {
         let m = metrics.borrow().clone();
         if m.state == ServerState::Shutdown {
@@ -844,11 +847,17 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
                     );
                 }
                 Err(why) => {
-                    eprintln!(
-                        "ferrymq: instance '{}' could not take over: {why}",
-                        h.cfg.local
-                    );
+                    // A restarted instance can find itself leader of its old term without a
+                    // quorum (a partition): say so once per term, then retry quietly.
+                    if failed_term != m.current_term {
+                        failed_term = m.current_term;
+                        eprintln!(
+                            "ferrymq: instance '{}' leads term {} but cannot take over yet: {why}",
+                            h.cfg.local, m.current_term
+                        );
+                    }
                     h.app.own_term.store(0, Ordering::Release);
+                    tokio::time::sleep(Duration::from_millis(250)).await;
                 }
             }
         } else if active {

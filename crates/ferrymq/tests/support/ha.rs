@@ -24,7 +24,7 @@ impl HaGroup {
     /// Creates and starts three instances (`extra` crtmqm flags on each), and waits for one to
     /// become active.
     pub fn start(name: &str, extra: &[&str]) -> HaGroup {
-        let g = HaGroup::create(name, extra, |_| format!("127.0.0.1"));
+        let g = HaGroup::create(name, extra, |_| "127.0.0.1".to_string());
         for i in 0..3 {
             g.start_instance(i);
         }
@@ -100,7 +100,7 @@ impl HaGroup {
     }
 
     pub fn running(&self, i: usize) -> bool {
-        self.pid(i).is_some_and(|p| super::alive(p))
+        self.pid(i).is_some_and(super::alive)
     }
 
     /// `dspmq -o ha` as instance `i` sees the group (None if it does not answer).
