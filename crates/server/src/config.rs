@@ -188,6 +188,8 @@ pub struct HaConfig {
     pub local_bind: Option<String>,
     /// The instance to make active whenever it is in sync (`sethapreferred`).
     pub preferred: Option<String>,
+    /// Replicated batches in flight at once (`NativeHA:MaxInFlight`, a tuning knob).
+    pub max_in_flight: Option<usize>,
 }
 
 impl HaConfig {
@@ -263,6 +265,15 @@ impl HaConfig {
             instances,
             local_bind: ini.get("NativeHA", "LocalAddress").map(str::to_string),
             preferred: ini.get("NativeHA", "PreferredInstance").map(str::to_string),
+            max_in_flight: match ini.get("NativeHA", "MaxInFlight") {
+                None => None,
+                Some(v) => Some(
+                    v.parse::<usize>()
+                        .ok()
+                        .filter(|n| (1..=1024).contains(n))
+                        .ok_or_else(|| format!("qm.ini NativeHA:MaxInFlight={v}: use 1..1024"))?,
+                ),
+            },
         };
         if cfg.node_id(&cfg.local).is_none() {
             return Err(format!(

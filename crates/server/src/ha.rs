@@ -49,8 +49,11 @@ const KIND_CONTROL: u8 = 2;
 const SWITCHOVER_WINDOW_MS: u64 = 4_000;
 /// A batch is proposed once it holds this much (or as soon as the replicator is free).
 const BATCH_BYTES: usize = 1 << 20;
-/// Batches proposed and not yet committed, at most.
-const MAX_IN_FLIGHT: usize = 64;
+/// Batches proposed and not yet committed, at most (qm.ini `NativeHA:MaxInFlight`). Few: while
+/// they are in flight, records gather into the next batch, so one Raft entry (one round of
+/// appends, syncs and acknowledgements on every instance) carries many commits — group commit
+/// across the group.
+const MAX_IN_FLIGHT_DEFAULT: usize = 2;
 /// Proposals stop while the Raft log ring is this full (percent), until a snapshot frees it.
 const RING_STOP_PCT: u64 = 85;
 /// A snapshot is requested once the ring is this full (percent).
@@ -71,7 +74,6 @@ pub struct Proposals {
     lost: AtomicBool,
 }
 
-#[derive(Default)]
 struct PropState {
     /// Number of the last record handed out.
     last_seq: u64,
@@ -86,12 +88,23 @@ struct PropState {
     base: Option<(u64, LogId)>,
     /// Log index -> when it was proposed, for lag in seconds.
     times: BTreeMap<u64, Instant>,
+    trace: (u64, u64, Instant, u64),
 }
 
 impl Proposals {
     fn new() -> Arc<Proposals> {
         Arc::new(Proposals {
-            st: Mutex::new(PropState::default()),
+            st: Mutex::new(PropState {
+                last_seq: 0,
+                open: Vec::new(),
+                open_last: 0,
+                sealed: VecDeque::new(),
+                proposed: VecDeque::new(),
+                ids: BTreeMap::new(),
+                base: None,
+                times: BTreeMap::new(),
+                trace: (0, 0, Instant::now(), 0),
+            }),
             wake: Notify::new(),
             durable: watch::channel(0).0,
             progress: Condvar::new(),
@@ -152,6 +165,19 @@ impl Proposals {
             p.1 = Some(id);
             let at = p.2;
             st.times.insert(id.index, at);
+            if std::env::var_os("FERRYMQ_HA_TRACE").is_some() {
+                st.trace.0 += 1;
+                st.trace.1 += at.elapsed().as_micros() as u64;
+                if st.trace.2.elapsed() > Duration::from_secs(2) {
+                    eprintln!(
+                        "trace: {} batches, {} records, avg commit {} us",
+                        st.trace.0,
+                        last - st.trace.3,
+                        st.trace.1 / st.trace.0.max(1)
+                    );
+                    st.trace = (0, 0, Instant::now(), last);
+                }
+            }
         }
         let mut durable = None;
         while let Some(&(seq, Some(id), _)) = st.proposed.front() {
@@ -482,6 +508,8 @@ pub struct HaHandle {
     pub app: Arc<HaApp>,
     /// Set once this instance is the active one (it stays set until the process restarts).
     pub active: AtomicBool,
+    /// Set when the instance is being ended (endmqm): the monitor stops acting.
+    pub ending: AtomicBool,
     pub started: Instant,
 }
 
@@ -736,6 +764,7 @@ pub async fn start(paths: &QmPaths, cfg: &QmConfig, ecfg: EngineConfig) -> Resul
         props,
         app,
         active: AtomicBool::new(false),
+        ending: AtomicBool::new(false),
         started: Instant::now(),
     });
     Ok(Started {
@@ -747,7 +776,7 @@ pub async fn start(paths: &QmPaths, cfg: &QmConfig, ecfg: EngineConfig) -> Resul
 
 /// Proposes the engine's batches to Raft, in order, until leadership is lost.
 pub async fn replicate(h: Arc<HaHandle>) {
-    let inflight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let inflight = Arc::new(Semaphore::new(h.cfg.max_in_flight.unwrap_or(MAX_IN_FLIGHT_DEFAULT)));
     let raft = h.replica.raft().clone();
     loop {
         let (last, payload) = h.props.next_batch().await;
@@ -825,6 +854,9 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
     let mut in_sync_since: Option<Instant> = None;
     let mut failed_term = 0;
     loop {
+        if h.ending.load(Ordering::Acquire) {
+            return;
+        }
         let m = metrics.borrow().clone();
         if m.state == ServerState::Shutdown {
             restart_instance("the replica stopped");
@@ -893,7 +925,7 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
         }
         tokio::select! {
             r = metrics.changed() => {
-                if r.is_err() {
+                if r.is_err() && !h.ending.load(Ordering::Acquire) {
                     restart_instance("the replica stopped");
                 }
             }

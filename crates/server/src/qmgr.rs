@@ -287,6 +287,7 @@ fn run_ha(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
             Some(h.clone()),
         ));
         let r = serve(shared, paths.clone(), end_rx).await;
+        h.ending.store(true, std::sync::atomic::Ordering::Release);
         let _ = h.replica.raft().shutdown().await;
         let _ = h.replica.storage().close();
         r
