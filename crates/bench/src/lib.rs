@@ -8,3 +8,4 @@ pub mod cph;
 pub mod cpu;
 pub mod qm;
 pub mod report;
+pub mod report_ha;

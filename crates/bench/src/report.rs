@@ -57,15 +57,20 @@ struct Scenario {
     runs: Vec<RunResult>,
 }
 
-struct Qms {
-    home: PathBuf,
-    names: Vec<String>,
-    ports: Vec<u16>,
-    pids: Vec<u32>,
+pub(crate) struct Qms {
+    pub(crate) home: PathBuf,
+    pub(crate) names: Vec<String>,
+    pub(crate) ports: Vec<u16>,
+    pub(crate) pids: Vec<u32>,
 }
 
 impl Qms {
     fn start(home: &Path, n: usize) -> Result<Qms, String> {
+        Qms::start_with(home, n, 16384)
+    }
+
+    /// `n` standalone queue managers PERF0.. with 3 primary log files of `log_pages` pages each.
+    pub(crate) fn start_with(home: &Path, n: usize, log_pages: u32) -> Result<Qms, String> {
         let mut q = Qms {
             home: home.to_path_buf(),
             names: Vec::new(),
@@ -84,7 +89,7 @@ impl Qms {
                     "-lp",
                     "3",
                     "-lf",
-                    "16384",
+                    &log_pages.to_string(),
                     &name,
                 ],
             )?;
@@ -199,9 +204,10 @@ fn size_label(size: usize) -> String {
 pub fn main(argv: &[String]) -> Result<(), String> {
     match argv.first().map(String::as_str) {
         Some("standalone") => {}
+        Some("ha") => return crate::report_ha::main(&argv[1..]),
         Some(other) => {
             return Err(format!(
-                "report '{other}' is not available yet; reports: standalone"
+                "report '{other}' is not available yet; reports: standalone, ha"
             ))
         }
         None => return Err("usage: ferrymq report standalone [--quick] [--qms 1,10] [--sizes 256,2048,20480,204800] [--out DIR]".into()),

@@ -42,6 +42,8 @@ Performance (MQ-CPH equivalent; see BENCHMARK.md in the docs):
   ferrymq cph requester|responder|putget|sender|receiver ...
   ferrymq report standalone [--quick] [--qms 1,10] [--sizes 2048,...] [--out DIR]
                                          sweep and write the seeds' tables, charts, JSON
+  ferrymq report ha [--quick] [--rtts 0,1,2,5,10] [--failover-messages 0,500000] [--out DIR]
+                                         HA vs standalone, replication latency, failover time
 
 Network rehearsal:
   ferrymq relay --listen ADDR:PORT --target ADDR:PORT --rtt-ms N [--seconds S]

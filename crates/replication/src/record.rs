@@ -202,6 +202,9 @@ pub(crate) mod hex_bytes {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
 
     pub fn serialize<S: Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        if !s.is_human_readable() {
+            return s.serialize_bytes(b);
+        }
         let mut out = String::with_capacity(b.len() * 2);
         for &x in b {
             out.push(DIGITS[usize::from(x >> 4)] as char);
@@ -210,7 +213,25 @@ pub(crate) mod hex_bytes {
         s.serialize_str(&out)
     }
 
+    struct Raw;
+
+    impl serde::de::Visitor<'_> for Raw {
+        type Value = Vec<u8>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("bytes")
+        }
+        fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+            Ok(v.to_vec())
+        }
+        fn visit_byte_buf<E: Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+            Ok(v)
+        }
+    }
+
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        if !d.is_human_readable() {
+            return d.deserialize_byte_buf(Raw);
+        }
         let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
         let s = s.as_bytes();
         if s.len() % 2 != 0 {

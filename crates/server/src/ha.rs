@@ -776,7 +776,9 @@ pub async fn start(paths: &QmPaths, cfg: &QmConfig, ecfg: EngineConfig) -> Resul
 
 /// Proposes the engine's batches to Raft, in order, until leadership is lost.
 pub async fn replicate(h: Arc<HaHandle>) {
-    let inflight = Arc::new(Semaphore::new(h.cfg.max_in_flight.unwrap_or(MAX_IN_FLIGHT_DEFAULT)));
+    let inflight = Arc::new(Semaphore::new(
+        h.cfg.max_in_flight.unwrap_or(MAX_IN_FLIGHT_DEFAULT),
+    ));
     let raft = h.replica.raft().clone();
     loop {
         let (last, payload) = h.props.next_batch().await;

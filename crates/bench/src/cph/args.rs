@@ -39,7 +39,8 @@ pub struct Args {
     pub json: bool,
     /// Print the rate every interval while running (to stderr).
     pub live: bool,
-    /// The queue manager process, for its CPU; found from $FERRYMQ_HOME when not given.
+    /// The queue manager process, for its CPU; found from $FERRYMQ_HOME when not given. More pids
+    /// than queue managers (the instances of HA queue managers) are all measured and summed.
     pub server_pids: Vec<u32>,
     /// Define missing REQUESTn/REPLYn queues (MAXDEPTH 5000) before starting.
     pub setup: bool,
@@ -161,7 +162,11 @@ impl Args {
 /// one `host(port)` per queue manager separated by commas when each has one address.
 fn split_connames(s: &str) -> Vec<String> {
     if s.contains(';') {
-        s.split(';').map(|x| x.trim().to_string()).collect()
+        // `;` separates queue managers, so one entry may be a whole list (an HA group).
+        s.split(';')
+            .map(|x| x.trim().to_string())
+            .filter(|x| !x.is_empty())
+            .collect()
     } else {
         s.split("),")
             .map(|x| {

@@ -209,7 +209,14 @@ async fn run_async(a: &Args) -> Result<RunResult, String> {
         });
     }
 
-    let pids: Vec<u32> = (0..nqm).filter_map(|q| server_pid(a, q)).collect();
+    // An HA queue manager is several processes (its instances): when more pids are given than
+    // queue managers, all of them are measured and summed.
+    let pids: Vec<u32> = if a.server_pids.len() > nqm {
+        a.server_pids.clone()
+    } else {
+        (0..nqm).filter_map(|q| server_pid(a, q)).collect()
+    };
+    let want = pids.len().max(nqm);
     let me = std::process::id();
     let live = |label: &str, from: u64, t: Instant| {
         if a.live {
@@ -228,7 +235,7 @@ async fn run_async(a: &Args) -> Result<RunResult, String> {
         live("warm-up", 0, t);
     }
     // Measurement window.
-    let s0 = server_marks(&pids).filter(|m| m.len() == nqm);
+    let s0 = server_marks(&pids).filter(|m| m.len() == want);
     let c0 = cpu::mark(me).ok_or("cannot read this process's CPU time")?;
     let n0 = sh.done.load(Ordering::Relaxed);
     sh.hist.lock().unwrap().reset();
@@ -253,7 +260,7 @@ async fn run_async(a: &Args) -> Result<RunResult, String> {
     let n1 = sh.done.load(Ordering::Relaxed);
     let wall = t0.elapsed().as_secs_f64();
     let c1 = cpu::mark(me).ok_or("cannot read this process's CPU time")?;
-    let s1 = server_marks(&pids).filter(|m| m.len() == nqm);
+    let s1 = server_marks(&pids).filter(|m| m.len() == want);
     sh.stop.store(true, Ordering::Relaxed);
     for t in tasks {
         let _ = tokio::time::timeout(Duration::from_secs(15), t).await;
