@@ -40,8 +40,16 @@ use crate::report::Qms;
 const QM: &str = "HAQM";
 const INSTANCES: [&str; 3] = ["a", "b", "c"];
 const MSG_SIZE: usize = 2048;
-/// Queue pairs per queue manager and responders per queue manager, as `report standalone`.
+/// Queue pairs per queue manager, as `report standalone`.
 const QUEUE_PAIRS: usize = 10;
+
+/// Responders per queue manager for a run with `requesters`: as many as requesters, between 10
+/// and 64. Each responder waits for one commit per request, so with a fixed 10 the responders,
+/// not the queue manager, set the rate once commits take milliseconds (replication latency):
+/// the seeds' reports ran 300. Standalone and HA runs use the same count.
+fn responders_for(requesters: usize) -> usize {
+    requesters.clamp(QUEUE_PAIRS, 64)
+}
 /// Log geometry of every queue manager and instance: 3 primary files of this many pages.
 const LOG_PAGES: u32 = 4096;
 /// Failover load: concurrent putters, each committing every this many messages.
@@ -838,7 +846,7 @@ fn rr_args(
         qms,
         conns,
         requesters,
-        responders: QUEUE_PAIRS * nqm,
+        responders: responders_for(requesters) * nqm,
         size: MSG_SIZE,
         persistent: true,
         syncpoint: None,
@@ -1590,8 +1598,8 @@ fn render(rep: &Report, requesters: &[usize], distance_requesters: &[usize]) -> 
     let _ = writeln!(
         md,
         "\nWorkload (as `ferrymq report standalone`): {QUEUE_PAIRS} queue pairs REQUEST0..9/REPLY0..9 per queue manager; requesters put a \
-         request under syncpoint and commit, then get the reply by CorrelId; {QUEUE_PAIRS} responders per queue manager get under syncpoint, \
-         put the reply and commit. Clients connect over TCP (SHARECNV 1); HA clients use the group's connection name list \
+         request under syncpoint and commit, then get the reply by CorrelId; responders (as many as requesters, 10 to 64 per queue manager) \
+         get under syncpoint, put the reply and commit. Clients connect over TCP (SHARECNV 1); HA clients use the group's connection name list \
          (only the active instance listens). Every queue manager and instance has 3 primary log files of {LOG_PAGES} pages. \
          An HA group is 3 instances of one queue manager on this machine, each with its own FERRYMQ_HOME, client port and \
          replication address. CPU is percent of one core; the HA figure is the sum over the group's 3 instance processes.\n"
