@@ -44,11 +44,11 @@ const MSG_SIZE: usize = 2048;
 const QUEUE_PAIRS: usize = 10;
 
 /// Responders per queue manager for a run with `requesters`: as many as requesters, between 10
-/// and 64. Each responder waits for one commit per request, so with a fixed 10 the responders,
+/// and 128. Each responder waits for one commit per request, so with a fixed 10 the responders,
 /// not the queue manager, set the rate once commits take milliseconds (replication latency):
 /// the seeds' reports ran 300. Standalone and HA runs use the same count.
 fn responders_for(requesters: usize) -> usize {
-    requesters.clamp(QUEUE_PAIRS, 64)
+    requesters.clamp(QUEUE_PAIRS, 128)
 }
 /// Log geometry of every queue manager and instance: 3 primary files of this many pages.
 const LOG_PAGES: u32 = 4096;
@@ -146,10 +146,12 @@ impl Opts {
             } else {
                 vec![1, 2, 4, 8, 16, 32, 64, 128, 256]
             },
+            // Under latency each requester waits longer per round trip, so more of them are
+            // needed before the rate stops rising (the seeds' sweeps went to 300).
             distance_requesters: if quick {
-                vec![16, 64, 256]
+                vec![64, 256, 1024]
             } else {
-                vec![16, 32, 64, 128, 256]
+                vec![16, 64, 256, 512, 1024]
             },
             steps: STEPS
                 .iter()
@@ -1598,7 +1600,7 @@ fn render(rep: &Report, requesters: &[usize], distance_requesters: &[usize]) -> 
     let _ = writeln!(
         md,
         "\nWorkload (as `ferrymq report standalone`): {QUEUE_PAIRS} queue pairs REQUEST0..9/REPLY0..9 per queue manager; requesters put a \
-         request under syncpoint and commit, then get the reply by CorrelId; responders (as many as requesters, 10 to 64 per queue manager) \
+         request under syncpoint and commit, then get the reply by CorrelId; responders (as many as requesters, 10 to 128 per queue manager) \
          get under syncpoint, put the reply and commit. Clients connect over TCP (SHARECNV 1); HA clients use the group's connection name list \
          (only the active instance listens). Every queue manager and instance has 3 primary log files of {LOG_PAGES} pages. \
          An HA group is 3 instances of one queue manager on this machine, each with its own FERRYMQ_HOME, client port and \
