@@ -142,7 +142,7 @@ impl Opts {
                 vec![0, 500_000]
             },
             requesters: if quick {
-                vec![8, 32, 128]
+                vec![8, 32, 128, 256]
             } else {
                 vec![1, 2, 4, 8, 16, 32, 64, 128, 256]
             },
@@ -754,6 +754,19 @@ struct CompareRow {
     requesters: usize,
     standalone: RunResult,
     ha: RunResult,
+    /// CPU of the active instances alone (percent of one core): what one host of a group whose
+    /// instances have their own hosts, as the appliances do, would spend.
+    ha_active_cpu_pct: Option<f64>,
+}
+
+impl CompareRow {
+    /// Round trips per CPU-second of the active instances, as a percentage of the standalone
+    /// queue managers' round trips per CPU-second: the per-core comparison of BENCHMARK.md.
+    fn per_core_pct(&self) -> Option<f64> {
+        let s = self.standalone.round_trips_per_s / self.standalone.server_cpu_pct?;
+        let h = self.ha.round_trips_per_s / self.ha_active_cpu_pct?;
+        pct(h, s)
+    }
 }
 
 #[derive(Serialize)]
@@ -943,8 +956,11 @@ fn compare(o: &Opts, home: &Path, nqm: usize, rep: &mut Report) -> Result<Compar
             None,
         )?);
     }
-    for g in &groups {
+    // Index, in the pids handed to cph, of each group's active instance.
+    let mut active_pos = Vec::new();
+    for (gi, g) in groups.iter().enumerate() {
         let a = g.wait_active(ACTIVE_TIMEOUT, None)?;
+        active_pos.push(gi * INSTANCES.len() + a);
         eprintln!("report:   {}: instance {} is active", g.qm, INSTANCES[a]);
     }
     let mut c = Comparison {
@@ -980,10 +996,14 @@ fn compare(o: &Opts, home: &Path, nqm: usize, rep: &mut Report) -> Result<Compar
                 ),
             )?;
             let stop = flat.step(&[s.round_trips_per_s, h.round_trips_per_s]);
+            let each = &h.server_cpu_pct_each;
+            let ha_active_cpu_pct = (each.len() == groups.len() * INSTANCES.len())
+                .then(|| active_pos.iter().map(|&i| each[i]).sum::<f64>());
             c.rows.push(CompareRow {
                 requesters: req,
                 standalone: s,
                 ha: h,
+                ha_active_cpu_pct,
             });
             if stop {
                 break;
@@ -1339,21 +1359,26 @@ fn comparison_md(c: &Comparison) -> String {
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "| Requesters | Standalone (RT/s) | HA (RT/s) | HA % of standalone | Standalone QM CPU% | HA CPU% ({} instances) | Standalone QM CPU µs/RT | HA CPU µs/RT | Client CPU% (standalone / HA) | p50 ms (standalone / HA) |",
+        "| Requesters | Standalone (RT/s) | HA (RT/s) | HA % of standalone | Standalone QM CPU% | HA CPU% ({} instances) | HA active instance CPU% | HA per core (active) % of standalone | Standalone QM CPU µs/RT | HA CPU µs/RT | Client CPU% (standalone / HA) | p50 ms (standalone / HA) |",
         c.ha_processes
     );
-    let _ = writeln!(md, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        md,
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     for r in &c.rows {
         let (s, h) = (&r.standalone, &r.ha);
         let _ = writeln!(
             md,
-            "| {} | {:.0} | {:.0} | {}% | {} | {} | {} | {} | {:.1} / {:.1} | {:.2} / {:.2} |",
+            "| {} | {:.0} | {:.0} | {}% | {} | {} | {} | {}% | {} | {} | {:.1} / {:.1} | {:.2} / {:.2} |",
             r.requesters,
             s.round_trips_per_s,
             h.round_trips_per_s,
             fmt_opt(pct(h.round_trips_per_s, s.round_trips_per_s), 1),
             fmt_opt(s.server_cpu_pct, 1),
             fmt_opt(h.server_cpu_pct, 1),
+            fmt_opt(r.ha_active_cpu_pct, 1),
+            fmt_opt(r.per_core_pct(), 1),
             fmt_opt(s.server_cpu_us_per_rt, 1),
             fmt_opt(h.server_cpu_us_per_rt, 1),
             s.client_cpu_pct,
@@ -1510,6 +1535,19 @@ fn targets_md(rep: &Report) -> String {
                 s.round_trips_per_s,
                 fmt_opt(p, 1),
                 p.map_or("-", |p| met(p >= TARGET_HA1_PCT))
+            );
+        }
+        // Per core (BENCHMARK.md): the best HA row's rate per CPU of its active instances against
+        // the best standalone row's rate per CPU. Informative: the target is the rate above.
+        let best_row = c
+            .rows
+            .iter()
+            .max_by(|a, b| a.ha.round_trips_per_s.total_cmp(&b.ha.round_trips_per_s));
+        if let Some(p) = best_row.and_then(CompareRow::per_core_pct) {
+            let _ = writeln!(
+                md,
+                "| {}: per core, active instance(s) only, at the best HA row (instances on their own hosts) | - | {p:.1}% | - |",
+                c.name
             );
         }
     }
@@ -2005,6 +2043,7 @@ mod tests {
             round_trips_per_s: rate,
             round_trips: (rate * 3.0) as u64,
             server_cpu_pct: Some(cpu),
+            server_cpu_pct_each: vec![cpu],
             client_cpu_pct: 20.0,
             server_cpu_us_per_rt: Some(cpu / 100.0 / rate * 1e6),
             client_cpu_us_per_rt: 1.0,
@@ -2108,19 +2147,22 @@ mod tests {
                     requesters: 8,
                     standalone: run(8, 1000.0, 50.0),
                     ha: run(8, 900.0, 80.0),
+                    ha_active_cpu_pct: Some(50.0),
                 },
                 CompareRow {
                     requesters: 32,
                     standalone: run(32, 2000.0, 90.0),
                     ha: run(32, 1600.0, 150.0),
+                    ha_active_cpu_pct: None,
                 },
             ],
         };
         let t = comparison_md(&c);
         assert!(
-            t.contains("| 8 | 1000 | 900 | 90.0% | 50.0 | 80.0 |"),
+            t.contains("| 8 | 1000 | 900 | 90.0% | 50.0 | 80.0 | 50.0 | 90.0% |"),
             "{t}"
         );
+        assert!(t.contains("| 150.0 | - | -% |"), "{t}");
         assert!(t.contains("| 32 | 2000 | 1600 | 80.0% |"), "{t}");
         let rows = vec![
             DistanceRow {

@@ -21,6 +21,8 @@ pub struct RunResult {
     pub round_trips: u64,
     /// The queue manager processes' CPU over the window, percent of one core (as `top`).
     pub server_cpu_pct: Option<f64>,
+    /// The same for each measured process, in the order of the pids given.
+    pub server_cpu_pct_each: Vec<f64>,
     /// This process's CPU over the window, percent of one core.
     pub client_cpu_pct: f64,
     /// CPU microseconds per round trip, server side and client side.
@@ -272,15 +274,16 @@ async fn run_async(a: &Args) -> Result<RunResult, String> {
 
     let n = n1 - n0;
     let rate = n as f64 / wall;
-    let server_cpu_pct = match (s0, s1) {
-        (Some(a0), Some(a1)) => Some(
-            a0.iter()
-                .zip(a1.iter())
-                .map(|(x, y)| cpu::pct(*x, *y))
-                .sum::<f64>(),
-        ),
-        _ => None,
+    let server_cpu_pct_each: Vec<f64> = match (s0, s1) {
+        (Some(a0), Some(a1)) => a0
+            .iter()
+            .zip(a1.iter())
+            .map(|(x, y)| cpu::pct(*x, *y))
+            .collect(),
+        _ => Vec::new(),
     };
+    let server_cpu_pct =
+        (!server_cpu_pct_each.is_empty()).then(|| server_cpu_pct_each.iter().sum::<f64>());
     let client_cpu_pct = cpu::pct(c0, c1);
     let per_rt = |pct: f64| {
         if n > 0 {
@@ -297,6 +300,7 @@ async fn run_async(a: &Args) -> Result<RunResult, String> {
         round_trips_per_s: rate,
         round_trips: n,
         server_cpu_pct,
+        server_cpu_pct_each,
         client_cpu_pct,
         server_cpu_us_per_rt: server_cpu_pct.map(per_rt),
         client_cpu_us_per_rt: per_rt(client_cpu_pct),
