@@ -1355,6 +1355,15 @@ fn cpu_model() -> String {
         .unwrap_or_else(|| "unknown CPU".into())
 }
 
+/// `1, 2, 3`.
+fn join_list<T: ToString>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn comparison_md(c: &Comparison) -> String {
     let mut md = String::new();
     let _ = writeln!(
@@ -1615,25 +1624,13 @@ fn render(rep: &Report, requesters: &[usize], distance_requesters: &[usize]) -> 
     let _ = writeln!(
         md,
         "- Requesters swept: {} (HA1/HA2), {} (distance); a sweep stops once two steps in a row add less than 5%",
-        requesters
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        distance_requesters
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
+        join_list(requesters),
+        join_list(distance_requesters)
     );
     let _ = writeln!(
         md,
         "- Failover message counts: {}",
-        rep.failover_messages
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
+        join_list(&rep.failover_messages)
     );
     let _ = writeln!(
         md,

@@ -210,12 +210,7 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
             .map_err(|e| e.to_string())?
     };
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .thread_name("ferrymq-io")
-        .build()
-        .map_err(|e| format!("cannot start the I/O runtime: {e}"))?;
+    let rt = io_runtime()?;
     let served = rt.block_on(serve(shared.clone(), paths.clone(), end_rx));
     rt.shutdown_timeout(Duration::from_secs(2));
 
@@ -258,14 +253,20 @@ fn start_listeners(shared: &Arc<Shared>) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs one instance of a replicated queue manager (qm.ini `NativeHA:`) until it is ended.
-fn run_ha(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+/// The queue manager's I/O runtime: two worker threads (one queue manager is about one core of
+/// work; the second overlaps socket reads and writes).
+fn io_runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .thread_name("ferrymq-io")
         .build()
-        .map_err(|e| format!("cannot start the I/O runtime: {e}"))?;
+        .map_err(|e| format!("cannot start the I/O runtime: {e}"))
+}
+
+/// Runs one instance of a replicated queue manager (qm.ini `NativeHA:`) until it is ended.
+fn run_ha(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
+    let rt = io_runtime()?;
     let served = rt.block_on(async {
         let began = std::time::Instant::now();
         let started = ha::start(paths, &cfg, engine_config(&cfg)).await?;
