@@ -14,8 +14,9 @@
 //! snapshot policy, like the ring itself.
 //!
 //! Durability: `append` returns once the records are in the log's buffer (readable from the
-//! cache), and one flusher thread calls openraft back after `wait_durable` — so a follower
-//! acknowledges, and a leader counts itself towards a majority, only for entries on its disk.
+//! cache), and openraft is called back once they are synced — from the log writer's thread right
+//! after its sync (a flusher thread covers writer failures) — so a follower acknowledges, and a
+//! leader counts itself towards a majority, only for entries on its disk.
 //! Votes, truncations and purges wait for the disk before returning.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -176,9 +177,12 @@ impl LogStorage {
             }),
             cv: Condvar::new(),
         });
-        // Durability is reported through `wait_durable` in the flusher (which also sees writer
-        // failures); the log's own callback is not needed.
-        let (log, rec) = RecoveryLog::open(cfg, Box::new(|_| {}))?;
+        // Appends are reported durable from the log writer's own thread right after its sync
+        // (one thread hand-off fewer per append than waking the flusher); the flusher thread
+        // remains for writer failures and as a backstop.
+        let on_durable = Arc::clone(&flush);
+        let (log, rec) =
+            RecoveryLog::open(cfg, Box::new(move |lsn| on_durable.complete_upto(lsn)))?;
         if let Some(p) = rec.tail_problem {
             tracing::warn!(problem = ?p, bytes = rec.discarded_tail_bytes,
                 "Raft log had a torn or corrupt tail; the unacknowledged record was dropped");
@@ -332,6 +336,17 @@ impl Drop for Inner {
 /// Waits for the oldest pending append to be durable, then reports every append the same sync
 /// covered (group commit makes that usually all of them). A writer failure fails every pending
 /// append, which makes openraft stop this node rather than wait forever.
+impl FlushQueue {
+    /// Reports every queued append that ends at or before `durable` as flushed, in order.
+    fn complete_upto(&self, durable: Lsn) {
+        let mut q = self.q.lock();
+        let n = q.pending.iter().take_while(|(e, _)| *e <= durable).count();
+        for (_, cb) in q.pending.drain(..n) {
+            cb.log_io_completed(Ok(()));
+        }
+    }
+}
+
 fn run_flusher(log: &RecoveryLog, flush: &FlushQueue) {
     loop {
         let target = {
@@ -346,24 +361,16 @@ fn run_flusher(log: &RecoveryLog, flush: &FlushQueue) {
                 flush.cv.wait(&mut q);
             }
         };
-        let res = log.wait_durable(target);
-        let done: Vec<_> = {
-            let mut q = flush.q.lock();
-            match &res {
-                Ok(()) => {
-                    let durable = log.durable_lsn();
-                    let n = q.pending.iter().take_while(|(e, _)| *e <= durable).count();
-                    q.pending.drain(..n).collect()
+        match log.wait_durable(target) {
+            Ok(()) => flush.complete_upto(log.durable_lsn()),
+            Err(e) => {
+                // Callbacks run under the queue lock, so they stay in LSN order whichever
+                // thread runs them.
+                let mut q = flush.q.lock();
+                for (_, cb) in q.pending.drain(..) {
+                    cb.log_io_completed(Err(std::io::Error::other(e.to_string())));
                 }
-                Err(_) => q.pending.drain(..).collect(),
             }
-        };
-        for (_, cb) in done {
-            let r = match &res {
-                Ok(()) => Ok(()),
-                Err(e) => Err(std::io::Error::other(e.to_string())),
-            };
-            cb.log_io_completed(r);
         }
     }
 }
@@ -460,6 +467,8 @@ impl RaftLogStorage<TypeConfig> for LogStorage {
                 // Queued under the state lock so the queue stays in LSN order.
                 self.inner.flush.q.lock().pending.push_back((end, callback));
                 self.inner.flush.cv.notify_one();
+                // The writer may have synced past it before it was queued.
+                self.inner.flush.complete_upto(log.durable_lsn());
             }
         }
         Ok(())
