@@ -78,6 +78,8 @@ pub struct Proposals {
     lost: AtomicBool,
     /// Moving average of the time from proposing a batch to its commit, in microseconds.
     commit_us: AtomicU64,
+    /// A snapshot waits for the batch sealed when its state was captured.
+    snapshot_waiting: AtomicBool,
 }
 
 struct PropState {
@@ -116,6 +118,7 @@ impl Proposals {
             progress: Condvar::new(),
             lost: AtomicBool::new(false),
             commit_us: AtomicU64::new(0),
+            snapshot_waiting: AtomicBool::new(false),
         })
     }
 
@@ -176,7 +179,7 @@ impl Proposals {
             let avg = self.commit_us.load(Ordering::Relaxed);
             self.commit_us
                 .store(avg - avg / 8 + sample / 8, Ordering::Relaxed);
-            if std::env::var_os("FERRYMQ_HA_TRACE").is_some() {
+            if trace_enabled() {
                 st.trace.0 += 1;
                 st.trace.1 += at.elapsed().as_micros() as u64;
                 if st.trace.2.elapsed() > Duration::from_secs(2) {
@@ -223,6 +226,13 @@ impl Proposals {
     /// The log id of the entry whose state ends with record `seq`: blocks until it is known,
     /// `None` if it never will be.
     fn log_id_of(&self, seq: u64) -> Option<LogId> {
+        self.snapshot_waiting.store(true, Ordering::Release);
+        let r = self.wait_log_id(seq);
+        self.snapshot_waiting.store(false, Ordering::Release);
+        r
+    }
+
+    fn wait_log_id(&self, seq: u64) -> Option<LogId> {
         let mut st = self.st.lock();
         loop {
             if let Some((base_seq, id)) = st.base {
@@ -248,6 +258,12 @@ impl Proposals {
             .next()
             .map(|(_, t)| *t)
     }
+}
+
+/// `FERRYMQ_HA_TRACE` set: the active instance logs batch counts and commit latency every 2 s.
+fn trace_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("FERRYMQ_HA_TRACE").is_some())
 }
 
 fn seal(st: &mut PropState) {
@@ -810,11 +826,15 @@ pub async fn replicate(h: Arc<HaHandle>) {
             notified.await;
         }
         let (last, payload) = h.props.next_batch().await;
-        // Keep the ring from filling faster than snapshots free it.
+        // Keep the ring from filling faster than snapshots free it — except for the batch a
+        // snapshot being built waits for (it is what frees the ring), within the headroom.
         loop {
             let (cap, _) = h.replica.storage().geometry();
             let used = h.replica.storage().used_bytes().unwrap_or(0);
             if cap == 0 || used * 100 < cap * RING_STOP_PCT {
+                break;
+            }
+            if h.props.snapshot_waiting.load(Ordering::Acquire) && used * 100 < cap * 95 {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -953,11 +973,14 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
             last_snapshot_request = Instant::now();
             let _ = raft.trigger().snapshot().await;
         }
+        // Metrics change with every entry; acting on each change would cost more CPU than the
+        // decisions are worth. Look again after a change, at most every 20 ms, or every 50 ms.
         tokio::select! {
             r = metrics.changed() => {
                 if r.is_err() && !h.ending.load(Ordering::Acquire) {
                     restart_instance("the replica stopped");
                 }
+                tokio::time::sleep(Duration::from_millis(20)).await;
             }
             _ = tokio::time::sleep(Duration::from_millis(50)) => {}
         }
