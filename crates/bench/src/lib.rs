@@ -4,6 +4,7 @@
 //! manager's and its own CPU from /proc, and latency with HDR histograms. The report generator that
 //! sweeps these workloads into the reports' tables builds on it.
 
+pub mod chart;
 pub mod cph;
 pub mod cpu;
 pub mod qm;

@@ -115,82 +115,12 @@ impl Drop for Qms {
 }
 
 fn svg_chart(s: &Scenario) -> String {
-    let (w, h, m) = (640.0, 360.0, 50.0);
-    // The left margin leaves room for the rate labels and the axis title beside them.
-    let left = 80.0;
-    let xs: Vec<f64> = s.runs.iter().map(|r| (r.threads as f64).log2()).collect();
-    let ys: Vec<f64> = s.runs.iter().map(|r| r.round_trips_per_s).collect();
-    let xmax = xs.iter().cloned().fold(1.0, f64::max);
-    let ymax = ys.iter().cloned().fold(1.0, f64::max) * 1.1;
-    let px = |x: f64| left + x / xmax * (w - left - m);
-    let py = |y: f64| h - m - y / ymax * (h - 2.0 * m);
-    let mut out = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = write!(
-        out,
-        r#"<rect width="{w}" height="{h}" fill="white"/><text x="{left}" y="20" font-size="14">{}</text>"#,
-        s.name
-    );
-    let _ = write!(
-        out,
-        r#"<line x1="{m}" y1="{}" x2="{}" y2="{}" stroke="black"/>"#,
-        h - m,
-        w - m,
-        h - m
-    );
-    let _ = write!(
-        out,
-        r#"<line x1="{m}" y1="{m}" x2="{m}" y2="{}" stroke="black"/>"#,
-        h - m
-    );
-    for r in &s.runs {
-        let x = px((r.threads as f64).log2());
-        let _ = write!(
-            out,
-            r#"<text x="{x}" y="{}" text-anchor="middle">{}</text>"#,
-            h - m + 16.0,
-            r.threads
-        );
-    }
-    let _ = write!(
-        out,
-        r#"<text x="{}" y="{}" text-anchor="middle">requesters</text>"#,
-        w / 2.0,
-        h - 10.0
-    );
-    for i in 0..=4 {
-        let y = ymax * i as f64 / 4.0;
-        let _ = write!(
-            out,
-            r#"<text x="{}" y="{}" text-anchor="end">{:.0}</text>"#,
-            m - 4.0,
-            py(y) + 4.0,
-            y
-        );
-    }
-    let _ = write!(
-        out,
-        r#"<text x="12" y="{}" transform="rotate(-90 12 {})" text-anchor="middle">round trips/s</text>"#,
-        h / 2.0,
-        h / 2.0
-    );
-    let pts: Vec<String> = xs
+    let points = s
+        .runs
         .iter()
-        .zip(ys.iter())
-        .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
+        .map(|r| (r.threads, r.round_trips_per_s))
         .collect();
-    let _ = write!(
-        out,
-        r##"<polyline fill="none" stroke="#1f6feb" stroke-width="2" points="{}"/>"##,
-        pts.join(" ")
-    );
-    for p in &pts {
-        let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
-        let _ = write!(out, r##"<circle cx="{x}" cy="{y}" r="3" fill="#1f6feb"/>"##);
-    }
-    out.push_str("</svg>\n");
-    out
+    crate::chart::svg_lines(&s.name, &[("round trips/s".to_string(), points)])
 }
 
 fn size_label(size: usize) -> String {

@@ -1,0 +1,493 @@
+//! `ferrymq report ha [--quick] [--out DIR] [--rtts 0,1,2,5,10] [--failover-messages 0,500000]
+//! [--requesters 1,2,4,...] [--distance-requesters 16,64,256] [--steps ha1,ha2,distance,failover]`:
+//! the HA benchmark report. In a private $FERRYMQ_HOME it creates standalone queue managers and
+//! groups of three HA instances (each instance its own home directory, client port and
+//! replication address, all on this machine) and measures:
+//!
+//! 1. HA1: one HA group against one standalone queue manager, 2 KB persistent Request/Responder
+//!    (the `report standalone` workload), requesters swept upward until the rate stops rising;
+//! 2. HA2 (full mode only): two HA groups (six instance processes) against two standalone queue
+//!    managers;
+//! 3. distance: one HA group with `ferrymq relay` processes in front of every instance's
+//!    replication port adding 0, 1, 2, 5, 10 ms of round trip, against a group without relays;
+//! 4. failover: N persistent messages loaded, a marker put, the active instance killed with
+//!    SIGKILL, and the time until an already connected client gets the marker from the new active
+//!    instance, with the loaded queue's depth checked afterwards.
+//!
+//! It writes README.md (tables), one SVG chart per sweep and runs.json (every raw run) to DIR.
+//! Every queue manager, instance and relay it starts is stopped again (also when a step fails)
+//! and the private home is deleted at the end.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::str::FromStr;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use ferrymq_client::{
+    open, ConnectOptions, Connection, GetOptions, Persistence, PutOptions, Reconnect, Syncpoint,
+    Wait,
+};
+use ferrymq_types::{MessageDescriptor, Properties};
+use serde::Serialize;
+
+use crate::cph::{self, Args, RunResult};
+use crate::qm::{ferrymq_bin, free_port, mq};
+use crate::report::Qms;
+
+mod measure;
+mod procs;
+mod render;
+
+use measure::*;
+use procs::*;
+use render::*;
+
+/// The HA queue manager's name in a one-group step.
+const QM: &str = "HAQM";
+const INSTANCES: [&str; 3] = ["a", "b", "c"];
+const MSG_SIZE: usize = 2048;
+/// Queue pairs per queue manager, as `report standalone`.
+const QUEUE_PAIRS: usize = 10;
+
+/// Responders per queue manager for a run with `requesters`: as many as requesters, between 10
+/// and 128. Each responder waits for one commit per request, so with a fixed 10 the responders,
+/// not the queue manager, set the rate once commits take milliseconds (replication latency):
+/// the seeds' reports ran 300. Standalone and HA runs use the same count.
+fn responders_for(requesters: usize) -> usize {
+    requesters.clamp(QUEUE_PAIRS, 128)
+}
+/// Log geometry of every queue manager and instance: 3 primary files of this many pages.
+const LOG_PAGES: u32 = 4096;
+/// Failover load: concurrent putters, each committing every this many messages.
+const LOAD_PUTTERS: usize = 8;
+const LOAD_COMMIT_EVERY: u64 = 50;
+const LOAD_QUEUE: &str = "HA.LOAD";
+const MARKER_QUEUE: &str = "HA.MARKER";
+/// How long an HA group may take to elect and activate an instance.
+const ACTIVE_TIMEOUT: Duration = Duration::from_secs(30);
+const ACTIVE_POLL: Duration = Duration::from_millis(100);
+/// An active instance must stay active (no new activation in its log) this long to count.
+const ACTIVE_STABLE: Duration = Duration::from_secs(1);
+/// How long instances get to end after `endmqm -i` before they are killed.
+const END_GRACE: Duration = Duration::from_secs(3);
+/// Targets the report is checked against.
+const TARGET_HA1_PCT: f64 = 85.0;
+const TARGET_DISTANCE: [(f64, f64); 2] = [(1.0, 60.0), (10.0, 20.0)];
+const TARGET_FAILOVER_MS: f64 = 2000.0;
+
+const USAGE: &str = "usage: ferrymq report ha [--quick] [--out DIR] [--rtts 0,1,2,5,10] \
+[--failover-messages 0,500000] [--requesters 1,2,4,8,...] [--distance-requesters 16,64,256] \
+[--steps ha1,ha2,distance,failover]";
+
+const STEPS: [&str; 4] = ["ha1", "ha2", "distance", "failover"];
+
+#[derive(Debug, Clone, PartialEq)]
+struct Opts {
+    quick: bool,
+    out: PathBuf,
+    /// Round trips (ms) added on the replication links, one distance row each (0 = relays only).
+    rtts: Vec<f64>,
+    failover_messages: Vec<u64>,
+    requesters: Vec<usize>,
+    distance_requesters: Vec<usize>,
+    steps: Vec<String>,
+    warmup: Duration,
+    duration: Duration,
+    /// The command line as given, for the report header.
+    command: String,
+}
+
+/// Parses a comma-separated list for `flag`; empty entries and an empty list are errors.
+fn parse_list<T: FromStr>(flag: &str, text: &str) -> Result<Vec<T>, String> {
+    let v: Vec<T> = text
+        .split(',')
+        .map(|s| {
+            let s = s.trim();
+            s.parse()
+                .map_err(|_| format!("{flag}: '{s}' is not a valid number"))
+        })
+        .collect::<Result<_, _>>()?;
+    if v.is_empty() {
+        return Err(format!("{flag} needs at least one value"));
+    }
+    Ok(v)
+}
+
+fn parse_rtts(text: &str) -> Result<Vec<f64>, String> {
+    let v: Vec<f64> = parse_list("--rtts", text)?;
+    if let Some(bad) = v.iter().find(|r| !(0.0..=60_000.0).contains(*r)) {
+        return Err(format!(
+            "--rtts: {bad} is not a round trip in ms between 0 and 60000"
+        ));
+    }
+    Ok(v)
+}
+
+/// Quotes an argument for the header's command line when a shell would need it.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./,=:@%+".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+impl Opts {
+    fn parse(argv: &[String]) -> Result<Opts, String> {
+        let quick = argv.iter().any(|a| a == "--quick");
+        let mut o = Opts {
+            quick,
+            out: PathBuf::from("ha-report"),
+            rtts: vec![0.0, 1.0, 2.0, 5.0, 10.0],
+            failover_messages: if quick {
+                vec![0, 20_000]
+            } else {
+                vec![0, 500_000]
+            },
+            requesters: if quick {
+                vec![8, 32, 128, 256]
+            } else {
+                vec![1, 2, 4, 8, 16, 32, 64, 128, 256]
+            },
+            // Under latency each requester waits longer per round trip, so more of them are
+            // needed before the rate stops rising (the seeds' sweeps went to 300).
+            distance_requesters: if quick {
+                vec![64, 256, 1024]
+            } else {
+                vec![16, 64, 256, 512, 1024]
+            },
+            steps: STEPS
+                .iter()
+                .filter(|s| !quick || **s != "ha2")
+                .map(|s| s.to_string())
+                .collect(),
+            warmup: Duration::from_secs(if quick { 1 } else { 2 }),
+            duration: Duration::from_secs(if quick { 3 } else { 8 }),
+            command: std::iter::once("ferrymq report ha".to_string())
+                .chain(argv.iter().map(|a| shell_word(a)))
+                .collect::<Vec<_>>()
+                .join(" "),
+        };
+        let mut i = 0;
+        while i < argv.len() {
+            let flag = argv[i].as_str();
+            if flag == "--quick" {
+                i += 1;
+                continue;
+            }
+            let value = argv
+                .get(i + 1)
+                .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+            match flag {
+                "--out" => o.out = PathBuf::from(value),
+                "--rtts" => o.rtts = parse_rtts(value)?,
+                "--failover-messages" => o.failover_messages = parse_list(flag, value)?,
+                "--requesters" => o.requesters = parse_list(flag, value)?,
+                "--distance-requesters" => o.distance_requesters = parse_list(flag, value)?,
+                "--steps" => {
+                    o.steps = value.split(',').map(|s| s.trim().to_string()).collect();
+                    if let Some(bad) = o.steps.iter().find(|s| !STEPS.contains(&s.as_str())) {
+                        return Err(format!(
+                            "--steps: '{bad}' is not one of {}",
+                            STEPS.join(",")
+                        ));
+                    }
+                }
+                _ => return Err(format!("unknown option '{flag}'\n{USAGE}")),
+            }
+            i += 2;
+        }
+        if o.requesters.contains(&0) || o.distance_requesters.contains(&0) {
+            return Err("requester counts must be at least 1".into());
+        }
+        Ok(o)
+    }
+
+    fn step(&self, name: &str) -> bool {
+        self.steps.iter().any(|s| s == name)
+    }
+}
+
+pub fn main(argv: &[String]) -> Result<(), String> {
+    let o = Opts::parse(argv)?;
+    std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
+    let home = std::env::temp_dir().join(format!("ferrymq-report-ha-{}", std::process::id()));
+    std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
+    stop_on_interrupt(home.clone());
+    let started = Instant::now();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut rep = Report {
+        command: o.command.clone(),
+        version: version(),
+        date: utc_string(now),
+        cores: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0),
+        cpu_model: cpu_model(),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "?".into()),
+        quick: o.quick,
+        warmup_s: o.warmup.as_secs_f64(),
+        duration_s: o.duration.as_secs_f64(),
+        elapsed_s: 0.0,
+        msg_size: MSG_SIZE,
+        failover_messages: if o.step("failover") {
+            o.failover_messages.clone()
+        } else {
+            Vec::new()
+        },
+        ha1: None,
+        ha2: None,
+        distance: Vec::new(),
+        failover: Vec::new(),
+        log_findings: Vec::new(),
+        errors: Vec::new(),
+    };
+    eprintln!(
+        "report: HA report into {} (private FERRYMQ_HOME {})",
+        o.out.display(),
+        home.display()
+    );
+    let result = steps(&o, &home, &mut rep, started);
+    rep.elapsed_s = started.elapsed().as_secs_f64();
+    if let Err(e) = result {
+        rep.errors.push(e);
+    }
+    let written = write_report_with(&o.out, &rep, &o.requesters, &o.distance_requesters);
+    let _ = std::fs::remove_dir_all(&home);
+    written?;
+    eprintln!(
+        "report: done in {:.0} s; written to {}",
+        rep.elapsed_s,
+        o.out.display()
+    );
+    if rep.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} step(s) failed (see Problems in {}):\n{}",
+            rep.errors.len(),
+            o.out.join("README.md").display(),
+            rep.errors.join("\n")
+        ))
+    }
+}
+
+/// Runs the selected steps; a failed step is recorded and the next one still runs.
+fn steps(o: &Opts, home: &Path, rep: &mut Report, started: Instant) -> Result<(), String> {
+    let checkpoint = |rep: &mut Report| {
+        rep.elapsed_s = started.elapsed().as_secs_f64();
+        write_report_with(&o.out, rep, &o.requesters, &o.distance_requesters)
+    };
+    for (step, nqm) in [("ha1", 1), ("ha2", 2)] {
+        if o.step(step) {
+            match compare(o, home, nqm, rep) {
+                Ok(c) if nqm == 1 => rep.ha1 = Some(c),
+                Ok(c) => rep.ha2 = Some(c),
+                Err(e) => rep.errors.push(format!("{}: {e}", step.to_uppercase())),
+            }
+            checkpoint(rep)?;
+        }
+    }
+    if o.step("distance") {
+        if let Err(e) = distance(o, home, rep, &o.out) {
+            rep.errors.push(format!("distance: {e}"));
+        }
+        checkpoint(rep)?;
+    }
+    if o.step("failover") {
+        for (k, &n) in o.failover_messages.iter().enumerate() {
+            match failover(&home.join(format!("fo{k}-{n}msgs")), n, rep) {
+                Ok(r) => {
+                    if let Some(e) = &r.error {
+                        rep.errors.push(format!("failover with {n} messages: {e}"));
+                    }
+                    rep.failover.push(r);
+                }
+                Err(e) => rep.errors.push(format!("failover with {n} messages: {e}")),
+            }
+            checkpoint(rep)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    fn run(threads: usize, rate: f64, cpu: f64) -> RunResult {
+        RunResult {
+            module: "rr".into(),
+            round_trips_per_s: rate,
+            round_trips: (rate * 3.0) as u64,
+            server_cpu_pct: Some(cpu),
+            server_cpu_pct_each: vec![cpu],
+            client_cpu_pct: 20.0,
+            server_cpu_us_per_rt: Some(cpu / 100.0 / rate * 1e6),
+            client_cpu_us_per_rt: 1.0,
+            latency_ms_p50: 1.5,
+            latency_ms_p99: 3.0,
+            latency_ms_max: 9.0,
+            threads,
+            responders: 10,
+            msg_size: 2048,
+            persistent: true,
+            queue_managers: 1,
+            queues_per_qm: 10,
+            transport: "tcp".into(),
+            duration_s: 3.0,
+            warmup_s: 1.0,
+            errors: 0,
+            first_error: None,
+            version: "test".into(),
+        }
+    }
+
+    #[test]
+    fn options_parse_with_quick_defaults_and_lists() {
+        let o = Opts::parse(&v("--quick --out /tmp/x --rtts 0,1,2.5,10")).unwrap();
+        assert!(o.quick);
+        assert_eq!(o.out, PathBuf::from("/tmp/x"));
+        assert_eq!(o.rtts, vec![0.0, 1.0, 2.5, 10.0]);
+        assert_eq!(o.failover_messages, vec![0, 20_000]);
+        assert!(!o.step("ha2"), "HA2 is for the full mode only");
+        assert!(o.step("ha1") && o.step("distance") && o.step("failover"));
+        assert_eq!(
+            o.command,
+            "ferrymq report ha --quick --out /tmp/x --rtts 0,1,2.5,10"
+        );
+
+        let o = Opts::parse(&v("--failover-messages 0,500000 --steps failover")).unwrap();
+        assert!(!o.quick);
+        assert_eq!(o.failover_messages, vec![0, 500_000]);
+        assert_eq!(o.steps, vec!["failover"]);
+        assert_eq!(o.out, PathBuf::from("ha-report"));
+        assert_eq!(Opts::parse(&[]).unwrap().steps.len(), 4);
+    }
+
+    #[test]
+    fn bad_options_are_refused_with_the_reason() {
+        for (args, want) in [
+            ("--rtts 1,x", "'x' is not a valid number"),
+            ("--rtts -1", "between 0 and 60000"),
+            ("--rtts 1,,2", "'' is not a valid number"),
+            ("--requesters 0,4", "at least 1"),
+            ("--steps ha3", "'ha3' is not one of"),
+            ("--out", "needs a value"),
+            ("--bogus 1", "unknown option"),
+        ] {
+            let e = Opts::parse(&v(args)).unwrap_err();
+            assert!(e.contains(want), "{args}: {e}");
+        }
+    }
+
+    #[test]
+    fn status_log_and_mqsc_output_are_read() {
+        let dspmq =
+            "QMNAME(HAQM)\n  INSTANCE(a) ROLE(Replica) REPLADDR(127.0.0.1:1) INSYNC(UNKNOWN)\n  \
+                     INSTANCE(b) ROLE(Active) REPLADDR(127.0.0.1:2) LOCAL(YES) INSYNC(YES)\n";
+        assert_eq!(local_active(dspmq).as_deref(), Some("b"));
+        // A replica that knows the leader does not count: the leader must say so itself.
+        let replica =
+            "  INSTANCE(a) ROLE(Active) REPLADDR(x)\n  INSTANCE(b) ROLE(Replica) LOCAL(YES)\n";
+        assert_eq!(local_active(replica), None);
+        assert_eq!(
+            parse_curdepth("AMQ8409I: Display Queue details.\n   QUEUE(HA.LOAD)  TYPE(QLOCAL)\n   CURDEPTH(20000)\n"),
+            Some(20000)
+        );
+        assert_eq!(parse_curdepth("XCURDEPTH(3)"), None);
+        let log = "ferrymq: instance 'b' is now the active instance (term 2, log index 7), 3 ms after its election\n\
+                   ferrymq: restarting this instance as a replica: x\n\
+                   ferrymq: instance 'b' is now the active instance (term 4, log index 90), 41 ms after its election\n";
+        assert_eq!(parse_activation_ms(log), Some(41));
+        assert_eq!(parse_activation_ms("nothing"), None);
+        let tcp = "  sl  local_address rem_address   st tx_queue rx_queue\n   \
+                   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000\n   \
+                   1: 0100007F:1F91 0100007F:1F90 01 00000000:00000000\n";
+        assert_eq!(listening_ports(tcp), vec![0x1F90]);
+    }
+
+    #[test]
+    fn dates_are_utc_calendar_dates() {
+        assert_eq!(utc_string(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc_string(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc_string(1_700_000_000), "2023-11-14 22:13:20 UTC");
+    }
+
+    #[test]
+    fn tables_show_percentages_of_the_reference() {
+        let c = Comparison {
+            name: "HA1".into(),
+            queue_managers: 1,
+            ha_processes: 3,
+            rows: vec![
+                CompareRow {
+                    requesters: 8,
+                    standalone: run(8, 1000.0, 50.0),
+                    ha: run(8, 900.0, 80.0),
+                    ha_active_cpu_pct: Some(50.0),
+                },
+                CompareRow {
+                    requesters: 32,
+                    standalone: run(32, 2000.0, 90.0),
+                    ha: run(32, 1600.0, 150.0),
+                    ha_active_cpu_pct: None,
+                },
+            ],
+        };
+        let t = comparison_md(&c);
+        assert!(
+            t.contains("| 8 | 1000 | 900 | 90.0% | 50.0 | 80.0 | 50.0 | 90.0% |"),
+            "{t}"
+        );
+        assert!(t.contains("| 150.0 | - | -% |"), "{t}");
+        assert!(t.contains("| 32 | 2000 | 1600 | 80.0% |"), "{t}");
+        let rows = vec![
+            DistanceRow {
+                rtt_ms: None,
+                runs: vec![run(16, 1000.0, 50.0), run(64, 2000.0, 60.0)],
+            },
+            DistanceRow {
+                rtt_ms: Some(1.0),
+                runs: vec![run(16, 900.0, 50.0), run(64, 1300.0, 60.0)],
+            },
+            DistanceRow {
+                rtt_ms: Some(10.0),
+                runs: vec![run(16, 100.0, 50.0), run(64, 300.0, 60.0)],
+            },
+        ];
+        let d = distance_md(&rows, &[16, 64]);
+        assert!(
+            d.contains("| via relays, 1 ms RTT | 1300 | 64 | 65.0% | >= 60% | yes |"),
+            "{d}"
+        );
+        assert!(
+            d.contains("| via relays, 10 ms RTT | 300 | 64 | 15.0% | >= 20% | **no** |"),
+            "{d}"
+        );
+        assert!(d.contains("| direct (no relays) | 1000 | 2000 |"), "{d}");
+    }
+
+    #[test]
+    fn sweeps_stop_when_no_series_rises() {
+        let mut f = Flat::new(2);
+        assert!(!f.step(&[100.0, 50.0]));
+        assert!(!f.step(&[101.0, 80.0]), "the second series still rose");
+        assert!(!f.step(&[102.0, 81.0]));
+        assert!(f.step(&[100.0, 82.0]));
+    }
+}
