@@ -375,7 +375,7 @@ fn persistent() -> MessageDescriptor {
 // ---------------------------------------------------------------------------------------------
 // Probes: does an instance accept (commit) a persistent put?
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 enum Probe {
     Committed,
     Failed(String),
@@ -394,7 +394,7 @@ impl std::fmt::Display for Probe {
 
 impl Probe {
     fn committed(&self) -> bool {
-        matches!(self, Probe::Committed)
+        *self == Probe::Committed
     }
 }
 

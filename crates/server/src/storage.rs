@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::BytesMut;
+use bytes::{BufMut, Bytes, BytesMut};
 use ferrymq_engine::records::{decode_stored, encode_stored};
 use ferrymq_engine::{
     Engine, EngineConfig, Image, ImageMsg, LogSink, Lsn, Manifest, ManifestRef, Message,
@@ -18,6 +18,7 @@ use ferrymq_log::checkpoint::remove_older_than;
 use ferrymq_log::{
     CheckpointReader, CheckpointWriter, LogConfig, LogError, RecoveryLog, SegmentStore, StoreLoc,
 };
+use ferrymq_types::codec::{DecodeError, PutExt, Reader};
 use ferrymq_types::{MqError, Reason};
 use parking_lot::Mutex;
 
@@ -448,16 +449,15 @@ impl Storage {
             meta: Vec::new(),
         };
         let chunks = manifest.encode();
-        out.extend_from_slice(&(chunks.len() as u32).to_le_bytes());
+        out.put_u32_le(chunks.len() as u32);
         for c in chunks {
-            out.extend_from_slice(&(c.len() as u32).to_le_bytes());
-            out.extend_from_slice(&c);
+            out.put_bytes32(&c);
         }
-        out.extend_from_slice(&(image.messages.len() as u64).to_le_bytes());
+        out.put_u64_le(image.messages.len() as u64);
         for m in &image.messages {
             let (head, body) = encode_stored(&m.queue, &m.msg);
-            out.extend_from_slice(&m.backout_count.to_le_bytes());
-            out.extend_from_slice(&((head.len() + body.len()) as u64).to_le_bytes());
+            out.put_u32_le(m.backout_count);
+            out.put_u32_le((head.len() + body.len()) as u32);
             out.extend_from_slice(&head);
             out.extend_from_slice(&body);
         }
@@ -468,45 +468,32 @@ impl Storage {
 /// Decodes an image made by [`Storage::export_latest`].
 pub fn decode_export(data: &[u8]) -> Result<Image, String> {
     let bad = |what: &str| format!("the state image from the leader is damaged: {what}");
-    let mut p = data
+    let body = data
         .strip_prefix(EXPORT_MAGIC.as_slice())
         .ok_or_else(|| bad("wrong magic"))?;
-    fn take<'a>(p: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-        if p.len() < n {
-            return None;
-        }
-        let (a, b) = p.split_at(n);
-        *p = b;
-        Some(a)
-    }
-    let u32_of = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("4 bytes"));
-    let u64_of = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
-    let n = u32_of(take(&mut p, 4).ok_or_else(|| bad("chunk count"))?);
-    let mut chunks = Vec::with_capacity(n as usize);
-    for _ in 0..n {
-        let len = u32_of(take(&mut p, 4).ok_or_else(|| bad("chunk length"))?) as usize;
-        let c = take(&mut p, len).ok_or_else(|| bad("chunk"))?;
-        chunks.push(bytes::Bytes::copy_from_slice(c));
-    }
-    let m = Manifest::decode(&chunks).map_err(|e| bad(&e.to_string()))?;
-    let count = u64_of(take(&mut p, 8).ok_or_else(|| bad("message count"))?);
+    let mut r = Reader::new(Bytes::copy_from_slice(body));
+    let err = |e: DecodeError| bad(&e.to_string());
+    let n = r.u32("chunk count").map_err(err)?;
+    let chunks = (0..n)
+        .map(|_| r.bytes32("manifest chunk"))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(err)?;
+    let m = Manifest::decode(&chunks).map_err(err)?;
+    let count = r.u64("message count").map_err(err)?;
     let mut messages = Vec::with_capacity(count.min(1 << 24) as usize);
     for _ in 0..count {
-        let backout = u32_of(take(&mut p, 4).ok_or_else(|| bad("backout count"))?);
-        let len = u64_of(take(&mut p, 8).ok_or_else(|| bad("message length"))?) as usize;
-        let rec = take(&mut p, len).ok_or_else(|| bad("message"))?;
-        let s =
-            decode_stored(bytes::Bytes::copy_from_slice(rec)).map_err(|e| bad(&e.to_string()))?;
+        let backout_count = r.u32("backout count").map_err(err)?;
+        // Copied out so that a queued message does not keep the whole image in memory.
+        let rec = Bytes::copy_from_slice(&r.bytes32("stored message").map_err(err)?);
+        let s = decode_stored(rec).map_err(err)?;
         let msg = Message::new(s.seq, s.md, s.props, s.body, s.expires_at_ms, 0);
         messages.push(ImageMsg {
             queue: s.queue,
             msg: Arc::new(msg),
-            backout_count: backout,
+            backout_count,
         });
     }
-    if !p.is_empty() {
-        return Err(bad("trailing bytes"));
-    }
+    r.finish("state image").map_err(err)?;
     Ok(Image {
         attrs: m.attrs,
         queues: m.queues,
@@ -514,4 +501,82 @@ pub fn decode_export(data: &[u8]) -> Result<Image, String> {
         next_seq: m.next_seq,
         messages,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrymq_engine::MemoryLog;
+    use ferrymq_types::options::{open, PutOptions};
+    use ferrymq_types::{MessageDescriptor, Persistence, Properties, QueueDef};
+
+    fn ecfg() -> EngineConfig {
+        EngineConfig {
+            qmgr_name: "QM1".into(),
+            max_handles: 16,
+            instance_id: 7,
+        }
+    }
+
+    /// What a replica behind the purged Raft log receives: the leader's newest checkpoint as one
+    /// image, written as the replica's own checkpoint and loaded, holds the same queues and
+    /// persistent messages (and not the non-persistent one).
+    #[test]
+    fn an_exported_checkpoint_is_installed_whole_elsewhere() {
+        let tmp = tempfile::tempdir().unwrap();
+        let leader = Storage::open_store(&QmPaths::new(tmp.path(), "A")).unwrap();
+        assert!(leader.export_latest().unwrap().is_none(), "nothing yet");
+        let mut e = Engine::new(ecfg(), Box::new(MemoryLog::default()));
+        e.install_defaults().unwrap();
+        e.define_queue(QueueDef::local("Q1"), false).unwrap();
+        let c = e.connect("u", "t");
+        let (h, _, _) = e.open(c, "Q1", "", open::OUTPUT, "").unwrap();
+        for (i, persistence) in [
+            Persistence::Persistent,
+            Persistence::NotPersistent,
+            Persistence::Persistent,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let md = MessageDescriptor {
+                persistence,
+                ..Default::default()
+            };
+            let body = Bytes::from(format!("m{i}").repeat(300));
+            e.put(
+                c,
+                h,
+                &PutOptions::default(),
+                md,
+                Properties::default(),
+                body,
+                1,
+            )
+            .unwrap();
+        }
+        leader
+            .write_checkpoint(9, e.checkpoint_image(1), b"meta".to_vec())
+            .unwrap();
+        let (meta, data) = leader.export_latest().unwrap().unwrap();
+        assert_eq!(meta, b"meta");
+
+        let image = decode_export(&data).unwrap();
+        let replica = Storage::open_store(&QmPaths::new(tmp.path(), "B")).unwrap();
+        replica.write_checkpoint(9, image, meta.clone()).unwrap();
+        let (key, loaded, meta2) = replica.load_latest().unwrap();
+        assert_eq!((key, meta2), (9, meta));
+        assert!(loaded.queues.iter().any(|q| q.name == "Q1"));
+        let mut bodies: Vec<String> = loaded
+            .messages
+            .iter()
+            .map(|m| String::from_utf8(m.msg.body.to_vec()).unwrap())
+            .collect();
+        bodies.sort();
+        assert_eq!(bodies, vec!["m0".repeat(300), "m2".repeat(300)]);
+
+        let mut damaged = data.clone();
+        damaged.truncate(data.len() - 10);
+        assert!(decode_export(&damaged).unwrap_err().contains("damaged"));
+    }
 }
