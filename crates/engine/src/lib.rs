@@ -12,6 +12,7 @@
 mod admin;
 pub mod conn;
 mod consume;
+pub mod dr;
 mod get;
 pub mod message;
 mod open;
@@ -124,6 +125,7 @@ pub struct Engine {
     log: Box<dyn LogSink>,
     waiters: Waiters,
     deliveries: Vec<Delivery>,
+    dr: dr::DrState,
 }
 
 impl std::fmt::Debug for Engine {
@@ -151,6 +153,7 @@ impl Engine {
             log,
             waiters: Waiters::default(),
             deliveries: Vec::new(),
+            dr: dr::DrState::default(),
         }
     }
 

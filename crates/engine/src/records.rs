@@ -22,6 +22,18 @@ pub mod kind {
     pub const DELETE_OBJECT: u8 = 7;
     pub const QMGR_ATTRS: u8 = 8;
     pub const CLEAR_QUEUE: u8 = 9;
+    /// Disaster recovery: the id of the stream this queue manager ships as a DR primary.
+    pub const DR_STREAM: u8 = 10;
+    /// Disaster recovery: how far into a primary's stream this (secondary) state reaches.
+    pub const DR_MARK: u8 = 11;
+    /// Disaster recovery: a full copy from the primary starts; everything before is replaced.
+    pub const DR_RESET: u8 = 12;
+
+    /// True for the records that describe DR itself rather than queue manager state: a secondary
+    /// does not take them from the stream it receives.
+    pub fn is_dr(kind: u8) -> bool {
+        (DR_STREAM..=DR_RESET).contains(&kind)
+    }
 }
 
 /// A persistent message as logged: which queue, its sequence number and content.
@@ -58,6 +70,17 @@ pub enum Record {
     DeleteObject(ObjectKind, String),
     QmgrAttrs(QmgrAttrs),
     ClearQueue(String),
+    DrStream(u64),
+    DrMark(DrMark),
+    DrReset,
+}
+
+/// A position in a DR primary's stream: the stream's id and the position (the primary's log
+/// position, or Raft index in an HA group) up to which the stream has been applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct DrMark {
+    pub stream: u64,
+    pub pos: u64,
 }
 
 /// Encodes the part of a put record that precedes the body, so the body can be handed to the log
@@ -156,6 +179,16 @@ impl Record {
                 out.put_str16(n);
                 kind::CLEAR_QUEUE
             }
+            Record::DrStream(id) => {
+                out.put_u64_le(*id);
+                kind::DR_STREAM
+            }
+            Record::DrMark(m) => {
+                out.put_u64_le(m.stream);
+                out.put_u64_le(m.pos);
+                kind::DR_MARK
+            }
+            Record::DrReset => kind::DR_RESET,
             Record::Put(p) => {
                 out.put_str16(&p.queue);
                 out.put_u64_le(p.seq);
@@ -216,6 +249,12 @@ impl Record {
             }
             kind::QMGR_ATTRS => Record::QmgrAttrs(QmgrAttrs::decode(&mut r)?),
             kind::CLEAR_QUEUE => Record::ClearQueue(r.str16("queue")?),
+            kind::DR_STREAM => Record::DrStream(r.u64("DR stream")?),
+            kind::DR_MARK => Record::DrMark(DrMark {
+                stream: r.u64("DR stream")?,
+                pos: r.u64("DR position")?,
+            }),
+            kind::DR_RESET => Record::DrReset,
             k => return Err(DecodeError::invalid("record kind", format!("{k}"))),
         };
         r.finish("log record")?;

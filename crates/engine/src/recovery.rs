@@ -9,6 +9,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use ferrymq_types::codec::{Codec, DecodeError, PutExt, Reader};
 use ferrymq_types::{DynamicKind, MqError, ObjectDef, QmgrAttrs, QueueDef};
 
+use crate::dr::DrState;
 use crate::message::{Entry, Message};
 use crate::queue::{Key, Queue};
 use crate::records::{PutRec, Record};
@@ -30,6 +31,7 @@ pub struct Image {
     pub objects: Vec<ObjectDef>,
     pub next_seq: u64,
     pub messages: Vec<ImageMsg>,
+    pub dr: DrState,
 }
 
 /// One message reference in a checkpoint manifest.
@@ -50,6 +52,7 @@ pub struct Manifest {
     pub objects: Vec<ObjectDef>,
     pub next_seq: u64,
     pub refs: Vec<ManifestRef>,
+    pub dr: DrState,
     /// Opaque metadata stored with the checkpoint: in a replicated queue manager, the Raft
     /// snapshot metadata (the last log entry the checkpoint covers, and the membership).
     pub meta: Vec<u8>,
@@ -62,6 +65,7 @@ mod tag {
     pub const NEXT_SEQ: u8 = 4;
     pub const REFS: u8 = 5;
     pub const META: u8 = 6;
+    pub const DR: u8 = 7;
 }
 
 const REFS_PER_CHUNK: usize = 4096;
@@ -84,6 +88,9 @@ impl Manifest {
             one(tag::OBJECT, &|b| o.encode(b));
         }
         one(tag::NEXT_SEQ, &|b| b.put_u64_le(self.next_seq));
+        if self.dr != DrState::default() {
+            one(tag::DR, &|b| self.dr.encode(b));
+        }
         if !self.meta.is_empty() {
             one(tag::META, &|b| b.extend_from_slice(&self.meta));
         }
@@ -110,6 +117,7 @@ impl Manifest {
                 tag::QUEUE => m.queues.push(QueueDef::decode(&mut r)?),
                 tag::OBJECT => m.objects.push(ObjectDef::decode(&mut r)?),
                 tag::NEXT_SEQ => m.next_seq = r.u64("next seq")?,
+                tag::DR => m.dr = DrState::decode(&mut r)?,
                 tag::META => {
                     m.meta = c[1..].to_vec();
                     continue;
@@ -180,6 +188,7 @@ impl Engine {
             objects: self.objects.values().cloned().collect(),
             next_seq: self.next_seq,
             messages,
+            dr: self.dr,
         }
     }
 
@@ -188,6 +197,7 @@ impl Engine {
         let mut e = Engine::new(cfg, log);
         e.attrs = image.attrs;
         e.next_seq = image.next_seq.max(1);
+        e.dr = image.dr;
         for d in image.queues {
             e.queues.insert(d.name.clone(), Queue::new(d));
         }
@@ -277,6 +287,9 @@ impl Engine {
                     q.drain();
                 }
             }
+            Record::DrStream(id) => self.dr.stream = id,
+            Record::DrMark(m) => self.dr.mark = Some(m),
+            Record::DrReset => self.reset_for_copy(),
         }
         Ok(())
     }

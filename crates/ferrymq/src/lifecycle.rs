@@ -25,14 +25,14 @@ pub struct Fail {
 
 pub type Res = Result<(), Fail>;
 
-fn fail(code: i32, message: impl Into<String>) -> Fail {
+pub(crate) fn fail(code: i32, message: impl Into<String>) -> Fail {
     Fail {
         code,
         message: message.into(),
     }
 }
 
-fn other(message: impl Into<String>) -> Fail {
+pub(crate) fn other(message: impl Into<String>) -> Fail {
     fail(1, message)
 }
 
@@ -62,7 +62,7 @@ fn one_name(cmd: &str, positional: &[String]) -> Result<String, Fail> {
     }
 }
 
-fn existing(cmd: &str, name: &str) -> Result<QmPaths, Fail> {
+pub(crate) fn existing(cmd: &str, name: &str) -> Result<QmPaths, Fail> {
     let paths = QmPaths::new(&ferrymq_home(), name);
     if !paths.ini().exists() {
         return Err(fail(
@@ -95,6 +95,10 @@ pub fn crtmqm(args: &[String]) -> Res {
         Flag::Switch("-lc"),
         Flag::Value("-ha"),
         Flag::Value("-hi"),
+        Flag::Value("-dr"),
+        Flag::Value("-drl"),
+        Flag::Value("-drr"),
+        Flag::Value("-drlag"),
         Flag::IgnoredValue(
             "-ls",
             "secondary log files: the circular log is fixed at -lp files",
@@ -176,6 +180,7 @@ pub fn crtmqm(args: &[String]) -> Res {
             ))
         }
     }
+    crate::dr_cmds::dr_flags(&p, &mut ini).map_err(|e| other(format!("crtmqm: {e}")))?;
     if let Some(fs) = p.value("-fs") {
         // MQ's default queue file size; kept for dspmqini, as FerryMQ's message store grows by segments.
         ini.set("TuningParameters", "DefaultQFileSize", fs);
@@ -418,8 +423,13 @@ pub fn dspmq(args: &[String]) -> Res {
     )
     .map_err(other)?;
     if let Some(o) = p.value("-o") {
+        if o.eq_ignore_ascii_case("dr") {
+            return crate::dr_cmds::dspmq_dr(p.value("-m"));
+        }
         if !o.eq_ignore_ascii_case("ha") && !o.eq_ignore_ascii_case("nativeha") {
-            return Err(other(format!("dspmq: -o {o}: only '-o ha' is known")));
+            return Err(other(format!(
+                "dspmq: -o {o}: '-o ha' and '-o dr' are known"
+            )));
         }
         let m = p
             .value("-m")

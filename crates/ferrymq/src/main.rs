@@ -4,6 +4,7 @@
 //! do the work; it holds no queue logic of its own.
 
 mod demo;
+mod dr_cmds;
 mod lifecycle;
 mod mqargs;
 mod relay;
@@ -20,11 +21,17 @@ Queue manager lifecycle (MQ's names and flags):
   ferrymq strmqm QMNAME                 start in the background; returns once it accepts connections
   ferrymq endmqm [-c|-i|-p] [-w] QMNAME controlled (default) or immediate end; -w waits for it
   ferrymq dltmqm QMNAME
-  ferrymq dspmq [-m QMNAME] [-o ha]     -o ha: the HA group as this instance sees it
+  ferrymq dspmq [-m QMNAME] [-o ha|dr]  -o ha: the HA group as this instance sees it
 High availability (three instances of one queue manager, each on its own host):
   ferrymq crtmqm -p PORT -ha 'a=host(p),b=host(p),c=host(p)' -hi a QMNAME   on each host (-hi b, -hi c)
   ferrymq sethapreferred -m QMNAME [-i INSTANCE]   prefer this (or the named) instance as active
   ferrymq clearhapreferred -m QMNAME
+Disaster recovery (asynchronous to a recovery site; loss bounded by -drlag, 4 MiB by default):
+  ferrymq crtmqm ... -dr primary -drr 'host(p)[,host(p)...]' [-drlag BYTES] QMNAME   main site
+  ferrymq crtmqm ... -dr secondary -drl 'host(p)' QMNAME      recovery site (strmqm it: it receives)
+  ferrymq makedrprimary -m QMNAME [-r 'host(p),...']   recovery site takes over; then strmqm
+  ferrymq makedrsecondary -m QMNAME [-l 'host(p)']     an ended (old) primary becomes the secondary
+  ferrymq dspmq -o dr [-m QMNAME]      role, link, position, lag in bytes and seconds
   ferrymq setmqini -m QMNAME -s STANZA -k KEY -v VALUE
   ferrymq dspmqini -m QMNAME
 
@@ -44,6 +51,8 @@ Performance (MQ-CPH equivalent; see BENCHMARK.md in the docs):
                                          sweep and write the seeds' tables, charts, JSON
   ferrymq report ha [--quick] [--rtts 0,1,2,5,10] [--failover-messages 0,500000] [--out DIR]
                                          HA vs standalone, replication latency, failover time
+  ferrymq report dr [--quick] [--rtts 10,20,50,100] [--steps dr1,dr2,hadr,distance] [--out DIR]
+                                         DR vs no DR, HA+DR vs HA, DR link latency, DR lag
 
 Network rehearsal:
   ferrymq relay --listen ADDR:PORT --target ADDR:PORT --rtt-ms N [--seconds S]
@@ -73,6 +82,8 @@ fn main() {
         "dspmqini" => lifecycle::dspmqini(rest),
         "sethapreferred" => lifecycle::hapreferred(rest, true),
         "clearhapreferred" => lifecycle::hapreferred(rest, false),
+        "makedrprimary" => dr_cmds::makedrprimary(rest),
+        "makedrsecondary" => dr_cmds::makedrsecondary(rest),
         "run-qmgr" => lifecycle::run_qmgr(rest),
         "runmqsc" => runmqsc::run(rest),
         "put" => samples::put(rest),

@@ -25,6 +25,8 @@ pub use checkpoint::{CheckpointReader, CheckpointWriter};
 pub use circular::{LogConfig, LogRecord, Recovered, RecoveryLog, TailProblem};
 pub use durability::{Durability, ParseDurabilityError};
 pub use error::LogError;
+/// Bytes a record occupies in the log beyond its payload.
+pub use record::HEADER_LEN as RECORD_HEADER_LEN;
 pub use segments::{SegmentStore, StoreLoc};
 
 /// A position in the infinite logical byte stream of the recovery log; the

@@ -6,7 +6,7 @@
 //! different LSN) fail verification at its new position.
 
 /// Bytes of framing before the payload.
-pub(crate) const HEADER_LEN: usize = 17;
+pub const HEADER_LEN: usize = 17;
 
 /// A decoded record header (not yet verified).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

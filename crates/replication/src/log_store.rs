@@ -61,6 +61,9 @@ pub struct LogStorage {
 
 struct Inner {
     state: Mutex<State>,
+    /// Entries after this index are kept through purges for a reader outside Raft (a DR
+    /// secondary resuming from there), as long as they fill at most a quarter of the ring.
+    retain: std::sync::atomic::AtomicU64,
     flush: Arc<FlushQueue>,
     flusher: Mutex<Option<JoinHandle<()>>>,
 }
@@ -215,6 +218,7 @@ impl LogStorage {
             .map_err(|e| ReplicationError::io("starting the Raft log flusher thread", e))?;
         let storage = LogStorage {
             inner: Arc::new(Inner {
+                retain: std::sync::atomic::AtomicU64::new(u64::MAX),
                 state: Mutex::new(st),
                 flush,
                 flusher: Mutex::new(Some(flusher)),
@@ -276,6 +280,14 @@ impl LogStorage {
             .next()
             .map_or(st.next_lsn, |(_, c)| c.lsn);
         Some(st.next_lsn.saturating_sub(from))
+    }
+
+    /// Keeps the entries after `index` through later purges (see [`Inner::retain`]); purging
+    /// catches up at the next purge once they are no longer wanted.
+    pub fn retain_from(&self, index: u64) {
+        self.inner
+            .retain
+            .store(index, std::sync::atomic::Ordering::Release);
     }
 
     /// Stops the flusher (after it has reported every pending append) and closes the recovery
@@ -491,6 +503,15 @@ impl RaftLogStorage<TypeConfig> for LogStorage {
         let (log, end, ckpt) = {
             let mut st = self.inner.state.lock();
             let log = st.log().map_err(io_err)?;
+            // Purge less when a reader outside Raft still needs the entries (openraft reads
+            // nothing it purged, and restart tolerates entries older than the snapshot).
+            let hold = self.inner.retain.load(std::sync::atomic::Ordering::Acquire);
+            let log_id = match st.entries.get(&hold) {
+                Some(c) if hold < log_id.index && st.next_lsn - c.lsn <= log.capacity() / 4 => {
+                    c.entry.log_id
+                }
+                _ => log_id,
+            };
             if st.last_purged.is_some_and(|p| p.index >= log_id.index) {
                 return Ok(());
             }

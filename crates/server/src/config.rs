@@ -173,6 +173,107 @@ pub struct QmConfig {
     pub checkpoint_interval_ms: u64,
     /// Set when this queue manager is one instance of a replicated (HA) group.
     pub ha: Option<HaConfig>,
+    /// Set when this queue manager takes part in disaster recovery (qm.ini `DR:`).
+    pub dr: Option<DrConfig>,
+}
+
+/// A queue manager's part in disaster recovery: the role it has now and where the other site is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrRole {
+    /// Runs applications and ships its log to the recovery site.
+    Primary,
+    /// Receives a primary's log and refuses applications until `makedrprimary`.
+    Secondary,
+}
+
+/// qm.ini `DR:` stanza.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DrConfig {
+    pub role: DrRole,
+    /// Where a secondary listens for the stream (`DR:LocalAddress`, `host:port`).
+    pub local: Option<String>,
+    /// The other site's DR addresses, tried in order (`DR:RemoteAddresses`, `host:port` each;
+    /// every instance of a recovery HA group).
+    pub remote: Vec<String>,
+    /// The most log a primary lets applications get ahead of the recovery site
+    /// (`DR:MaxLagBytes`); past it, replies to puts and commits wait.
+    pub max_lag_bytes: u64,
+    /// How long the bound still holds after the link drops (`DR:DisconnectGraceMs`).
+    pub disconnect_grace_ms: u64,
+}
+
+/// MQ's appliance holds at most 4 MB per queue manager in flight to the recovery site.
+pub const DR_MAX_LAG_DEFAULT: u64 = 4 * 1024 * 1024;
+
+/// Parses one `host(port)` address into `host:port`.
+pub fn parse_addr(text: &str) -> Result<String, String> {
+    let addr = text.trim();
+    let (host, port) = addr
+        .strip_suffix(')')
+        .and_then(|a| a.split_once('('))
+        .ok_or_else(|| format!("'{addr}': the address must be host(port)"))?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("'{addr}': '{port}' is not a port number"))?;
+    if host.is_empty() {
+        return Err(format!("'{addr}': the host is missing"));
+    }
+    Ok(format!("{host}:{port}"))
+}
+
+/// Parses `host(port),host(port),...` into `host:port` addresses.
+pub fn parse_addr_list(text: &str) -> Result<Vec<String>, String> {
+    let list: Vec<String> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(parse_addr)
+        .collect::<Result<_, _>>()?;
+    if list.is_empty() {
+        return Err("no address given".into());
+    }
+    Ok(list)
+}
+
+impl DrConfig {
+    fn from_ini(ini: &Ini) -> Result<Option<DrConfig>, String> {
+        let Some(role) = ini.get("DR", "Role") else {
+            return Ok(None);
+        };
+        let role = match role.to_ascii_lowercase().as_str() {
+            "primary" => DrRole::Primary,
+            "secondary" => DrRole::Secondary,
+            _ => return Err(format!("qm.ini DR:Role={role}: use Primary or Secondary")),
+        };
+        let local = ini
+            .get("DR", "LocalAddress")
+            .map(parse_addr)
+            .transpose()
+            .map_err(|e| format!("qm.ini DR:LocalAddress: {e}"))?;
+        let remote = match ini.get("DR", "RemoteAddresses") {
+            None => Vec::new(),
+            Some(l) => parse_addr_list(l).map_err(|e| format!("qm.ini DR:RemoteAddresses: {e}"))?,
+        };
+        if role == DrRole::Secondary && local.is_none() {
+            return Err(
+                "qm.ini DR:Role=Secondary needs LocalAddress=host(port) to receive the stream on"
+                    .into(),
+            );
+        }
+        let max_lag_bytes = num(ini, "DR", "MaxLagBytes", DR_MAX_LAG_DEFAULT)?;
+        if max_lag_bytes < 64 * 1024 {
+            return Err(format!(
+                "qm.ini DR:MaxLagBytes={max_lag_bytes}: use at least 65536"
+            ));
+        }
+        Ok(Some(DrConfig {
+            role,
+            local,
+            remote,
+            max_lag_bytes,
+            disconnect_grace_ms: num(ini, "DR", "DisconnectGraceMs", 5_000u64)?,
+        }))
+    }
 }
 
 /// The HA group a queue manager instance belongs to (qm.ini `NativeHA:` stanza).
@@ -200,19 +301,12 @@ impl HaConfig {
             let (name, addr) = part
                 .split_once('=')
                 .ok_or_else(|| format!("'{part}': expected name=host(port)"))?;
-            let addr = addr.trim();
-            let (host, port) = addr
-                .strip_suffix(')')
-                .and_then(|a| a.split_once('('))
-                .ok_or_else(|| format!("'{part}': the address must be host(port)"))?;
-            let port: u16 = port
-                .parse()
-                .map_err(|_| format!("'{part}': '{port}' is not a port number"))?;
+            let addr = parse_addr(addr).map_err(|e| format!("'{part}': {e}"))?;
             let name = name.trim().to_string();
             if name.is_empty() || out.iter().any(|(n, _)| *n == name) {
                 return Err(format!("'{part}': instance names must be given and unique"));
             }
-            out.push((name, format!("{host}:{port}")));
+            out.push((name, addr));
         }
         if out.len() < 2 {
             return Err(
@@ -337,6 +431,7 @@ impl QmConfig {
             max_sockets: num(ini, "Channels", "MaxChannels", 100_000usize)?,
             checkpoint_interval_ms: num(ini, "Log", "CheckpointIntervalMs", 30_000u64)?,
             ha: HaConfig::from_ini(ini)?,
+            dr: DrConfig::from_ini(ini)?,
         })
     }
 }

@@ -101,6 +101,19 @@ pub fn handle(
             );
             return Action::Reply(error_response(e), 0);
         }
+        if shared.is_dr_secondary() {
+            if s.bindings && app_name == ADMIN_APP {
+                return Action::Reply(status_ok(), 0);
+            }
+            let e = MqError::new(
+                Reason::STANDBY_Q_MGR,
+                format!(
+                    "queue manager '{}' is the DR secondary here; it takes applications after makedrprimary and strmqm",
+                    shared.cfg.name
+                ),
+            );
+            return Action::Reply(error_response(e), 0);
+        }
         return Action::Reply(connect(core, s, conv, qmgr, user, app_name), 0);
     }
     if let Q::Admin { command } = &r {
@@ -346,6 +359,16 @@ fn admin(core: &mut Core, shared: &Arc<Shared>, s: &Session, command: &str, now_
                     .join("\n");
                 Action::Reply(reply(Reason::NONE, &text), 0)
             }
+        },
+        ["DR", "STATUS"] => match shared.dr_status() {
+            None => Action::Reply(
+                reply(
+                    Reason::COMMAND_FAILED,
+                    "this queue manager has no DR role (crtmqm -dr, or qm.ini DR:)",
+                ),
+                0,
+            ),
+            Some(line) => Action::Reply(reply(Reason::NONE, &line), 0),
         },
         ["SHUTDOWN"] | ["SHUTDOWN", "CONTROLLED"] => Action::Admin(
             AdminAction::ShutdownControlled,

@@ -42,7 +42,7 @@ use crate::core::Core;
 use crate::storage::{decode_export, now_ms, Storage};
 
 /// AppRecord kind of a batch of engine log records.
-const KIND_ENGINE_BATCH: u8 = 1;
+pub(crate) const KIND_ENGINE_BATCH: u8 = 1;
 /// AppRecord kind of a group control record (text): `PREFER [name]`, `SWITCHOVER name at_ms`.
 const KIND_CONTROL: u8 = 2;
 /// Non-preferred instances do not start elections for this long after a switch-over record.
@@ -89,7 +89,9 @@ struct PropState {
     open_last: u64,
     sealed: VecDeque<(u64, Vec<u8>)>,
     /// Proposed batches in log order: last record number, log id once committed, when proposed.
-    proposed: VecDeque<(u64, Option<LogId>, Instant)>,
+    proposed: VecDeque<(u64, Option<LogId>, Instant, usize)>,
+    /// Committed batches for the DR lag bound.
+    ledger: crate::dr::gate::BatchLedger,
     /// Log ids of recently committed batches, by last record number.
     ids: BTreeMap<u64, LogId>,
     /// Record number and log id at which this instance became active.
@@ -108,6 +110,7 @@ impl Proposals {
                 open_last: 0,
                 sealed: VecDeque::new(),
                 proposed: VecDeque::new(),
+                ledger: Default::default(),
                 ids: BTreeMap::new(),
                 base: None,
                 times: BTreeMap::new(),
@@ -147,10 +150,15 @@ impl Proposals {
 
     /// Closes the open batch so that the next record starts a new one; returns the number of
     /// the last record logged so far.
-    fn seal(&self) -> u64 {
+    pub(crate) fn seal(&self) -> u64 {
         let mut st = self.st.lock();
         seal(&mut st);
         st.last_seq
+    }
+
+    /// Lets the replicator propose what was sealed.
+    pub(crate) fn wake_replicator(&self) {
+        self.wake.notify_one();
     }
 
     /// The next batch to propose (waits for one).
@@ -161,7 +169,8 @@ impl Proposals {
                 let mut st = self.st.lock();
                 seal(&mut st);
                 if let Some(b) = st.sealed.pop_front() {
-                    st.proposed.push_back((b.0, None, Instant::now()));
+                    st.proposed
+                        .push_back((b.0, None, Instant::now(), b.1.len()));
                     return b;
                 }
             }
@@ -194,8 +203,9 @@ impl Proposals {
             }
         }
         let mut durable = None;
-        while let Some(&(seq, Some(id), _)) = st.proposed.front() {
+        while let Some(&(seq, Some(id), _, bytes)) = st.proposed.front() {
             st.proposed.pop_front();
+            st.ledger.push(id.index, seq, bytes);
             st.ids.insert(seq, id);
             durable = Some(seq);
         }
@@ -225,7 +235,7 @@ impl Proposals {
 
     /// The log id of the entry whose state ends with record `seq`: blocks until it is known,
     /// `None` if it never will be.
-    fn log_id_of(&self, seq: u64) -> Option<LogId> {
+    pub(crate) fn log_id_of(&self, seq: u64) -> Option<LogId> {
         self.snapshot_waiting.store(true, Ordering::Release);
         let r = self.wait_log_id(seq);
         self.snapshot_waiting.store(false, Ordering::Release);
@@ -248,6 +258,20 @@ impl Proposals {
             }
             self.progress.wait_for(&mut st, Duration::from_millis(100));
         }
+    }
+
+    /// The largest committed record number whose reply may go out with the DR secondary at
+    /// Raft index `acked` and at most `max` bytes of log allowed beyond it.
+    pub fn dr_allowed(&self, raw: u64, acked: u64, max: u64) -> u64 {
+        self.st.lock().ledger.allowed(raw, acked, max)
+    }
+
+    /// The last committed index, and the bytes committed (by this active instance) after the
+    /// DR secondary's index `acked`.
+    pub fn dr_lag(&self, acked: u64) -> (u64, u64) {
+        let mut st = self.st.lock();
+        let end = st.ledger.last_index().max(acked);
+        (end, st.ledger.lag_bytes(acked))
     }
 
     fn oldest_after(&self, index: u64) -> Option<Instant> {

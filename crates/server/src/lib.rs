@@ -10,6 +10,7 @@ pub mod config;
 mod conn;
 mod core;
 mod dispatch;
+pub mod dr;
 pub mod ha;
 mod listeners;
 pub mod qmgr;

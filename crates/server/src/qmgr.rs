@@ -17,6 +17,9 @@ use tokio::sync::{watch, Semaphore};
 use crate::config::{Ini, QmConfig, QmPaths};
 use crate::core::Core;
 use crate::dispatch::AdminAction;
+use crate::dr::gate::{Gate, Meter};
+use crate::dr::ship::{self, Source};
+use crate::dr::{recv, DrHandle};
 use crate::ha::{self, HaHandle};
 use crate::listeners::{self, Control};
 use crate::storage::{now_ms, Storage};
@@ -42,12 +45,31 @@ pub struct Shared {
     pub wait_timer: WaitTimer,
     /// Set on an instance of a replicated (HA) queue manager.
     pub ha: Option<Arc<HaHandle>>,
+    /// Set when the queue manager takes part in disaster recovery.
+    pub dr: Option<Arc<DrHandle>>,
+    /// A DR primary's lag bound (its durable watch is `durable`).
+    pub dr_gate: Option<Arc<Gate>>,
 }
 
 impl Shared {
     /// True on an HA instance that is not (yet) the active one: it refuses applications.
     pub fn is_standby(&self) -> bool {
-        self.ha.as_ref().is_some_and(|h| !h.is_active())
+        self.ha.as_ref().is_some_and(|h| !h.is_active()) || self.is_dr_secondary()
+    }
+
+    /// True on a DR secondary: it takes its primary's stream and refuses applications.
+    pub fn is_dr_secondary(&self) -> bool {
+        self.dr.as_ref().is_some_and(|d| d.is_secondary())
+    }
+
+    /// The `DR STATUS` line.
+    pub fn dr_status(&self) -> Option<String> {
+        let d = self.dr.as_ref()?;
+        let (end, lag) = self
+            .dr_gate
+            .as_ref()
+            .map_or((0, 0), |g| g.lag(*d.acked.borrow()));
+        Some(d.status_line(end, lag))
     }
 
     fn new(
@@ -57,7 +79,12 @@ impl Shared {
         durable: watch::Receiver<u64>,
         end_tx: watch::Sender<Option<AdminAction>>,
         ha: Option<Arc<HaHandle>>,
+        dr: Option<(Arc<DrHandle>, Option<Arc<Gate>>)>,
     ) -> Shared {
+        let (dr, dr_gate) = match dr {
+            Some((d, g)) => (Some(d), g),
+            None => (None, None),
+        };
         let (immediate_tx, immediate_rx) = watch::channel(false);
         Shared {
             core,
@@ -72,6 +99,8 @@ impl Shared {
             started_ms: now_ms(),
             wait_timer: WaitTimer::default(),
             ha,
+            dr,
+            dr_gate,
         }
     }
 
@@ -154,12 +183,25 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
     let (durable_tx, durable_rx) = watch::channel(0u64);
     let (ckpt_tx, ckpt_rx) = std_mpsc::sync_channel::<()>(1);
     let pressure_tx = ckpt_tx.clone();
+    let dr = cfg
+        .dr
+        .clone()
+        .map(|c| Arc::new(DrHandle::new(c, &cfg.name)));
+    // A DR primary's replies wait on the lag bound, fed by the ring's durable LSN.
+    let gate = dr
+        .as_ref()
+        .filter(|d| !d.is_secondary())
+        .map(|d| Gate::new(Meter::Ring, d.cfg.max_lag_bytes, 0));
+    let gate_in = gate.clone();
     let (storage, engine, report) = Storage::open(
         paths,
         &cfg,
         engine_config(&cfg),
         Box::new(move |lsn| {
             durable_tx.send_replace(lsn);
+            if let Some(g) = &gate_in {
+                g.durable(lsn);
+            }
         }),
         Box::new(move || {
             let _ = pressure_tx.try_send(());
@@ -175,13 +217,20 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
         report.tail_problem.map(|t| format!("; log tail: {t}")).unwrap_or_default()
     );
     let (end_tx, end_rx) = watch::channel(None);
+    let storage = Arc::new(storage);
+    let source = gate.as_ref().map(|_| Source::Ring {
+        ring: storage.ring().clone(),
+        storage: storage.clone(),
+        durable: durable_rx.clone(),
+    });
     let shared = Arc::new(Shared::new(
         Arc::new(Mutex::new(Core::new(engine))),
-        Arc::new(storage),
+        storage,
         cfg.clone(),
-        durable_rx,
+        gate.as_ref().map_or(durable_rx, |g| g.watch()),
         end_tx,
         None,
+        dr.map(|d| (d, gate.clone())),
     ));
 
     let stop_ckpt = Arc::new(AtomicBool::new(false));
@@ -211,7 +260,10 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
     };
 
     let rt = io_runtime()?;
-    let served = rt.block_on(serve(shared.clone(), paths.clone(), end_rx));
+    let served = rt.block_on(async {
+        start_dr(&shared, source);
+        serve(shared.clone(), paths.clone(), end_rx).await
+    });
     rt.shutdown_timeout(Duration::from_secs(2));
 
     stop_ckpt.store(true, Ordering::Release);
@@ -230,8 +282,23 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
     Ok(())
 }
 
-/// Starts the queue manager's TCP listener and the listener objects defined to start with it.
+/// Starts the DR side: the shipper on a primary (reading `source`), the receiver on a secondary.
+/// On an HA group's instances this runs when the instance becomes active.
+fn start_dr(shared: &Arc<Shared>, source: Option<Source>) {
+    let Some(d) = shared.dr.clone() else { return };
+    if d.is_secondary() {
+        tokio::spawn(recv::run_secondary(shared.clone(), d));
+    } else if let (Some(g), Some(src)) = (shared.dr_gate.clone(), source) {
+        tokio::spawn(ship::run_primary(shared.clone(), d, g, src));
+    }
+}
+
+/// Starts the queue manager's TCP listener and the listener objects defined to start with it
+/// (none on a DR secondary: it takes no applications until it is made primary).
 fn start_listeners(shared: &Arc<Shared>) -> Result<(), String> {
+    if shared.is_dr_secondary() {
+        return Ok(());
+    }
     if shared.cfg.port != 0 {
         listeners::start(
             shared,
@@ -279,13 +346,30 @@ fn run_ha(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
             h.replica.recovered().last_log_id,
         );
         let (end_tx, end_rx) = watch::channel(None);
+        let dr = cfg.dr.clone().map(|c| Arc::new(DrHandle::new(c, &cfg.name)));
+        // A DR primary's replies wait on the lag bound, fed by the group's commits.
+        let gate = dr.as_ref().filter(|d| !d.is_secondary()).map(|d| {
+            let g = Gate::new(Meter::Raft(h.props.clone()), d.cfg.max_lag_bytes, 0);
+            let (g2, mut raw) = (g.clone(), h.props.durable_watch());
+            tokio::spawn(async move {
+                loop {
+                    g2.durable(*raw.borrow_and_update());
+                    if raw.changed().await.is_err() {
+                        return;
+                    }
+                }
+            });
+            g
+        });
         let shared = Arc::new(Shared::new(
             started.core,
             started.storage,
             cfg.clone(),
-            h.props.durable_watch(),
+            gate.as_ref()
+                .map_or_else(|| h.props.durable_watch(), |g| g.watch()),
             end_tx,
             Some(h.clone()),
+            dr.map(|d| (d, gate.clone())),
         ));
         let r = serve(shared, paths.clone(), end_rx).await;
         h.ending.store(true, std::sync::atomic::Ordering::Release);
@@ -317,10 +401,16 @@ async fn serve(
         Some(h) => {
             let s2 = shared.clone();
             tokio::spawn(ha::replicate(h.clone()));
-            tokio::spawn(ha::monitor(h, move || {
+            tokio::spawn(ha::monitor(h.clone(), move || {
                 if let Err(e) = start_listeners(&s2) {
                     eprintln!("ferrymq: {e}");
                 }
+                let source = Source::Raft {
+                    log: h.replica.storage().clone(),
+                    applied: h.replica.applied_watch(),
+                    props: h.props.clone(),
+                };
+                start_dr(&s2, Some(source));
             }));
         }
     }

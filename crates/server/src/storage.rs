@@ -57,6 +57,9 @@ impl LogSink for RingSink {
 /// `None` and checkpoints are written on Raft's request.
 pub struct Storage {
     pub log: Option<Arc<RecoveryLog>>,
+    /// A DR primary's secondary holds the log up to here: checkpoints keep the ring after it
+    /// (within a quarter of the ring), so the secondary can resume with the difference.
+    pub dr_retain: std::sync::atomic::AtomicU64,
     segments: Mutex<SegmentStore>,
     store_dir: PathBuf,
     checkpointing: Mutex<()>,
@@ -174,6 +177,7 @@ impl Storage {
                 segments: Mutex::new(segments),
                 store_dir,
                 checkpointing: Mutex::new(()),
+                dr_retain: std::sync::atomic::AtomicU64::new(u64::MAX),
             },
             engine,
             report,
@@ -197,8 +201,16 @@ impl Storage {
         let log = self.ring();
         log.wait_durable(lsn).map_err(io_err)?;
         let report = self.write_checkpoint_locked(lsn, image, Vec::new())?;
-        if lsn > log.checkpoint_lsn() {
-            log.set_checkpoint(lsn).map_err(io_err)?;
+        // Restart replays from the manifest's LSN whatever the ring keeps before it, so keeping
+        // more ring for a DR secondary costs nothing but space.
+        let hold = self.dr_retain.load(std::sync::atomic::Ordering::Acquire);
+        let keep = if hold < lsn && log.end_lsn().saturating_sub(hold) <= log.capacity() / 4 {
+            hold
+        } else {
+            lsn
+        };
+        if keep > log.checkpoint_lsn() {
+            log.set_checkpoint(keep).map_err(io_err)?;
         }
         Ok(CheckpointReport {
             elapsed_ms: started.elapsed().as_millis(),
@@ -273,6 +285,7 @@ impl Storage {
             objects: image.objects,
             next_seq: image.next_seq,
             refs,
+            dr: image.dr,
             meta,
         };
         let mut w = CheckpointWriter::create(&self.store_dir, lsn).map_err(io_err)?;
@@ -389,6 +402,7 @@ fn load_latest(
         objects: manifest.objects,
         next_seq: manifest.next_seq,
         messages,
+        dr: manifest.dr,
     };
     Ok((key, image, manifest.meta))
 }
@@ -409,6 +423,7 @@ impl Storage {
             segments: Mutex::new(segments),
             store_dir,
             checkpointing: Mutex::new(()),
+            dr_retain: std::sync::atomic::AtomicU64::new(u64::MAX),
         })
     }
 
@@ -446,6 +461,7 @@ impl Storage {
             objects: image.objects,
             next_seq: image.next_seq,
             refs: Vec::new(),
+            dr: image.dr,
             meta: Vec::new(),
         };
         let chunks = manifest.encode();
@@ -500,6 +516,7 @@ pub fn decode_export(data: &[u8]) -> Result<Image, String> {
         objects: m.objects,
         next_seq: m.next_seq,
         messages,
+        dr: m.dr,
     })
 }
 

@@ -1,0 +1,184 @@
+//! Disaster recovery commands, with the MQ Appliance's names: `crtmqm -dr ...` (the role and the
+//! sites' addresses), `makedrprimary`, `makedrsecondary`, and `dspmq -o dr`.
+
+use std::time::{Duration, Instant};
+
+use ferrymq_server::config::{parse_addr, parse_addr_list, DrRole};
+use ferrymq_server::{Ini, QmConfig};
+
+use crate::lifecycle::{
+    admin_command, existing, fail, is_running, other, Res, EXIT_NOT_AVAILABLE, EXIT_RUNNING,
+};
+use crate::mqargs::{parse, Flag, Parsed};
+
+/// How long `makedrprimary` waits for a running secondary to end.
+const END_WAIT: Duration = Duration::from_secs(30);
+
+/// `crtmqm -dr primary|secondary [-drl host(port)] [-drr host(port),...] [-drlag BYTES]`:
+/// writes qm.ini's `DR:` stanza.
+pub fn dr_flags(p: &Parsed, ini: &mut Ini) -> Result<(), String> {
+    let Some(role) = p.value("-dr") else {
+        if ["-drl", "-drr", "-drlag"].iter().any(|f| p.has(f)) {
+            return Err("-drl, -drr and -drlag go with -dr primary|secondary".into());
+        }
+        return Ok(());
+    };
+    let role = match role.to_ascii_lowercase().as_str() {
+        "primary" => "Primary",
+        "secondary" => "Secondary",
+        _ => return Err(format!("-dr {role}: use primary or secondary")),
+    };
+    ini.set("DR", "Role", role);
+    if let Some(l) = p.value("-drl") {
+        parse_addr(l).map_err(|e| format!("-drl: {e}"))?;
+        ini.set("DR", "LocalAddress", l);
+    }
+    if let Some(r) = p.value("-drr") {
+        parse_addr_list(r).map_err(|e| format!("-drr: {e}"))?;
+        ini.set("DR", "RemoteAddresses", r);
+    }
+    if let Some(b) = p.value("-drlag") {
+        ini.set("DR", "MaxLagBytes", b);
+    }
+    Ok(())
+}
+
+fn load(
+    cmd: &str,
+    name: &str,
+) -> Result<(ferrymq_server::QmPaths, Ini, QmConfig), crate::lifecycle::Fail> {
+    let paths = existing(cmd, name)?;
+    let ini = Ini::load(&paths.ini()).map_err(other)?;
+    let cfg = QmConfig::from_ini(&ini).map_err(other)?;
+    if cfg.dr.is_none() {
+        return Err(other(format!(
+            "{cmd}: queue manager '{name}' has no DR role (crtmqm -dr primary|secondary)"
+        )));
+    }
+    Ok((paths, ini, cfg))
+}
+
+/// `makedrprimary -m QM [-r host(port),...]`: makes the recovery site's queue manager the
+/// primary. A running secondary is ended first (it stops taking the old primary's stream);
+/// then `strmqm` starts it as the primary, with what it had received. `-r` names the addresses
+/// it ships to from now on (usually the old main site, once it is back as secondary).
+pub fn makedrprimary(args: &[String]) -> Res {
+    let p = parse(
+        "makedrprimary",
+        args,
+        &[Flag::Value("-m"), Flag::Value("-r")],
+    )
+    .map_err(other)?;
+    let name = p
+        .value("-m")
+        .ok_or_else(|| other("makedrprimary: -m QMNAME is required"))?;
+    let (paths, mut ini, cfg) = load("makedrprimary", name)?;
+    if let Some(r) = p.value("-r") {
+        parse_addr_list(r).map_err(|e| other(format!("makedrprimary: -r: {e}")))?;
+        ini.set("DR", "RemoteAddresses", r);
+    }
+    if cfg.dr.as_ref().map(|d| d.role) == Some(DrRole::Primary) {
+        ini.save(&paths.ini()).map_err(other)?;
+        println!("Queue manager '{name}' is already the DR primary.");
+        return Ok(());
+    }
+    if is_running(&paths) {
+        admin_command(&paths, name, "SHUTDOWN IMMEDIATE").map_err(|e| {
+            other(format!(
+                "makedrprimary: cannot end the running secondary: {e}"
+            ))
+        })?;
+        let began = Instant::now();
+        while is_running(&paths) {
+            if began.elapsed() > END_WAIT {
+                return Err(other(format!(
+                    "makedrprimary: the secondary '{name}' did not end within {END_WAIT:?}"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    ini.set("DR", "Role", "Primary");
+    ini.save(&paths.ini()).map_err(other)?;
+    println!("Queue manager '{name}' is now the DR primary. Start it with: strmqm {name}");
+    Ok(())
+}
+
+/// `makedrsecondary -m QM [-l host(port)]`: makes an ended queue manager a DR secondary, which
+/// takes the primary's stream once started. Its state is resynchronised by the primary: only the
+/// difference when its position is in the primary's stream, otherwise a full copy.
+pub fn makedrsecondary(args: &[String]) -> Res {
+    let p = parse(
+        "makedrsecondary",
+        args,
+        &[Flag::Value("-m"), Flag::Value("-l")],
+    )
+    .map_err(other)?;
+    let name = p
+        .value("-m")
+        .ok_or_else(|| other("makedrsecondary: -m QMNAME is required"))?;
+    let (paths, mut ini, _) = load("makedrsecondary", name)?;
+    if is_running(&paths) {
+        return Err(fail(
+            EXIT_RUNNING,
+            format!(
+                "makedrsecondary: queue manager '{name}' is running; end it first (endmqm {name})"
+            ),
+        ));
+    }
+    if let Some(l) = p.value("-l") {
+        parse_addr(l).map_err(|e| other(format!("makedrsecondary: -l: {e}")))?;
+        ini.set("DR", "LocalAddress", l);
+    }
+    ini.set("DR", "Role", "Secondary");
+    QmConfig::from_ini(&ini).map_err(|e| other(format!("makedrsecondary: {e}")))?;
+    ini.save(&paths.ini()).map_err(other)?;
+    println!(
+        "Queue manager '{name}' is now a DR secondary. Start it with strmqm {name}; the primary resynchronises it."
+    );
+    Ok(())
+}
+
+/// `dspmq -o dr [-m QM]`: the DR status line of each queue manager with a DR role.
+pub fn dspmq_dr(only: Option<&str>) -> Res {
+    let root = ferrymq_server::ferrymq_home().join("qmgrs");
+    let mut names: Vec<String> = std::fs::read_dir(&root)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    if let Some(m) = only {
+        existing("dspmq", m)?;
+        names.retain(|n| n == m);
+    }
+    let mut shown = 0;
+    for name in names {
+        let paths = ferrymq_server::QmPaths::new(&ferrymq_server::ferrymq_home(), &name);
+        let Ok(cfg) = Ini::load(&paths.ini()).and_then(|i| QmConfig::from_ini(&i)) else {
+            continue;
+        };
+        let Some(dr) = cfg.dr else { continue };
+        shown += 1;
+        if is_running(&paths) {
+            let line = admin_command(&paths, &name, "DR STATUS")
+                .map_err(|e| fail(EXIT_NOT_AVAILABLE, format!("dspmq: {e}")))?;
+            println!("{line}");
+        } else {
+            let role = match dr.role {
+                DrRole::Primary => "Primary",
+                DrRole::Secondary => "Secondary",
+            };
+            println!("QMNAME({name}) DRROLE({role}) DRSTATUS(Ended)");
+        }
+    }
+    if shown == 0 && only.is_some() {
+        return Err(other(format!(
+            "dspmq: queue manager '{}' has no DR role",
+            only.unwrap_or_default()
+        )));
+    }
+    Ok(())
+}

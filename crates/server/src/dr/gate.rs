@@ -1,0 +1,236 @@
+//! The DR lag bound. Every reply that reveals durable work waits on the queue manager's durable
+//! watch (the durability gate); on a DR primary that watch is fed through [`Gate`], which
+//! publishes a durable value only as far as it lies within `DR:MaxLagBytes` of what the recovery
+//! site has acknowledged. So the acknowledged work a disaster can take is bounded, commits never
+//! wait for the recovery site while it keeps up, and producers slow down when it does not.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+use crate::ha::Proposals;
+
+/// How stream positions translate into bytes of log.
+pub enum Meter {
+    /// A standalone queue manager: positions and durable values are both log LSNs (bytes).
+    Ring,
+    /// An HA group: positions are Raft indexes, durable values are record numbers; the
+    /// proposals keep, per committed batch, its index, last record number and running bytes.
+    Raft(Arc<Proposals>),
+}
+
+impl Meter {
+    /// The largest durable value a reply may be released at.
+    fn allowed(&self, raw: u64, acked: u64, max: u64) -> u64 {
+        match self {
+            Meter::Ring => raw.min(acked.saturating_add(max)),
+            Meter::Raft(p) => p.dr_allowed(raw, acked, max),
+        }
+    }
+
+    /// The stream's durable end, and the bytes of log after the secondary's position `acked`.
+    fn lag(&self, raw: u64, acked: u64) -> (u64, u64) {
+        match self {
+            Meter::Ring => (raw, raw.saturating_sub(acked)),
+            Meter::Raft(p) => p.dr_lag(acked),
+        }
+    }
+}
+
+/// Batches committed by an HA group's active instance, for [`Meter::Raft`]: Raft index, last
+/// record number, and the running bytes committed (since the instance became active) before and
+/// after it.
+#[derive(Default)]
+pub struct BatchLedger {
+    batches: VecDeque<Batch>,
+    total: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Batch {
+    index: u64,
+    last_seq: u64,
+    before: u64,
+    after: u64,
+}
+
+/// Batches remembered at most (older ones are dropped; the lag then counts from the oldest).
+const LEDGER_MAX: usize = 1 << 16;
+
+impl BatchLedger {
+    pub fn push(&mut self, index: u64, last_seq: u64, bytes: usize) {
+        let before = self.total;
+        self.total += bytes as u64;
+        self.batches.push_back(Batch {
+            index,
+            last_seq,
+            before,
+            after: self.total,
+        });
+        if self.batches.len() > LEDGER_MAX {
+            self.batches.pop_front();
+        }
+    }
+
+    /// Running bytes the secondary holds at its acknowledged index: up to the last batch at or
+    /// before it; when it is older than every batch remembered, none of them.
+    fn acked_bytes(&mut self, acked: u64) -> u64 {
+        // The last acknowledged batch stays as the anchor; older ones are of no further use.
+        while self.batches.len() > 1 && self.batches[1].index <= acked {
+            self.batches.pop_front();
+        }
+        match self.batches.front() {
+            Some(b) if b.index <= acked => b.after,
+            Some(b) => b.before,
+            None => self.total,
+        }
+    }
+
+    pub fn allowed(&mut self, raw: u64, acked: u64, max: u64) -> u64 {
+        let base = self.acked_bytes(acked);
+        let mut allowed = 0;
+        for b in &self.batches {
+            if b.last_seq > raw || b.after - base > max {
+                break;
+            }
+            allowed = b.last_seq;
+        }
+        allowed
+    }
+
+    pub fn lag_bytes(&mut self, acked: u64) -> u64 {
+        let base = self.acked_bytes(acked);
+        self.total - base
+    }
+
+    /// The last committed batch's Raft index.
+    pub fn last_index(&self) -> u64 {
+        self.batches.back().map_or(0, |b| b.index)
+    }
+}
+
+/// Publishes the durable value replies wait for, held within the lag bound while a secondary is
+/// connected (`bounded`), passed straight through otherwise.
+pub struct Gate {
+    meter: Meter,
+    max: u64,
+    st: Mutex<GateState>,
+    out: watch::Sender<u64>,
+}
+
+struct GateState {
+    raw: u64,
+    acked: u64,
+    bounded: bool,
+}
+
+impl Gate {
+    pub fn new(meter: Meter, max: u64, start: u64) -> Arc<Gate> {
+        Arc::new(Gate {
+            meter,
+            max,
+            st: Mutex::new(GateState {
+                raw: start,
+                acked: 0,
+                bounded: false,
+            }),
+            out: watch::channel(start).0,
+        })
+    }
+
+    pub fn watch(&self) -> watch::Receiver<u64> {
+        self.out.subscribe()
+    }
+
+    /// The stream's durable end and the bytes the secondary at `acked` lacks, for status.
+    pub fn lag(&self, acked: u64) -> (u64, u64) {
+        let raw = self.st.lock().raw;
+        self.meter.lag(raw, acked)
+    }
+
+    fn publish(&self, st: &GateState) {
+        let allowed = if st.bounded {
+            self.meter.allowed(st.raw, st.acked, self.max)
+        } else {
+            st.raw
+        };
+        self.out.send_if_modified(|v| {
+            let up = allowed > *v;
+            if up {
+                *v = allowed;
+            }
+            up
+        });
+    }
+
+    /// The log became durable up to `raw`.
+    pub fn durable(&self, raw: u64) {
+        let mut st = self.st.lock();
+        st.raw = st.raw.max(raw);
+        self.publish(&st);
+    }
+
+    /// The secondary acknowledged `pos`.
+    pub fn acked(&self, pos: u64) {
+        let mut st = self.st.lock();
+        st.acked = st.acked.max(pos);
+        self.publish(&st);
+    }
+
+    /// A secondary is connected from `pos` on (`Some`), or none is (`None`).
+    pub fn bound(&self, from: Option<u64>) {
+        let mut st = self.st.lock();
+        match from {
+            Some(pos) => {
+                st.bounded = true;
+                st.acked = pos;
+            }
+            None => st.bounded = false,
+        }
+        self.publish(&st);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ring_gate_releases_only_within_the_bound_of_the_acknowledged_position() {
+        let g = Gate::new(Meter::Ring, 1000, 0);
+        let rx = g.watch();
+        g.durable(5000);
+        assert_eq!(*rx.borrow(), 5000, "no secondary connected: not bounded");
+        g.bound(Some(4500));
+        g.durable(9000);
+        assert_eq!(*rx.borrow(), 5500);
+        g.acked(8500);
+        assert_eq!(*rx.borrow(), 9000);
+        g.durable(20_000);
+        assert_eq!(*rx.borrow(), 9500);
+        g.bound(None);
+        assert_eq!(*rx.borrow(), 20_000);
+    }
+
+    #[test]
+    fn a_batch_ledger_counts_bytes_between_the_acknowledged_index_and_the_end() {
+        let mut l = BatchLedger::default();
+        // index, last record number, bytes
+        l.push(10, 5, 400);
+        l.push(11, 9, 400);
+        l.push(12, 12, 400);
+        l.push(13, 20, 400);
+        // Nothing acknowledged yet: all 1600 bytes are lag; with 1000 allowed, the first two
+        // batches (800 bytes) may be released.
+        assert_eq!(l.lag_bytes(3), 1600);
+        assert_eq!(l.allowed(20, 3, 1000), 9);
+        // Index 11 acknowledged: 800 bytes stand after it; everything fits.
+        assert_eq!(l.lag_bytes(11), 800);
+        assert_eq!(l.allowed(20, 11, 1000), 20);
+        // Never beyond what is durable.
+        assert_eq!(l.allowed(12, 11, 1000), 12);
+        assert_eq!(l.lag_bytes(13), 0);
+    }
+}

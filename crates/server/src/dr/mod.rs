@@ -1,0 +1,231 @@
+//! Disaster recovery (DR): asynchronous shipping of a queue manager's log to a recovery site.
+//!
+//! - **The stream.** A primary ships the records its engine logged, in log order: a standalone
+//!   queue manager reads them from its ring (positions are log LSNs), an HA group's active
+//!   instance from the committed Raft entries (positions are Raft indexes, the same on every
+//!   instance, so the stream carries on from whichever instance is active after a failover).
+//!   The secondary applies each chunk to its engine, logs it in its own log together with a
+//!   `DR_MARK` (stream id, position), and acknowledges the position once that is durable. So the
+//!   secondary's position is exactly as durable as the state it describes, and a reconnecting
+//!   secondary asks for precisely what it lacks ([`ship`], [`recv`]).
+//! - **Bounded loss.** Commits never wait for the recovery site, but a reply that reveals durable
+//!   work (a put's or commit's acknowledgement, a got message) is held while more than
+//!   `DR:MaxLagBytes` (4 MiB by default) of log stands between it and what the secondary has
+//!   acknowledged ([`gate`]). Losing the main site while connected therefore loses at most that
+//!   much acknowledged work. When the link drops the bound holds for `DR:DisconnectGraceMs`
+//!   (5 s by default: a main site whose network fails before the rest of it still loses at most
+//!   the bound); after that the primary carries on alone (the status shows `Disconnected` and the
+//!   lag growing): an unreachable recovery site must not take the main site down.
+//! - **Resynchronisation.** A secondary whose position is still in the primary's log gets only
+//!   the difference. Otherwise — a new secondary, one that fell further behind than the log
+//!   keeps, or an old primary returning as secondary (its log may hold work the new primary never
+//!   received, and a redo-only log cannot be rolled back) — it gets a full copy: `DR_RESET`, then
+//!   the primary's whole persistent state as records, then the stream from that point.
+
+pub mod gate;
+pub mod recv;
+pub mod ship;
+pub mod wire;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+use crate::config::{DrConfig, DrRole};
+
+/// What the status shows of the link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkState {
+    /// Trying the recovery site's addresses (primary) or waiting for a primary (secondary).
+    Connecting,
+    /// A full copy is being sent or received.
+    FullCopy,
+    /// Connected and streaming.
+    Normal,
+    /// Not connected.
+    Disconnected,
+}
+
+impl LinkState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkState::Connecting => "Connecting",
+            LinkState::FullCopy => "FullCopy",
+            LinkState::Normal => "Normal",
+            LinkState::Disconnected => "Disconnected",
+        }
+    }
+}
+
+/// The DR side of a running queue manager: configuration, link status, and (on a primary) the
+/// positions that bound the lag.
+pub struct DrHandle {
+    pub cfg: DrConfig,
+    pub qmgr: String,
+    st: Mutex<Status>,
+    /// Position the secondary has acknowledged as durable (primary), or holds (secondary).
+    pub acked: watch::Sender<u64>,
+    /// The end of the stream as far as the shipper has read it.
+    pub end: AtomicU64,
+    /// Set while a secondary is connected and past any full copy: only then is the lag bounded.
+    pub bounded: watch::Sender<bool>,
+    /// Chunks sent and not yet acknowledged: end position and when it was read.
+    unacked: Mutex<VecDeque<(u64, Instant)>>,
+    /// Bytes received (secondary) or sent (primary) since start.
+    pub bytes: AtomicU64,
+    pub stream: AtomicU64,
+    /// Set once the secondary stops (`makedrprimary`): it no longer takes a stream.
+    pub closed: AtomicBool,
+    /// Counts link ups and downs, so a grace timer knows whether its link came back.
+    pub sessions: AtomicU64,
+}
+
+#[derive(Debug, Clone)]
+struct Status {
+    link: LinkState,
+    partner: String,
+    resync: &'static str,
+    last_error: Option<String>,
+}
+
+impl DrHandle {
+    pub fn new(cfg: DrConfig, qmgr: &str) -> DrHandle {
+        DrHandle {
+            cfg,
+            qmgr: qmgr.to_string(),
+            st: Mutex::new(Status {
+                link: LinkState::Connecting,
+                partner: String::new(),
+                resync: "None",
+                last_error: None,
+            }),
+            acked: watch::channel(0).0,
+            end: AtomicU64::new(0),
+            bounded: watch::channel(false).0,
+            unacked: Mutex::new(VecDeque::new()),
+            bytes: AtomicU64::new(0),
+            stream: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            sessions: AtomicU64::new(0),
+        }
+    }
+
+    pub fn is_secondary(&self) -> bool {
+        self.cfg.role == DrRole::Secondary
+    }
+
+    pub fn set_link(&self, link: LinkState, partner: &str) {
+        let mut st = self.st.lock();
+        st.link = link;
+        if !partner.is_empty() {
+            st.partner = partner.to_string();
+        }
+        if link == LinkState::Normal {
+            st.last_error = None;
+        }
+    }
+
+    pub fn set_resync(&self, how: &'static str) {
+        self.st.lock().resync = how;
+    }
+
+    pub fn set_error(&self, e: String) {
+        self.st.lock().last_error = Some(e);
+    }
+
+    /// Records that a chunk ending at `end` was sent.
+    pub fn sent(&self, end: u64, read_at: Instant, bytes: usize) {
+        self.end.fetch_max(end, Ordering::AcqRel);
+        self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.unacked.lock().push_back((end, read_at));
+    }
+
+    /// Records the secondary's acknowledgement of everything up to `pos`.
+    pub fn ack(&self, pos: u64) {
+        {
+            let mut q = self.unacked.lock();
+            while q.front().is_some_and(|(e, _)| *e <= pos) {
+                q.pop_front();
+            }
+        }
+        self.acked.send_if_modified(|a| {
+            let moved = pos > *a;
+            *a = (*a).max(pos);
+            moved
+        });
+    }
+
+    /// The link dropped: unacknowledged chunks will be sent again; the oldest one's time stays
+    /// as the age of the lag (or now, when nothing was in flight).
+    pub fn reset_unacked(&self) {
+        let mut q = self.unacked.lock();
+        let oldest = q.front().map_or_else(Instant::now, |(_, t)| *t);
+        q.clear();
+        q.push_back((0, oldest));
+    }
+
+    /// Seconds since the oldest work the secondary has not acknowledged (0 without lag).
+    pub fn lag_secs(&self, lag_bytes: u64) -> f64 {
+        if lag_bytes == 0 {
+            return 0.0;
+        }
+        self.unacked
+            .lock()
+            .front()
+            .map_or(0.0, |(_, t)| t.elapsed().as_secs_f64())
+    }
+
+    /// `NAME(value)` pairs for `dspmq -o dr` and `DR STATUS`; `lag_bytes` comes from the gate's
+    /// meter (it knows how positions translate into bytes).
+    pub fn status_line(&self, end: u64, lag_bytes: u64) -> String {
+        let st = self.st.lock().clone();
+        let role = match self.cfg.role {
+            DrRole::Primary => "Primary",
+            DrRole::Secondary => "Secondary",
+        };
+        let mut f = vec![
+            format!("QMNAME({})", self.qmgr),
+            format!("DRROLE({role})"),
+            format!("DRSTATUS({})", st.link.as_str()),
+            format!("PARTNER({})", st.partner),
+            format!("STREAM({:016x})", self.stream.load(Ordering::Acquire)),
+        ];
+        match self.cfg.role {
+            DrRole::Primary => {
+                f.push(format!("POSITION({end})"));
+                f.push(format!("ACKED({})", *self.acked.borrow()));
+                f.push(format!("LAGBYTES({lag_bytes})"));
+                f.push(format!("LAGSECS({:.3})", self.lag_secs(lag_bytes)));
+                f.push(format!("MAXLAG({})", self.cfg.max_lag_bytes));
+                f.push(format!("SENTBYTES({})", self.bytes.load(Ordering::Relaxed)));
+            }
+            DrRole::Secondary => {
+                f.push(format!("POSITION({})", *self.acked.borrow()));
+                f.push(format!(
+                    "RECEIVEDBYTES({})",
+                    self.bytes.load(Ordering::Relaxed)
+                ));
+            }
+        }
+        f.push(format!("RESYNC({})", st.resync));
+        if let Some(e) = st.last_error {
+            f.push(format!("LASTERROR({})", e.replace(['(', ')'], "")));
+        }
+        f.join(" ")
+    }
+}
+
+/// A fresh stream id: time and pid mixed (splitmix64), never 0.
+pub fn new_stream_id() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut z = t ^ ((std::process::id() as u64) << 40) ^ 0x9E37_79B9_7F4A_7C15;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)).max(1)
+}

@@ -1,0 +1,373 @@
+//! The primary's side of DR: connect to the recovery site, agree where the stream resumes (the
+//! difference, or a full copy), then send durable records as they come and take the
+//! secondary's acknowledgements, which move the lag bound ([`super::gate`]) and let the log
+//! release what the secondary holds.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use ferrymq_log::RecoveryLog;
+use ferrymq_replication::openraft::{EntryPayload, RaftLogReader};
+use ferrymq_replication::{LogId, LogStorage};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use super::gate::Gate;
+use super::wire::{self, Frame, CHUNK_BYTES};
+use super::{DrHandle, LinkState};
+use crate::ha::Proposals;
+use crate::qmgr::Shared;
+use crate::storage::{now_ms, Storage};
+
+/// How long connecting to one address, or the secondary's answer to Hello, may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// Entries read from the Raft log at once.
+const RAFT_ENTRIES_PER_CHUNK: u64 = 256;
+
+/// Where the stream's records come from.
+pub enum Source {
+    /// A standalone queue manager's ring: positions are LSNs. `durable` is the ring's own
+    /// durable LSN (not the gated one).
+    Ring {
+        ring: Arc<RecoveryLog>,
+        storage: Arc<Storage>,
+        durable: watch::Receiver<u64>,
+    },
+    /// An HA group's committed Raft entries: positions are Raft indexes.
+    Raft {
+        log: LogStorage,
+        applied: watch::Receiver<Option<LogId>>,
+        props: Arc<Proposals>,
+    },
+}
+
+impl Source {
+    /// The oldest position the log can still resume from.
+    fn start(&self) -> u64 {
+        match self {
+            Source::Ring { ring, .. } => ring.checkpoint_lsn(),
+            Source::Raft { log, .. } => log.last_purged().map_or(0, |l| l.index),
+        }
+    }
+
+    /// The durable (committed) end of the stream.
+    fn end(&self) -> u64 {
+        match self {
+            Source::Ring { durable, .. } => *durable.borrow(),
+            Source::Raft { applied, .. } => applied.borrow().map_or(0, |l| l.index),
+        }
+    }
+
+    /// Keeps the log from releasing anything after `pos` (within limits: see
+    /// `Storage::checkpoint` and `LogStorage::retain_from`).
+    fn retain(&self, pos: u64) {
+        match self {
+            Source::Ring { storage, .. } => storage.dr_retain.store(pos, Ordering::Release),
+            Source::Raft { log, .. } => log.retain_from(pos),
+        }
+    }
+
+    /// The next chunk of records after `after`: its end position and the records. Waits until
+    /// there is one.
+    async fn next(&mut self, after: u64) -> Result<(u64, Bytes), String> {
+        match self {
+            Source::Ring { ring, durable, .. } => {
+                while *durable.borrow_and_update() <= after {
+                    durable
+                        .changed()
+                        .await
+                        .map_err(|_| "the log was closed".to_string())?;
+                }
+                let ring = ring.clone();
+                let recs = tokio::task::spawn_blocking(move || ring.read_from(after, CHUNK_BYTES))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())?;
+                let mut out = BytesMut::new();
+                let mut end = after;
+                for r in recs {
+                    wire::push_record(&mut out, r.kind, &r.payload);
+                    end = r.end_lsn();
+                }
+                Ok((end, out.freeze()))
+            }
+            Source::Raft { log, applied, .. } => {
+                let top = loop {
+                    let a = applied.borrow_and_update().map_or(0, |l| l.index);
+                    if a > after {
+                        break a;
+                    }
+                    applied
+                        .changed()
+                        .await
+                        .map_err(|_| "the replica stopped".to_string())?;
+                };
+                let hi = top.min(after + RAFT_ENTRIES_PER_CHUNK);
+                let entries = log
+                    .try_get_log_entries(after + 1..=hi)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if entries.first().map(|e| e.log_id.index) != Some(after + 1) {
+                    return Err(format!(
+                        "the Raft log no longer holds the entries after {after}"
+                    ));
+                }
+                let mut out = BytesMut::new();
+                let mut end = after;
+                for e in entries {
+                    if let EntryPayload::Normal(rec) = &e.payload {
+                        if rec.kind == crate::ha::KIND_ENGINE_BATCH {
+                            out.extend_from_slice(&rec.payload);
+                        }
+                    }
+                    end = e.log_id.index;
+                    if out.len() >= CHUNK_BYTES {
+                        break;
+                    }
+                }
+                Ok((end, out.freeze()))
+            }
+        }
+    }
+
+    /// The whole persistent state as records, and the stream position it corresponds to (durable
+    /// before this returns).
+    async fn full_copy(&self, shared: &Shared) -> Result<(u64, Vec<(u8, Bytes)>), String> {
+        match self {
+            Source::Ring { ring, .. } => {
+                let (pos, recs) = {
+                    let core = shared.core.lock();
+                    (ring.end_lsn(), core.engine.full_copy(now_ms()))
+                };
+                let ring = ring.clone();
+                tokio::task::spawn_blocking(move || ring.wait_durable(pos))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())?;
+                Ok((pos, recs))
+            }
+            Source::Raft { props, .. } => {
+                let (seq, recs) = {
+                    let core = shared.core.lock();
+                    (props.seal(), core.engine.full_copy(now_ms()))
+                };
+                props.wake_replicator();
+                let p = props.clone();
+                let id = tokio::task::spawn_blocking(move || p.log_id_of(seq))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .ok_or("leadership was lost while taking the copy")?;
+                Ok((id.index, recs))
+            }
+        }
+    }
+}
+
+/// Ships the stream until the process ends, reconnecting after every failure.
+pub async fn run_primary(shared: Arc<Shared>, dr: Arc<DrHandle>, gate: Arc<Gate>, mut src: Source) {
+    let stream = match ensure_stream(&shared) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ferrymq: DR: cannot record this queue manager's stream id: {e}");
+            dr.set_error(e);
+            return;
+        }
+    };
+    dr.stream.store(stream, Ordering::Release);
+    if dr.cfg.remote.is_empty() {
+        dr.set_link(LinkState::Disconnected, "");
+        dr.set_error("no recovery site configured (DR:RemoteAddresses)".into());
+        return;
+    }
+    let mut backoff = Duration::from_millis(200);
+    loop {
+        let began = Instant::now();
+        let r = session(&shared, &dr, &gate, &mut src, stream).await;
+        let generation = dr.sessions.fetch_add(1, Ordering::AcqRel) + 1;
+        if let Err(e) = r {
+            if dr.st.lock().last_error.as_deref() != Some(e.as_str()) {
+                eprintln!("ferrymq: DR: {e}");
+            }
+            dr.set_error(e);
+        }
+        // The bound stays for a grace period (a blip, or a main site whose network goes down
+        // before the rest of it loses no more than the bound), then the site carries on alone.
+        let (g, d) = (gate.clone(), dr.clone());
+        let grace = Duration::from_millis(dr.cfg.disconnect_grace_ms);
+        tokio::spawn(async move {
+            tokio::time::sleep(grace).await;
+            if d.sessions.load(Ordering::Acquire) == generation {
+                g.bound(None);
+            }
+        });
+        dr.reset_unacked();
+        dr.set_link(LinkState::Disconnected, "");
+        if began.elapsed() > Duration::from_secs(5) {
+            backoff = Duration::from_millis(200);
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(2));
+    }
+}
+
+/// This queue manager's stream id, recorded in its log the first time it ships.
+fn ensure_stream(shared: &Shared) -> Result<u64, String> {
+    let mut core = shared.core.lock();
+    let id = core.engine.dr_state().stream;
+    if id != 0 {
+        return Ok(id);
+    }
+    let id = super::new_stream_id();
+    core.engine.log_dr_stream(id).map_err(|e| e.to_string())?;
+    Ok(id)
+}
+
+async fn connect_any(addrs: &[String]) -> Result<(TcpStream, String), String> {
+    let mut errs = Vec::new();
+    for a in addrs {
+        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(a)).await {
+            Ok(Ok(s)) => return Ok((s, a.clone())),
+            Ok(Err(e)) => errs.push(format!("{a}: {e}")),
+            Err(_) => errs.push(format!("{a}: no answer within {CONNECT_TIMEOUT:?}")),
+        }
+    }
+    Err(format!(
+        "the recovery site is not reachable ({})",
+        errs.join("; ")
+    ))
+}
+
+async fn session(
+    shared: &Shared,
+    dr: &Arc<DrHandle>,
+    gate: &Arc<Gate>,
+    src: &mut Source,
+    stream: u64,
+) -> Result<(), String> {
+    dr.set_link(LinkState::Connecting, "");
+    let (sock, addr) = connect_any(&dr.cfg.remote).await?;
+    let _ = sock.set_nodelay(true);
+    let (mut rd, mut wr) = sock.into_split();
+    let io = |e: std::io::Error| format!("DR link to {addr}: {e}");
+    wire::write(
+        &mut wr,
+        &Frame::Hello {
+            qmgr: dr.qmgr.clone(),
+            stream,
+        },
+    )
+    .await
+    .map_err(io)?;
+    let st = match tokio::time::timeout(HELLO_TIMEOUT, wire::read(&mut rd)).await {
+        Err(_) => return Err(format!("{addr} did not answer the DR hello")),
+        Ok(r) => match r.map_err(io)? {
+            Some(Frame::Position(st)) => st,
+            Some(Frame::Refuse(why)) => {
+                return Err(format!(
+                    "the recovery site at {addr} refused the stream: {why}"
+                ))
+            }
+            other => return Err(format!("{addr} answered the DR hello with {other:?}")),
+        },
+    };
+    let (start, end) = (src.start(), src.end());
+    let from = match st.mark {
+        Some(m) if m.stream == stream && m.pos >= start && m.pos <= end => {
+            dr.set_resync("Difference");
+            eprintln!(
+                "ferrymq: DR: {addr} holds the stream to position {}; sending the {} after it",
+                m.pos,
+                match src {
+                    Source::Ring { .. } => format!("{} bytes", end - m.pos),
+                    Source::Raft { .. } => format!("{} entries", end - m.pos),
+                }
+            );
+            m.pos
+        }
+        _ => {
+            let why = match st.mark {
+                None => "it holds no position in any stream (a new secondary, or a former primary whose log may hold work this site never received)".to_string(),
+                Some(m) if m.stream != stream => format!("its position is in another stream ({:016x}: a former primary's, or another queue manager's)", m.stream),
+                Some(m) if m.pos < start => format!("the log no longer holds its position {} (it starts at {start})", m.pos),
+                Some(m) => format!("its position {} is beyond this log's end {end}", m.pos),
+            };
+            eprintln!("ferrymq: DR: sending a full copy to {addr}: {why}");
+            dr.set_resync("FullCopy");
+            dr.set_link(LinkState::FullCopy, &addr);
+            let (pos, recs) = src.full_copy(shared).await?;
+            wire::write(&mut wr, &Frame::Reset { stream, pos })
+                .await
+                .map_err(io)?;
+            let mut chunk = BytesMut::new();
+            let n = recs.len();
+            for (i, (k, p)) in recs.into_iter().enumerate() {
+                wire::push_record(&mut chunk, k, &p);
+                if chunk.len() >= CHUNK_BYTES && i + 1 < n {
+                    let records = std::mem::take(&mut chunk).freeze();
+                    dr.bytes.fetch_add(records.len() as u64, Ordering::Relaxed);
+                    let f = Frame::Records {
+                        end: pos,
+                        mark: false,
+                        records,
+                    };
+                    wire::write(&mut wr, &f).await.map_err(io)?;
+                }
+            }
+            let records = chunk.freeze();
+            dr.sent(pos, Instant::now(), records.len());
+            let f = Frame::Records {
+                end: pos,
+                mark: true,
+                records,
+            };
+            wire::write(&mut wr, &f).await.map_err(io)?;
+            pos
+        }
+    };
+    src.retain(from);
+    dr.sessions.fetch_add(1, Ordering::AcqRel);
+    dr.acked.send_replace(from);
+    dr.end.fetch_max(from, Ordering::AcqRel);
+    gate.bound(Some(from));
+    dr.set_link(LinkState::Normal, &addr);
+
+    let (dr2, gate2) = (dr.clone(), gate.clone());
+    let mut acks = tokio::spawn(async move {
+        loop {
+            match wire::read(&mut rd).await {
+                Ok(Some(Frame::Ack(p))) => {
+                    dr2.ack(p);
+                    gate2.acked(p);
+                }
+                Ok(Some(f)) => return format!("unexpected frame from the recovery site: {f:?}"),
+                Ok(None) => return "the recovery site closed the DR link".to_string(),
+                Err(e) => return format!("DR link: {e}"),
+            }
+        }
+    });
+    let mut pos = from;
+    let r = loop {
+        tokio::select! {
+            next = src.next(pos) => {
+                let (end, records) = match next {
+                    Ok(n) => n,
+                    Err(e) => break Err(e),
+                };
+                let read_at = Instant::now();
+                let len = records.len();
+                if let Err(e) = wire::write(&mut wr, &Frame::Records { end, mark: true, records }).await {
+                    break Err(io(e));
+                }
+                dr.sent(end, read_at, len);
+                src.retain(*dr.acked.borrow());
+                pos = end;
+            }
+            why = &mut acks => break Err(why.unwrap_or_else(|e| e.to_string())),
+        }
+    };
+    acks.abort();
+    r
+}

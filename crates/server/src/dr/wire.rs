@@ -1,0 +1,224 @@
+//! The DR stream's frames, between a primary (which connects) and a secondary (which listens):
+//! `len u32 | type u8 | body`, little endian, written and read with the project's codec.
+//!
+//! ```text
+//! primary                                  secondary
+//!   Hello{qmgr, stream}          ->
+//!                                <-  Position{state} | Refuse{why}
+//!   [Reset{stream, pos}          ->  (full copy: DR_RESET, then the copy's records)]
+//!   Records{end, mark, records}  ->  apply + log; once durable:
+//!                                <-  Ack{pos}
+//! ```
+
+use bytes::{BufMut, Bytes, BytesMut};
+use ferrymq_engine::dr::DrState;
+use ferrymq_types::codec::{DecodeError, PutExt, Reader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Frames larger than this are refused from the header alone: a chunk holds at most one
+/// record over 1 MiB, and a record holds at most one 100 MB message.
+pub const MAX_FRAME: usize = 128 * 1024 * 1024;
+/// A chunk of records is closed at about this many bytes.
+pub const CHUNK_BYTES: usize = 1024 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    Hello {
+        qmgr: String,
+        stream: u64,
+    },
+    Position(DrState),
+    Refuse(String),
+    /// A full copy starts; it leaves the secondary at `pos` of `stream`.
+    Reset {
+        stream: u64,
+        pos: u64,
+    },
+    /// Engine records (`kind u8 | len u32 | payload` each) ending the stream at `end`. With
+    /// `mark` the secondary then records that it holds the stream up to `end` (not set for the
+    /// chunks of a full copy before its last).
+    Records {
+        end: u64,
+        mark: bool,
+        records: Bytes,
+    },
+    Ack(u64),
+}
+
+mod tag {
+    pub const HELLO: u8 = 1;
+    pub const POSITION: u8 = 2;
+    pub const REFUSE: u8 = 3;
+    pub const RESET: u8 = 4;
+    pub const RECORDS: u8 = 5;
+    pub const ACK: u8 = 6;
+}
+
+impl Frame {
+    pub fn encode(&self) -> BytesMut {
+        let mut b = BytesMut::new();
+        b.put_u32_le(0);
+        match self {
+            Frame::Hello { qmgr, stream } => {
+                b.put_u8(tag::HELLO);
+                b.put_str16(qmgr);
+                b.put_u64_le(*stream);
+            }
+            Frame::Position(st) => {
+                b.put_u8(tag::POSITION);
+                st.encode(&mut b);
+            }
+            Frame::Refuse(why) => {
+                b.put_u8(tag::REFUSE);
+                b.put_str16(why);
+            }
+            Frame::Reset { stream, pos } => {
+                b.put_u8(tag::RESET);
+                b.put_u64_le(*stream);
+                b.put_u64_le(*pos);
+            }
+            Frame::Records { end, mark, records } => {
+                b.put_u8(tag::RECORDS);
+                b.put_u64_le(*end);
+                b.put_u8(u8::from(*mark));
+                b.put_bytes32(records);
+            }
+            Frame::Ack(pos) => {
+                b.put_u8(tag::ACK);
+                b.put_u64_le(*pos);
+            }
+        }
+        let len = (b.len() - 4) as u32;
+        b[..4].copy_from_slice(&len.to_le_bytes());
+        b
+    }
+
+    pub fn decode(body: Bytes) -> Result<Frame, DecodeError> {
+        let mut r = Reader::new(body);
+        let f = match r.u8("DR frame type")? {
+            tag::HELLO => Frame::Hello {
+                qmgr: r.str16("queue manager")?,
+                stream: r.u64("stream")?,
+            },
+            tag::POSITION => Frame::Position(DrState::decode(&mut r)?),
+            tag::REFUSE => Frame::Refuse(r.str16("reason")?),
+            tag::RESET => Frame::Reset {
+                stream: r.u64("stream")?,
+                pos: r.u64("position")?,
+            },
+            tag::RECORDS => Frame::Records {
+                end: r.u64("end")?,
+                mark: r.u8("mark")? != 0,
+                records: r.bytes32("records")?,
+            },
+            tag::ACK => Frame::Ack(r.u64("position")?),
+            t => return Err(DecodeError::invalid("DR frame type", format!("{t}"))),
+        };
+        r.finish("DR frame")?;
+        Ok(f)
+    }
+}
+
+pub async fn write(w: &mut (impl AsyncWrite + Unpin), f: &Frame) -> std::io::Result<()> {
+    w.write_all(&f.encode()).await
+}
+
+/// Reads one frame; `Ok(None)` at a clean end of stream.
+pub async fn read(r: &mut (impl AsyncRead + Unpin)) -> std::io::Result<Option<Frame>> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len == 0 || len > MAX_FRAME {
+        return Err(std::io::Error::other(format!(
+            "DR frame of {len} bytes refused (1..={MAX_FRAME})"
+        )));
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body).await?;
+    Frame::decode(Bytes::from(body))
+        .map(Some)
+        .map_err(|e| std::io::Error::other(format!("malformed DR frame: {e}")))
+}
+
+/// Appends one engine record to a chunk in the stream's framing.
+pub fn push_record(out: &mut BytesMut, kind: u8, payload: &[u8]) {
+    out.put_u8(kind);
+    out.put_u32_le(payload.len() as u32);
+    out.put_slice(payload);
+}
+
+/// Splits a chunk into its records.
+pub fn split_records(mut b: Bytes) -> Result<Vec<(u8, Bytes)>, String> {
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        if b.len() < 5 {
+            return Err("truncated record header in a DR chunk".into());
+        }
+        let kind = b[0];
+        let len = u32::from_le_bytes([b[1], b[2], b[3], b[4]]) as usize;
+        if b.len() < 5 + len {
+            return Err("truncated record in a DR chunk".into());
+        }
+        let rec = b.slice(5..5 + len);
+        b = b.slice(5 + len..);
+        out.push((kind, rec));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrymq_engine::records::DrMark;
+
+    #[tokio::test]
+    async fn every_frame_round_trips_and_garbage_is_an_error_not_a_panic() {
+        let mut recs = BytesMut::new();
+        push_record(&mut recs, 3, b"commit");
+        push_record(&mut recs, 1, b"");
+        let frames = vec![
+            Frame::Hello {
+                qmgr: "QM1".into(),
+                stream: 7,
+            },
+            Frame::Position(DrState {
+                stream: 0,
+                mark: Some(DrMark { stream: 7, pos: 99 }),
+            }),
+            Frame::Refuse("no".into()),
+            Frame::Reset { stream: 7, pos: 5 },
+            Frame::Records {
+                end: 1234,
+                mark: true,
+                records: recs.clone().freeze(),
+            },
+            Frame::Ack(1234),
+        ];
+        let mut buf = Vec::new();
+        for f in &frames {
+            write(&mut buf, f).await.unwrap();
+        }
+        let mut rd = &buf[..];
+        for f in &frames {
+            assert_eq!(read(&mut rd).await.unwrap().as_ref(), Some(f));
+        }
+        assert_eq!(read(&mut rd).await.unwrap(), None);
+        let split = split_records(recs.freeze()).unwrap();
+        assert_eq!(split.len(), 2);
+        assert_eq!((split[0].0, &split[0].1[..]), (3, &b"commit"[..]));
+
+        // A type byte nobody knows, a truncated body, an oversized header.
+        for bad in [
+            vec![1, 0, 0, 0, 99],
+            vec![3, 0, 0, 0, 6, 1, 0],
+            vec![0xff, 0xff, 0xff, 0x7f],
+        ] {
+            assert!(read(&mut &bad[..]).await.is_err(), "{bad:?}");
+        }
+        assert!(split_records(Bytes::from_static(&[3, 9, 0, 0, 0, 1])).is_err());
+    }
+}
