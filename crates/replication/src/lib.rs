@@ -30,8 +30,8 @@ pub use openraft;
 pub type NodeId = u64;
 
 /// One engine log record carried through Raft: the same `(kind, payload)` the engine hands to the
-/// recovery log, opaque here. On the wire (JSON) the payload travels as a hex string, half the
-/// size of serde_json's default array of numbers.
+/// recovery log, opaque here. On the wire (bincode) the payload travels as raw bytes; in the
+/// human-readable formats such as JSON as a hex string.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppRecord {
     pub kind: u8,

@@ -1,7 +1,8 @@
 //! The queue manager server: wiring only. It owns the runtime, the listeners (Unix socket for
 //! bindings mode, TCP for client mode), one task per socket that turns frames into engine calls,
 //! the durability gate that holds each reply until the log is durable up to what it reveals, the
-//! background checkpointer, restart from storage, and orderly or immediate shutdown. Queue
+//! background checkpointer, restart from storage, and orderly or immediate shutdown; an HA
+//! instance's side of replication (`ha`) and disaster recovery's log shipping (`dr`). Queue
 //! semantics live in `ferrymq-engine`, bytes on disk in `ferrymq-log`, bytes on the wire in
 //! `ferrymq-proto`.
 
