@@ -9,7 +9,6 @@
 mod support;
 
 use std::collections::{HashMap, HashSet};
-use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,7 +19,7 @@ use ferrymq_client::ConnectOptions;
 use ferrymq_engine::records::{GetRec, PutRec, Record};
 use ferrymq_types::options::{open, GetOptions, Syncpoint, Wait};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties, Reason};
-use support::{free_port, Home, Qm};
+use support::{free_port, relay, Home, Qm};
 
 const QM: &str = "DRQM";
 const Q: &str = "DR.PUT";
@@ -35,38 +34,6 @@ const MAX_LAG: u64 = 256 * 1024;
 /// the producers (256 KiB per 200 ms is about 570 puts/s), so the recovery site lags by most of
 /// the bound when the disaster strikes.
 const RTT_MS: u32 = 200;
-
-struct Relay(Child);
-
-impl Drop for Relay {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn relay(listen: u16, target: u16, rtt_ms: u32) -> Relay {
-    let child = Command::new(support::BIN)
-        .args([
-            "relay",
-            "--listen",
-            &format!("127.0.0.1:{listen}"),
-            "--target",
-            &format!("127.0.0.1:{target}"),
-            "--rtt-ms",
-            &rtt_ms.to_string(),
-            "--seconds",
-            "300",
-        ])
-        .spawn()
-        .expect("start relay");
-    let t = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", listen)).is_err() {
-        assert!(t.elapsed() < Duration::from_secs(10), "relay did not start");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    Relay(child)
-}
 
 /// Message `n` of producer `id`: its name, then filler derived from both, 2 KB in all, so a
 /// corrupted or mixed-up body is recognised.

@@ -6,17 +6,7 @@ mod support;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-
-struct Relay(Child);
-
-impl Drop for Relay {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn echo_server() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -42,28 +32,9 @@ fn echo_server() -> u16 {
     port
 }
 
-fn start_relay(target: u16, rtt_ms: u32) -> (Relay, u16) {
+fn start_relay(target: u16, rtt_ms: u32) -> (support::Relay, u16) {
     let port = support::free_port();
-    let child = Command::new(support::BIN)
-        .args([
-            "relay",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--target",
-            &format!("127.0.0.1:{target}"),
-            "--rtt-ms",
-            &rtt_ms.to_string(),
-            "--seconds",
-            "60",
-        ])
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t.elapsed() < Duration::from_secs(10), "relay did not start");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    (Relay(child), port)
+    (support::relay(port, target, rtt_ms), port)
 }
 
 #[test]

@@ -198,3 +198,37 @@ impl Drop for Qm<'_> {
         let _ = self.home.run(&["dltmqm", &self.name]);
     }
 }
+
+/// A `ferrymq relay` process (killed when dropped) adding `rtt_ms` of round trip between
+/// 127.0.0.1:`listen` and 127.0.0.1:`target`.
+pub struct Relay(std::process::Child);
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn relay(listen: u16, target: u16, rtt_ms: u32) -> Relay {
+    let child = Command::new(BIN)
+        .args([
+            "relay",
+            "--listen",
+            &format!("127.0.0.1:{listen}"),
+            "--target",
+            &format!("127.0.0.1:{target}"),
+            "--rtt-ms",
+            &rtt_ms.to_string(),
+            "--seconds",
+            "300",
+        ])
+        .spawn()
+        .expect("start relay");
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", listen)).is_err() {
+        assert!(t.elapsed() < Duration::from_secs(10), "relay did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Relay(child)
+}
