@@ -9,4 +9,5 @@ pub mod cph;
 pub mod cpu;
 pub mod qm;
 pub mod report;
+pub mod report_dr;
 pub mod report_ha;

@@ -71,34 +71,44 @@ impl Qms {
 
     /// `n` standalone queue managers PERF0.. with 3 primary log files of `log_pages` pages each.
     pub(crate) fn start_with(home: &Path, n: usize, log_pages: u32) -> Result<Qms, String> {
+        let names: Vec<String> = (0..n).map(|i| format!("PERF{i}")).collect();
+        Qms::start_named(home, &names, log_pages, &[])
+    }
+
+    /// Creates and starts the queue managers `names` in `home`, each on a free client port with 3
+    /// primary log files of `log_pages` pages; `extra[i]`, when given, is added to the `crtmqm`
+    /// of queue manager `i` (e.g. its disaster recovery role).
+    pub(crate) fn start_named(
+        home: &Path,
+        names: &[String],
+        log_pages: u32,
+        extra: &[Vec<String>],
+    ) -> Result<Qms, String> {
         let mut q = Qms {
             home: home.to_path_buf(),
             names: Vec::new(),
             ports: Vec::new(),
             pids: Vec::new(),
         };
-        for i in 0..n {
-            let name = format!("PERF{i}");
+        for (i, name) in names.iter().enumerate() {
             let port = free_port()?;
-            mq(
-                home,
-                &[
-                    "crtmqm",
-                    "-p",
-                    &port.to_string(),
-                    "-lp",
-                    "3",
-                    "-lf",
-                    &log_pages.to_string(),
-                    &name,
-                ],
-            )?;
-            mq(home, &["strmqm", &name])?;
-            let pid = std::fs::read_to_string(home.join("qmgrs").join(&name).join("qm.pid"))
-                .map_err(|e| e.to_string())?;
-            q.pids
-                .push(pid.trim().parse().map_err(|_| "bad pid file".to_string())?);
-            q.names.push(name);
+            let (port_s, pages) = (port.to_string(), log_pages.to_string());
+            let mut args = vec!["crtmqm", "-p", &port_s, "-lp", "3", "-lf", &pages];
+            if let Some(e) = extra.get(i) {
+                args.extend(e.iter().map(String::as_str));
+            }
+            args.push(name);
+            mq(home, &args)?;
+            mq(home, &["strmqm", name])?;
+            let pid_file = home.join("qmgrs").join(name).join("qm.pid");
+            let pid = std::fs::read_to_string(&pid_file)
+                .map_err(|e| format!("{}: {e}", pid_file.display()))?;
+            q.pids.push(
+                pid.trim()
+                    .parse()
+                    .map_err(|_| format!("{}: not a pid", pid_file.display()))?,
+            );
+            q.names.push(name.clone());
             q.ports.push(port);
         }
         Ok(q)
@@ -135,9 +145,10 @@ pub fn main(argv: &[String]) -> Result<(), String> {
     match argv.first().map(String::as_str) {
         Some("standalone") => {}
         Some("ha") => return crate::report_ha::main(&argv[1..]),
+        Some("dr") => return crate::report_dr::main(&argv[1..]),
         Some(other) => {
             return Err(format!(
-                "report '{other}' is not available yet; reports: standalone, ha"
+                "report '{other}' is not available yet; reports: standalone, ha, dr"
             ))
         }
         None => return Err("usage: ferrymq report standalone [--quick] [--qms 1,10] [--sizes 256,2048,20480,204800] [--out DIR]".into()),

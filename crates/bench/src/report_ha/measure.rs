@@ -83,15 +83,15 @@ pub(super) fn best(runs: &[RunResult]) -> Option<&RunResult> {
         .max_by(|a, b| a.round_trips_per_s.total_cmp(&b.round_trips_per_s))
 }
 
-pub(super) fn pct(a: f64, b: f64) -> Option<f64> {
+pub(crate) fn pct(a: f64, b: f64) -> Option<f64> {
     (b > 0.0).then(|| a / b * 100.0)
 }
 
-pub(super) fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+pub(crate) fn fmt_opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "-".into(), |x| format!("{x:.digits$}"))
 }
 
-pub(super) fn met(ok: bool) -> &'static str {
+pub(crate) fn met(ok: bool) -> &'static str {
     if ok {
         "yes"
     } else {
@@ -109,6 +109,21 @@ pub(super) fn rr_args(
     pids: Vec<u32>,
     requesters: usize,
 ) -> Args {
+    rr_args_timed(o.warmup, o.duration, qms, conns, pids, requesters)
+}
+
+/// The cph arguments of one 2 KB persistent Request/Responder run against `qms` (client mode,
+/// one connection name (list) per queue manager) with `responders_for` responders per queue
+/// manager; `pids` are the server processes whose CPU is measured (all of them, summed, when
+/// there are more than queue managers).
+pub(crate) fn rr_args_timed(
+    warmup: Duration,
+    duration: Duration,
+    qms: Vec<String>,
+    conns: Vec<String>,
+    pids: Vec<u32>,
+    requesters: usize,
+) -> Args {
     let nqm = qms.len();
     Args {
         module: cph::Module::Rr,
@@ -119,8 +134,8 @@ pub(super) fn rr_args(
         size: MSG_SIZE,
         persistent: true,
         syncpoint: None,
-        duration: o.duration,
-        warmup: o.warmup,
+        duration,
+        warmup,
         queues: QUEUE_PAIRS,
         request_prefix: "REQUEST".into(),
         reply_prefix: "REPLY".into(),
@@ -133,7 +148,7 @@ pub(super) fn rr_args(
     }
 }
 
-pub(super) fn run_logged(label: &str, a: &Args) -> Result<RunResult, String> {
+pub(crate) fn run_logged(label: &str, a: &Args) -> Result<RunResult, String> {
     let r = cph::run(a).map_err(|e| format!("{label}, {} requesters: {e}", a.requesters))?;
     eprintln!(
         "report:   {label:<24} {:>4} requesters: {:>8.0} RT/s  QM CPU {:>5.1}%  client CPU {:>5.1}%  p50 {:.2} ms{}",
@@ -156,13 +171,13 @@ pub(super) fn run_logged(label: &str, a: &Args) -> Result<RunResult, String> {
 }
 
 /// Tracks a sweep: stops once two steps in a row add less than 5% to every series' best.
-pub(super) struct Flat {
+pub(crate) struct Flat {
     pub(super) best: Vec<f64>,
     pub(super) flat: usize,
 }
 
 impl Flat {
-    pub(super) fn new(series: usize) -> Flat {
+    pub(crate) fn new(series: usize) -> Flat {
         Flat {
             best: vec![0.0; series],
             flat: 0,
@@ -170,7 +185,7 @@ impl Flat {
     }
 
     /// Records one step's rates; true when the sweep should stop.
-    pub(super) fn step(&mut self, rates: &[f64]) -> bool {
+    pub(crate) fn step(&mut self, rates: &[f64]) -> bool {
         let mut rose = false;
         for (b, r) in self.best.iter_mut().zip(rates) {
             if *r > *b * 1.05 {
@@ -213,6 +228,7 @@ pub(super) fn compare(
             &home.join(format!("ha{nqm}-{g}")),
             &qm,
             None,
+            &[],
         )?);
     }
     // Index, in the pids handed to cph, of each group's active instance.
@@ -296,7 +312,7 @@ pub(super) fn distance(o: &Opts, home: &Path, rep: &mut Report, out: &Path) -> R
             None => format!("dist{k}-direct"),
             Some(r) => format!("dist{k}-{r}ms"),
         };
-        let g = HaGroup::start(&home.join(dir), QM, rtt)?;
+        let g = HaGroup::start(&home.join(dir), QM, rtt, &[])?;
         eprintln!("report: distance: {}", g.label());
         let a = g.wait_active(ACTIVE_TIMEOUT, None)?;
         eprintln!("report:   instance {} is active", INSTANCES[a]);
@@ -407,7 +423,7 @@ pub(super) async fn depth(c: &Connection, queue: &str) -> Result<u64, String> {
 
 /// One failover measurement with `n` messages loaded.
 pub(super) fn failover(home: &Path, n: u64, rep: &mut Report) -> Result<FailoverResult, String> {
-    let g = HaGroup::start(home, QM, None)?;
+    let g = HaGroup::start(home, QM, None, &[])?;
     let active = g.wait_active(ACTIVE_TIMEOUT, None)?;
     let killed_pid = g.pids[active];
     eprintln!(

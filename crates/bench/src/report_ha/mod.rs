@@ -36,9 +36,9 @@ use crate::cph::{self, Args, RunResult};
 use crate::qm::{ferrymq_bin, free_port, mq};
 use crate::report::Qms;
 
-mod measure;
-mod procs;
-mod render;
+pub(crate) mod measure;
+pub(crate) mod procs;
+pub(crate) mod render;
 
 use measure::*;
 use procs::*;
@@ -46,10 +46,10 @@ use render::*;
 
 /// The HA queue manager's name in a one-group step.
 const QM: &str = "HAQM";
-const INSTANCES: [&str; 3] = ["a", "b", "c"];
-const MSG_SIZE: usize = 2048;
+pub(crate) const INSTANCES: [&str; 3] = ["a", "b", "c"];
+pub(crate) const MSG_SIZE: usize = 2048;
 /// Queue pairs per queue manager, as `report standalone`.
-const QUEUE_PAIRS: usize = 10;
+pub(crate) const QUEUE_PAIRS: usize = 10;
 
 /// Responders per queue manager for a run with `requesters`: as many as requesters, between 10
 /// and 128. Each responder waits for one commit per request, so with a fixed 10 the responders,
@@ -59,14 +59,14 @@ fn responders_for(requesters: usize) -> usize {
     requesters.clamp(QUEUE_PAIRS, 128)
 }
 /// Log geometry of every queue manager and instance: 3 primary files of this many pages.
-const LOG_PAGES: u32 = 4096;
+pub(crate) const LOG_PAGES: u32 = 4096;
 /// Failover load: concurrent putters, each committing every this many messages.
 const LOAD_PUTTERS: usize = 8;
 const LOAD_COMMIT_EVERY: u64 = 50;
 const LOAD_QUEUE: &str = "HA.LOAD";
 const MARKER_QUEUE: &str = "HA.MARKER";
 /// How long an HA group may take to elect and activate an instance.
-const ACTIVE_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const ACTIVE_TIMEOUT: Duration = Duration::from_secs(30);
 const ACTIVE_POLL: Duration = Duration::from_millis(100);
 /// An active instance must stay active (no new activation in its log) this long to count.
 const ACTIVE_STABLE: Duration = Duration::from_secs(1);
@@ -100,7 +100,7 @@ struct Opts {
 }
 
 /// Parses a comma-separated list for `flag`; empty entries and an empty list are errors.
-fn parse_list<T: FromStr>(flag: &str, text: &str) -> Result<Vec<T>, String> {
+pub(crate) fn parse_list<T: FromStr>(flag: &str, text: &str) -> Result<Vec<T>, String> {
     let v: Vec<T> = text
         .split(',')
         .map(|s| {
@@ -115,7 +115,7 @@ fn parse_list<T: FromStr>(flag: &str, text: &str) -> Result<Vec<T>, String> {
     Ok(v)
 }
 
-fn parse_rtts(text: &str) -> Result<Vec<f64>, String> {
+pub(crate) fn parse_rtts(text: &str) -> Result<Vec<f64>, String> {
     let v: Vec<f64> = parse_list("--rtts", text)?;
     if let Some(bad) = v.iter().find(|r| !(0.0..=60_000.0).contains(*r)) {
         return Err(format!(
@@ -126,7 +126,7 @@ fn parse_rtts(text: &str) -> Result<Vec<f64>, String> {
 }
 
 /// Quotes an argument for the header's command line when a shell would need it.
-fn shell_word(s: &str) -> String {
+pub(crate) fn shell_word(s: &str) -> String {
     if !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./,=:@%+".contains(c))
@@ -322,14 +322,15 @@ fn steps(o: &Opts, home: &Path, rep: &mut Report, started: Instant) -> Result<()
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn v(s: &str) -> Vec<String> {
+    pub(crate) fn v(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
     }
 
-    fn run(threads: usize, rate: f64, cpu: f64) -> RunResult {
+    /// A made-up run result for the rendering tests.
+    pub(crate) fn run(threads: usize, rate: f64, cpu: f64) -> RunResult {
         RunResult {
             module: "rr".into(),
             round_trips_per_s: rate,

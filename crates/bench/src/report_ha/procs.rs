@@ -27,7 +27,7 @@ pub(super) fn is_listening(port: u16) -> bool {
 }
 
 /// Waits until something listens on `port`; `check` may give up early with an error.
-pub(super) fn wait_listening(
+pub(crate) fn wait_listening(
     port: u16,
     timeout: Duration,
     mut check: impl FnMut() -> Result<(), String>,
@@ -44,7 +44,7 @@ pub(super) fn wait_listening(
 }
 
 /// `count` distinct free loopback ports.
-pub(super) fn free_ports(count: usize) -> Result<Vec<u16>, String> {
+pub(crate) fn free_ports(count: usize) -> Result<Vec<u16>, String> {
     let mut v: Vec<u16> = Vec::new();
     let mut tries = 0;
     while v.len() < count {
@@ -61,7 +61,7 @@ pub(super) fn free_ports(count: usize) -> Result<Vec<u16>, String> {
 }
 
 /// A process of ours still running (not gone, not a zombie)?
-pub(super) fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => false,
         Ok(st) => st
@@ -90,13 +90,13 @@ pub(super) fn kill9(pid: u32) -> Result<(), String> {
 /// queue managers, relays), for the interrupt handler.
 pub(super) static LIVE: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
 
-pub(super) fn register(pid: u32) {
+pub(crate) fn register(pid: u32) {
     if let Ok(mut l) = LIVE.lock() {
         l.push(pid);
     }
 }
 
-pub(super) fn unregister(pid: u32) {
+pub(crate) fn unregister(pid: u32) {
     if let Ok(mut l) = LIVE.lock() {
         l.retain(|p| *p != pid);
     }
@@ -105,7 +105,7 @@ pub(super) fn unregister(pid: u32) {
 /// On SIGINT or SIGTERM: kill every process the report started, delete its private home and
 /// exit, so an interrupted report leaves nothing running (instances run in their own process
 /// groups and would not see a terminal's Ctrl-C).
-pub(super) fn stop_on_interrupt(home: PathBuf) {
+pub(crate) fn stop_on_interrupt(home: PathBuf) {
     std::thread::spawn(move || {
         let Ok(rt) = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -142,6 +142,53 @@ pub(super) fn stop_on_interrupt(home: PathBuf) {
     });
 }
 
+/// After `endmqm -i`: waits up to `END_GRACE` for the queue manager processes `pids` to end,
+/// then SIGKILLs those still running (only `ferrymq run-qmgr` processes: a pid reused by
+/// something else is left alone) and says so on stderr.
+pub(crate) fn end_or_kill(label: &str, pids: &[u32]) {
+    let t = Instant::now();
+    while pids.iter().any(|p| alive(*p)) && t.elapsed() < END_GRACE {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut killed = Vec::new();
+    for &pid in pids {
+        let ours = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).contains("run-qmgr"))
+            .unwrap_or(false);
+        if alive(pid) && ours && kill9(pid).is_ok() {
+            killed.push(pid.to_string());
+        }
+    }
+    if !killed.is_empty() {
+        eprintln!(
+            "report: {label}: endmqm -i did not end pid(s) {} within {} s; killed them",
+            killed.join(", "),
+            END_GRACE.as_secs()
+        );
+    }
+}
+
+/// The notable lines of one queue manager log (see `notable`), at most 12, each cut to 300
+/// characters and prefixed with `prefix`, plus a count of the ones left out.
+pub(crate) fn log_lines(prefix: &str, log: &str) -> Vec<String> {
+    let lines: Vec<&str> = log.lines().filter(|l| notable(l)).collect();
+    let mut out: Vec<String> = lines
+        .iter()
+        .take(12)
+        .map(|l| {
+            let l: String = l.chars().take(300).collect();
+            format!("{prefix}: {}", l.trim())
+        })
+        .collect();
+    if lines.len() > 12 {
+        out.push(format!(
+            "{prefix}: ... and {} more such lines",
+            lines.len() - 12
+        ));
+    }
+    out
+}
+
 /// The instance that reports itself active in `dspmq -o ha` output: its own row
 /// (`LOCAL(YES)`) with `ROLE(Active)`.
 pub(super) fn local_active(dspmq: &str) -> Option<String> {
@@ -152,7 +199,7 @@ pub(super) fn local_active(dspmq: &str) -> Option<String> {
 }
 
 /// The value of `NAME(value)` in an MQSC-style line.
-pub(super) fn field(line: &str, name: &str) -> Option<String> {
+pub(crate) fn field(line: &str, name: &str) -> Option<String> {
     let key = format!("{name}(");
     let mut from = 0;
     while let Some(at) = line[from..].find(&key) {
@@ -210,7 +257,7 @@ pub(super) fn notable(line: &str) -> bool {
 }
 
 /// A `ferrymq relay` child process in front of one replication port.
-pub(super) struct Relay {
+pub(crate) struct Relay {
     pub(super) child: Child,
     pub(super) listen: u16,
 }
@@ -224,7 +271,7 @@ impl Drop for Relay {
 }
 
 impl Relay {
-    pub(super) fn start(
+    pub(crate) fn start(
         listen: u16,
         target: u16,
         rtt_ms: f64,
@@ -269,21 +316,21 @@ impl Relay {
 
 /// Three instances of one HA queue manager on this machine, optionally with relays on the
 /// replication links. Dropping it ends every instance and relay and deletes its directories.
-pub(super) struct HaGroup {
+pub(crate) struct HaGroup {
     pub(super) root: PathBuf,
-    pub(super) qm: String,
+    pub(crate) qm: String,
     pub(super) client_ports: Vec<u16>,
     /// Where each instance binds its replication listener.
     pub(super) repl_ports: Vec<u16>,
     pub(super) rtt_ms: Option<f64>,
     /// Instances created so far (for cleanup after a partial start).
     pub(super) created: usize,
-    pub(super) pids: Vec<u32>,
+    pub(crate) pids: Vec<u32>,
     pub(super) relays: Vec<Relay>,
 }
 
 impl HaGroup {
-    pub(super) fn inst_home(&self, i: usize) -> PathBuf {
+    pub(crate) fn inst_home(&self, i: usize) -> PathBuf {
         self.root.join(INSTANCES[i])
     }
 
@@ -292,7 +339,7 @@ impl HaGroup {
     }
 
     /// The client connection name list of the group.
-    pub(super) fn conn_list(&self) -> String {
+    pub(crate) fn conn_list(&self) -> String {
         self.client_ports
             .iter()
             .map(|p| format!("127.0.0.1({p})"))
@@ -302,8 +349,14 @@ impl HaGroup {
 
     /// Creates and starts the group. With `rtt_ms`, the instances' addresses in the group list
     /// are relay ports; each instance binds its real port (qm.ini NativeHA:LocalAddress) and a
-    /// relay in front of it adds `rtt_ms` to every round trip into it.
-    pub(super) fn start(root: &Path, qm: &str, rtt_ms: Option<f64>) -> Result<HaGroup, String> {
+    /// relay in front of it adds `rtt_ms` to every round trip into it. `extra` is added to every
+    /// instance's `crtmqm` (e.g. `-dr primary -drr ...` for a group that is also a DR primary).
+    pub(crate) fn start(
+        root: &Path,
+        qm: &str,
+        rtt_ms: Option<f64>,
+        extra: &[String],
+    ) -> Result<HaGroup, String> {
         let n = INSTANCES.len();
         let ports = free_ports(if rtt_ms.is_some() { 3 * n } else { 2 * n })?;
         let mut g = HaGroup {
@@ -338,23 +391,14 @@ impl HaGroup {
         for (i, name) in INSTANCES.iter().enumerate() {
             let home = g.inst_home(i);
             std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
-            mq(
-                &home,
-                &[
-                    "crtmqm",
-                    "-p",
-                    &g.client_ports[i].to_string(),
-                    "-lp",
-                    "3",
-                    "-lf",
-                    &LOG_PAGES.to_string(),
-                    "-ha",
-                    &list,
-                    "-hi",
-                    name,
-                    qm,
-                ],
-            )?;
+            let port = g.client_ports[i].to_string();
+            let pages = LOG_PAGES.to_string();
+            let mut args = vec![
+                "crtmqm", "-p", &port, "-lp", "3", "-lf", &pages, "-ha", &list, "-hi", name,
+            ];
+            args.extend(extra.iter().map(String::as_str));
+            args.push(qm);
+            mq(&home, &args)?;
             g.created += 1;
             if rtt_ms.is_some() {
                 mq(
@@ -418,7 +462,7 @@ impl HaGroup {
     /// the active instance and listens on its client port, and is still so a second later
     /// without having been activated again (an instance may restart right after its first
     /// activation); returns its index.
-    pub(super) fn wait_active(
+    pub(crate) fn wait_active(
         &self,
         timeout: Duration,
         skip: Option<usize>,
@@ -470,28 +514,11 @@ impl HaGroup {
     }
 
     /// Notable lines of the instances' logs (errors, warnings, restarts), at most 12 per instance.
-    pub(super) fn findings(&self) -> Vec<String> {
+    pub(crate) fn findings(&self) -> Vec<String> {
         let mut out = Vec::new();
         for (i, name) in INSTANCES.iter().enumerate().take(self.created) {
-            let log = self.log(i);
-            let lines: Vec<&str> = log.lines().filter(|l| notable(l)).collect();
-            let skipped = lines.len().saturating_sub(12);
-            for l in lines.iter().take(12) {
-                let l: String = l.chars().take(300).collect();
-                out.push(format!(
-                    "[{}] {} instance {name}: {}",
-                    self.tag(),
-                    self.qm,
-                    l.trim()
-                ));
-            }
-            if skipped > 0 {
-                out.push(format!(
-                    "[{}] {} instance {name}: ... and {skipped} more such lines",
-                    self.tag(),
-                    self.qm
-                ));
-            }
+            let prefix = format!("[{}] {} instance {name}", self.tag(), self.qm);
+            out.extend(log_lines(&prefix, &self.log(i)));
         }
         out
     }
@@ -517,28 +544,7 @@ impl Drop for HaGroup {
         for i in 0..self.created {
             let _ = mq(&self.inst_home(i), &["endmqm", "-i", &self.qm]);
         }
-        let t = Instant::now();
-        while self.pids.iter().any(|p| alive(*p)) && t.elapsed() < END_GRACE {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let mut killed = Vec::new();
-        for &pid in &self.pids {
-            // Only our instance processes: a pid reused by something else is left alone.
-            let ours = std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains("run-qmgr"))
-                .unwrap_or(false);
-            if alive(pid) && ours && kill9(pid).is_ok() {
-                killed.push(pid.to_string());
-            }
-        }
-        if !killed.is_empty() {
-            eprintln!(
-                "report: {}: endmqm -i did not end instance pid(s) {} within {} s; killed them",
-                self.qm,
-                killed.join(", "),
-                END_GRACE.as_secs()
-            );
-        }
+        end_or_kill(&self.qm, &self.pids);
         for i in 0..self.created {
             let _ = mq(&self.inst_home(i), &["dltmqm", &self.qm]);
         }

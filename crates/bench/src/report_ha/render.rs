@@ -3,7 +3,7 @@
 use super::*;
 
 /// `YYYY-MM-DD HH:MM:SS UTC` for seconds since the Unix epoch.
-pub(super) fn utc_string(secs: u64) -> String {
+pub(crate) fn utc_string(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     // Howard Hinnant's civil_from_days.
@@ -25,7 +25,7 @@ pub(super) fn utc_string(secs: u64) -> String {
 }
 
 /// The package version and, when the binary sits in a git work tree, `git describe`.
-pub(super) fn version() -> String {
+pub(crate) fn version() -> String {
     let pkg = env!("CARGO_PKG_VERSION");
     let describe = ferrymq_bin()
         .ok()
@@ -47,7 +47,7 @@ pub(super) fn version() -> String {
     }
 }
 
-pub(super) fn cpu_model() -> String {
+pub(crate) fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| {
@@ -60,7 +60,7 @@ pub(super) fn cpu_model() -> String {
 }
 
 /// `1, 2, 3`.
-pub(super) fn join_list<T: ToString>(items: &[T]) -> String {
+pub(crate) fn join_list<T: ToString>(items: &[T]) -> String {
     items
         .iter()
         .map(ToString::to_string)

@@ -1,0 +1,286 @@
+//! `ferrymq report dr [--quick] [--out DIR] [--rtts 10,20,50,100] [--requesters 1,4,16,64,256]
+//! [--distance-requesters 64,256] [--steps dr1,dr2,hadr,distance] [--dr2-qms N] [--max-lag BYTES]`:
+//! the disaster recovery benchmark report. In a private $FERRYMQ_HOME it creates queue managers
+//! without DR, DR primaries each shipping its recovery log to a DR secondary (another process
+//! with its own home, same queue manager name), and HA groups, all on this machine, and measures
+//! 2 KB persistent Request/Responder (the `report ha` workload, same queue pairs, responders and
+//! cph arguments):
+//!
+//! 1. DR1: one DR primary (with its secondary) against one queue manager without DR, measured in
+//!    turn at each requester count while both are running;
+//! 2. DR2 (full mode only): N DR primaries, each with its own secondary, against N queue
+//!    managers without DR (N = 2 by default, `--dr2-qms`);
+//! 3. HA+DR: one HA group of three instances against the same group shape whose instances are all
+//!    DR primaries shipping to one standalone secondary, reported as % of HA;
+//! 4. distance: a DR pair direct, and with a `ferrymq relay` on the DR link only adding 0 ms and
+//!    each `--rtts` round trip, reported as % of the direct pair.
+//!
+//! After every DR run it reads the primaries' `dspmq -o dr` line (DRSTATUS, LAGBYTES, LAGSECS,
+//! MAXLAG), and the CPU it reports for a DR run covers the primaries and the secondaries (cph
+//! measures every process it is given), each side also shown alone. It writes README.md
+//! (tables), one SVG chart per sweep and runs.json (every raw run) to DIR. Every queue manager,
+//! instance and relay it starts is stopped again by pid (also when a step fails, and on Ctrl-C)
+//! and the private home is deleted at the end.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::cph::RunResult;
+use crate::qm::mq;
+use crate::report::Qms;
+use crate::report_ha::measure::{fmt_opt, met, pct, rr_args_timed, run_logged, Flat};
+use crate::report_ha::procs::{
+    alive, end_or_kill, field, free_ports, log_lines, register, stop_on_interrupt, unregister,
+    wait_listening, HaGroup, Relay,
+};
+use crate::report_ha::render::{cpu_model, join_list, utc_string, version};
+use crate::report_ha::{
+    parse_list, parse_rtts, shell_word, ACTIVE_TIMEOUT, INSTANCES, LOG_PAGES, MSG_SIZE, QUEUE_PAIRS,
+};
+
+mod measure;
+mod render;
+mod sites;
+
+use measure::*;
+use render::*;
+use sites::*;
+
+/// The host in every DR address (`-drr`, `-drl`). The relays listen on 127.0.0.1 only, and
+/// `localhost` may resolve to ::1 first, so the report names the address itself.
+const DR_HOST: &str = "127.0.0.1";
+/// How long a DR primary may take to reach DRSTATUS(Normal) before the first run.
+const NORMAL_TIMEOUT: Duration = Duration::from_secs(30);
+const DR_POLL: Duration = Duration::from_millis(100);
+/// Targets the report is checked against: DR against no DR (DR1, DR2), and each (round trip in
+/// ms, % of the direct DR rate) of the distance step.
+const TARGET_DR_PCT: f64 = 90.0;
+const TARGET_DISTANCE: [(f64, f64); 1] = [(100.0, 80.0)];
+
+const USAGE: &str = "usage: ferrymq report dr [--quick] [--out DIR] [--rtts 10,20,50,100] \
+[--requesters 1,4,16,64,256] [--distance-requesters 64,256] [--steps dr1,dr2,hadr,distance] \
+[--dr2-qms N] [--max-lag BYTES]";
+
+const STEPS: [&str; 4] = ["dr1", "dr2", "hadr", "distance"];
+
+#[derive(Debug, Clone, PartialEq)]
+struct Opts {
+    quick: bool,
+    out: PathBuf,
+    /// Round trips (ms) added on the DR link, one distance row each (a 0 ms row is always added).
+    rtts: Vec<f64>,
+    requesters: Vec<usize>,
+    distance_requesters: Vec<usize>,
+    steps: Vec<String>,
+    /// Queue managers per side in DR2.
+    dr2_qms: usize,
+    /// `crtmqm -drlag` of every DR primary; None: the queue manager's default.
+    max_lag: Option<u64>,
+    warmup: Duration,
+    duration: Duration,
+    /// The command line as given, for the report header.
+    command: String,
+}
+
+/// Parses one number for `flag` that must lie in `lo..=hi`.
+fn in_range<T: FromStr + PartialOrd + Copy + std::fmt::Display>(
+    flag: &str,
+    text: &str,
+    lo: T,
+    hi: T,
+) -> Result<T, String> {
+    text.trim()
+        .parse()
+        .ok()
+        .filter(|n| (lo..=hi).contains(n))
+        .ok_or_else(|| format!("{flag}: '{text}' is not a number from {lo} to {hi}"))
+}
+
+impl Opts {
+    fn parse(argv: &[String]) -> Result<Opts, String> {
+        let quick = argv.iter().any(|a| a == "--quick");
+        let mut o = Opts {
+            quick,
+            out: PathBuf::from("dr-report"),
+            rtts: vec![10.0, 20.0, 50.0, 100.0],
+            requesters: if quick {
+                vec![4, 16, 64, 256]
+            } else {
+                vec![1, 4, 16, 64, 256]
+            },
+            distance_requesters: vec![64, 256],
+            steps: STEPS
+                .iter()
+                .filter(|s| !quick || **s != "dr2")
+                .map(|s| s.to_string())
+                .collect(),
+            dr2_qms: 2,
+            max_lag: None,
+            warmup: Duration::from_secs(if quick { 1 } else { 2 }),
+            duration: Duration::from_secs(if quick { 3 } else { 8 }),
+            command: std::iter::once("ferrymq report dr".to_string())
+                .chain(argv.iter().map(|a| shell_word(a)))
+                .collect::<Vec<_>>()
+                .join(" "),
+        };
+        let mut i = 0;
+        while i < argv.len() {
+            let flag = argv[i].as_str();
+            if flag == "--quick" {
+                i += 1;
+                continue;
+            }
+            let value = argv
+                .get(i + 1)
+                .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+            match flag {
+                "--out" => o.out = PathBuf::from(value),
+                "--rtts" => o.rtts = parse_rtts(value)?,
+                "--requesters" => o.requesters = parse_list(flag, value)?,
+                "--distance-requesters" => o.distance_requesters = parse_list(flag, value)?,
+                "--dr2-qms" => o.dr2_qms = in_range(flag, value, 1, 10)?,
+                "--max-lag" => o.max_lag = Some(in_range(flag, value, 1, u64::MAX)?),
+                "--steps" => {
+                    o.steps = value.split(',').map(|s| s.trim().to_string()).collect();
+                    if let Some(bad) = o.steps.iter().find(|s| !STEPS.contains(&s.as_str())) {
+                        return Err(format!(
+                            "--steps: '{bad}' is not one of {}",
+                            STEPS.join(",")
+                        ));
+                    }
+                }
+                _ => return Err(format!("unknown option '{flag}'\n{USAGE}")),
+            }
+            i += 2;
+        }
+        if o.requesters.contains(&0) || o.distance_requesters.contains(&0) {
+            return Err("requester counts must be at least 1".into());
+        }
+        Ok(o)
+    }
+
+    fn step(&self, name: &str) -> bool {
+        self.steps.iter().any(|s| s == name)
+    }
+
+    /// The distance rows: direct (None), through a relay adding 0 ms, then each `--rtts`.
+    fn distance_rows(&self) -> Vec<Option<f64>> {
+        let mut rows = vec![None, Some(0.0)];
+        for r in &self.rtts {
+            if !rows.contains(&Some(*r)) {
+                rows.push(Some(*r));
+            }
+        }
+        rows
+    }
+}
+
+pub fn main(argv: &[String]) -> Result<(), String> {
+    let o = Opts::parse(argv)?;
+    std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
+    let home = std::env::temp_dir().join(format!("ferrymq-report-dr-{}", std::process::id()));
+    std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
+    stop_on_interrupt(home.clone());
+    let started = Instant::now();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut rep = Report {
+        command: o.command.clone(),
+        version: version(),
+        date: utc_string(now),
+        cores: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0),
+        cpu_model: cpu_model(),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "?".into()),
+        quick: o.quick,
+        warmup_s: o.warmup.as_secs_f64(),
+        duration_s: o.duration.as_secs_f64(),
+        elapsed_s: 0.0,
+        msg_size: MSG_SIZE,
+        max_lag: o.max_lag,
+        requesters: o.requesters.clone(),
+        distance_requesters: o.distance_requesters.clone(),
+        dr1: None,
+        dr2: None,
+        hadr: None,
+        distance: Vec::new(),
+        log_findings: Vec::new(),
+        errors: Vec::new(),
+    };
+    eprintln!(
+        "report: DR report into {} (private FERRYMQ_HOME {})",
+        o.out.display(),
+        home.display()
+    );
+    let result = steps(&o, &home, &mut rep, started);
+    rep.elapsed_s = started.elapsed().as_secs_f64();
+    if let Err(e) = result {
+        rep.errors.push(e);
+    }
+    let written = write_report(&o.out, &rep);
+    let _ = std::fs::remove_dir_all(&home);
+    written?;
+    eprintln!(
+        "report: done in {:.0} s; written to {}",
+        rep.elapsed_s,
+        o.out.display()
+    );
+    if rep.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} step(s) failed (see Problems in {}):\n{}",
+            rep.errors.len(),
+            o.out.join("README.md").display(),
+            rep.errors.join("\n")
+        ))
+    }
+}
+
+/// Runs the selected steps; a failed step is recorded and the next one still runs. The report
+/// is rewritten after every step, so an interrupted run keeps what it measured.
+fn steps(o: &Opts, home: &Path, rep: &mut Report, started: Instant) -> Result<(), String> {
+    let checkpoint = |rep: &mut Report| {
+        rep.elapsed_s = started.elapsed().as_secs_f64();
+        write_report(&o.out, rep)
+    };
+    for (step, nqm) in [("dr1", 1), ("dr2", o.dr2_qms)] {
+        if o.step(step) {
+            match compare_standalone(o, home, nqm, step, rep) {
+                Ok(c) if step == "dr1" => rep.dr1 = Some(c),
+                Ok(c) => rep.dr2 = Some(c),
+                Err(e) => rep.errors.push(format!("{}: {e}", step.to_uppercase())),
+            }
+            checkpoint(rep)?;
+        }
+    }
+    if o.step("hadr") {
+        match compare_ha(o, home, rep) {
+            Ok(c) => rep.hadr = Some(c),
+            Err(e) => rep.errors.push(format!("HA+DR: {e}")),
+        }
+        checkpoint(rep)?;
+    }
+    if o.step("distance") {
+        for (k, rtt) in o.distance_rows().into_iter().enumerate() {
+            let result = distance_row(o, home, k, rtt, rep);
+            if let Err(e) = result {
+                rep.errors
+                    .push(format!("distance, {}: {e}", distance_label(rtt)));
+            }
+            checkpoint(rep)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
