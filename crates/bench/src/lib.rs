@@ -11,3 +11,4 @@ pub mod qm;
 pub mod report;
 pub mod report_dr;
 pub mod report_ha;
+pub mod run_info;

@@ -70,17 +70,8 @@ impl DistanceRow {
 
 #[derive(Serialize)]
 pub(super) struct Report {
-    pub(super) command: String,
-    pub(super) version: String,
-    pub(super) date: String,
-    pub(super) cores: usize,
-    pub(super) cpu_model: String,
-    pub(super) kernel: String,
-    pub(super) quick: bool,
-    pub(super) warmup_s: f64,
-    pub(super) duration_s: f64,
-    pub(super) elapsed_s: f64,
-    pub(super) msg_size: usize,
+    #[serde(flatten)]
+    pub(super) info: crate::run_info::RunInfo,
     /// `crtmqm -drlag` given to every primary, if any.
     pub(super) max_lag: Option<u64>,
     pub(super) requesters: Vec<usize>,

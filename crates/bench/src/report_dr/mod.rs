@@ -24,7 +24,7 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -33,10 +33,10 @@ use crate::qm::mq;
 use crate::report::Qms;
 use crate::report_ha::measure::{fmt_opt, met, pct, rr_args_timed, run_logged, Flat};
 use crate::report_ha::procs::{
-    alive, end_or_kill, field, free_ports, log_lines, register, stop_on_interrupt, unregister,
-    wait_listening, HaGroup, Relay,
+    alive, end_or_kill, field, free_ports, log_lines, register, unregister, wait_listening,
+    HaGroup, Relay,
 };
-use crate::report_ha::render::{cpu_model, join_list, utc_string, version};
+use crate::report_ha::render::join_list;
 use crate::report_ha::{
     parse_list, parse_rtts, shell_word, ACTIVE_TIMEOUT, INSTANCES, LOG_PAGES, MSG_SIZE, QUEUE_PAIRS,
 };
@@ -181,30 +181,10 @@ impl Opts {
 pub fn main(argv: &[String]) -> Result<(), String> {
     let o = Opts::parse(argv)?;
     std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
-    let home = std::env::temp_dir().join(format!("ferrymq-report-dr-{}", std::process::id()));
-    std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
-    stop_on_interrupt(home.clone());
+    let home = crate::run_info::private_home("dr")?;
     let started = Instant::now();
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
     let mut rep = Report {
-        command: o.command.clone(),
-        version: version(),
-        date: utc_string(now),
-        cores: std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(0),
-        cpu_model: cpu_model(),
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|_| "?".into()),
-        quick: o.quick,
-        warmup_s: o.warmup.as_secs_f64(),
-        duration_s: o.duration.as_secs_f64(),
-        elapsed_s: 0.0,
-        msg_size: MSG_SIZE,
+        info: crate::run_info::RunInfo::now(&o.command, o.quick, o.warmup, o.duration, MSG_SIZE),
         max_lag: o.max_lag,
         requesters: o.requesters.clone(),
         distance_requesters: o.distance_requesters.clone(),
@@ -221,7 +201,7 @@ pub fn main(argv: &[String]) -> Result<(), String> {
         home.display()
     );
     let result = steps(&o, &home, &mut rep, started);
-    rep.elapsed_s = started.elapsed().as_secs_f64();
+    rep.info.elapsed_s = started.elapsed().as_secs_f64();
     if let Err(e) = result {
         rep.errors.push(e);
     }
@@ -230,7 +210,7 @@ pub fn main(argv: &[String]) -> Result<(), String> {
     written?;
     eprintln!(
         "report: done in {:.0} s; written to {}",
-        rep.elapsed_s,
+        rep.info.elapsed_s,
         o.out.display()
     );
     if rep.errors.is_empty() {
@@ -249,7 +229,7 @@ pub fn main(argv: &[String]) -> Result<(), String> {
 /// is rewritten after every step, so an interrupted run keeps what it measured.
 fn steps(o: &Opts, home: &Path, rep: &mut Report, started: Instant) -> Result<(), String> {
     let checkpoint = |rep: &mut Report| {
-        rep.elapsed_s = started.elapsed().as_secs_f64();
+        rep.info.elapsed_s = started.elapsed().as_secs_f64();
         write_report(&o.out, rep)
     };
     for (step, nqm) in [("dr1", 1), ("dr2", o.dr2_qms)] {

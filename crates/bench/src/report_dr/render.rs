@@ -204,28 +204,9 @@ pub(super) fn targets_md(rep: &Report) -> String {
 }
 
 pub(super) fn render(rep: &Report) -> String {
-    let mut md = String::new();
-    let _ = writeln!(
-        md,
-        "# FerryMQ DR benchmark report{}\n",
-        if rep.quick { " (quick)" } else { "" }
-    );
-    let _ = writeln!(md, "- Command: `{}`", rep.command);
-    let _ = writeln!(md, "- ferrymq: {}", rep.version);
-    let _ = writeln!(
-        md,
-        "- Date: {}; the report took {:.0} s",
-        rep.date, rep.elapsed_s
-    );
-    let _ = writeln!(
-        md,
-        "- Machine: {} CPU cores ({}), Linux {}; the client, every queue manager, DR secondary and HA instance share them",
-        rep.cores, rep.cpu_model, rep.kernel
-    );
-    let _ = writeln!(
-        md,
-        "- Each run: {:.0} s warm-up, then a {:.0} s measured window; {} B persistent messages",
-        rep.warmup_s, rep.duration_s, rep.msg_size
+    let mut md = rep.info.header_md(
+        "FerryMQ DR benchmark report",
+        "the client, every queue manager, DR secondary and HA instance",
     );
     let _ = writeln!(
         md,
@@ -266,7 +247,7 @@ pub(super) fn render(rep: &Report) -> String {
             "## DR2: {n} DR primaries (each with its secondary, {p} processes) vs {n} queue managers without DR\n\n\
              The most this {}-core machine reasonably holds: every process shares the same cores with the client.\n\n\
              ![DR2](dr2.svg)\n\n{}",
-            rep.cores,
+            rep.info.cores,
             comparison_md(c),
             n = c.queue_managers,
             p = c.dr_processes,

@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::str::FromStr;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use ferrymq_client::{
@@ -216,30 +216,10 @@ impl Opts {
 pub fn main(argv: &[String]) -> Result<(), String> {
     let o = Opts::parse(argv)?;
     std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
-    let home = std::env::temp_dir().join(format!("ferrymq-report-ha-{}", std::process::id()));
-    std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
-    stop_on_interrupt(home.clone());
+    let home = crate::run_info::private_home("ha")?;
     let started = Instant::now();
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
     let mut rep = Report {
-        command: o.command.clone(),
-        version: version(),
-        date: utc_string(now),
-        cores: std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(0),
-        cpu_model: cpu_model(),
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|_| "?".into()),
-        quick: o.quick,
-        warmup_s: o.warmup.as_secs_f64(),
-        duration_s: o.duration.as_secs_f64(),
-        elapsed_s: 0.0,
-        msg_size: MSG_SIZE,
+        info: crate::run_info::RunInfo::now(&o.command, o.quick, o.warmup, o.duration, MSG_SIZE),
         failover_messages: if o.step("failover") {
             o.failover_messages.clone()
         } else {
@@ -258,7 +238,7 @@ pub fn main(argv: &[String]) -> Result<(), String> {
         home.display()
     );
     let result = steps(&o, &home, &mut rep, started);
-    rep.elapsed_s = started.elapsed().as_secs_f64();
+    rep.info.elapsed_s = started.elapsed().as_secs_f64();
     if let Err(e) = result {
         rep.errors.push(e);
     }
@@ -267,7 +247,7 @@ pub fn main(argv: &[String]) -> Result<(), String> {
     written?;
     eprintln!(
         "report: done in {:.0} s; written to {}",
-        rep.elapsed_s,
+        rep.info.elapsed_s,
         o.out.display()
     );
     if rep.errors.is_empty() {
@@ -285,7 +265,7 @@ pub fn main(argv: &[String]) -> Result<(), String> {
 /// Runs the selected steps; a failed step is recorded and the next one still runs.
 fn steps(o: &Opts, home: &Path, rep: &mut Report, started: Instant) -> Result<(), String> {
     let checkpoint = |rep: &mut Report| {
-        rep.elapsed_s = started.elapsed().as_secs_f64();
+        rep.info.elapsed_s = started.elapsed().as_secs_f64();
         write_report_with(&o.out, rep, &o.requesters, &o.distance_requesters)
     };
     for (step, nqm) in [("ha1", 1), ("ha2", 2)] {
@@ -420,13 +400,6 @@ pub(crate) mod tests {
                    0: 0100007F:1F90 00000000:0000 0A 00000000:00000000\n   \
                    1: 0100007F:1F91 0100007F:1F90 01 00000000:00000000\n";
         assert_eq!(listening_ports(tcp), vec![0x1F90]);
-    }
-
-    #[test]
-    fn dates_are_utc_calendar_dates() {
-        assert_eq!(utc_string(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc_string(951_782_400), "2000-02-29 00:00:00 UTC");
-        assert_eq!(utc_string(1_700_000_000), "2023-11-14 22:13:20 UTC");
     }
 
     #[test]

@@ -2,63 +2,6 @@
 
 use super::*;
 
-/// `YYYY-MM-DD HH:MM:SS UTC` for seconds since the Unix epoch.
-pub(crate) fn utc_string(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
-
-/// The package version and, when the binary sits in a git work tree, `git describe`.
-pub(crate) fn version() -> String {
-    let pkg = env!("CARGO_PKG_VERSION");
-    let describe = ferrymq_bin()
-        .ok()
-        .and_then(|p| p.parent().map(Path::to_path_buf))
-        .and_then(|dir| {
-            Command::new("git")
-                .args(["describe", "--always", "--dirty", "--tags"])
-                .current_dir(dir)
-                .stderr(Stdio::null())
-                .output()
-                .ok()
-        })
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .filter(|s| !s.is_empty());
-    match describe {
-        Some(d) => format!("{pkg} (git describe: {d})"),
-        None => pkg.to_string(),
-    }
-}
-
-pub(crate) fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
-}
-
 /// `1, 2, 3`.
 pub(crate) fn join_list<T: ToString>(items: &[T]) -> String {
     items
@@ -302,28 +245,9 @@ pub(super) fn targets_md(rep: &Report) -> String {
 }
 
 pub(super) fn render(rep: &Report, requesters: &[usize], distance_requesters: &[usize]) -> String {
-    let mut md = String::new();
-    let _ = writeln!(
-        md,
-        "# FerryMQ HA benchmark report{}\n",
-        if rep.quick { " (quick)" } else { "" }
-    );
-    let _ = writeln!(md, "- Command: `{}`", rep.command);
-    let _ = writeln!(md, "- ferrymq: {}", rep.version);
-    let _ = writeln!(
-        md,
-        "- Date: {}; the report took {:.0} s",
-        rep.date, rep.elapsed_s
-    );
-    let _ = writeln!(
-        md,
-        "- Machine: {} CPU cores ({}), Linux {}; the client, the standalone queue managers and every HA instance share them",
-        rep.cores, rep.cpu_model, rep.kernel
-    );
-    let _ = writeln!(
-        md,
-        "- Each run: {:.0} s warm-up, then a {:.0} s measured window; {} B persistent messages",
-        rep.warmup_s, rep.duration_s, rep.msg_size
+    let mut md = rep.info.header_md(
+        "FerryMQ HA benchmark report",
+        "the client, the standalone queue managers and every HA instance",
     );
     let _ = writeln!(
         md,
@@ -362,7 +286,7 @@ pub(super) fn render(rep: &Report, requesters: &[usize], distance_requesters: &[
             c.queue_managers,
             c.ha_processes,
             c.queue_managers,
-            rep.cores,
+            rep.info.cores,
             comparison_md(c)
         );
     }
@@ -391,7 +315,7 @@ pub(super) fn render(rep: &Report, requesters: &[usize], distance_requesters: &[
              (/proc/net/tcp polled every 2 ms); the client's own reconnect backoff (50 ms doubling to 2 s) adds to the get time. \
              \"Activation after election\" is what the new active instance logs (qm.log: \"is now the active \
              instance ... N ms after its election\"); the election itself is not in the log.\n\n{}",
-            rep.msg_size,
+            rep.info.msg_size,
             failover_md(&rep.failover)
         );
     }
