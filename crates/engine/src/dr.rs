@@ -9,7 +9,7 @@
 //!   chunk, so a restarted secondary asks for exactly what it lacks;
 //! - `DR_RESET`: a full copy starts; the state before it is dropped.
 //!
-//! A full copy is itself a stream of ordinary records ([`Engine::full_copy`]): the queue manager's
+//! A full copy is itself a stream of ordinary records ([`Image::copy_records`]): the queue manager's
 //! attributes, its queues and objects, then every persistent message in `COMMIT` records. So a
 //! recovery HA group replicates a full copy through Raft exactly as it replicates normal work.
 
@@ -18,7 +18,7 @@ use ferrymq_types::codec::{DecodeError, Reader};
 use ferrymq_types::{MqError, QmgrAttrs};
 
 use crate::records::{kind, DrMark, Record};
-use crate::{Engine, Lsn};
+use crate::{Engine, Image, Lsn};
 
 /// What the state knows about DR: the stream it ships as a primary (0: none yet) and how far
 /// into a primary's stream it has applied as a secondary.
@@ -108,12 +108,16 @@ impl Engine {
         self.replay(kind, payload.clone())?;
         self.log.append(kind, &[&payload]).map(Some)
     }
+}
 
-    /// The whole persistent state as records that rebuild it when applied after `DR_RESET`:
-    /// attributes, queues, objects, then every persistent message (as `COMMIT` records of about
-    /// 256 KiB, in queue order, with their sequence numbers, so delivery order is kept).
-    pub fn full_copy(&self, now_ms: u64) -> Vec<(u8, Bytes)> {
-        let image = self.checkpoint_image(now_ms);
+impl Image {
+    /// The state as records that rebuild it when applied after `DR_RESET`: attributes, queues,
+    /// objects, then every persistent message (as `COMMIT` records of about 256 KiB, in queue
+    /// order, with their sequence numbers, so delivery order is kept). Capture the image under
+    /// the engine lock ([`Engine::checkpoint_image`], cheap: messages are shared); encode it
+    /// here, outside the lock.
+    pub fn copy_records(&self) -> Vec<(u8, Bytes)> {
+        let image = self;
         let mut out = Vec::new();
         let one = |rec: Record, out: &mut Vec<(u8, Bytes)>| {
             let mut b = BytesMut::new();

@@ -829,7 +829,7 @@ fn a_dr_full_copy_applied_after_a_reset_rebuilds_the_same_state_and_order() {
     dst.log_dr_stream(5).unwrap();
     dst.dr_reset().unwrap();
     assert_eq!(dst.dr_state(), Default::default());
-    for (k, p) in src.full_copy(1000) {
+    for (k, p) in src.checkpoint_image(1000).copy_records() {
         dst.apply_shipped(k, p).unwrap();
     }
     let (a, b) = (src.checkpoint_image(1000), dst.checkpoint_image(1000));

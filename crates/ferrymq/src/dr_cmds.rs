@@ -7,7 +7,8 @@ use ferrymq_server::config::{parse_addr, parse_addr_list, DrRole};
 use ferrymq_server::{Ini, QmConfig};
 
 use crate::lifecycle::{
-    admin_command, existing, fail, is_running, other, Res, EXIT_NOT_AVAILABLE, EXIT_RUNNING,
+    admin_command, existing, fail, is_running, other, qmgr_names, Res, EXIT_NOT_AVAILABLE,
+    EXIT_RUNNING,
 };
 use crate::mqargs::{parse, Flag, Parsed};
 
@@ -43,11 +44,18 @@ pub fn dr_flags(p: &Parsed, ini: &mut Ini) -> Result<(), String> {
     Ok(())
 }
 
-fn load(
-    cmd: &str,
-    name: &str,
-) -> Result<(ferrymq_server::QmPaths, Ini, QmConfig), crate::lifecycle::Fail> {
-    let paths = existing(cmd, name)?;
+/// What a DR role change works on: the parsed flags, the name, paths, qm.ini and its settings.
+type Loaded = (Parsed, String, ferrymq_server::QmPaths, Ini, QmConfig);
+
+/// Parses `CMD -m QM [FLAG VALUE]` and loads the queue manager's qm.ini, which must give it a
+/// DR role.
+fn load(cmd: &str, args: &[String], flag: &'static str) -> Result<Loaded, crate::lifecycle::Fail> {
+    let p = parse(cmd, args, &[Flag::Value("-m"), Flag::Value(flag)]).map_err(other)?;
+    let name = p
+        .value("-m")
+        .ok_or_else(|| other(format!("{cmd}: -m QMNAME is required")))?
+        .to_string();
+    let paths = existing(cmd, &name)?;
     let ini = Ini::load(&paths.ini()).map_err(other)?;
     let cfg = QmConfig::from_ini(&ini).map_err(other)?;
     if cfg.dr.is_none() {
@@ -55,7 +63,7 @@ fn load(
             "{cmd}: queue manager '{name}' has no DR role (crtmqm -dr primary|secondary)"
         )));
     }
-    Ok((paths, ini, cfg))
+    Ok((p, name, paths, ini, cfg))
 }
 
 /// `makedrprimary -m QM [-r host(port),...]`: makes the recovery site's queue manager the
@@ -63,16 +71,8 @@ fn load(
 /// then `strmqm` starts it as the primary, with what it had received. `-r` names the addresses
 /// it ships to from now on (usually the old main site, once it is back as secondary).
 pub fn makedrprimary(args: &[String]) -> Res {
-    let p = parse(
-        "makedrprimary",
-        args,
-        &[Flag::Value("-m"), Flag::Value("-r")],
-    )
-    .map_err(other)?;
-    let name = p
-        .value("-m")
-        .ok_or_else(|| other("makedrprimary: -m QMNAME is required"))?;
-    let (paths, mut ini, cfg) = load("makedrprimary", name)?;
+    let (p, name, paths, mut ini, cfg) = load("makedrprimary", args, "-r")?;
+    let name = name.as_str();
     if let Some(r) = p.value("-r") {
         parse_addr_list(r).map_err(|e| other(format!("makedrprimary: -r: {e}")))?;
         ini.set("DR", "RemoteAddresses", r);
@@ -108,16 +108,8 @@ pub fn makedrprimary(args: &[String]) -> Res {
 /// takes the primary's stream once started. Its state is resynchronised by the primary: only the
 /// difference when its position is in the primary's stream, otherwise a full copy.
 pub fn makedrsecondary(args: &[String]) -> Res {
-    let p = parse(
-        "makedrsecondary",
-        args,
-        &[Flag::Value("-m"), Flag::Value("-l")],
-    )
-    .map_err(other)?;
-    let name = p
-        .value("-m")
-        .ok_or_else(|| other("makedrsecondary: -m QMNAME is required"))?;
-    let (paths, mut ini, _) = load("makedrsecondary", name)?;
+    let (p, name, paths, mut ini, _) = load("makedrsecondary", args, "-l")?;
+    let name = name.as_str();
     if is_running(&paths) {
         return Err(fail(
             EXIT_RUNNING,
@@ -141,15 +133,7 @@ pub fn makedrsecondary(args: &[String]) -> Res {
 
 /// `dspmq -o dr [-m QM]`: the DR status line of each queue manager with a DR role.
 pub fn dspmq_dr(only: Option<&str>) -> Res {
-    let root = ferrymq_server::ferrymq_home().join("qmgrs");
-    let mut names: Vec<String> = std::fs::read_dir(&root)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().into_string().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
+    let mut names = qmgr_names();
     if let Some(m) = only {
         existing("dspmq", m)?;
         names.retain(|n| n == m);

@@ -410,6 +410,21 @@ pub fn dltmqm(args: &[String]) -> Res {
     Ok(())
 }
 
+/// The queue managers under `$FERRYMQ_HOME` (directories with a qm.ini), sorted.
+pub(crate) fn qmgr_names() -> Vec<String> {
+    let root = ferrymq_home().join("qmgrs");
+    let mut names: Vec<String> = match std::fs::read_dir(&root) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().join("qm.ini").exists())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    names.sort();
+    names
+}
+
 pub fn dspmq(args: &[String]) -> Res {
     let p = parse(
         "dspmq",
@@ -449,16 +464,7 @@ pub fn dspmq(args: &[String]) -> Res {
         }
         return Ok(());
     }
-    let root = ferrymq_home().join("qmgrs");
-    let mut names: Vec<String> = match std::fs::read_dir(&root) {
-        Ok(rd) => rd
-            .filter_map(|e| e.ok())
-            .filter(|e| e.path().join("qm.ini").exists())
-            .filter_map(|e| e.file_name().into_string().ok())
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    names.sort();
+    let mut names = qmgr_names();
     if let Some(m) = p.value("-m") {
         if !names.iter().any(|n| n == m) {
             return Err(fail(

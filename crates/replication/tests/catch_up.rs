@@ -8,26 +8,32 @@ use std::time::Duration;
 use common::{bounded, eventually, payloads, record, Cluster};
 use ferrymq_replication::openraft::SnapshotPolicy;
 
+/// Writes 100 records, waits until a follower has applied them all (so its stop is not
+/// mid-replication) and stops it; returns the follower and the last write's index.
+async fn stop_a_follower_after_100_writes(cluster: &mut Cluster) -> (usize, u64) {
+    let leader = cluster
+        .wait_leader(Duration::from_secs(10))
+        .await
+        .expect("no leader");
+    let mut last = 0;
+    for i in 0..100 {
+        last = cluster.write(record(i)).await;
+    }
+    let f = (leader + 1) % 3;
+    let caught = eventually(Duration::from_secs(10), || {
+        cluster.members[f].sm.len() >= 100
+    })
+    .await;
+    assert!(caught, "follower did not apply the first 100 writes");
+    cluster.stop(f).await;
+    (f, last)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_follower_catches_up() {
     bounded(Duration::from_secs(60), async {
         let mut cluster = Cluster::start(3).await;
-        let leader = cluster
-            .wait_leader(Duration::from_secs(10))
-            .await
-            .expect("no leader");
-        let mut last_before = 0;
-        for i in 0..100 {
-            last_before = cluster.write(record(i)).await;
-        }
-        let f = (leader + 1) % 3;
-        // Let the follower apply everything so its stop is not mid-replication.
-        let caught = eventually(Duration::from_secs(10), || {
-            cluster.members[f].sm.len() >= 100
-        })
-        .await;
-        assert!(caught, "follower did not apply the first 100 writes");
-        cluster.stop(f).await;
+        let (f, last_before) = stop_a_follower_after_100_writes(&mut cluster).await;
 
         for i in 100..200 {
             cluster.write(record(i)).await;
@@ -82,20 +88,7 @@ async fn a_follower_behind_the_purged_log_receives_a_snapshot() {
             cfg.raft.snapshot_max_chunk_size = 1024;
         })
         .await;
-        let leader = cluster
-            .wait_leader(Duration::from_secs(10))
-            .await
-            .expect("no leader");
-        for i in 0..100 {
-            cluster.write(record(i)).await;
-        }
-        let f = (leader + 1) % 3;
-        let caught = eventually(Duration::from_secs(10), || {
-            cluster.members[f].sm.len() >= 100
-        })
-        .await;
-        assert!(caught, "follower did not apply the first 100 writes");
-        cluster.stop(f).await;
+        let (f, _) = stop_a_follower_after_100_writes(&mut cluster).await;
 
         for i in 100..300 {
             cluster.write(record(i)).await;

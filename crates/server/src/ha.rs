@@ -80,6 +80,8 @@ pub struct Proposals {
     commit_us: AtomicU64,
     /// A snapshot waits for the batch sealed when its state was captured.
     snapshot_waiting: AtomicBool,
+    /// A DR primary's lag gate, told of every commit (as the ring's is of every sync).
+    dr_gate: std::sync::OnceLock<Arc<crate::dr::gate::Gate>>,
 }
 
 struct PropState {
@@ -122,7 +124,13 @@ impl Proposals {
             lost: AtomicBool::new(false),
             commit_us: AtomicU64::new(0),
             snapshot_waiting: AtomicBool::new(false),
+            dr_gate: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Feeds every commit to a DR primary's lag gate from now on.
+    pub fn set_dr_gate(&self, g: Arc<crate::dr::gate::Gate>) {
+        let _ = self.dr_gate.set(g);
     }
 
     pub fn durable_watch(&self) -> watch::Receiver<u64> {
@@ -218,6 +226,9 @@ impl Proposals {
         drop(st);
         if let Some(seq) = durable {
             self.durable.send_replace(seq);
+            if let Some(g) = self.dr_gate.get() {
+                g.durable(seq);
+            }
         }
         self.progress.notify_all();
     }
@@ -421,8 +432,8 @@ fn checkpoint_key(meta: &[u8]) -> std::io::Result<Lsn> {
     Ok(m.last_log_id.map_or(1, |l| l.index + 2))
 }
 
-/// Splits a batch payload into its engine records.
-fn records(payload: &[u8]) -> impl Iterator<Item = Result<(u8, &[u8]), String>> {
+/// Splits a batch payload (`kind u8 | len u32 | payload` each) into its engine records.
+pub(crate) fn records(payload: &[u8]) -> impl Iterator<Item = Result<(u8, &[u8]), String>> {
     let mut p = payload;
     std::iter::from_fn(move || {
         if p.is_empty() {

@@ -68,7 +68,7 @@ impl Shared {
         let (end, lag) = self
             .dr_gate
             .as_ref()
-            .map_or((0, 0), |g| g.lag(*d.acked.borrow()));
+            .map_or((0, 0), |g| g.lag(d.acked.load(Ordering::Acquire)));
         Some(d.status_line(end, lag))
     }
 
@@ -121,8 +121,8 @@ impl Shared {
     }
 }
 
-/// Creates a random 64-bit id for this run (MsgId uniqueness across restarts).
-fn instance_id() -> u64 {
+/// Creates a random 64-bit id for this run (MsgId uniqueness across restarts; DR stream ids).
+pub(crate) fn instance_id() -> u64 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -350,15 +350,7 @@ fn run_ha(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
         // A DR primary's replies wait on the lag bound, fed by the group's commits.
         let gate = dr.as_ref().filter(|d| !d.is_secondary()).map(|d| {
             let g = Gate::new(Meter::Raft(h.props.clone()), d.cfg.max_lag_bytes, 0);
-            let (g2, mut raw) = (g.clone(), h.props.durable_watch());
-            tokio::spawn(async move {
-                loop {
-                    g2.durable(*raw.borrow_and_update());
-                    if raw.changed().await.is_err() {
-                        return;
-                    }
-                }
-            });
+            h.props.set_dr_gate(g.clone());
             g
         });
         let shared = Arc::new(Shared::new(

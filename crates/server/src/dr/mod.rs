@@ -28,11 +28,10 @@ pub mod ship;
 pub mod wire;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use tokio::sync::watch;
 
 use crate::config::{DrConfig, DrRole};
 
@@ -67,18 +66,12 @@ pub struct DrHandle {
     pub qmgr: String,
     st: Mutex<Status>,
     /// Position the secondary has acknowledged as durable (primary), or holds (secondary).
-    pub acked: watch::Sender<u64>,
-    /// The end of the stream as far as the shipper has read it.
-    pub end: AtomicU64,
-    /// Set while a secondary is connected and past any full copy: only then is the lag bounded.
-    pub bounded: watch::Sender<bool>,
+    pub acked: AtomicU64,
     /// Chunks sent and not yet acknowledged: end position and when it was read.
     unacked: Mutex<VecDeque<(u64, Instant)>>,
     /// Bytes received (secondary) or sent (primary) since start.
     pub bytes: AtomicU64,
     pub stream: AtomicU64,
-    /// Set once the secondary stops (`makedrprimary`): it no longer takes a stream.
-    pub closed: AtomicBool,
     /// Counts link ups and downs, so a grace timer knows whether its link came back.
     pub sessions: AtomicU64,
 }
@@ -102,13 +95,10 @@ impl DrHandle {
                 resync: "None",
                 last_error: None,
             }),
-            acked: watch::channel(0).0,
-            end: AtomicU64::new(0),
-            bounded: watch::channel(false).0,
+            acked: AtomicU64::new(0),
             unacked: Mutex::new(VecDeque::new()),
             bytes: AtomicU64::new(0),
             stream: AtomicU64::new(0),
-            closed: AtomicBool::new(false),
             sessions: AtomicU64::new(0),
         }
     }
@@ -138,7 +128,6 @@ impl DrHandle {
 
     /// Records that a chunk ending at `end` was sent.
     pub fn sent(&self, end: u64, read_at: Instant, bytes: usize) {
-        self.end.fetch_max(end, Ordering::AcqRel);
         self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
         self.unacked.lock().push_back((end, read_at));
     }
@@ -151,11 +140,7 @@ impl DrHandle {
                 q.pop_front();
             }
         }
-        self.acked.send_if_modified(|a| {
-            let moved = pos > *a;
-            *a = (*a).max(pos);
-            moved
-        });
+        self.acked.fetch_max(pos, Ordering::AcqRel);
     }
 
     /// The link dropped: unacknowledged chunks will be sent again; the oldest one's time stays
@@ -196,14 +181,14 @@ impl DrHandle {
         match self.cfg.role {
             DrRole::Primary => {
                 f.push(format!("POSITION({end})"));
-                f.push(format!("ACKED({})", *self.acked.borrow()));
+                f.push(format!("ACKED({})", self.acked.load(Ordering::Acquire)));
                 f.push(format!("LAGBYTES({lag_bytes})"));
                 f.push(format!("LAGSECS({:.3})", self.lag_secs(lag_bytes)));
                 f.push(format!("MAXLAG({})", self.cfg.max_lag_bytes));
                 f.push(format!("SENTBYTES({})", self.bytes.load(Ordering::Relaxed)));
             }
             DrRole::Secondary => {
-                f.push(format!("POSITION({})", *self.acked.borrow()));
+                f.push(format!("POSITION({})", self.acked.load(Ordering::Acquire)));
                 f.push(format!(
                     "RECEIVEDBYTES({})",
                     self.bytes.load(Ordering::Relaxed)
@@ -218,14 +203,7 @@ impl DrHandle {
     }
 }
 
-/// A fresh stream id: time and pid mixed (splitmix64), never 0.
+/// A fresh stream id (never 0, which means none).
 pub fn new_stream_id() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let mut z = t ^ ((std::process::id() as u64) << 40) ^ 0x9E37_79B9_7F4A_7C15;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    (z ^ (z >> 31)).max(1)
+    crate::qmgr::instance_id().max(1)
 }

@@ -25,7 +25,7 @@ pub async fn run_secondary(shared: Arc<Shared>, dr: Arc<DrHandle>) {
     };
     if let Some(m) = shared.core.lock().engine.dr_state().mark {
         dr.stream.store(m.stream, Ordering::Release);
-        dr.acked.send_replace(m.pos);
+        dr.acked.store(m.pos, Ordering::Release);
     }
     let listener = match TcpListener::bind(&addr).await {
         Ok(l) => l,
@@ -42,9 +42,6 @@ pub async fn run_secondary(shared: Arc<Shared>, dr: Arc<DrHandle>) {
         let Ok((sock, peer)) = listener.accept().await else {
             continue;
         };
-        if dr.closed.load(Ordering::Acquire) {
-            return;
-        }
         if let Some(old) = current.take() {
             old.abort();
         }
@@ -78,11 +75,6 @@ async fn session(
     };
     if qmgr != shared.cfg.name {
         let why = format!("this is queue manager '{}', not '{qmgr}'", shared.cfg.name);
-        let _ = wire::write(&mut wr, &Frame::Refuse(why.clone())).await;
-        return Err(why);
-    }
-    if dr.closed.load(Ordering::Acquire) {
-        let why = "this queue manager is no longer a DR secondary".to_string();
         let _ = wire::write(&mut wr, &Frame::Refuse(why.clone())).await;
         return Err(why);
     }
@@ -163,7 +155,7 @@ async fn session(
                 match applied {
                     Ok(Some(lsn)) => {
                         dr.stream.store(cur, Ordering::Release);
-                        dr.acked.send_replace(end);
+                        dr.acked.store(end, Ordering::Release);
                         if dr.st.lock().link == LinkState::FullCopy {
                             dr.set_link(LinkState::Normal, peer);
                         }

@@ -138,10 +138,11 @@ impl Source {
     async fn full_copy(&self, shared: &Shared) -> Result<(u64, Vec<(u8, Bytes)>), String> {
         match self {
             Source::Ring { ring, .. } => {
-                let (pos, recs) = {
+                let (pos, image) = {
                     let core = shared.core.lock();
-                    (ring.end_lsn(), core.engine.full_copy(now_ms()))
+                    (ring.end_lsn(), core.engine.checkpoint_image(now_ms()))
                 };
+                let recs = image.copy_records();
                 let ring = ring.clone();
                 tokio::task::spawn_blocking(move || ring.wait_durable(pos))
                     .await
@@ -150,10 +151,11 @@ impl Source {
                 Ok((pos, recs))
             }
             Source::Raft { props, .. } => {
-                let (seq, recs) = {
+                let (seq, image) = {
                     let core = shared.core.lock();
-                    (props.seal(), core.engine.full_copy(now_ms()))
+                    (props.seal(), core.engine.checkpoint_image(now_ms()))
                 };
+                let recs = image.copy_records();
                 props.wake_replicator();
                 let p = props.clone();
                 let id = tokio::task::spawn_blocking(move || p.log_id_of(seq))
@@ -329,8 +331,7 @@ async fn session(
     };
     src.retain(from);
     dr.sessions.fetch_add(1, Ordering::AcqRel);
-    dr.acked.send_replace(from);
-    dr.end.fetch_max(from, Ordering::AcqRel);
+    dr.acked.store(from, Ordering::Release);
     gate.bound(Some(from));
     dr.set_link(LinkState::Normal, &addr);
 
@@ -362,7 +363,7 @@ async fn session(
                     break Err(io(e));
                 }
                 dr.sent(end, read_at, len);
-                src.retain(*dr.acked.borrow());
+                src.retain(dr.acked.load(Ordering::Acquire));
                 pos = end;
             }
             why = &mut acks => break Err(why.unwrap_or_else(|e| e.to_string())),

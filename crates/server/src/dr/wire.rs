@@ -151,23 +151,11 @@ pub fn push_record(out: &mut BytesMut, kind: u8, payload: &[u8]) {
     out.put_slice(payload);
 }
 
-/// Splits a chunk into its records.
-pub fn split_records(mut b: Bytes) -> Result<Vec<(u8, Bytes)>, String> {
-    let mut out = Vec::new();
-    while !b.is_empty() {
-        if b.len() < 5 {
-            return Err("truncated record header in a DR chunk".into());
-        }
-        let kind = b[0];
-        let len = u32::from_le_bytes([b[1], b[2], b[3], b[4]]) as usize;
-        if b.len() < 5 + len {
-            return Err("truncated record in a DR chunk".into());
-        }
-        let rec = b.slice(5..5 + len);
-        b = b.slice(5 + len..);
-        out.push((kind, rec));
-    }
-    Ok(out)
+/// Splits a chunk into its records (the framing of an HA batch), sharing the chunk's memory.
+pub fn split_records(b: Bytes) -> Result<Vec<(u8, Bytes)>, String> {
+    crate::ha::records(&b)
+        .map(|r| r.map(|(kind, payload)| (kind, b.slice_ref(payload))))
+        .collect()
 }
 
 #[cfg(test)]
