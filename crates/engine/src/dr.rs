@@ -7,7 +7,10 @@
 //! - `DR_STREAM`: the id of the stream this queue manager ships as a primary (chosen once);
 //! - `DR_MARK`: how far into a primary's stream this state reaches — written after every applied
 //!   chunk, so a restarted secondary asks for exactly what it lacks;
-//! - `DR_RESET`: a full copy starts; the state before it is dropped.
+//! - `DR_RESET`: a full copy starts; the state before it is dropped;
+//! - `DR_ACKED`: how far the secondary has acknowledged this primary's stream — written now and
+//!   then, so a restarted primary, or the next active instance of an HA group (which gets it
+//!   through Raft), bounds the lag from there before its own link is up.
 //!
 //! A full copy is itself a stream of ordinary records ([`Image::copy_records`]): the queue manager's
 //! attributes, its queues and objects, then every persistent message in `COMMIT` records. So a
@@ -20,38 +23,59 @@ use ferrymq_types::{MqError, QmgrAttrs};
 use crate::records::{kind, DrMark, Record};
 use crate::{Engine, Image, Lsn};
 
-/// What the state knows about DR: the stream it ships as a primary (0: none yet) and how far
-/// into a primary's stream it has applied as a secondary.
+/// What the state knows about DR: the stream it ships as a primary (0: none yet), how far into a
+/// primary's stream it has applied as a secondary, and (as a primary) how far its secondary had
+/// acknowledged when that was last recorded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DrState {
     pub stream: u64,
     pub mark: Option<DrMark>,
+    pub acked: Option<DrMark>,
+}
+
+fn put_mark(out: &mut BytesMut, m: Option<DrMark>) {
+    match m {
+        Some(m) => {
+            out.put_u8(1);
+            out.put_u64_le(m.stream);
+            out.put_u64_le(m.pos);
+        }
+        None => out.put_u8(0),
+    }
+}
+
+fn get_mark(r: &mut Reader) -> Result<Option<DrMark>, DecodeError> {
+    match r.u8("DR mark flag")? {
+        0 => Ok(None),
+        1 => Ok(Some(DrMark {
+            stream: r.u64("DR mark stream")?,
+            pos: r.u64("DR mark position")?,
+        })),
+        v => Err(DecodeError::invalid("DR mark flag", format!("{v}"))),
+    }
 }
 
 impl DrState {
     pub fn encode(&self, out: &mut BytesMut) {
         out.put_u64_le(self.stream);
-        match self.mark {
-            Some(m) => {
-                out.put_u8(1);
-                out.put_u64_le(m.stream);
-                out.put_u64_le(m.pos);
-            }
-            None => out.put_u8(0),
-        }
+        put_mark(out, self.mark);
+        put_mark(out, self.acked);
     }
 
     pub fn decode(r: &mut Reader) -> Result<DrState, DecodeError> {
         let stream = r.u64("DR stream")?;
-        let mark = match r.u8("DR mark flag")? {
-            0 => None,
-            1 => Some(DrMark {
-                stream: r.u64("DR mark stream")?,
-                pos: r.u64("DR mark position")?,
-            }),
-            v => return Err(DecodeError::invalid("DR mark flag", format!("{v}"))),
+        let mark = get_mark(r)?;
+        // Checkpoints written before DR_ACKED existed end here.
+        let acked = if r.remaining() > 0 {
+            get_mark(r)?
+        } else {
+            None
         };
-        Ok(DrState { stream, mark })
+        Ok(DrState {
+            stream,
+            mark,
+            acked,
+        })
     }
 }
 
@@ -80,6 +104,14 @@ impl Engine {
     pub fn log_dr_mark(&mut self, mark: DrMark) -> Result<Lsn, MqError> {
         let lsn = self.log_small(&Record::DrMark(mark))?;
         self.dr.mark = Some(mark);
+        Ok(lsn)
+    }
+
+    /// Records (as a primary) that the secondary has acknowledged `mark.stream` up to
+    /// `mark.pos`.
+    pub fn log_dr_acked(&mut self, mark: DrMark) -> Result<Lsn, MqError> {
+        let lsn = self.log_small(&Record::DrAcked(mark))?;
+        self.dr.acked = Some(mark);
         Ok(lsn)
     }
 
@@ -180,6 +212,12 @@ mod tests {
             DrState {
                 stream: 9,
                 mark: Some(DrMark { stream: 3, pos: 77 }),
+                acked: None,
+            },
+            DrState {
+                stream: 9,
+                mark: None,
+                acked: Some(DrMark { stream: 9, pos: 5 }),
             },
         ] {
             let mut b = BytesMut::new();
@@ -187,6 +225,34 @@ mod tests {
             let mut r = Reader::new(b.freeze());
             assert_eq!(DrState::decode(&mut r).unwrap(), st);
         }
+        // A checkpoint from before DR_ACKED: stream and mark only.
+        let mut b = BytesMut::new();
+        b.put_u64_le(4);
+        b.put_u8(0);
+        let old = DrState::decode(&mut Reader::new(b.freeze())).unwrap();
+        assert_eq!((old.stream, old.mark, old.acked), (4, None, None));
+    }
+
+    #[test]
+    fn the_acknowledged_position_survives_replay() {
+        let mut src = engine();
+        let m = DrMark {
+            stream: 5,
+            pos: 1234,
+        };
+        src.log_dr_acked(m).unwrap();
+        assert_eq!(src.dr_state().acked, Some(m));
+        let mut b = BytesMut::new();
+        let k = Record::DrAcked(m).encode_small(&mut b);
+        let mut dst = engine();
+        dst.replay(k, b.freeze()).unwrap();
+        assert_eq!(dst.dr_state().acked, Some(m));
+        // A secondary does not take its primary's DR records.
+        let mut b = BytesMut::new();
+        let k = Record::DrAcked(m).encode_small(&mut b);
+        let mut sec = engine();
+        assert_eq!(sec.apply_shipped(k, b.freeze()).unwrap(), None);
+        assert_eq!(sec.dr_state().acked, None);
     }
 
     #[test]

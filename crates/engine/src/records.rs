@@ -28,11 +28,15 @@ pub mod kind {
     pub const DR_MARK: u8 = 11;
     /// Disaster recovery: a full copy from the primary starts; everything before is replaced.
     pub const DR_RESET: u8 = 12;
+    /// Disaster recovery: how far into this (primary's) stream the secondary has acknowledged,
+    /// written now and then, so a restarted primary or the next active instance of an HA group
+    /// keeps the lag bound from where it was.
+    pub const DR_ACKED: u8 = 13;
 
     /// True for the records that describe DR itself rather than queue manager state: a secondary
     /// does not take them from the stream it receives.
     pub fn is_dr(kind: u8) -> bool {
-        (DR_STREAM..=DR_RESET).contains(&kind)
+        (DR_STREAM..=DR_ACKED).contains(&kind)
     }
 }
 
@@ -72,6 +76,7 @@ pub enum Record {
     ClearQueue(String),
     DrStream(u64),
     DrMark(DrMark),
+    DrAcked(DrMark),
     DrReset,
 }
 
@@ -189,6 +194,11 @@ impl Record {
                 kind::DR_MARK
             }
             Record::DrReset => kind::DR_RESET,
+            Record::DrAcked(m) => {
+                out.put_u64_le(m.stream);
+                out.put_u64_le(m.pos);
+                kind::DR_ACKED
+            }
             Record::Put(p) => {
                 out.put_str16(&p.queue);
                 out.put_u64_le(p.seq);
@@ -255,6 +265,10 @@ impl Record {
                 pos: r.u64("DR position")?,
             }),
             kind::DR_RESET => Record::DrReset,
+            kind::DR_ACKED => Record::DrAcked(DrMark {
+                stream: r.u64("DR stream")?,
+                pos: r.u64("DR position")?,
+            }),
             k => return Err(DecodeError::invalid("record kind", format!("{k}"))),
         };
         r.finish("log record")?;

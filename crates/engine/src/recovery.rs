@@ -289,6 +289,7 @@ impl Engine {
             }
             Record::DrStream(id) => self.dr.stream = id,
             Record::DrMark(m) => self.dr.mark = Some(m),
+            Record::DrAcked(m) => self.dr.acked = Some(m),
             Record::DrReset => self.reset_for_copy(),
         }
         Ok(())

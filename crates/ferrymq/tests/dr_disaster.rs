@@ -13,12 +13,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::ConnectOptions;
-use ferrymq_engine::records::{GetRec, PutRec, Record};
 use ferrymq_types::options::{open, GetOptions, Syncpoint, Wait};
-use ferrymq_types::{MessageDescriptor, Persistence, Properties, Reason};
+use ferrymq_types::{Properties, Reason};
+use support::dr::{body, check_body, field, persistent, record_sizes, BODY, RING_FRAMING};
 use support::{free_port, relay, Home, Qm};
 
 const QM: &str = "DRQM";
@@ -28,47 +28,17 @@ const Q: &str = "DR.PUT";
 /// were they on one queue, a put and its consumption lost together would leave no trace.
 const CQ: &str = "DR.CONSUME";
 const PREFILL: u64 = 2000;
-const BODY: usize = 2048;
 const MAX_LAG: u64 = 256 * 1024;
 /// Round trip the relay adds to the DR link: long enough that the bound, not the link, limits
 /// the producers (256 KiB per 200 ms is about 570 puts/s), so the recovery site lags by most of
 /// the bound when the disaster strikes.
 const RTT_MS: u32 = 200;
 
-/// Message `n` of producer `id`: its name, then filler derived from both, 2 KB in all, so a
-/// corrupted or mixed-up body is recognised.
-fn body(id: usize, n: u64) -> String {
-    let head = format!("P{id}-{n:08}|");
-    let fill = (b'a' + ((id as u64 * 7 + n) % 26) as u8) as char;
-    let mut s = head;
-    while s.len() < BODY {
-        s.push(fill);
-    }
-    s
-}
-
-fn check_body(b: &str) -> String {
-    let (name, _) = b
-        .split_once('|')
-        .unwrap_or_else(|| panic!("corrupted body {b:.40}"));
-    let (id, n) = name[1..].split_once('-').expect("body name");
-    let expect = body(id.parse().unwrap(), n.parse().unwrap());
-    assert_eq!(b, expect, "body of {name} corrupted");
-    name.to_string()
-}
-
 #[derive(Default)]
 struct Ledger {
     acked: Vec<String>,
     in_doubt: Vec<String>,
     consumed: Vec<String>,
-}
-
-fn persistent() -> MessageDescriptor {
-    MessageDescriptor {
-        persistence: Persistence::Persistent,
-        ..Default::default()
-    }
 }
 
 /// Puts until the first failure (the main site is gone).
@@ -118,12 +88,6 @@ fn dr_status(home: &Home) -> String {
     home.ok(&["dspmq", "-o", "dr", "-m", QM])
 }
 
-fn field(line: &str, name: &str) -> Option<String> {
-    let start = line.find(&format!("{name}("))? + name.len() + 1;
-    let end = line[start..].find(')')? + start;
-    Some(line[start..end].to_string())
-}
-
 fn wait_for(home: &Home, what: &str, pred: impl Fn(&str) -> bool) -> String {
     let t = Instant::now();
     loop {
@@ -134,40 +98,6 @@ fn wait_for(home: &Home, what: &str, pred: impl Fn(&str) -> bool) -> String {
         assert!(t.elapsed() < Duration::from_secs(30), "{what}: {s}");
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// Log bytes of the record a lost put_commit would have written (one COMMIT holding the put), and
-/// of the one a lost get-and-commit would have written, computed with the engine's own encoding
-/// from a message that did arrive.
-fn record_sizes(sample: &ferrymq_client::Message) -> (u64, u64) {
-    let put = PutRec {
-        queue: Q.into(),
-        seq: 1,
-        md: sample.md.clone(),
-        props: sample.props.clone(),
-        expires_at_ms: None,
-        body: sample.body.clone(),
-    };
-    let get = GetRec {
-        queue: CQ.into(),
-        seq: 1,
-        rank: 0,
-    };
-    let size = |r: Record| {
-        let mut b = BytesMut::new();
-        r.encode_small(&mut b);
-        (b.len() + ferrymq_log::RECORD_HEADER_LEN) as u64
-    };
-    (
-        size(Record::Commit {
-            puts: vec![put],
-            gets: vec![],
-        }),
-        size(Record::Commit {
-            puts: vec![],
-            gets: vec![get],
-        }),
-    )
 }
 
 #[test]
@@ -306,7 +236,9 @@ fn losing_the_main_site_loses_at_most_the_bound_and_nothing_arrives_twice() {
     // Lost consumptions: committed gets the recovery site never heard of (the message is there
     // again). Each is a lost log record like a lost put, and counts against the bound.
     let lost_gets = consumed.iter().filter(|c| seen.contains_key(*c)).count() as u64;
-    let (put_bytes, get_bytes) = sample.as_ref().map_or((0, 0), record_sizes);
+    let (put_bytes, get_bytes) = sample
+        .as_ref()
+        .map_or((0, 0), |m| record_sizes(m, Q, CQ, RING_FRAMING));
     let lost_bytes = lost_puts * put_bytes + lost_gets * get_bytes;
     eprintln!(
         "DR disaster: {} puts acknowledged, {} in doubt, {} consumed on the main site; {} at the recovery site; lost: {lost_puts} puts ({put_bytes} log bytes each) and {lost_gets} consumptions ({get_bytes} bytes each) = {lost_bytes} log bytes of the {MAX_LAG} allowed; status before the link was cut: {before}; after: {cut}; the recovery site then: {held}",
@@ -377,6 +309,25 @@ fn a_secondary_that_was_down_gets_only_the_difference() {
         "a secondary whose position is in the log gets the difference: {caught_up}"
     );
     let sent: u64 = field(&caught_up, "SENTBYTES").unwrap().parse().unwrap();
+    // A primary restarted cleanly resumes where the secondary is, from its own log.
+    primary.end();
+    primary.restart();
+    let resumed = wait_for(&main, "resuming after a primary restart", |s| {
+        s.contains("DRSTATUS(Normal)")
+    });
+    assert!(
+        resumed.contains("RESYNC(Difference)"),
+        "a restarted primary sends the difference, not a full copy: {resumed}"
+    );
+    put_some(400, 450);
+    let again = wait_for(&main, "catching up after the restart", |s| {
+        s.contains("DRSTATUS(Normal)") && s.contains("LAGBYTES(0)")
+    });
+    let (pos, acked) = (field(&again, "POSITION"), field(&again, "ACKED"));
+    assert!(
+        pos == acked && pos.as_deref() != Some("0"),
+        "position after the restart: {again}"
+    );
     drop(primary);
     rec.ok(&["makedrprimary", "-m", QM]);
     rec.ok(&["strmqm", QM]);
@@ -386,6 +337,6 @@ fn a_secondary_that_was_down_gets_only_the_difference() {
     while c.get(&h, &GetOptions::any()).is_ok() {
         n += 1;
     }
-    assert_eq!(n, 400);
+    assert_eq!(n, 450);
     eprintln!("difference resync: {sent} bytes sent in all for 400 messages; {caught_up}");
 }

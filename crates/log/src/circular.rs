@@ -23,6 +23,7 @@ use crate::error::{IoContext, LogError};
 use crate::record::{encode_into, HEADER_LEN};
 use crate::recovery::{read_record_at, scan, Found, RingReader};
 use crate::ring::{Geometry, RingFiles};
+use crate::tail::TailCache;
 use crate::writer::{self, Shared, State, WaitState};
 use crate::Lsn;
 
@@ -163,6 +164,8 @@ impl RecoveryLog {
             sync_count: AtomicU64::new(0),
             control: Mutex::new(ctl),
             on_durable,
+            tail: Mutex::new(TailCache::default()),
+            min_sync_gap_us: AtomicU64::new(0),
         });
         let thread_shared = Arc::clone(&shared);
         let writer = std::thread::Builder::new()
@@ -339,6 +342,9 @@ impl RecoveryLog {
     /// always at least one record if any is durable. For log shipping (DR)
     /// and replica catch-up.
     pub fn read_from(&self, from: Lsn, max_bytes: usize) -> Result<Vec<LogRecord>, LogError> {
+        if let Some(recs) = self.read_cached(from, max_bytes) {
+            return Ok(recs);
+        }
         let ckpt = self.checkpoint_lsn();
         let durable = self.durable_lsn();
         if from < ckpt {
@@ -388,6 +394,32 @@ impl RecoveryLog {
             out.push(rec);
         }
         Ok(out)
+    }
+
+    /// Keeps about `bytes` of the most recently written records in memory, so that
+    /// [`read_cached`](Self::read_cached) (and `read_from`) can serve a reader that follows the
+    /// durable end without reading the files back. 0 turns the cache off.
+    pub fn keep_tail(&self, bytes: usize) {
+        self.shared.tail.lock().set_limit(bytes);
+    }
+
+    /// `read_from` served from the in-memory tail only (see [`keep_tail`](Self::keep_tail)):
+    /// cheap enough to call on an async task. None when `from` is not there (or there is
+    /// nothing durable after it); the caller then uses `read_from`.
+    pub fn read_cached(&self, from: Lsn, max_bytes: usize) -> Option<Vec<LogRecord>> {
+        let durable = self.durable_lsn();
+        if from >= durable || from < self.checkpoint_lsn() {
+            return None;
+        }
+        self.shared.tail.lock().read(from, durable, max_bytes)
+    }
+
+    /// Makes the writer start batch writes at least `gap` apart (zero: as soon as there is
+    /// work). For a log whose appenders do not wait on every sync: fewer, larger writes and
+    /// syncs at the cost of up to `gap` more latency.
+    pub fn set_min_sync_gap(&self, gap: std::time::Duration) {
+        let us = u64::try_from(gap.as_micros()).unwrap_or(u64::MAX);
+        self.shared.min_sync_gap_us.store(us, Ordering::Relaxed);
     }
 
     /// Flushes and syncs everything appended so far and stops the writer.

@@ -16,6 +16,7 @@ mod fsutil;
 mod record;
 mod recovery;
 mod ring;
+mod tail;
 mod writer;
 
 pub mod checkpoint;

@@ -23,13 +23,16 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex};
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use crate::control::Control;
 use crate::durability::Durability;
 use crate::error::LogError;
 use crate::record::HEADER_LEN;
 use crate::ring::{Geometry, RingFiles};
+use crate::tail::TailCache;
 use crate::Lsn;
 
 /// Capacity a batch buffer is trimmed back to after an unusually large batch.
@@ -113,6 +116,12 @@ pub(crate) struct Shared {
     /// Serializes checkpoint updates; holds the control file's contents.
     pub control: Mutex<Control>,
     pub on_durable: Box<dyn Fn(Lsn) + Send + Sync>,
+    /// The recent batches, for a reader following the durable end (off unless asked for).
+    pub tail: Mutex<TailCache>,
+    /// Least time between the starts of two batch writes, in microseconds (0: none). A log
+    /// whose appenders do not wait on each sync (a DR secondary) trades a little latency for
+    /// fewer, larger syncs.
+    pub min_sync_gap_us: AtomicU64,
 }
 
 impl Shared {
@@ -217,6 +226,7 @@ impl Drop for StopGuard<'_> {
 pub(crate) fn run(shared: Arc<Shared>) {
     let _guard = StopGuard(&shared);
     let mut batch: Vec<u8> = Vec::new();
+    let mut last_write = Instant::now();
     loop {
         let start = {
             let mut st = shared.state.lock();
@@ -226,11 +236,29 @@ pub(crate) fn run(shared: Arc<Shared>) {
             if st.buf.is_empty() {
                 return; // shut down and drained
             }
+            let gap = Duration::from_micros(shared.min_sync_gap_us.load(Ordering::Relaxed));
+            let since = last_write.elapsed();
+            if since < gap && !st.shutdown {
+                MutexGuard::unlocked(&mut st, || std::thread::sleep(gap - since));
+            }
             std::mem::swap(&mut st.buf, &mut batch);
             let start = st.buf_start;
             st.buf_start += batch.len() as u64;
             start
         };
+        last_write = Instant::now();
+        if shared.tail.lock().enabled() {
+            // The batch becomes a shared buffer the cache keeps (appended before it is durable;
+            // readers stop at the durable LSN), and the appenders get a fresh one of its size.
+            let next = Vec::with_capacity(batch.len().min(BUF_KEEP));
+            let bytes = Bytes::from(std::mem::replace(&mut batch, next));
+            shared.tail.lock().push(start, bytes.clone());
+            if let Err(e) = shared.write_batch(start, &bytes) {
+                shared.fail(&e);
+                return;
+            }
+            continue;
+        }
         if let Err(e) = shared.write_batch(start, &batch) {
             shared.fail(&e);
             return;

@@ -271,6 +271,21 @@ impl Proposals {
         }
     }
 
+    /// An entry another instance committed was applied here: its bytes count towards the DR
+    /// lag should this instance become active before the secondary has acknowledged it.
+    fn note_applied(&self, index: u64, bytes: usize) {
+        self.st.lock().ledger.push(index, 0, bytes);
+    }
+
+    /// On becoming active: holds replies within the DR lag bound from the secondary's last
+    /// recorded acknowledgement (replicated in `DR_ACKED`), before any application is served;
+    /// the shipper then takes over (or the grace period ends the hold).
+    fn hold_dr_bound(&self, dr: ferrymq_engine::dr::DrState) {
+        if let (Some(g), Some(pos)) = (self.dr_gate.get(), crate::dr::recorded_ack(dr)) {
+            g.bound(Some(pos));
+        }
+    }
+
     /// The largest committed record number whose reply may go out with the DR secondary at
     /// Raft index `acked` and at most `max` bytes of log allowed beyond it.
     pub fn dr_allowed(&self, raw: u64, acked: u64, max: u64) -> u64 {
@@ -482,6 +497,7 @@ impl Apply for HaApp {
             );
             return;
         }
+        self.props.note_applied(log_id.index, rec.payload.len());
         let mut core = self.core.lock();
         for r in records(&rec.payload) {
             let res = r.and_then(|(kind, payload)| {
@@ -922,6 +938,7 @@ async fn activate_engine(
         .ok_or_else(|| "nothing applied yet".to_string())?;
     let core = h.app.core.lock();
     let seq = h.props.seal();
+    h.props.hold_dr_bound(core.engine.dr_state());
     h.props.st.lock().base = Some((seq, applied));
     h.app.own_from.store(applied.index + 1, Ordering::Release);
     drop(core);

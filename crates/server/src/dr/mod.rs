@@ -203,6 +203,15 @@ impl DrHandle {
     }
 }
 
+/// The secondary's position as last recorded in this primary's own stream (`DR_ACKED`), if any:
+/// where the lag bound starts when the queue manager starts, or an HA instance becomes active,
+/// before its link to the secondary is up.
+pub fn recorded_ack(st: ferrymq_engine::dr::DrState) -> Option<u64> {
+    st.acked
+        .filter(|m| st.stream != 0 && m.stream == st.stream)
+        .map(|m| m.pos)
+}
+
 /// A fresh stream id (never 0, which means none).
 pub fn new_stream_id() -> u64 {
     crate::qmgr::instance_id().max(1)

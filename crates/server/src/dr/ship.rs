@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use ferrymq_engine::records::DrMark;
 use ferrymq_log::RecoveryLog;
 use ferrymq_replication::openraft::{EntryPayload, RaftLogReader};
 use ferrymq_replication::{LogId, LogStorage};
@@ -26,6 +27,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Entries read from the Raft log at once.
 const RAFT_ENTRIES_PER_CHUNK: u64 = 256;
+/// How often the secondary's acknowledged position may be recorded (`DR_ACKED`), and how far it
+/// must have moved: in log bytes (standalone) or Raft entries (HA group).
+const ACK_RECORD_EVERY: Duration = Duration::from_millis(100);
+const ACK_RECORD_STEP_BYTES: u64 = 64 * 1024;
+const ACK_RECORD_STEP_ENTRIES: u64 = 16;
 
 /// Where the stream's records come from.
 pub enum Source {
@@ -56,7 +62,9 @@ impl Source {
     /// The durable (committed) end of the stream.
     fn end(&self) -> u64 {
         match self {
-            Source::Ring { durable, .. } => *durable.borrow(),
+            // The ring itself, not the watch: after a restart the watch starts at 0 until the
+            // first new write, and the secondary's position must not look beyond the end.
+            Source::Ring { ring, .. } => ring.durable_lsn(),
             Source::Raft { applied, .. } => applied.borrow().map_or(0, |l| l.index),
         }
     }
@@ -75,17 +83,26 @@ impl Source {
     async fn next(&mut self, after: u64) -> Result<(u64, Bytes), String> {
         match self {
             Source::Ring { ring, durable, .. } => {
-                while *durable.borrow_and_update() <= after {
+                loop {
+                    durable.borrow_and_update();
+                    if ring.durable_lsn() > after {
+                        break;
+                    }
                     durable
                         .changed()
                         .await
                         .map_err(|_| "the log was closed".to_string())?;
                 }
-                let ring = ring.clone();
-                let recs = tokio::task::spawn_blocking(move || ring.read_from(after, CHUNK_BYTES))
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .map_err(|e| e.to_string())?;
+                let recs = match ring.read_cached(after, CHUNK_BYTES) {
+                    Some(r) => r,
+                    None => {
+                        let ring = ring.clone();
+                        tokio::task::spawn_blocking(move || ring.read_from(after, CHUNK_BYTES))
+                            .await
+                            .map_err(|e| e.to_string())?
+                            .map_err(|e| e.to_string())?
+                    }
+                };
                 let mut out = BytesMut::new();
                 let mut end = after;
                 for r in recs {
@@ -179,6 +196,15 @@ pub async fn run_primary(shared: Arc<Shared>, dr: Arc<DrHandle>, gate: Arc<Gate>
         }
     };
     dr.stream.store(stream, Ordering::Release);
+    // The caller has already held replies within the bound from the secondary's last recorded
+    // position, if there is one; that hold lasts until a session takes over, or the grace
+    // period passes without one.
+    let recorded = super::recorded_ack(shared.core.lock().engine.dr_state());
+    if let Some(pos) = recorded {
+        dr.acked.store(pos, Ordering::Release);
+        unbound_after_grace(&dr, &gate, dr.sessions.load(Ordering::Acquire));
+    }
+    let mut persisted = recorded.unwrap_or(0);
     if dr.cfg.remote.is_empty() {
         dr.set_link(LinkState::Disconnected, "");
         dr.set_error("no recovery site configured (DR:RemoteAddresses)".into());
@@ -187,7 +213,7 @@ pub async fn run_primary(shared: Arc<Shared>, dr: Arc<DrHandle>, gate: Arc<Gate>
     let mut backoff = Duration::from_millis(200);
     loop {
         let began = Instant::now();
-        let r = session(&shared, &dr, &gate, &mut src, stream).await;
+        let r = session(&shared, &dr, &gate, &mut src, stream, &mut persisted).await;
         let generation = dr.sessions.fetch_add(1, Ordering::AcqRel) + 1;
         if let Err(e) = r {
             if dr.st.lock().last_error.as_deref() != Some(e.as_str()) {
@@ -195,16 +221,7 @@ pub async fn run_primary(shared: Arc<Shared>, dr: Arc<DrHandle>, gate: Arc<Gate>
             }
             dr.set_error(e);
         }
-        // The bound stays for a grace period (a blip, or a main site whose network goes down
-        // before the rest of it loses no more than the bound), then the site carries on alone.
-        let (g, d) = (gate.clone(), dr.clone());
-        let grace = Duration::from_millis(dr.cfg.disconnect_grace_ms);
-        tokio::spawn(async move {
-            tokio::time::sleep(grace).await;
-            if d.sessions.load(Ordering::Acquire) == generation {
-                g.bound(None);
-            }
-        });
+        unbound_after_grace(&dr, &gate, generation);
         dr.reset_unacked();
         dr.set_link(LinkState::Disconnected, "");
         if began.elapsed() > Duration::from_secs(5) {
@@ -213,6 +230,45 @@ pub async fn run_primary(shared: Arc<Shared>, dr: Arc<DrHandle>, gate: Arc<Gate>
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(2));
     }
+}
+
+/// The bound stays for a grace period after the link is lost (a blip, or a main site whose
+/// network goes down before the rest of it loses no more than the bound), then the site
+/// carries on alone: unless a session has started since `generation` was read.
+fn unbound_after_grace(dr: &Arc<DrHandle>, gate: &Arc<Gate>, generation: u64) {
+    let (g, d) = (gate.clone(), dr.clone());
+    let grace = Duration::from_millis(dr.cfg.disconnect_grace_ms);
+    tokio::spawn(async move {
+        tokio::time::sleep(grace).await;
+        if d.sessions.load(Ordering::Acquire) == generation {
+            g.bound(None);
+        }
+    });
+}
+
+/// Records the secondary's acknowledged position in this queue manager's own stream when it
+/// has moved on by at least `step` (in the source's positions) since `persisted`: enough to
+/// keep the bound close after a restart or failover, and no echo (the record itself is shipped
+/// and acknowledged, but moves the position by less than a step).
+fn persist_ack(
+    shared: &Shared,
+    dr: &DrHandle,
+    stream: u64,
+    step: u64,
+    persisted: &mut u64,
+) -> Result<(), String> {
+    let pos = dr.acked.load(Ordering::Acquire);
+    if pos < persisted.saturating_add(step) {
+        return Ok(());
+    }
+    shared
+        .core
+        .lock()
+        .engine
+        .log_dr_acked(DrMark { stream, pos })
+        .map_err(|e| format!("cannot record the secondary's position: {e}"))?;
+    *persisted = pos;
+    Ok(())
 }
 
 /// This queue manager's stream id, recorded in its log the first time it ships.
@@ -248,6 +304,7 @@ async fn session(
     gate: &Arc<Gate>,
     src: &mut Source,
     stream: u64,
+    persisted: &mut u64,
 ) -> Result<(), String> {
     dr.set_link(LinkState::Connecting, "");
     let (sock, addr) = connect_any(&dr.cfg.remote).await?;
@@ -350,8 +407,19 @@ async fn session(
         }
     });
     let mut pos = from;
+    let step = match src {
+        Source::Ring { .. } => ACK_RECORD_STEP_BYTES,
+        Source::Raft { .. } => ACK_RECORD_STEP_ENTRIES,
+    };
+    let mut tick = tokio::time::interval(ACK_RECORD_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let r = loop {
         tokio::select! {
+            _ = tick.tick() => {
+                if let Err(e) = persist_ack(shared, dr, stream, step, persisted) {
+                    break Err(e);
+                }
+            }
             next = src.next(pos) => {
                 let (end, records) = match next {
                     Ok(n) => n,

@@ -176,6 +176,7 @@ mod tests {
             Frame::Position(DrState {
                 stream: 0,
                 mark: Some(DrMark { stream: 7, pos: 99 }),
+                acked: None,
             }),
             Frame::Refuse("no".into()),
             Frame::Reset { stream: 7, pos: 5 },
