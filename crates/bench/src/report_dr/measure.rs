@@ -15,6 +15,9 @@ pub(super) struct DrRun {
     pub(super) secondary_cpu_pct: Option<f64>,
     /// `dspmq -o dr` of each primary, read right after the run.
     pub(super) lag: Vec<DrLag>,
+    /// Per primary, the largest LAGBYTES and LAGSECS seen while the window ran (sampled every
+    /// `LAG_SAMPLE` through `dspmq -o dr`).
+    pub(super) peak: Vec<DrLag>,
 }
 
 #[derive(Serialize)]
@@ -76,6 +79,8 @@ pub(super) struct Report {
     pub(super) max_lag: Option<u64>,
     pub(super) requesters: Vec<usize>,
     pub(super) distance_requesters: Vec<usize>,
+    /// DR pairs per distance row (the DR2 shape).
+    pub(super) distance_qms: usize,
     pub(super) dr1: Option<Comparison>,
     pub(super) dr2: Option<Comparison>,
     pub(super) hadr: Option<Comparison>,
@@ -206,8 +211,9 @@ pub(super) fn compare_ha(o: &Opts, home: &Path, rep: &mut Report) -> Result<Comp
     result.map(|()| c)
 }
 
-/// One distance row: a fresh DR pair, its link direct (`rtt_ms` None) or through a relay adding
-/// `rtt_ms`, swept over the distance requester counts. The row is kept in the report even
+/// One distance row: fresh DR pairs in the DR2 shape (`--dr2-qms` of them, as the seed measures
+/// distance on DR2), each link direct (`rtt_ms` None) or through a relay adding `rtt_ms`, swept
+/// over the distance requester counts. The row is kept in the report even
 /// when a later run fails.
 pub(super) fn distance_row(
     o: &Opts,
@@ -220,8 +226,13 @@ pub(super) fn distance_row(
         None => format!("dist{k}-direct"),
         Some(r) => format!("dist{k}-{r}ms"),
     };
-    eprintln!("report: distance: DR pair, {}", distance_label(rtt_ms));
-    let site = Site::dr(&home.join(dir), &["DRQM0".to_string()], rtt_ms, o.max_lag)?;
+    let nqm = o.dr2_qms;
+    eprintln!(
+        "report: distance: {nqm} DR pair(s), {}",
+        distance_label(rtt_ms)
+    );
+    let names: Vec<String> = (0..nqm).map(|i| format!("DRQM{i}")).collect();
+    let site = Site::dr(&home.join(dir), &names, rtt_ms, o.max_lag)?;
     let label = match rtt_ms {
         None => "DR direct".to_string(),
         Some(r) => format!("DR +{r} ms RTT"),

@@ -12,8 +12,10 @@
 //!    managers without DR (N = 2 by default, `--dr2-qms`);
 //! 3. HA+DR: one HA group of three instances against the same group shape whose instances are all
 //!    DR primaries shipping to one standalone secondary, reported as % of HA;
-//! 4. distance: a DR pair direct, and with a `ferrymq relay` on the DR link only adding 0 ms and
-//!    each `--rtts` round trip, reported as % of the direct pair.
+//! 4. distance: in the DR2 shape (`--dr2-qms` DR pairs, as the seed measures distance on DR2),
+//!    each link direct, and with a `ferrymq relay` on each DR link only adding 0 ms and each
+//!    `--rtts` round trip, reported as % of the direct row. The lag bound is per queue manager,
+//!    so it allows at most `MaxLagBytes` per round trip for each of them.
 //!
 //! After every DR run it reads the primaries' `dspmq -o dr` line (DRSTATUS, LAGBYTES, LAGSECS,
 //! MAXLAG), and the CPU it reports for a DR run covers the primaries and the secondaries (cph
@@ -188,6 +190,7 @@ pub fn main(argv: &[String]) -> Result<(), String> {
         max_lag: o.max_lag,
         requesters: o.requesters.clone(),
         distance_requesters: o.distance_requesters.clone(),
+        distance_qms: o.dr2_qms,
         dr1: None,
         dr2: None,
         hadr: None,

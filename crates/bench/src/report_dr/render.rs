@@ -56,7 +56,7 @@ pub(super) fn comparison_md(c: &Comparison) -> String {
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "| Requesters | {b} (RT/s) | {d} (RT/s) | {d} % of {b} | {b} CPU% ({} proc.) | {d} CPU% primary side | {d} CPU% secondary | {b} CPU µs/RT | {d} CPU µs/RT (both sites) | Client CPU% ({b} / {d}) | p50 ms ({b} / {d}) | DRSTATUS after | LAGBYTES after | LAGSECS after | MAXLAG |",
+        "| Requesters | {b} (RT/s) | {d} (RT/s) | {d} % of {b} | {b} CPU% ({} proc.) | {d} CPU% primary side | {d} CPU% secondary | {b} CPU µs/RT | {d} CPU µs/RT (both sites) | Client CPU% ({b} / {d}) | p50 ms ({b} / {d}) | DRSTATUS after | peak LAGBYTES | peak LAGSECS | MAXLAG |",
         c.base_processes
     );
     let _ = writeln!(
@@ -65,7 +65,8 @@ pub(super) fn comparison_md(c: &Comparison) -> String {
     );
     for r in &c.rows {
         let (s, h) = (&r.base.run, &r.dr.run);
-        let [status, bytes, secs, max] = lag_cells(&r.dr.lag);
+        let [status, _, _, max] = lag_cells(&r.dr.lag);
+        let [_, bytes, secs, _] = lag_cells(&r.dr.peak);
         let _ = writeln!(
             md,
             "| {} | {:.0} | {:.0} | {}% | {} | {} | {} | {} | {} | {:.1} / {:.1} | {:.2} / {:.2} | {status} | {bytes} | {secs} | {max} |",
@@ -96,7 +97,7 @@ pub(super) fn distance_md(rows: &[DistanceRow], requesters: &[usize]) -> String 
         .map(|b| b.run.round_trips_per_s);
     let _ = writeln!(
         md,
-        "| DR link | Best rate (RT/s) | Requesters at best | % of direct DR | Target | Met | Primary CPU% | Secondary CPU% | Client CPU% | p50 at best (ms) | DRSTATUS after | LAGBYTES after | LAGSECS after |"
+        "| DR link | Best rate (RT/s) | Requesters at best | % of direct DR | Target | Met | Primary CPU% | Secondary CPU% | Client CPU% | p50 at best (ms) | DRSTATUS after | peak LAGBYTES | peak LAGSECS |"
     );
     let _ = writeln!(
         md,
@@ -106,7 +107,8 @@ pub(super) fn distance_md(rows: &[DistanceRow], requesters: &[usize]) -> String 
         let Some(b) = row.best() else { continue };
         let p = direct.and_then(|d| pct(b.run.round_trips_per_s, d));
         let target = distance_target(row.rtt_ms);
-        let [status, bytes, secs, _] = lag_cells(&b.lag);
+        let [status, ..] = lag_cells(&b.lag);
+        let [_, bytes, secs, _] = lag_cells(&b.peak);
         let _ = writeln!(
             md,
             "| {} | {:.0} | {} | {}% | {} | {} | {} | {} | {:.1} | {:.2} | {status} | {bytes} | {secs} |",
@@ -229,8 +231,9 @@ pub(super) fn render(rep: &Report) -> String {
          manager) get under syncpoint, put the reply and commit. Clients connect over TCP (SHARECNV 1). Every queue manager, secondary \
          and instance has 3 primary log files of {LOG_PAGES} pages. A DR pair is a primary and a secondary of the same name, each \
          with its own FERRYMQ_HOME on this machine; the secondary listens for the DR stream and refuses applications. Before a DR \
-         sweep the primaries must show DRSTATUS(Normal); after each DR run the primaries' `dspmq -o dr` line is read (the load \
-         has stopped by then, so LAGBYTES/LAGSECS show what was still unshipped at the end). CPU is percent of one core; a DR \
+         sweep the primaries must show DRSTATUS(Normal); during each DR run's window the primaries' `dspmq -o dr` line is \
+         sampled every second (peak LAGBYTES/LAGSECS: the largest seen on any primary), and read again after the run \
+         (DRSTATUS after). CPU is percent of one core; a DR \
          run's QM CPU covers the primaries and their secondaries, each side also shown alone.\n"
     );
     let _ = writeln!(md, "## Targets\n\n{}", targets_md(rep));
@@ -269,8 +272,10 @@ pub(super) fn render(rep: &Report) -> String {
             "## Distance: latency on the DR link\n\n\
              A `ferrymq relay` in front of the secondary's DR port delays each direction by half the round trip; the primary's \
              `-drr` names the relay, so only the DR link crosses it (clients connect to the primary directly). The direct row has \
-             no relay; the 0 ms row shows the cost of the relay itself. Each row is a fresh DR pair; the best rate over the \
-             requester sweep is compared with the direct row's best.\n\n![Distance](distance.svg)\n\n{}",
+             no relay; the 0 ms row shows the cost of the relay itself. Each row is a fresh set of {} DR pair(s) (the DR2 shape, \
+             as the seed measures distance; each queue manager has its own lag bound, so at most MAXLAG per round trip each); \
+             the best rate over the requester sweep is compared with the direct row's best.\n\n![Distance](distance.svg)\n\n{}",
+            rep.distance_qms,
             distance_md(&rep.distance, &distance_requesters(rep))
         );
     }

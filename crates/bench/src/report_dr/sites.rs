@@ -3,6 +3,11 @@
 //! `dspmq -o dr` line.
 
 use super::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// How often a run's DR lag is sampled.
+const LAG_SAMPLE: Duration = Duration::from_millis(1000);
 
 /// What `dspmq -o dr` says of one DR primary.
 #[derive(Serialize, Debug, Clone, PartialEq, Default)]
@@ -361,25 +366,50 @@ impl Target {
 
     /// The DR status of every primary; a failure is kept as a line saying why.
     pub(super) fn lags(&self) -> Vec<DrLag> {
-        self.status
-            .iter()
-            .map(|(qm, homes)| {
-                let mut why = String::from("no home to ask");
-                for h in homes {
-                    match dr_status(h, qm) {
-                        Ok(l) => return l,
-                        Err(e) => why = e,
-                    }
-                }
-                DrLag {
-                    qm: qm.clone(),
-                    line: format!("dspmq -o dr failed: {}", why.trim()),
-                    ..DrLag::default()
-                }
-            })
-            .collect()
+        lags_of(&self.status)
     }
+}
 
+/// `Target::lags` for `status` (per queue manager, the homes to ask).
+fn lags_of(status: &[(String, Vec<PathBuf>)]) -> Vec<DrLag> {
+    status
+        .iter()
+        .map(|(qm, homes)| {
+            let mut why = String::from("no home to ask");
+            for h in homes {
+                match dr_status(h, qm) {
+                    Ok(l) => return l,
+                    Err(e) => why = e,
+                }
+            }
+            DrLag {
+                qm: qm.clone(),
+                line: format!("dspmq -o dr failed: {}", why.trim()),
+                ..DrLag::default()
+            }
+        })
+        .collect()
+}
+
+/// Folds one sample into the peaks: per queue manager, the largest LAGBYTES and LAGSECS.
+pub(super) fn fold_peak(peak: &mut Vec<DrLag>, sample: Vec<DrLag>) {
+    for l in sample {
+        match peak.iter_mut().find(|p| p.qm == l.qm) {
+            None => peak.push(l),
+            Some(p) => {
+                if l.lag_bytes > p.lag_bytes {
+                    p.lag_bytes = l.lag_bytes;
+                    p.line = l.line;
+                }
+                if l.lag_secs.unwrap_or(0.0) > p.lag_secs.unwrap_or(0.0) {
+                    p.lag_secs = l.lag_secs;
+                }
+            }
+        }
+    }
+}
+
+impl Target {
     /// Waits until every primary shows DRSTATUS(Normal).
     pub(super) fn wait_normal(&self, timeout: Duration) -> Result<(), String> {
         let t = Instant::now();
@@ -410,7 +440,25 @@ impl Target {
             self.pids.clone(),
             requesters,
         );
-        let run = run_logged(&self.label, &args)?;
+        // Sample the lag while the window runs (after the warm-up), so the report shows how far
+        // behind the recovery site ran under load, not only what was left at the end.
+        let stop = Arc::new(AtomicBool::new(false));
+        let sampler = (!self.status.is_empty()).then(|| {
+            let (status, stop, warmup) = (self.status.clone(), stop.clone(), o.warmup);
+            std::thread::spawn(move || {
+                let mut peak = Vec::new();
+                std::thread::sleep(warmup);
+                while !stop.load(Ordering::Acquire) {
+                    fold_peak(&mut peak, lags_of(&status));
+                    std::thread::sleep(LAG_SAMPLE);
+                }
+                peak
+            })
+        });
+        let run = run_logged(&self.label, &args);
+        stop.store(true, Ordering::Release);
+        let peak = sampler.and_then(|t| t.join().ok()).unwrap_or_default();
+        let run = run?;
         let (primary_cpu_pct, secondary_cpu_pct) =
             split_cpu(&run.server_cpu_pct_each, self.primary_pids, self.pids.len());
         let lag = self.lags();
@@ -435,6 +483,7 @@ impl Target {
                 secondary_cpu_pct
             },
             lag,
+            peak,
         })
     }
 }

@@ -23,6 +23,7 @@ fn dr_run(threads: usize, rate: f64, secondary: Option<f64>, lags: Vec<DrLag>) -
         run: run(threads, rate, 60.0),
         primary_cpu_pct: Some(50.0),
         secondary_cpu_pct: secondary,
+        peak: lags.clone(),
         lag: lags,
     }
 }
@@ -121,6 +122,19 @@ fn cpu_is_split_into_primary_and_secondary_sides() {
 }
 
 #[test]
+fn the_peak_keeps_the_largest_lag_of_each_primary() {
+    let mut peak = Vec::new();
+    fold_peak(&mut peak, vec![lag("Normal", 10, 0.5)]);
+    fold_peak(&mut peak, vec![lag("Normal", 3000, 0.1)]);
+    fold_peak(&mut peak, vec![lag("Normal", 20, 0.2)]);
+    assert_eq!(peak.len(), 1);
+    assert_eq!(
+        (peak[0].lag_bytes, peak[0].lag_secs),
+        (Some(3000), Some(0.5))
+    );
+}
+
+#[test]
 fn lag_cells_show_the_worst_primary() {
     let cells = lag_cells(&[lag("Normal", 10, 0.5), lag("Normal", 3000, 0.001)]);
     assert_eq!(
@@ -174,6 +188,7 @@ fn report() -> Report {
         max_lag: None,
         requesters: vec![4, 16],
         distance_requesters: vec![64, 256],
+        distance_qms: 2,
         dr1: Some(comparison("DR1", "no DR", "DR")),
         dr2: None,
         hadr: Some(comparison("HA+DR", "HA", "HA+DR")),
