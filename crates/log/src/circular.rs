@@ -197,6 +197,19 @@ impl RecoveryLog {
     /// Like [`append`](Self::append) for a payload given in several parts
     /// (e.g. header + body), copied straight into the buffer.
     pub fn append_parts(&self, kind: u8, parts: &[&[u8]]) -> Result<Lsn, LogError> {
+        let end = self.append_quietly(kind, parts)?;
+        self.shared.work.notify_one();
+        Ok(end)
+    }
+
+    /// Like [`append_parts`](Self::append_parts), but does not wake the writer: the record goes
+    /// to disk with the next record appended normally (or at close). For hints nobody waits on,
+    /// which should not cost a write and a sync of their own.
+    pub fn append_lazy(&self, kind: u8, parts: &[&[u8]]) -> Result<Lsn, LogError> {
+        self.append_quietly(kind, parts)
+    }
+
+    fn append_quietly(&self, kind: u8, parts: &[&[u8]]) -> Result<Lsn, LogError> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         let max = self.shared.geo.max_payload();
         if len > max {
@@ -226,7 +239,6 @@ impl RecoveryLog {
             encode_into(&mut st.buf, lsn, kind, parts, len as u32);
             lsn + rec_len
         };
-        self.shared.work.notify_one();
         Ok(end)
     }
 
@@ -252,6 +264,8 @@ impl RecoveryLog {
                 "cannot wait for LSN {lsn}: the log only extends to {end}"
             )));
         }
+        // Whatever is waited for gets written, even if only lazy appends came before it.
+        self.shared.work.notify_one();
         let mut w = self.shared.waiters.lock();
         loop {
             if self.durable_lsn() >= lsn {
@@ -394,6 +408,15 @@ impl RecoveryLog {
             out.push(rec);
         }
         Ok(out)
+    }
+
+    /// The writer's failure, if it has failed (then nothing more becomes durable).
+    pub fn failure(&self) -> Option<LogError> {
+        if self.shared.failed.load(Ordering::Acquire) {
+            self.shared.stored_error()
+        } else {
+            None
+        }
     }
 
     /// Keeps about `bytes` of the most recently written records in memory, so that

@@ -309,3 +309,26 @@ fn a_minimum_sync_gap_batches_appends_into_fewer_syncs() {
     let (_log, rec) = open(&cfg);
     assert_eq!(rec.records.len(), 20);
 }
+
+#[test]
+fn a_lazy_append_rides_with_the_next_one_and_a_waiter_still_gets_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tiny(tmp.path());
+    let (log, _) = create_open(&cfg);
+    log.append(1, b"first").unwrap();
+    log.wait_durable(log.end_lsn()).unwrap();
+    let syncs = log.sync_count();
+    let lazy_end = log.append_lazy(2, &[b"hint"]).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(log.sync_count(), syncs, "a lazy append alone does not sync");
+    assert!(log.durable_lsn() < lazy_end);
+    // The next normal append takes it along; and waiting for it directly also works.
+    let end = log.append(3, b"next").unwrap();
+    log.wait_durable(end).unwrap();
+    let lazy2 = log.append_lazy(2, &[b"hint2"]).unwrap();
+    log.wait_durable(lazy2).unwrap();
+    log.close().unwrap();
+    let (_log, rec) = open(&cfg);
+    let kinds: Vec<u8> = rec.records.iter().map(|r| r.kind).collect();
+    assert_eq!(kinds, vec![1, 2, 3, 2]);
+}
