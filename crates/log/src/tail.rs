@@ -19,7 +19,13 @@ pub(crate) struct TailCache {
     /// Written batches in LSN order, each `(start LSN, whole framed records)`, contiguous.
     chunks: VecDeque<(Lsn, Bytes)>,
     bytes: usize,
+    /// Buffers of dropped batches nobody else held, for the writer's next batches: a fresh
+    /// buffer per write cost an allocation of its size and a copy each time it grew.
+    spare: Vec<Vec<u8>>,
 }
+
+/// Spare buffers kept at most.
+const SPARE_MAX: usize = 4;
 
 impl TailCache {
     pub(crate) fn enabled(&self) -> bool {
@@ -53,9 +59,26 @@ impl TailCache {
     fn trim(&mut self) {
         while self.bytes > self.limit {
             match self.chunks.pop_front() {
-                Some((_, b)) => self.bytes -= b.len(),
+                Some((_, b)) => {
+                    self.bytes -= b.len();
+                    if self.spare.len() < SPARE_MAX {
+                        if let Ok(mut m) = b.try_into_mut() {
+                            // Emptied first, so taking the buffer back copies nothing.
+                            m.clear();
+                            self.spare.push(Vec::from(m));
+                        }
+                    }
+                }
                 None => break,
             }
+        }
+    }
+
+    /// An empty buffer for the writer's next batch, of at least `capacity` if one is spare.
+    pub(crate) fn buffer(&mut self, capacity: usize) -> Vec<u8> {
+        match self.spare.iter().position(|v| v.capacity() >= capacity) {
+            Some(i) => self.spare.swap_remove(i),
+            None => Vec::with_capacity(capacity),
         }
     }
 
@@ -160,6 +183,28 @@ mod tests {
         c.push(end_a + 50, b);
         assert!(c.read(0, end_a, 100).is_none());
         assert_eq!(c.read(end_a + 50, end_b, 100).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_dropped_batch_nobody_holds_is_reused_for_the_next() {
+        let mut c = TailCache::default();
+        c.set_limit(150);
+        let (a, end_a) = batch(0, &[&[7u8; 100]]);
+        let (b, _) = batch(end_a, &[&[8u8; 100]]);
+        let ptr = a.as_ptr();
+        c.push(0, a);
+        c.push(end_a, b);
+        let v = c.buffer(10);
+        assert_eq!(v.as_ptr(), ptr, "the first batch's memory came back");
+        assert!(v.is_empty());
+        // One still held elsewhere is not taken back.
+        let (d, end_d) = batch(500, &[&[9u8; 100]]);
+        let held = d.clone();
+        c.push(500, d);
+        let (e, _) = batch(end_d, &[&[1u8; 100]]);
+        c.push(end_d, e);
+        assert!(c.spare.is_empty(), "a batch still held elsewhere is not reused");
+        drop(held);
     }
 
     #[test]

@@ -249,10 +249,15 @@ pub(crate) fn run(shared: Arc<Shared>) {
         last_write = Instant::now();
         if shared.tail.lock().enabled() {
             // The batch becomes a shared buffer the cache keeps (appended before it is durable;
-            // readers stop at the durable LSN), and the appenders get a fresh one of its size.
-            let next = Vec::with_capacity(batch.len().min(BUF_KEEP));
-            let bytes = Bytes::from(std::mem::replace(&mut batch, next));
-            shared.tail.lock().push(start, bytes.clone());
+            // readers stop at the durable LSN), and the appenders get one of its size: the
+            // buffer of a batch the cache has dropped, when nobody holds it any more.
+            let bytes = {
+                let mut tail = shared.tail.lock();
+                let next = tail.buffer(batch.len().min(BUF_KEEP));
+                let bytes = Bytes::from(std::mem::replace(&mut batch, next));
+                tail.push(start, bytes.clone());
+                bytes
+            };
             if let Err(e) = shared.write_batch(start, &bytes) {
                 shared.fail(&e);
                 return;

@@ -287,7 +287,7 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
 }
 
 /// Least time between two syncs of a standalone DR secondary's log (see `start_dr`).
-const SECONDARY_SYNC_GAP: Duration = Duration::from_millis(3);
+const SECONDARY_SYNC_GAP: Duration = Duration::from_millis(10);
 /// The recent log a standalone DR primary keeps in memory for its shipper.
 const SHIP_TAIL_BYTES: usize = 8 << 20;
 

@@ -103,7 +103,11 @@ impl Source {
                             .map_err(|e| e.to_string())?
                     }
                 };
-                let mut out = BytesMut::new();
+                let size = recs
+                    .iter()
+                    .map(|r| wire::RECORD_HEAD + r.payload.len())
+                    .sum();
+                let mut out = BytesMut::with_capacity(size);
                 let mut end = after;
                 for r in recs {
                     wire::push_record(&mut out, r.kind, &r.payload);
@@ -132,20 +136,31 @@ impl Source {
                         "the Raft log no longer holds the entries after {after}"
                     ));
                 }
-                let mut out = BytesMut::new();
-                let mut end = after;
-                for e in entries {
-                    if let EntryPayload::Normal(rec) = &e.payload {
-                        if rec.kind == crate::ha::KIND_ENGINE_BATCH {
-                            out.extend_from_slice(&rec.payload);
+                // The engine batches of the entries, up to about a chunk (at least one entry).
+                fn batch(e: &ferrymq_replication::Entry) -> Option<&[u8]> {
+                    match &e.payload {
+                        EntryPayload::Normal(rec) if rec.kind == crate::ha::KIND_ENGINE_BATCH => {
+                            Some(&rec.payload)
                         }
+                        _ => None,
                     }
-                    end = e.log_id.index;
-                    if out.len() >= CHUNK_BYTES {
+                }
+                let mut take = 0;
+                let mut size = 0;
+                for e in &entries {
+                    size += batch(e).map_or(0, |p| p.len());
+                    take += 1;
+                    if size >= CHUNK_BYTES {
                         break;
                     }
                 }
-                Ok((end, out.freeze()))
+                let mut out = BytesMut::with_capacity(size);
+                for e in &entries[..take] {
+                    if let Some(p) = batch(e) {
+                        out.extend_from_slice(p);
+                    }
+                }
+                Ok((entries[take - 1].log_id.index, out.freeze()))
             }
         }
     }
@@ -367,22 +382,16 @@ async fn session(
                 if chunk.len() >= CHUNK_BYTES && i + 1 < n {
                     let records = std::mem::take(&mut chunk).freeze();
                     dr.bytes.fetch_add(records.len() as u64, Ordering::Relaxed);
-                    let f = Frame::Records {
-                        end: pos,
-                        mark: false,
-                        records,
-                    };
-                    wire::write(&mut wr, &f).await.map_err(io)?;
+                    wire::write_records(&mut wr, pos, false, records)
+                        .await
+                        .map_err(io)?;
                 }
             }
             let records = chunk.freeze();
             dr.sent(pos, Instant::now(), records.len());
-            let f = Frame::Records {
-                end: pos,
-                mark: true,
-                records,
-            };
-            wire::write(&mut wr, &f).await.map_err(io)?;
+            wire::write_records(&mut wr, pos, true, records)
+                .await
+                .map_err(io)?;
             pos
         }
     };
@@ -427,7 +436,7 @@ async fn session(
                 };
                 let read_at = Instant::now();
                 let len = records.len();
-                if let Err(e) = wire::write(&mut wr, &Frame::Records { end, mark: true, records }).await {
+                if let Err(e) = wire::write_records(&mut wr, end, true, records).await {
                     break Err(io(e));
                 }
                 dr.sent(end, read_at, len);
