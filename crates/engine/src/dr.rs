@@ -138,7 +138,8 @@ impl Engine {
             return Ok(None);
         }
         self.replay(kind, payload.clone())?;
-        self.log.append(kind, &[&payload]).map(Some)
+        // The chunk's DR mark follows and is what the acknowledgement waits on.
+        self.log.append_lazy(kind, &[&payload]).map(Some)
     }
 }
 

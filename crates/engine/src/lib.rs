@@ -47,6 +47,12 @@ pub trait LogSink: Send {
     /// Appends one record made of `parts` concatenated; returns the LSN at which it is durable.
     /// An error means nothing was written and the change must not happen.
     fn append(&mut self, kind: u8, parts: &[&[u8]]) -> Result<Lsn, MqError>;
+
+    /// Like [`append`](Self::append), for a record that may wait for the next one to be
+    /// written (nobody waits on it alone: the records of a DR chunk before its mark).
+    fn append_lazy(&mut self, kind: u8, parts: &[&[u8]]) -> Result<Lsn, MqError> {
+        self.append(kind, parts)
+    }
 }
 
 /// An in-memory log: records kept in a vector, each "durable" at its index + 1.

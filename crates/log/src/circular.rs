@@ -166,6 +166,7 @@ impl RecoveryLog {
             on_durable,
             tail: Mutex::new(TailCache::default()),
             min_sync_gap_us: AtomicU64::new(0),
+            min_sync_unless_bytes: AtomicU64::new(0),
         });
         let thread_shared = Arc::clone(&shared);
         let writer = std::thread::Builder::new()
@@ -438,11 +439,16 @@ impl RecoveryLog {
     }
 
     /// Makes the writer start batch writes at least `gap` apart (zero: as soon as there is
-    /// work). For a log whose appenders do not wait on every sync: fewer, larger writes and
-    /// syncs at the cost of up to `gap` more latency.
-    pub fn set_min_sync_gap(&self, gap: std::time::Duration) {
+    /// work), unless `unless_bytes` (when not 0) are waiting to be written. For a log whose
+    /// appenders do not wait on every sync: fewer, larger writes and syncs at the cost of up to
+    /// `gap` more latency while little is written, and no more than `unless_bytes` held back
+    /// while much is.
+    pub fn set_min_sync_gap(&self, gap: std::time::Duration, unless_bytes: usize) {
         let us = u64::try_from(gap.as_micros()).unwrap_or(u64::MAX);
         self.shared.min_sync_gap_us.store(us, Ordering::Relaxed);
+        self.shared
+            .min_sync_unless_bytes
+            .store(unless_bytes as u64, Ordering::Relaxed);
     }
 
     /// Flushes and syncs everything appended so far and stops the writer.

@@ -203,7 +203,10 @@ mod tests {
         c.push(500, d);
         let (e, _) = batch(end_d, &[&[1u8; 100]]);
         c.push(end_d, e);
-        assert!(c.spare.is_empty(), "a batch still held elsewhere is not reused");
+        assert!(
+            c.spare.is_empty(),
+            "a batch still held elsewhere is not reused"
+        );
         drop(held);
     }
 

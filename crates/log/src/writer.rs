@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use parking_lot::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::control::Control;
@@ -122,6 +122,9 @@ pub(crate) struct Shared {
     /// whose appenders do not wait on each sync (a DR secondary) trades a little latency for
     /// fewer, larger syncs.
     pub min_sync_gap_us: AtomicU64,
+    /// With a gap: the writer goes before the gap has passed once this many bytes wait, so a
+    /// busy stream is not held back (0: no such limit).
+    pub min_sync_unless_bytes: AtomicU64,
 }
 
 impl Shared {
@@ -237,9 +240,14 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 return; // shut down and drained
             }
             let gap = Duration::from_micros(shared.min_sync_gap_us.load(Ordering::Relaxed));
-            let since = last_write.elapsed();
-            if since < gap && !st.shutdown {
-                MutexGuard::unlocked(&mut st, || std::thread::sleep(gap - since));
+            let enough = shared.min_sync_unless_bytes.load(Ordering::Relaxed) as usize;
+            let deadline = last_write + gap;
+            // Appenders wake this wait (lazy ones do not: see `append_lazy`); each wake-up
+            // looks whether enough has come to go early.
+            while !st.shutdown && (enough == 0 || st.buf.len() < enough) {
+                if shared.work.wait_until(&mut st, deadline).timed_out() {
+                    break;
+                }
             }
             std::mem::swap(&mut st.buf, &mut batch);
             let start = st.buf_start;

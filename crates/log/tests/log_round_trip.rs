@@ -290,7 +290,7 @@ fn a_minimum_sync_gap_batches_appends_into_fewer_syncs() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = tiny(tmp.path());
     let (log, _) = create_open(&cfg);
-    log.set_min_sync_gap(std::time::Duration::from_millis(20));
+    log.set_min_sync_gap(std::time::Duration::from_millis(20), 0);
     let before = log.sync_count();
     let t = std::time::Instant::now();
     // Appends 2 ms apart without waiting: with a 20 ms gap they share a few syncs.
@@ -331,4 +331,29 @@ fn a_lazy_append_rides_with_the_next_one_and_a_waiter_still_gets_it() {
     let (_log, rec) = open(&cfg);
     let kinds: Vec<u8> = rec.records.iter().map(|r| r.kind).collect();
     assert_eq!(kinds, vec![1, 2, 3, 2]);
+}
+
+#[test]
+fn a_sync_gap_gives_way_once_enough_bytes_wait() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tiny(tmp.path());
+    let (log, _) = create_open(&cfg);
+    let end = log.append(1, &payload(0, 100)).unwrap();
+    log.wait_durable(end).unwrap();
+    // A gap far longer than the test: only the byte limit can let the writer go early.
+    log.set_min_sync_gap(std::time::Duration::from_secs(30), 4096);
+    let t = std::time::Instant::now();
+    for i in 1..40u64 {
+        log.append_lazy(1, &[&payload(i, 200)[..]]).unwrap();
+    }
+    let end = log.append(1, &payload(40, 200)).unwrap();
+    log.wait_durable(end).unwrap();
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(10),
+        "8 KiB waiting should not sit out a 30 s gap ({:?})",
+        t.elapsed()
+    );
+    log.close().unwrap();
+    let (_log, rec) = open(&cfg);
+    assert_eq!(rec.records.len(), 41);
 }

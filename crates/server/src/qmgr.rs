@@ -286,8 +286,10 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
     Ok(())
 }
 
-/// Least time between two syncs of a standalone DR secondary's log (see `start_dr`).
-const SECONDARY_SYNC_GAP: Duration = Duration::from_millis(10);
+/// Least time between two syncs of a standalone DR secondary's log (see `start_dr`), unless
+/// `SECONDARY_SYNC_UNLESS_BYTES` wait to be written.
+const SECONDARY_SYNC_GAP: Duration = Duration::from_millis(25);
+const SECONDARY_SYNC_UNLESS_BYTES: usize = 1 << 20;
 /// The recent log a standalone DR primary keeps in memory for its shipper.
 const SHIP_TAIL_BYTES: usize = 8 << 20;
 
@@ -299,7 +301,10 @@ fn start_dr(shared: &Arc<Shared>, source: Option<Source>) {
         if shared.ha.is_none() {
             // Nothing waits on this log but the acknowledgements to the primary, whose lag
             // bound is megabytes: fewer, larger syncs cost the recovery site less CPU.
-            shared.storage.ring().set_min_sync_gap(SECONDARY_SYNC_GAP);
+            shared
+                .storage
+                .ring()
+                .set_min_sync_gap(SECONDARY_SYNC_GAP, SECONDARY_SYNC_UNLESS_BYTES);
         }
         tokio::spawn(recv::run_secondary(shared.clone(), d));
     } else if let (Some(g), Some(src)) = (shared.dr_gate.clone(), source) {

@@ -32,9 +32,8 @@ pub struct RingSink {
     trigger_bytes: u64,
 }
 
-impl LogSink for RingSink {
-    fn append(&mut self, kind: u8, parts: &[&[u8]]) -> Result<Lsn, MqError> {
-        let r = self.log.append_parts(kind, parts);
+impl RingSink {
+    fn appended(&self, r: Result<Lsn, LogError>) -> Result<Lsn, MqError> {
         if self.log.used_bytes() >= self.trigger_bytes {
             (self.on_pressure)();
         }
@@ -49,6 +48,18 @@ impl LogSink for RingSink {
             ),
             other => MqError::new(Reason::RESOURCE_PROBLEM, format!("the recovery log failed: {other}")),
         })
+    }
+}
+
+impl LogSink for RingSink {
+    fn append(&mut self, kind: u8, parts: &[&[u8]]) -> Result<Lsn, MqError> {
+        let r = self.log.append_parts(kind, parts);
+        self.appended(r)
+    }
+
+    fn append_lazy(&mut self, kind: u8, parts: &[&[u8]]) -> Result<Lsn, MqError> {
+        let r = self.log.append_lazy(kind, parts);
+        self.appended(r)
     }
 }
 
