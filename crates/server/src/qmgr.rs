@@ -288,8 +288,8 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
 
 /// Least time between two syncs of a standalone DR secondary's log (see `start_dr`), unless
 /// `SECONDARY_SYNC_UNLESS_BYTES` wait to be written.
-const SECONDARY_SYNC_GAP: Duration = Duration::from_millis(25);
-const SECONDARY_SYNC_UNLESS_BYTES: usize = 1 << 20;
+const SECONDARY_SYNC_GAP: Duration = Duration::from_millis(50);
+const SECONDARY_SYNC_UNLESS_BYTES: usize = 512 << 10;
 /// The recent log a standalone DR primary keeps in memory for its shipper.
 const SHIP_TAIL_BYTES: usize = 8 << 20;
 

@@ -28,6 +28,17 @@ pub(super) struct CompareRow {
     pub(super) dr: DrRun,
 }
 
+impl CompareRow {
+    /// Round trips per CPU-second of the DR side's primaries, as a percentage of the reference
+    /// side's: the per-core comparison of BENCHMARK.md, with the recovery sites left out as if
+    /// they ran on their own hosts (here they share the cores, which the rate above pays for).
+    pub(super) fn primary_per_core_pct(&self) -> Option<f64> {
+        let b = self.base.run.round_trips_per_s / self.base.primary_cpu_pct?;
+        let d = self.dr.run.round_trips_per_s / self.dr.primary_cpu_pct?;
+        pct(d, b)
+    }
+}
+
 #[derive(Serialize)]
 pub(super) struct Comparison {
     /// DR1, DR2 or HA+DR.

@@ -179,6 +179,19 @@ pub(super) fn targets_md(rep: &Report) -> String {
                 _ => "-",
             }
         );
+        // Informative: the target is the rate above.
+        let best_row = c.rows.iter().max_by(|a, b| {
+            a.dr.run
+                .round_trips_per_s
+                .total_cmp(&b.dr.run.round_trips_per_s)
+        });
+        if let Some(p) = best_row.and_then(CompareRow::primary_per_core_pct) {
+            let _ = writeln!(
+                md,
+                "| {}: per core, primary side only, at the best {} row (recovery site on its own hosts) | - | {p:.1}% | - |",
+                c.name, c.dr_label
+            );
+        }
     }
     let direct = rep
         .distance

@@ -238,7 +238,16 @@ fn tables_show_percentages_and_dr_status() {
     );
     assert!(d.contains("| direct (no relay) | 1000 | - |"), "{d}");
 
+    let mut rep = rep;
+    if let Some(c) = rep.dr1.as_mut() {
+        // The best DR row: 1700 RT/s on 42.5% of a core against 2000 on 50%.
+        c.rows[1].dr.primary_cpu_pct = Some(42.5);
+    }
     let targets = targets_md(&rep);
+    assert!(
+        targets.contains("| DR1: per core, primary side only, at the best DR row (recovery site on its own hosts) | - | 100.0% | - |"),
+        "{targets}"
+    );
     assert!(
         targets.contains("| DR1: best DR rate vs best no DR rate (1700 vs 2000 RT/s) | >= 90% | 85.0% | **no** |"),
         "{targets}"
