@@ -134,13 +134,95 @@ impl Engine {
     /// is applied before it is logged: a record that does not apply (a damaged stream) is not
     /// written, so the log never holds a record that restart could not replay.
     pub fn apply_shipped(&mut self, kind: u8, payload: Bytes) -> Result<Option<Lsn>, MqError> {
-        if kind::is_dr(kind) {
-            return Ok(None);
-        }
-        self.replay(kind, payload.clone())?;
-        // The chunk's DR mark follows and is what the acknowledgement waits on.
-        self.log.append_lazy(kind, &[&payload]).map(Some)
+        self.apply_shipped_chunk(vec![(kind, payload)])
     }
+
+    /// Applies a chunk of the primary's records in order and logs each (as
+    /// [`apply_shipped`](Self::apply_shipped)), without the work of a message the chunk both puts
+    /// and removes: such a pair leaves no trace in the state (replay keeps no statistics), so
+    /// only the sequence counter moves. In request/reply traffic most messages live for less
+    /// than a chunk, so most of a secondary's inserts, index entries and removals are saved.
+    /// Returns the LSN of the last record logged (None if the chunk held only DR records).
+    pub fn apply_shipped_chunk(&mut self, recs: Vec<(u8, Bytes)>) -> Result<Option<Lsn>, MqError> {
+        let mut decoded = Vec::with_capacity(recs.len());
+        for (k, payload) in recs {
+            if !kind::is_dr(k) {
+                let rec = crate::recovery::decode_for_replay(k, payload.clone())?;
+                decoded.push((k, payload, rec));
+            }
+        }
+        let consumed = consumed_within(decoded.iter().map(|(_, _, r)| r));
+        let mut last = None;
+        for (i, (k, payload, rec)) in decoded.into_iter().enumerate() {
+            let rec = match rec {
+                Record::Put(p) if consumed.puts.contains(&(i, 0)) => {
+                    self.replay_put_consumed(&p)?;
+                    None
+                }
+                Record::Get(_) if consumed.gets.contains(&(i, 0)) => None,
+                Record::Commit { puts, gets } => {
+                    let gets = gets
+                        .into_iter()
+                        .enumerate()
+                        .filter(|(j, _)| !consumed.gets.contains(&(i, *j)))
+                        .map(|(_, g)| g)
+                        .collect();
+                    let mut kept = Vec::with_capacity(puts.len());
+                    for (j, p) in puts.into_iter().enumerate() {
+                        if consumed.puts.contains(&(i, j)) {
+                            self.replay_put_consumed(&p)?;
+                        } else {
+                            kept.push(p);
+                        }
+                    }
+                    Some(Record::Commit { puts: kept, gets })
+                }
+                other => Some(other),
+            };
+            if let Some(rec) = rec {
+                self.replay_record(rec)?;
+            }
+            // The chunk's DR mark follows and is what the acknowledgement waits on.
+            last = Some(self.log.append_lazy(k, &[&payload])?);
+        }
+        Ok(last)
+    }
+}
+
+/// Puts and gets (record index, index within the record) that cancel out within a run of
+/// records: a message put and then removed again by a later record.
+#[derive(Default)]
+struct Consumed {
+    puts: ahash::AHashSet<(usize, usize)>,
+    gets: ahash::AHashSet<(usize, usize)>,
+}
+
+fn consumed_within<'a>(recs: impl Iterator<Item = &'a Record>) -> Consumed {
+    use std::collections::hash_map::Entry;
+    let mut out = Consumed::default();
+    // Messages put so far and not yet removed: sequence number -> (queue, where it was put).
+    let mut open: ahash::AHashMap<u64, (&str, (usize, usize))> = ahash::AHashMap::new();
+    for (i, rec) in recs.enumerate() {
+        let (puts, gets): (&[crate::records::PutRec], &[crate::records::GetRec]) = match rec {
+            Record::Put(p) => (std::slice::from_ref(p), &[]),
+            Record::Get(g) => (&[], std::slice::from_ref(g)),
+            Record::Commit { puts, gets } => (puts, gets),
+            _ => continue,
+        };
+        // A commit's gets are applied before its puts, so they can only remove earlier puts.
+        for (j, g) in gets.iter().enumerate() {
+            if let Entry::Occupied(e) = open.entry(g.seq) {
+                if e.get().0 == g.queue {
+                    out.puts.insert(e.remove().1);
+                    out.gets.insert((i, j));
+                }
+            }
+        }
+        for (j, p) in puts.iter().enumerate() {
+            open.insert(p.seq, (&p.queue, (i, j)));
+        }
+    }
+    out
 }
 
 impl Image {
@@ -254,6 +336,45 @@ mod tests {
         let mut sec = engine();
         assert_eq!(sec.apply_shipped(k, b.freeze()).unwrap(), None);
         assert_eq!(sec.dr_state().acked, None);
+    }
+
+    #[test]
+    fn a_message_put_and_removed_within_a_run_cancels_out() {
+        use crate::records::{GetRec, PutRec};
+        let put = |q: &str, seq| PutRec {
+            queue: q.into(),
+            seq,
+            md: Default::default(),
+            props: Default::default(),
+            expires_at_ms: None,
+            body: Bytes::new(),
+        };
+        let get = |q: &str, seq| GetRec {
+            queue: q.into(),
+            seq,
+            rank: 4,
+        };
+        let recs = [
+            Record::Put(put("Q1", 1)),
+            // Takes 1 and puts its reply 2 in one unit of work.
+            Record::Commit {
+                puts: vec![put("Q2", 2)],
+                gets: vec![get("Q1", 1)],
+            },
+            Record::Get(get("Q2", 2)),
+            Record::Put(put("Q1", 3)),
+            // Same number, other queue: not the message put above.
+            Record::Get(get("Q2", 3)),
+            // A message from before the run.
+            Record::Get(get("Q1", 0)),
+        ];
+        let c = consumed_within(recs.iter());
+        let mut puts: Vec<_> = c.puts.into_iter().collect();
+        let mut gets: Vec<_> = c.gets.into_iter().collect();
+        puts.sort();
+        gets.sort();
+        assert_eq!(puts, vec![(0, 0), (1, 0)]);
+        assert_eq!(gets, vec![(1, 0), (2, 0)]);
     }
 
     #[test]

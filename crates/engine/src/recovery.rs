@@ -220,6 +220,20 @@ impl Engine {
         e
     }
 
+    /// What replaying a put leaves behind when the same records also remove its message again:
+    /// only the sequence counter moves (and a put to an undefined queue is still refused).
+    pub(crate) fn replay_put_consumed(&mut self, p: &PutRec) -> Result<(), MqError> {
+        self.next_seq = self.next_seq.max(p.seq + 1);
+        if self.queues.contains_key(&p.queue) {
+            Ok(())
+        } else {
+            Err(MqError::new(
+                ferrymq_types::Reason::OBJECT_DAMAGED,
+                format!("log replay: put to queue '{}' that is not defined", p.queue),
+            ))
+        }
+    }
+
     fn replay_put(&mut self, p: PutRec) -> Result<(), MqError> {
         self.next_seq = self.next_seq.max(p.seq + 1);
         let q = self.queues.get_mut(&p.queue).ok_or_else(|| {
@@ -242,12 +256,11 @@ impl Engine {
 
     /// Applies one log record written after the loaded checkpoint, without logging it again.
     pub fn replay(&mut self, kind: u8, payload: Bytes) -> Result<(), MqError> {
-        let rec = Record::decode(kind, payload).map_err(|e| {
-            MqError::new(
-                ferrymq_types::Reason::OBJECT_DAMAGED,
-                format!("log replay: undecodable record: {e}"),
-            )
-        })?;
+        self.replay_record(decode_for_replay(kind, payload)?)
+    }
+
+    /// Applies one decoded log record (see [`replay`](Self::replay)).
+    pub(crate) fn replay_record(&mut self, rec: Record) -> Result<(), MqError> {
         match rec {
             Record::Put(p) => self.replay_put(p)?,
             Record::Get(g) => {
@@ -294,4 +307,14 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// Decodes a log record for replay; an undecodable one is damage.
+pub(crate) fn decode_for_replay(kind: u8, payload: Bytes) -> Result<Record, MqError> {
+    Record::decode(kind, payload).map_err(|e| {
+        MqError::new(
+            ferrymq_types::Reason::OBJECT_DAMAGED,
+            format!("log replay: undecodable record: {e}"),
+        )
+    })
 }

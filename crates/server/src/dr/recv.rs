@@ -132,13 +132,11 @@ async fn session(
                 };
                 let applied = {
                     let mut core = shared.core.lock();
-                    let mut res = Ok(None);
-                    for (k, p) in recs {
-                        if let Err(e) = core.engine.apply_shipped(k, p) {
-                            res = Err(format!("cannot apply a record from the primary: {e}"));
-                            break;
-                        }
-                    }
+                    let mut res = core
+                        .engine
+                        .apply_shipped_chunk(recs)
+                        .map(|_| None)
+                        .map_err(|e| format!("cannot apply a record from the primary: {e}"));
                     if mark && res.is_ok() {
                         res = core
                             .engine

@@ -25,12 +25,13 @@ use crate::storage::{now_ms, Storage};
 /// How long connecting to one address, or the secondary's answer to Hello, may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
-/// After a chunk smaller than `SHIP_SMALL_BYTES`, the shipper waits `SHIP_GAP` before it reads
-/// the next: a queue manager committing a little at a time would otherwise send a frame, and
-/// wake the recovery site, for every log sync. The lag this adds (less than `SHIP_SMALL_BYTES`
-/// per gap) is far inside any useful bound, and a busy queue manager's chunks go at once.
+/// After a chunk that was not full, while the secondary lacks less than a quarter of the lag
+/// bound, the shipper waits `SHIP_GAP` before it reads the next: a queue manager would
+/// otherwise send a frame, and wake the recovery site, for every log sync. Larger chunks cost
+/// the recovery site less per byte (fewer wake-ups, and more of the messages a chunk puts are
+/// also removed within it: see `Engine::apply_shipped_chunk`); the lag they add stays inside
+/// that quarter, and once the lag nears it chunks go back to back.
 const SHIP_GAP: Duration = Duration::from_millis(25);
-const SHIP_SMALL_BYTES: usize = 64 * 1024;
 /// Entries read from the Raft log at once.
 const RAFT_ENTRIES_PER_CHUNK: u64 = 256;
 /// How often the secondary's acknowledged position may be recorded (`DR_ACKED`), and how far it
@@ -448,7 +449,8 @@ async fn session(
                 dr.sent(end, read_at, len);
                 src.retain(dr.acked.load(Ordering::Acquire));
                 pos = end;
-                if len < SHIP_SMALL_BYTES {
+                let (_, lag) = gate.lag(dr.acked.load(Ordering::Acquire));
+                if len < CHUNK_BYTES / 2 && lag < dr.cfg.max_lag_bytes / 4 {
                     tokio::time::sleep(SHIP_GAP).await;
                 }
             }
