@@ -160,22 +160,24 @@ impl Engine {
                     None
                 }
                 Record::Get(_) if consumed.gets.contains(&(i, 0)) => None,
-                Record::Commit { puts, gets } => {
-                    let gets = gets
-                        .into_iter()
-                        .enumerate()
-                        .filter(|(j, _)| !consumed.gets.contains(&(i, *j)))
-                        .map(|(_, g)| g)
-                        .collect();
-                    let mut kept = Vec::with_capacity(puts.len());
-                    for (j, p) in puts.into_iter().enumerate() {
+                Record::Commit { mut puts, mut gets } => {
+                    // Filtered in place: no new vectors per record on the secondary's hot path.
+                    for (j, p) in puts.iter().enumerate() {
                         if consumed.puts.contains(&(i, j)) {
-                            self.replay_put_consumed(&p)?;
-                        } else {
-                            kept.push(p);
+                            self.replay_put_consumed(p)?;
                         }
                     }
-                    Some(Record::Commit { puts: kept, gets })
+                    let mut j = 0;
+                    puts.retain(|_| {
+                        j += 1;
+                        !consumed.puts.contains(&(i, j - 1))
+                    });
+                    let mut j = 0;
+                    gets.retain(|_| {
+                        j += 1;
+                        !consumed.gets.contains(&(i, j - 1))
+                    });
+                    Some(Record::Commit { puts, gets })
                 }
                 other => Some(other),
             };

@@ -240,13 +240,16 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 return; // shut down and drained
             }
             let gap = Duration::from_micros(shared.min_sync_gap_us.load(Ordering::Relaxed));
-            let enough = shared.min_sync_unless_bytes.load(Ordering::Relaxed) as usize;
             let deadline = last_write + gap;
-            // Appenders wake this wait (lazy ones do not: see `append_lazy`); each wake-up
-            // looks whether enough has come to go early.
-            while !st.shutdown && (enough == 0 || st.buf.len() < enough) {
-                if shared.work.wait_until(&mut st, deadline).timed_out() {
-                    break;
+            // Only a log with a gap waits here (a standalone queue manager's never does, and must
+            // not pay a timed wait per write). Appenders wake the wait (lazy ones do not: see
+            // `append_lazy`); each wake-up looks whether enough has come to go early.
+            if Instant::now() < deadline {
+                let enough = shared.min_sync_unless_bytes.load(Ordering::Relaxed) as usize;
+                while !st.shutdown && (enough == 0 || st.buf.len() < enough) {
+                    if shared.work.wait_until(&mut st, deadline).timed_out() {
+                        break;
+                    }
                 }
             }
             std::mem::swap(&mut st.buf, &mut batch);
