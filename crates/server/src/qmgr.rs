@@ -266,7 +266,7 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
     let rt = io_runtime()?;
     let served = rt.block_on(async {
         start_dr(&shared, source);
-        serve(shared.clone(), paths.clone(), end_rx).await
+        serve(shared.clone(), paths.clone(), end_rx, None).await
     });
     rt.shutdown_timeout(Duration::from_secs(2));
 
@@ -359,12 +359,31 @@ fn io_runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the I/O runtime: {e}"))
 }
 
+/// The Raft runtime of an HA instance: one thread of its own for openraft's core, replication
+/// and state-machine tasks, the Raft network and the proposer. On the I/O runtime they queued
+/// behind hundreds of client connection tasks woken by each commit, and every hop of a commit's
+/// path waited its turn.
+fn raft_runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .thread_name("ferrymq-raft")
+        .build()
+        .map_err(|e| format!("cannot start the Raft runtime: {e}"))
+}
+
 /// Runs one instance of a replicated queue manager (qm.ini `NativeHA:`) until it is ended.
 fn run_ha(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
     let rt = io_runtime()?;
+    let raft_rt = raft_runtime()?;
+    let raft_handle = raft_rt.handle().clone();
     let served = rt.block_on(async {
         let began = std::time::Instant::now();
-        let started = ha::start(paths, &cfg, engine_config(&cfg)).await?;
+        let (p2, c2) = (paths.clone(), cfg.clone());
+        let started = raft_handle
+            .spawn(async move { ha::start(&p2, &c2, engine_config(&c2)).await })
+            .await
+            .map_err(|e| format!("starting the replica: {e}"))??;
         let h = started.handle.clone();
         eprintln!(
             "ferrymq: instance '{}' of queue manager '{}' started as a replica in {} ms (Raft log: {:?})",
@@ -391,13 +410,14 @@ fn run_ha(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
             Some(h.clone()),
             dr.map(|d| (d, gate.clone())),
         ));
-        let r = serve(shared, paths.clone(), end_rx).await;
+        let r = serve(shared, paths.clone(), end_rx, Some(raft_handle.clone())).await;
         h.ending.store(true, std::sync::atomic::Ordering::Release);
         let _ = h.replica.raft().shutdown().await;
         let _ = h.replica.storage().close();
         r
     });
     rt.shutdown_timeout(Duration::from_secs(2));
+    raft_rt.shutdown_timeout(Duration::from_secs(2));
     let _ = std::fs::remove_file(paths.socket());
     let _ = std::fs::remove_file(paths.pid_file());
     served?;
@@ -409,6 +429,7 @@ async fn serve(
     shared: Arc<Shared>,
     paths: QmPaths,
     mut end_rx: watch::Receiver<Option<AdminAction>>,
+    raft_rt: Option<tokio::runtime::Handle>,
 ) -> Result<(), String> {
     let sock = paths.socket();
     // The lock is ours, so a socket file left here is stale (a killed predecessor).
@@ -420,7 +441,8 @@ async fn serve(
         None => start_listeners(&shared)?,
         Some(h) => {
             let s2 = shared.clone();
-            tokio::spawn(ha::replicate(h.clone()));
+            let rt = raft_rt.unwrap_or_else(tokio::runtime::Handle::current);
+            rt.spawn(ha::replicate(h.clone()));
             tokio::spawn(ha::monitor(h.clone(), move || {
                 if let Err(e) = start_listeners(&s2) {
                     eprintln!("ferrymq: {e}");
