@@ -91,8 +91,17 @@ async fn read_frame<T: DeserializeOwned>(s: &mut TcpStream) -> io::Result<Option
             format!("Raft frame of {len} bytes exceeds the {MAX_FRAME}-byte limit"),
         ));
     }
-    let mut body = vec![0u8; len];
-    s.read_exact(&mut body).await?;
+    // Read into spare capacity: no zero-fill pass over what the socket is about to overwrite.
+    let mut body = Vec::with_capacity(len);
+    while body.len() < len {
+        let want = (len - body.len()) as u64;
+        if (&mut *s).take(want).read_buf(&mut body).await? == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "peer closed mid-frame",
+            ));
+        }
+    }
     bincode::deserialize(&body)
         .map(Some)
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))

@@ -12,7 +12,7 @@ use bytes::BytesMut;
 use ferrymq_proto::{kind, negotiate, parse_request, FrameDecoder, RawFrame, Request, Response};
 use ferrymq_types::{MqError, Reason};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 use crate::core::{encode, error_response, Out};
 use crate::dispatch::{self, Action, Session};
@@ -260,7 +260,7 @@ fn process(
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut wr: W,
     mut rx: mpsc::UnboundedReceiver<Out>,
-    mut durable: watch::Receiver<u64>,
+    durable: crate::lsn::LsnWatch,
 ) {
     let mut buf = BytesMut::new();
     while let Some(first) = rx.recv().await {
@@ -277,7 +277,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                 Err(_) => break,
             }
         }
-        if need > *durable.borrow() && durable.wait_for(|d| *d >= need).await.is_err() {
+        if need > durable.get() && durable.wait(need).await.is_err() {
             // The log stopped: nothing more may be acknowledged.
             return;
         }

@@ -35,7 +35,7 @@ use ferrymq_replication::{
 };
 use ferrymq_types::{MqError, Reason};
 use parking_lot::{Condvar, Mutex};
-use tokio::sync::{watch, Notify};
+use tokio::sync::Notify;
 
 use crate::config::{HaConfig, QmConfig, QmPaths};
 use crate::core::Core;
@@ -72,7 +72,7 @@ pub struct Proposals {
     st: Mutex<PropState>,
     wake: Notify,
     /// The highest record number committed by the group (the engine's durable LSN).
-    durable: watch::Sender<u64>,
+    durable: crate::lsn::LsnSender,
     /// Signalled when a batch's log id becomes known or everything is lost.
     progress: Condvar,
     lost: AtomicBool,
@@ -119,7 +119,7 @@ impl Proposals {
                 trace: (0, 0, Instant::now(), 0),
             }),
             wake: Notify::new(),
-            durable: watch::channel(0).0,
+            durable: crate::lsn::channel(0).0,
             progress: Condvar::new(),
             lost: AtomicBool::new(false),
             commit_us: AtomicU64::new(0),
@@ -133,7 +133,7 @@ impl Proposals {
         let _ = self.dr_gate.set(g);
     }
 
-    pub fn durable_watch(&self) -> watch::Receiver<u64> {
+    pub fn durable_watch(&self) -> crate::lsn::LsnWatch {
         self.durable.subscribe()
     }
 
@@ -225,7 +225,7 @@ impl Proposals {
         }
         drop(st);
         if let Some(seq) = durable {
-            self.durable.send_replace(seq);
+            self.durable.advance(seq);
             if let Some(g) = self.dr_gate.get() {
                 g.durable(seq);
             }

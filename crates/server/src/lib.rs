@@ -14,6 +14,7 @@ mod dispatch;
 pub mod dr;
 pub mod ha;
 mod listeners;
+pub mod lsn;
 pub mod qmgr;
 pub mod storage;
 mod wait_timer;

@@ -31,7 +31,7 @@ pub struct Shared {
     pub storage: Arc<Storage>,
     pub cfg: QmConfig,
     /// The log's durable LSN, published by the log writer after each sync.
-    pub durable: watch::Receiver<u64>,
+    pub durable: crate::lsn::LsnWatch,
     /// Set to end every connection at once.
     pub immediate_end: watch::Receiver<bool>,
     immediate_tx: watch::Sender<bool>,
@@ -76,7 +76,7 @@ impl Shared {
         core: Arc<Mutex<Core>>,
         storage: Arc<Storage>,
         cfg: QmConfig,
-        durable: watch::Receiver<u64>,
+        durable: crate::lsn::LsnWatch,
         end_tx: watch::Sender<Option<AdminAction>>,
         ha: Option<Arc<HaHandle>>,
         dr: Option<(Arc<DrHandle>, Option<Arc<Gate>>)>,
@@ -180,7 +180,7 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
         drop(lock);
         return r;
     }
-    let (durable_tx, durable_rx) = watch::channel(0u64);
+    let (durable_tx, durable_rx) = crate::lsn::channel(0);
     let (ckpt_tx, ckpt_rx) = std_mpsc::sync_channel::<()>(1);
     let pressure_tx = ckpt_tx.clone();
     let dr = cfg
@@ -198,7 +198,7 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
         &cfg,
         engine_config(&cfg),
         Box::new(move |lsn| {
-            durable_tx.send_replace(lsn);
+            durable_tx.advance(lsn);
             if let Some(g) = &gate_in {
                 g.durable(lsn);
             }

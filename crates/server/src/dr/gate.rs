@@ -8,7 +8,6 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use tokio::sync::watch;
 
 use crate::ha::Proposals;
 
@@ -117,7 +116,7 @@ pub struct Gate {
     meter: Meter,
     max: u64,
     st: Mutex<GateState>,
-    out: watch::Sender<u64>,
+    out: crate::lsn::LsnSender,
 }
 
 struct GateState {
@@ -136,11 +135,11 @@ impl Gate {
                 acked: 0,
                 bounded: false,
             }),
-            out: watch::channel(start).0,
+            out: crate::lsn::channel(start).0,
         })
     }
 
-    pub fn watch(&self) -> watch::Receiver<u64> {
+    pub fn watch(&self) -> crate::lsn::LsnWatch {
         self.out.subscribe()
     }
 
@@ -156,13 +155,7 @@ impl Gate {
         } else {
             st.raw
         };
-        self.out.send_if_modified(|v| {
-            let up = allowed > *v;
-            if up {
-                *v = allowed;
-            }
-            up
-        });
+        self.out.advance(allowed);
     }
 
     /// The log became durable up to `raw`.
@@ -202,16 +195,16 @@ mod tests {
         let g = Gate::new(Meter::Ring, 1000, 0);
         let rx = g.watch();
         g.durable(5000);
-        assert_eq!(*rx.borrow(), 5000, "no secondary connected: not bounded");
+        assert_eq!(rx.get(), 5000, "no secondary connected: not bounded");
         g.bound(Some(4500));
         g.durable(9000);
-        assert_eq!(*rx.borrow(), 5500);
+        assert_eq!(rx.get(), 5500);
         g.acked(8500);
-        assert_eq!(*rx.borrow(), 9000);
+        assert_eq!(rx.get(), 9000);
         g.durable(20_000);
-        assert_eq!(*rx.borrow(), 9500);
+        assert_eq!(rx.get(), 9500);
         g.bound(None);
-        assert_eq!(*rx.borrow(), 20_000);
+        assert_eq!(rx.get(), 20_000);
     }
 
     #[test]

@@ -90,17 +90,15 @@ async fn session(
 
     // Acknowledgements go out as this site's log makes each position durable.
     let (ack_tx, mut ack_rx) = mpsc::unbounded_channel::<(u64, u64)>();
-    let mut durable = shared.durable.clone();
+    let durable = shared.durable.clone();
     let acker = tokio::spawn(async move {
         while let Some((mut lsn, mut pos)) = ack_rx.recv().await {
             // Coalesce: acknowledge the newest position whose record is already queued.
             while let Ok((l, p)) = ack_rx.try_recv() {
                 (lsn, pos) = (l, p);
             }
-            while *durable.borrow_and_update() < lsn {
-                if durable.changed().await.is_err() {
-                    return;
-                }
+            if durable.wait(lsn).await.is_err() {
+                return;
             }
             if wire::write(&mut wr, &Frame::Ack(pos)).await.is_err() {
                 return;

@@ -47,7 +47,7 @@ pub enum Source {
     Ring {
         ring: Arc<RecoveryLog>,
         storage: Arc<Storage>,
-        durable: watch::Receiver<u64>,
+        durable: crate::lsn::LsnWatch,
     },
     /// An HA group's committed Raft entries: positions are Raft indexes.
     Raft {
@@ -90,13 +90,9 @@ impl Source {
     async fn next(&mut self, after: u64) -> Result<(u64, Bytes), String> {
         match self {
             Source::Ring { ring, durable, .. } => {
-                loop {
-                    durable.borrow_and_update();
-                    if ring.durable_lsn() > after {
-                        break;
-                    }
+                if ring.durable_lsn() <= after {
                     durable
-                        .changed()
+                        .wait(after + 1)
                         .await
                         .map_err(|_| "the log was closed".to_string())?;
                 }
