@@ -23,9 +23,12 @@ pub(super) struct DrRun {
 #[derive(Serialize)]
 pub(super) struct CompareRow {
     pub(super) requesters: usize,
-    /// Without DR (standalone queue managers, or the plain HA group).
+    /// Without DR (standalone queue managers, or the plain HA group): the median window.
     pub(super) base: DrRun,
+    /// The DR side's median window.
     pub(super) dr: DrRun,
+    /// Round trips/s of every window (reference, DR), in the order they ran.
+    pub(super) windows: Vec<(f64, f64)>,
 }
 
 impl CompareRow {
@@ -90,6 +93,8 @@ pub(super) struct Report {
     pub(super) max_lag: Option<u64>,
     pub(super) requesters: Vec<usize>,
     pub(super) distance_requesters: Vec<usize>,
+    /// Windows per side at each requester count (DR1, DR2, HA+DR).
+    pub(super) repeats: usize,
     /// DR pairs per distance row (the DR2 shape).
     pub(super) distance_qms: usize,
     pub(super) dr1: Option<Comparison>,
@@ -99,6 +104,13 @@ pub(super) struct Report {
     /// Notable lines from the queue managers' logs.
     pub(super) log_findings: Vec<String>,
     pub(super) errors: Vec<String>,
+}
+
+/// The window with the median rate (the lower of the two middle ones for an even count).
+pub(super) fn median_run(mut runs: Vec<DrRun>) -> DrRun {
+    runs.sort_by(|a, b| a.run.round_trips_per_s.total_cmp(&b.run.round_trips_per_s));
+    let mid = (runs.len() - 1) / 2;
+    runs.swap_remove(mid)
 }
 
 /// Measures `base` and `dr` in turn at each requester count (both running all along) until
@@ -114,13 +126,24 @@ fn sweep(
     let mut flat = Flat::new(2);
     let result = (|| {
         for &req in &o.requesters {
-            let b = base.run(o, req)?;
-            let d = dr.run(o, req)?;
+            // Alternate the sides, so that a slow spell of this shared machine falls on both.
+            let (mut bs, mut ds) = (Vec::new(), Vec::new());
+            for _ in 0..o.repeats.max(1) {
+                bs.push(base.run(o, req)?);
+                ds.push(dr.run(o, req)?);
+            }
+            let windows = bs
+                .iter()
+                .zip(&ds)
+                .map(|(b, d)| (b.run.round_trips_per_s, d.run.round_trips_per_s))
+                .collect();
+            let (b, d) = (median_run(bs), median_run(ds));
             let stop = flat.step(&[b.run.round_trips_per_s, d.run.round_trips_per_s]);
             c.rows.push(CompareRow {
                 requesters: req,
                 base: b,
                 dr: d,
+                windows,
             });
             if stop {
                 break;

@@ -1,5 +1,6 @@
 //! `ferrymq report dr [--quick] [--out DIR] [--rtts 10,20,50,100] [--requesters 1,4,16,64,256]
-//! [--distance-requesters 64,256] [--steps dr1,dr2,hadr,distance] [--dr2-qms N] [--max-lag BYTES]`:
+//! [--distance-requesters 64,256] [--steps dr1,dr2,hadr,distance] [--dr2-qms N] [--max-lag BYTES]
+//! [--repeats N]`:
 //! the disaster recovery benchmark report. In a private $FERRYMQ_HOME it creates queue managers
 //! without DR, DR primaries each shipping its recovery log to a DR secondary (another process
 //! with its own home, same queue manager name), and HA groups, all on this machine, and measures
@@ -7,7 +8,9 @@
 //! cph arguments):
 //!
 //! 1. DR1: one DR primary (with its secondary) against one queue manager without DR, measured in
-//!    turn at each requester count while both are running;
+//!    turn at each requester count while both are running — `--repeats` windows each (3 in full
+//!    mode, 1 with `--quick`), alternately, and each side's median window is its row, so one
+//!    slow spell of this shared machine does not decide a comparison (likewise DR2 and HA+DR);
 //! 2. DR2 (full mode only): N DR primaries, each with its own secondary, against N queue
 //!    managers without DR (N = 2 by default, `--dr2-qms`);
 //! 3. HA+DR: one HA group of three instances against the same group shape whose instances are all
@@ -64,7 +67,7 @@ const TARGET_DISTANCE: [(f64, f64); 1] = [(100.0, 80.0)];
 
 const USAGE: &str = "usage: ferrymq report dr [--quick] [--out DIR] [--rtts 10,20,50,100] \
 [--requesters 1,4,16,64,256] [--distance-requesters 64,256] [--steps dr1,dr2,hadr,distance] \
-[--dr2-qms N] [--max-lag BYTES]";
+[--dr2-qms N] [--max-lag BYTES] [--repeats N]";
 
 const STEPS: [&str; 4] = ["dr1", "dr2", "hadr", "distance"];
 
@@ -81,6 +84,9 @@ struct Opts {
     dr2_qms: usize,
     /// `crtmqm -drlag` of every DR primary; None: the queue manager's default.
     max_lag: Option<u64>,
+    /// Windows per side at each requester count in DR1, DR2 and HA+DR, run alternately; a
+    /// row shows each side's median window.
+    repeats: usize,
     warmup: Duration,
     duration: Duration,
     /// The command line as given, for the report header.
@@ -121,6 +127,7 @@ impl Opts {
                 .collect(),
             dr2_qms: 2,
             max_lag: None,
+            repeats: if quick { 1 } else { 3 },
             warmup: Duration::from_secs(if quick { 1 } else { 2 }),
             duration: Duration::from_secs(if quick { 3 } else { 8 }),
             command: std::iter::once("ferrymq report dr".to_string())
@@ -145,6 +152,7 @@ impl Opts {
                 "--distance-requesters" => o.distance_requesters = parse_list(flag, value)?,
                 "--dr2-qms" => o.dr2_qms = in_range(flag, value, 1, 10)?,
                 "--max-lag" => o.max_lag = Some(in_range(flag, value, 1, u64::MAX)?),
+                "--repeats" => o.repeats = in_range(flag, value, 1, 9)?,
                 "--steps" => {
                     o.steps = value.split(',').map(|s| s.trim().to_string()).collect();
                     if let Some(bad) = o.steps.iter().find(|s| !STEPS.contains(&s.as_str())) {
@@ -190,6 +198,7 @@ pub fn main(argv: &[String]) -> Result<(), String> {
         max_lag: o.max_lag,
         requesters: o.requesters.clone(),
         distance_requesters: o.distance_requesters.clone(),
+        repeats: o.repeats,
         distance_qms: o.dr2_qms,
         dr1: None,
         dr2: None,

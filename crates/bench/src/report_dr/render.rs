@@ -51,17 +51,28 @@ pub(super) fn lag_cells(lags: &[DrLag]) -> [String; 4] {
     ]
 }
 
+/// Each side's window rates, as `1000, 1100 / 950, 990`.
+fn windows_cell(w: &[(f64, f64)]) -> String {
+    let side = |f: &dyn Fn(&(f64, f64)) -> f64| {
+        w.iter()
+            .map(|x| format!("{:.0}", f(x)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!("{} / {}", side(&|x| x.0), side(&|x| x.1))
+}
+
 pub(super) fn comparison_md(c: &Comparison) -> String {
     let (b, d) = (&c.base_label, &c.dr_label);
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "| Requesters | {b} (RT/s) | {d} (RT/s) | {d} % of {b} | {b} CPU% ({} proc.) | {d} CPU% primary side | {d} CPU% secondary | {b} CPU µs/RT | {d} CPU µs/RT (both sites) | Client CPU% ({b} / {d}) | p50 ms ({b} / {d}) | DRSTATUS after | peak LAGBYTES | peak LAGSECS | MAXLAG |",
+        "| Requesters | {b} (RT/s) | {d} (RT/s) | {d} % of {b} | {b} CPU% ({} proc.) | {d} CPU% primary side | {d} CPU% secondary | {b} CPU µs/RT | {d} CPU µs/RT (both sites) | Client CPU% ({b} / {d}) | p50 ms ({b} / {d}) | DRSTATUS after | peak LAGBYTES | peak LAGSECS | MAXLAG | windows RT/s ({b} / {d}) |",
         c.base_processes
     );
     let _ = writeln!(
         md,
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|"
     );
     for r in &c.rows {
         let (s, h) = (&r.base.run, &r.dr.run);
@@ -69,7 +80,7 @@ pub(super) fn comparison_md(c: &Comparison) -> String {
         let [_, bytes, secs, _] = lag_cells(&r.dr.peak);
         let _ = writeln!(
             md,
-            "| {} | {:.0} | {:.0} | {}% | {} | {} | {} | {} | {} | {:.1} / {:.1} | {:.2} / {:.2} | {status} | {bytes} | {secs} | {max} |",
+            "| {} | {:.0} | {:.0} | {}% | {} | {} | {} | {} | {} | {:.1} / {:.1} | {:.2} / {:.2} | {status} | {bytes} | {secs} | {max} | {} |",
             r.requesters,
             s.round_trips_per_s,
             h.round_trips_per_s,
@@ -82,7 +93,8 @@ pub(super) fn comparison_md(c: &Comparison) -> String {
             s.client_cpu_pct,
             h.client_cpu_pct,
             s.latency_ms_p50,
-            h.latency_ms_p50
+            h.latency_ms_p50,
+            windows_cell(&r.windows)
         );
     }
     md
@@ -228,6 +240,12 @@ pub(super) fn render(rep: &Report) -> String {
         "- Requesters swept: {} (DR1, DR2, HA+DR), {} (distance); a sweep stops once two steps in a row add less than 5%",
         join_list(&rep.requesters),
         join_list(&rep.distance_requesters)
+    );
+    let _ = writeln!(
+        md,
+        "- Windows per side at each requester count (DR1, DR2, HA+DR): {}, run alternately (reference, DR, reference, DR, ...); \
+         a row shows each side's median window, and the last column every window's rate",
+        rep.repeats
     );
     let _ = writeln!(
         md,

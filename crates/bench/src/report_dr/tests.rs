@@ -58,6 +58,29 @@ fn options_parse_with_quick_defaults_and_lists() {
     assert_eq!(o.distance_requesters, vec![64, 256]);
     assert_eq!(o.rtts, vec![10.0, 20.0, 50.0, 100.0]);
     assert_eq!((o.dr2_qms, o.max_lag), (2, None));
+    assert_eq!(o.repeats, 3);
+    assert_eq!(Opts::parse(&v("--quick")).unwrap().repeats, 1);
+    assert_eq!(Opts::parse(&v("--repeats 5")).unwrap().repeats, 5);
+}
+
+#[test]
+fn a_row_is_each_sides_median_window() {
+    let runs = |rates: &[f64]| -> Vec<DrRun> {
+        rates
+            .iter()
+            .map(|r| dr_run(4, *r, None, Vec::new()))
+            .collect()
+    };
+    let pick = |rates: &[f64]| median_run(runs(rates)).run.round_trips_per_s;
+    assert_eq!(pick(&[900.0, 1200.0, 1000.0]), 1000.0);
+    assert_eq!(pick(&[700.0]), 700.0);
+    // Even counts take the lower middle window: never the flattering one.
+    assert_eq!(pick(&[800.0, 1100.0, 900.0, 1000.0]), 900.0);
+    let md = comparison_md(&comparison("DR2", "no DR", "DR"));
+    assert!(
+        md.contains("| 2100, 2000, 1900 / 1600, 1700, 1800 |"),
+        "{md}"
+    );
 }
 
 #[test]
@@ -68,6 +91,7 @@ fn bad_options_are_refused_with_the_reason() {
         ("--steps ha1", "'ha1' is not one of"),
         ("--dr2-qms 0", "not a number from 1 to 10"),
         ("--max-lag lots", "--max-lag: 'lots' is not a number from 1"),
+        ("--repeats 0", "--repeats: '0' is not a number from 1 to 9"),
         ("--out", "needs a value"),
         ("--failover-messages 1", "unknown option"),
     ] {
@@ -160,11 +184,13 @@ fn comparison(name: &str, base: &str, dr: &str) -> Comparison {
                 requesters: 4,
                 base: dr_run(4, 1000.0, None, Vec::new()),
                 dr: dr_run(4, 950.0, Some(12.5), vec![lag("Normal", 3456, 0.002)]),
+                windows: vec![(1000.0, 950.0)],
             },
             CompareRow {
                 requesters: 16,
                 base: dr_run(16, 2000.0, None, Vec::new()),
                 dr: dr_run(16, 1700.0, None, Vec::new()),
+                windows: vec![(2100.0, 1600.0), (2000.0, 1700.0), (1900.0, 1800.0)],
             },
         ],
     }
@@ -188,6 +214,7 @@ fn report() -> Report {
         max_lag: None,
         requesters: vec![4, 16],
         distance_requesters: vec![64, 256],
+        repeats: 3,
         distance_qms: 2,
         dr1: Some(comparison("DR1", "no DR", "DR")),
         dr2: None,
