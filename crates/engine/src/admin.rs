@@ -171,6 +171,13 @@ impl Engine {
         self.objects.values()
     }
 
+    /// Every local queue (with its depth and counters), for status and metrics.
+    pub fn local_queues(&self) -> impl Iterator<Item = &Queue> {
+        self.queues
+            .values()
+            .filter(|q| matches!(q.def.kind, QueueKind::Local))
+    }
+
     pub fn set_qmgr_attrs(&mut self, attrs: QmgrAttrs) -> Result<Lsn, MqError> {
         if attrs.max_msg_len > MSG_LEN_MAX_BYTES {
             return Err(mqerr!(

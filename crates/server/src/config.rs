@@ -175,6 +175,9 @@ pub struct QmConfig {
     pub ha: Option<HaConfig>,
     /// Set when this queue manager takes part in disaster recovery (qm.ini `DR:`).
     pub dr: Option<DrConfig>,
+    /// Where Prometheus metrics are served over HTTP (`host:port`, qm.ini `Metrics:Port` and
+    /// `Metrics:Address`, default address 127.0.0.1); None: not served.
+    pub metrics: Option<String>,
 }
 
 /// A queue manager's part in disaster recovery: the role it has now and where the other site is.
@@ -432,6 +435,14 @@ impl QmConfig {
             checkpoint_interval_ms: num(ini, "Log", "CheckpointIntervalMs", 30_000u64)?,
             ha: HaConfig::from_ini(ini)?,
             dr: DrConfig::from_ini(ini)?,
+            metrics: match ini.get("Metrics", "Port") {
+                None => None,
+                Some(_) => {
+                    let port: u16 = num(ini, "Metrics", "Port", 0)?;
+                    let addr = ini.get("Metrics", "Address").unwrap_or("127.0.0.1");
+                    (port != 0).then(|| format!("{addr}:{port}"))
+                }
+            },
         })
     }
 }
@@ -466,5 +477,27 @@ mod tests {
             QmConfig::from_ini(&Ini::parse("QueueManager:\n   Name=Q\n   Port=abc\n").unwrap())
                 .unwrap_err();
         assert!(err.contains("Port=abc"), "{err}");
+    }
+
+    #[test]
+    fn metrics_are_served_only_when_a_port_is_given() {
+        let base = "QueueManager:\n   Name=Q\n";
+        let cfg = |extra: &str| QmConfig::from_ini(&Ini::parse(&format!("{base}{extra}")).unwrap());
+        assert_eq!(cfg("").unwrap().metrics, None);
+        assert_eq!(cfg("Metrics:\n   Port=0\n").unwrap().metrics, None);
+        assert_eq!(
+            cfg("Metrics:\n   Port=9464\n").unwrap().metrics.as_deref(),
+            Some("127.0.0.1:9464")
+        );
+        assert_eq!(
+            cfg("Metrics:\n   Port=9464\n   Address=0.0.0.0\n")
+                .unwrap()
+                .metrics
+                .as_deref(),
+            Some("0.0.0.0:9464")
+        );
+        assert!(cfg("Metrics:\n   Port=http\n")
+            .unwrap_err()
+            .contains("Port=http"));
     }
 }

@@ -15,6 +15,7 @@ pub mod dr;
 pub mod ha;
 mod listeners;
 pub mod lsn;
+pub mod metrics;
 pub mod qmgr;
 pub mod storage;
 mod wait_timer;

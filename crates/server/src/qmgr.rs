@@ -436,6 +436,7 @@ async fn serve(
     let _ = std::fs::remove_file(&sock);
     let unix = UnixListener::bind(&sock)
         .map_err(|e| format!("cannot listen on {}: {e}", sock.display()))?;
+    crate::metrics::start(shared.clone()).await?;
     let timer = tokio::spawn(wait_timer::run(shared.clone()));
     match shared.ha.clone() {
         None => start_listeners(&shared)?,

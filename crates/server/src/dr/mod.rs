@@ -152,6 +152,11 @@ impl DrHandle {
         q.push_back((0, oldest));
     }
 
+    /// The link's state now, as `dspmq -o dr` names it (DRSTATUS).
+    pub fn link_name(&self) -> &'static str {
+        self.st.lock().link.as_str()
+    }
+
     /// Seconds since the oldest work the secondary has not acknowledged (0 without lag).
     pub fn lag_secs(&self, lag_bytes: u64) -> f64 {
         if lag_bytes == 0 {

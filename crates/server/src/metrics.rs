@@ -1,0 +1,373 @@
+//! Prometheus metrics over HTTP: with qm.ini `Metrics: Port=N` (and optionally `Address=`,
+//! default 127.0.0.1) a queue manager answers `GET /metrics` in the Prometheus text format with
+//! its local queues' depths and counters, its HA instance's view of the group, and its disaster
+//! recovery link: role, state and — on a primary — the lag in bytes and seconds against the
+//! bound, the same figures `dspmq -o ha` and `dspmq -o dr` show. HTTP is hyper's; the text is
+//! built here from the queue manager's own state on each scrape (nothing is sampled in between).
+
+use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+
+use crate::config::DrRole;
+use crate::qmgr::Shared;
+use crate::storage::now_ms;
+
+/// A scraper that sends no complete request head in this long is dropped.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// The exposition format's content type (text format 0.0.4).
+const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Binds the metrics listener (qm.ini `Metrics:`) and serves it until the runtime ends.
+pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
+    let Some(addr) = shared.cfg.metrics.clone() else {
+        return Ok(());
+    };
+    let listener = TcpListener::bind(&addr)
+        .await
+        .map_err(|e| format!("cannot listen for metrics on {addr}: {e}"))?;
+    eprintln!("ferrymq: Prometheus metrics on http://{addr}/metrics");
+    tokio::spawn(async move {
+        loop {
+            let (sock, _) = match listener.accept().await {
+                Ok(s) => s,
+                Err(e) => {
+                    // Out of descriptors or similar: the queue manager carries on regardless.
+                    eprintln!("ferrymq: accepting a metrics connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                    let r = respond(&shared, &req);
+                    async move { Ok::<_, Infallible>(r) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(HEADER_TIMEOUT)
+                    .serve_connection(TokioIo::new(sock), svc)
+                    .await;
+            });
+        }
+    });
+    Ok(())
+}
+
+fn respond(shared: &Shared, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+    let (status, ctype, body) = match (req.method(), req.uri().path()) {
+        (&Method::GET, "/metrics") => (StatusCode::OK, CONTENT_TYPE, render(shared)),
+        (&Method::GET, _) => (
+            StatusCode::NOT_FOUND,
+            "text/plain; charset=utf-8",
+            "not found: metrics are at /metrics\n".to_string(),
+        ),
+        _ => (
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain; charset=utf-8",
+            "only GET is served\n".to_string(),
+        ),
+    };
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(ctype),
+    );
+    r
+}
+
+/// A label value, escaped as the text format requires.
+fn esc(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Collects samples family by family (`# HELP`, `# TYPE`, then its samples).
+struct Out {
+    text: String,
+    qmgr: String,
+}
+
+impl Out {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.text, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    }
+
+    /// One sample with the `qmgr` label and `labels` (name, value) after it.
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        let _ = write!(self.text, "{name}{{qmgr=\"{}\"", self.qmgr);
+        for (k, v) in labels {
+            let _ = write!(self.text, ",{k}=\"{}\"", esc(v));
+        }
+        let _ = writeln!(self.text, "}} {value}");
+    }
+}
+
+/// The metrics text of a running queue manager.
+pub fn render(shared: &Shared) -> String {
+    let mut o = Out {
+        text: String::new(),
+        qmgr: esc(&shared.cfg.name),
+    };
+    o.family("ferrymq_up", "gauge", "1 while the queue manager serves.");
+    o.sample("ferrymq_up", &[], 1.0);
+    o.family(
+        "ferrymq_uptime_seconds",
+        "gauge",
+        "Seconds since the queue manager started.",
+    );
+    let up = now_ms().saturating_sub(shared.started_ms) as f64 / 1000.0;
+    o.sample("ferrymq_uptime_seconds", &[], up);
+    o.family(
+        "ferrymq_log_durable_position",
+        "gauge",
+        "Position up to which replies may be released (durable, and on a DR primary within the lag bound).",
+    );
+    o.sample(
+        "ferrymq_log_durable_position",
+        &[],
+        shared.durable.get() as f64,
+    );
+    queues(shared, &mut o);
+    if let Some(h) = &shared.ha {
+        ha(h, &mut o);
+    }
+    if let Some(d) = &shared.dr {
+        dr(shared, d, &mut o);
+    }
+    o.text
+}
+
+fn queues(shared: &Shared, o: &mut Out) {
+    // Read under the core lock, written after it: a scrape holds up no application for longer
+    // than the copy takes.
+    let mut rows: Vec<(String, [f64; 6])> = {
+        let core = shared.core.lock();
+        core.engine
+            .local_queues()
+            .map(|q| {
+                (
+                    q.def.name.clone(),
+                    [
+                        q.depth() as f64,
+                        q.def.max_depth as f64,
+                        q.stats.puts as f64,
+                        q.stats.gets as f64,
+                        q.stats.open_input as f64,
+                        q.stats.open_output as f64,
+                    ],
+                )
+            })
+            .collect()
+    };
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    let families = [
+        (
+            "ferrymq_queue_depth",
+            "gauge",
+            "Messages on the queue (CURDEPTH).",
+        ),
+        ("ferrymq_queue_max_depth", "gauge", "MAXDEPTH of the queue."),
+        (
+            "ferrymq_queue_puts_total",
+            "counter",
+            "Messages put to the queue since the queue manager started.",
+        ),
+        (
+            "ferrymq_queue_gets_total",
+            "counter",
+            "Messages got from the queue since the queue manager started.",
+        ),
+        (
+            "ferrymq_queue_open_input",
+            "gauge",
+            "Handles open for input (IPPROCS).",
+        ),
+        (
+            "ferrymq_queue_open_output",
+            "gauge",
+            "Handles open for output (OPPROCS).",
+        ),
+    ];
+    for (i, (name, kind, help)) in families.iter().enumerate() {
+        o.family(name, kind, help);
+        for (q, v) in &rows {
+            o.sample(name, &[("queue", q)], v[i]);
+        }
+    }
+}
+
+fn ha(h: &crate::ha::HaHandle, o: &mut Out) {
+    o.family(
+        "ferrymq_ha_active",
+        "gauge",
+        "1 on the group's active instance, 0 on a replica.",
+    );
+    let local = h.cfg.local.clone();
+    o.sample(
+        "ferrymq_ha_active",
+        &[("instance", &local)],
+        if h.is_active() { 1.0 } else { 0.0 },
+    );
+    let rows = h.status_rows();
+    let field = |row: &[(String, String)], k: &str| {
+        row.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    };
+    let families = [
+        (
+            "ferrymq_ha_instance_in_sync",
+            "1 when the instance holds every entry of the group's log, as this instance sees it.",
+        ),
+        (
+            "ferrymq_ha_instance_backlog_bytes",
+            "Bytes of replicated log the instance lacks, as this instance sees it.",
+        ),
+        (
+            "ferrymq_ha_instance_behind_seconds",
+            "Age of the oldest entry the instance lacks, as this instance sees it.",
+        ),
+    ];
+    for (name, help) in families {
+        o.family(name, "gauge", help);
+        for row in &rows {
+            let Some(inst) = field(row, "INSTANCE") else {
+                continue;
+            };
+            let v = match name {
+                "ferrymq_ha_instance_in_sync" => match field(row, "INSYNC").as_deref() {
+                    Some("YES") => Some(1.0),
+                    Some("NO") => Some(0.0),
+                    _ => None,
+                },
+                "ferrymq_ha_instance_backlog_bytes" => {
+                    field(row, "BACKLOG").and_then(|v| v.parse().ok())
+                }
+                _ => field(row, "BEHIND").and_then(|v| v.parse().ok()),
+            };
+            if let Some(v) = v {
+                o.sample(name, &[("instance", &inst)], v);
+            }
+        }
+    }
+}
+
+fn dr(shared: &Shared, d: &crate::dr::DrHandle, o: &mut Out) {
+    let role = match d.cfg.role {
+        DrRole::Primary => "primary",
+        DrRole::Secondary => "secondary",
+    };
+    let link = d.link_name();
+    o.family(
+        "ferrymq_dr_info",
+        "gauge",
+        "Disaster recovery role and link state (DRSTATUS), as labels.",
+    );
+    o.sample("ferrymq_dr_info", &[("role", role), ("status", link)], 1.0);
+    o.family(
+        "ferrymq_dr_connected",
+        "gauge",
+        "1 while the DR link is up and in step (DRSTATUS Normal).",
+    );
+    let up = if link == "Normal" { 1.0 } else { 0.0 };
+    o.sample("ferrymq_dr_connected", &[], up);
+    let acked = d.acked.load(Ordering::Acquire);
+    match d.cfg.role {
+        DrRole::Primary => {
+            let (end, lag) = shared.dr_gate.as_ref().map_or((0, 0), |g| g.lag(acked));
+            let samples = [
+                (
+                    "ferrymq_dr_lag_bytes",
+                    "gauge",
+                    "Bytes of log the recovery site has not acknowledged (LAGBYTES).",
+                    lag as f64,
+                ),
+                (
+                    "ferrymq_dr_lag_seconds",
+                    "gauge",
+                    "Age of the oldest work the recovery site has not acknowledged (LAGSECS).",
+                    d.lag_secs(lag),
+                ),
+                (
+                    "ferrymq_dr_max_lag_bytes",
+                    "gauge",
+                    "The lag bound: past it, replies to puts and commits wait (MAXLAG).",
+                    d.cfg.max_lag_bytes as f64,
+                ),
+                (
+                    "ferrymq_dr_position",
+                    "gauge",
+                    "End of the durable log stream (POSITION).",
+                    end as f64,
+                ),
+                (
+                    "ferrymq_dr_acked_position",
+                    "gauge",
+                    "Stream position the recovery site has acknowledged (ACKED).",
+                    acked as f64,
+                ),
+                (
+                    "ferrymq_dr_sent_bytes_total",
+                    "counter",
+                    "Log bytes shipped since the queue manager started (SENTBYTES).",
+                    d.bytes.load(Ordering::Relaxed) as f64,
+                ),
+            ];
+            for (name, kind, help, v) in samples {
+                o.family(name, kind, help);
+                o.sample(name, &[], v);
+            }
+        }
+        DrRole::Secondary => {
+            o.family(
+                "ferrymq_dr_position",
+                "gauge",
+                "Stream position this recovery site holds (POSITION).",
+            );
+            o.sample("ferrymq_dr_position", &[], acked as f64);
+            o.family(
+                "ferrymq_dr_received_bytes_total",
+                "counter",
+                "Log bytes received since the queue manager started (RECEIVEDBYTES).",
+            );
+            o.sample(
+                "ferrymq_dr_received_bytes_total",
+                &[],
+                d.bytes.load(Ordering::Relaxed) as f64,
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(esc(r#"a"b\c"#), r#"a\"b\\c"#);
+        assert_eq!(esc("x\ny"), "x\\ny");
+        let mut o = Out {
+            text: String::new(),
+            qmgr: esc("QM1"),
+        };
+        o.family("ferrymq_queue_depth", "gauge", "Messages on the queue.");
+        o.sample("ferrymq_queue_depth", &[("queue", "Q.\"1\"")], 3.0);
+        assert_eq!(
+            o.text,
+            "# HELP ferrymq_queue_depth Messages on the queue.\n# TYPE ferrymq_queue_depth gauge\n\
+             ferrymq_queue_depth{qmgr=\"QM1\",queue=\"Q.\\\"1\\\"\"} 3\n"
+        );
+    }
+}
