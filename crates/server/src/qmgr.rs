@@ -351,12 +351,7 @@ fn start_listeners(shared: &Arc<Shared>) -> Result<(), String> {
 /// The queue manager's I/O runtime: two worker threads (one queue manager is about one core of
 /// work; the second overlaps socket reads and writes).
 fn io_runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .thread_name("ferrymq-io")
-        .build()
-        .map_err(|e| format!("cannot start the I/O runtime: {e}"))
+    runtime(2, "ferrymq-io", "I/O")
 }
 
 /// The Raft runtime of an HA instance: one thread of its own for openraft's core, replication
@@ -364,12 +359,16 @@ fn io_runtime() -> Result<tokio::runtime::Runtime, String> {
 /// behind hundreds of client connection tasks woken by each commit, and every hop of a commit's
 /// path waited its turn.
 fn raft_runtime() -> Result<tokio::runtime::Runtime, String> {
+    runtime(1, "ferrymq-raft", "Raft")
+}
+
+fn runtime(workers: usize, thread: &str, what: &str) -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
+        .worker_threads(workers)
         .enable_all()
-        .thread_name("ferrymq-raft")
+        .thread_name(thread)
         .build()
-        .map_err(|e| format!("cannot start the Raft runtime: {e}"))
+        .map_err(|e| format!("cannot start the {what} runtime: {e}"))
 }
 
 /// Runs one instance of a replicated queue manager (qm.ini `NativeHA:`) until it is ended.
