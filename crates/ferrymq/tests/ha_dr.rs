@@ -244,12 +244,14 @@ fn setup(rec: &Home) -> (Qm<'_>, Relay, HaGroup) {
         for n in 0..PREFILL {
             let b = Bytes::from(body(99, n));
             c.put(&h, &persistent(), &Properties::default(), b, &sp)
-                .unwrap();
+                .unwrap_or_else(|e| panic!("prefill put {n}: {e}\n{}", logs()));
             if n % 50 == 49 {
-                c.commit().unwrap();
+                c.commit()
+                    .unwrap_or_else(|e| panic!("prefill commit {n}: {e}\n{}", logs()));
             }
         }
-        c.commit().unwrap();
+        c.commit()
+            .unwrap_or_else(|e| panic!("prefill commit: {e}\n{}", logs()));
     }
     eprintln!(
         "group up, instance {} active and shipping, {PREFILL} messages prefilled after {} ms",
