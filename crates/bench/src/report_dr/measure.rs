@@ -106,11 +106,8 @@ pub(super) struct Report {
     pub(super) errors: Vec<String>,
 }
 
-/// The window with the median rate (the lower of the two middle ones for an even count).
-pub(super) fn median_run(mut runs: Vec<DrRun>) -> DrRun {
-    runs.sort_by(|a, b| a.run.round_trips_per_s.total_cmp(&b.run.round_trips_per_s));
-    let mid = (runs.len() - 1) / 2;
-    runs.swap_remove(mid)
+pub(super) fn median_run(runs: Vec<DrRun>) -> DrRun {
+    median_by(runs, |r| r.run.round_trips_per_s)
 }
 
 /// Measures `base` and `dr` in turn at each requester count (both running all along) until

@@ -36,12 +36,12 @@ use serde::Serialize;
 use crate::cph::RunResult;
 use crate::qm::mq;
 use crate::report::Qms;
-use crate::report_ha::measure::{fmt_opt, met, pct, rr_args_timed, run_logged, Flat};
+use crate::report_ha::measure::{fmt_opt, median_by, met, pct, rr_args_timed, run_logged, Flat};
 use crate::report_ha::procs::{
     alive, end_or_kill, field, free_ports, log_lines, register, unregister, wait_listening,
     HaGroup, Relay,
 };
-use crate::report_ha::render::join_list;
+use crate::report_ha::render::{join_list, windows_cell};
 use crate::report_ha::{
     parse_list, parse_rtts, shell_word, ACTIVE_TIMEOUT, INSTANCES, LOG_PAGES, MSG_SIZE, QUEUE_PAIRS,
 };

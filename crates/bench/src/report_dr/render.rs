@@ -51,17 +51,6 @@ pub(super) fn lag_cells(lags: &[DrLag]) -> [String; 4] {
     ]
 }
 
-/// Each side's window rates, as `1000, 1100 / 950, 990`.
-fn windows_cell(w: &[(f64, f64)]) -> String {
-    let side = |f: &dyn Fn(&(f64, f64)) -> f64| {
-        w.iter()
-            .map(|x| format!("{:.0}", f(x)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    format!("{} / {}", side(&|x| x.0), side(&|x| x.1))
-}
-
 pub(super) fn comparison_md(c: &Comparison) -> String {
     let (b, d) = (&c.base_label, &c.dr_label);
     let mut md = String::new();

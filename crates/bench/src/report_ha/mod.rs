@@ -1,11 +1,14 @@
 //! `ferrymq report ha [--quick] [--out DIR] [--rtts 0,1,2,5,10] [--failover-messages 0,500000]
-//! [--requesters 1,2,4,...] [--distance-requesters 16,64,256] [--steps ha1,ha2,distance,failover]`:
+//! [--requesters 1,2,4,...] [--distance-requesters 16,64,256] [--steps ha1,ha2,distance,failover]
+//! [--repeats N]`:
 //! the HA benchmark report. In a private $FERRYMQ_HOME it creates standalone queue managers and
 //! groups of three HA instances (each instance its own home directory, client port and
 //! replication address, all on this machine) and measures:
 //!
 //! 1. HA1: one HA group against one standalone queue manager, 2 KB persistent Request/Responder
 //!    (the `report standalone` workload), requesters swept upward until the rate stops rising;
+//!    `--repeats` windows per side at each count (3 in full mode, 1 with `--quick`), run
+//!    alternately, each side's median window making the row (likewise HA2);
 //! 2. HA2 (full mode only): two HA groups (six instance processes) against two standalone queue
 //!    managers;
 //! 3. distance: one HA group with `ferrymq relay` processes in front of every instance's
@@ -79,7 +82,7 @@ const TARGET_FAILOVER_MS: f64 = 2000.0;
 
 const USAGE: &str = "usage: ferrymq report ha [--quick] [--out DIR] [--rtts 0,1,2,5,10] \
 [--failover-messages 0,500000] [--requesters 1,2,4,8,...] [--distance-requesters 16,64,256] \
-[--steps ha1,ha2,distance,failover]";
+[--steps ha1,ha2,distance,failover] [--repeats N]";
 
 const STEPS: [&str; 4] = ["ha1", "ha2", "distance", "failover"];
 
@@ -93,6 +96,9 @@ struct Opts {
     requesters: Vec<usize>,
     distance_requesters: Vec<usize>,
     steps: Vec<String>,
+    /// Windows per side at each requester count in HA1 and HA2, run alternately; a row shows
+    /// each side's median window.
+    repeats: usize,
     warmup: Duration,
     duration: Duration,
     /// The command line as given, for the report header.
@@ -167,6 +173,7 @@ impl Opts {
                 .map(|s| s.to_string())
                 .collect(),
             warmup: Duration::from_secs(if quick { 1 } else { 2 }),
+            repeats: if quick { 1 } else { 3 },
             duration: Duration::from_secs(if quick { 3 } else { 8 }),
             command: std::iter::once("ferrymq report ha".to_string())
                 .chain(argv.iter().map(|a| shell_word(a)))
@@ -189,6 +196,16 @@ impl Opts {
                 "--failover-messages" => o.failover_messages = parse_list(flag, value)?,
                 "--requesters" => o.requesters = parse_list(flag, value)?,
                 "--distance-requesters" => o.distance_requesters = parse_list(flag, value)?,
+                "--repeats" => {
+                    o.repeats = value
+                        .trim()
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=9).contains(n))
+                        .ok_or_else(|| {
+                            format!("--repeats: '{value}' is not a number from 1 to 9")
+                        })?
+                }
                 "--steps" => {
                     o.steps = value.split(',').map(|s| s.trim().to_string()).collect();
                     if let Some(bad) = o.steps.iter().find(|s| !STEPS.contains(&s.as_str())) {
@@ -225,6 +242,7 @@ pub fn main(argv: &[String]) -> Result<(), String> {
         } else {
             Vec::new()
         },
+        repeats: o.repeats,
         ha1: None,
         ha2: None,
         distance: Vec::new(),
@@ -358,6 +376,19 @@ pub(crate) mod tests {
         assert_eq!(o.steps, vec!["failover"]);
         assert_eq!(o.out, PathBuf::from("ha-report"));
         assert_eq!(Opts::parse(&[]).unwrap().steps.len(), 4);
+        assert_eq!(Opts::parse(&[]).unwrap().repeats, 3);
+        assert_eq!(Opts::parse(&v("--quick")).unwrap().repeats, 1);
+        assert_eq!(Opts::parse(&v("--repeats 5")).unwrap().repeats, 5);
+    }
+
+    #[test]
+    fn the_median_window_is_the_lower_middle_one() {
+        assert_eq!(median_by(vec![900.0, 1200.0, 1000.0], |x: &f64| *x), 1000.0);
+        assert_eq!(median_by(vec![700.0], |x: &f64| *x), 700.0);
+        assert_eq!(
+            median_by(vec![800.0, 1100.0, 900.0, 1000.0], |x: &f64| *x),
+            900.0
+        );
     }
 
     #[test]
@@ -370,6 +401,7 @@ pub(crate) mod tests {
             ("--steps ha3", "'ha3' is not one of"),
             ("--out", "needs a value"),
             ("--bogus 1", "unknown option"),
+            ("--repeats 0", "--repeats: '0' is not a number from 1 to 9"),
         ] {
             let e = Opts::parse(&v(args)).unwrap_err();
             assert!(e.contains(want), "{args}: {e}");
@@ -414,16 +446,19 @@ pub(crate) mod tests {
                     standalone: run(8, 1000.0, 50.0),
                     ha: run(8, 900.0, 80.0),
                     ha_active_cpu_pct: Some(50.0),
+                    windows: vec![(1000.0, 900.0)],
                 },
                 CompareRow {
                     requesters: 32,
                     standalone: run(32, 2000.0, 90.0),
                     ha: run(32, 1600.0, 150.0),
                     ha_active_cpu_pct: None,
+                    windows: vec![(2100.0, 1500.0), (2000.0, 1600.0), (1900.0, 1700.0)],
                 },
             ],
         };
         let t = comparison_md(&c);
+        assert!(t.contains("| 2100, 2000, 1900 / 1500, 1600, 1700 |"), "{t}");
         assert!(
             t.contains("| 8 | 1000 | 900 | 90.0% | 50.0 | 80.0 | 50.0 | 90.0% |"),
             "{t}"

@@ -15,18 +15,18 @@ pub(super) fn comparison_md(c: &Comparison) -> String {
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "| Requesters | Standalone (RT/s) | HA (RT/s) | HA % of standalone | Standalone QM CPU% | HA CPU% ({} instances) | HA active instance CPU% | HA per core (active) % of standalone | Standalone QM CPU µs/RT | HA CPU µs/RT | Client CPU% (standalone / HA) | p50 ms (standalone / HA) |",
+        "| Requesters | Standalone (RT/s) | HA (RT/s) | HA % of standalone | Standalone QM CPU% | HA CPU% ({} instances) | HA active instance CPU% | HA per core (active) % of standalone | Standalone QM CPU µs/RT | HA CPU µs/RT | Client CPU% (standalone / HA) | p50 ms (standalone / HA) | windows RT/s (standalone / HA) |",
         c.ha_processes
     );
     let _ = writeln!(
         md,
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     );
     for r in &c.rows {
         let (s, h) = (&r.standalone, &r.ha);
         let _ = writeln!(
             md,
-            "| {} | {:.0} | {:.0} | {}% | {} | {} | {} | {}% | {} | {} | {:.1} / {:.1} | {:.2} / {:.2} |",
+            "| {} | {:.0} | {:.0} | {}% | {} | {} | {} | {}% | {} | {} | {:.1} / {:.1} | {:.2} / {:.2} | {} |",
             r.requesters,
             s.round_trips_per_s,
             h.round_trips_per_s,
@@ -40,10 +40,22 @@ pub(super) fn comparison_md(c: &Comparison) -> String {
             s.client_cpu_pct,
             h.client_cpu_pct,
             s.latency_ms_p50,
-            h.latency_ms_p50
+            h.latency_ms_p50,
+            windows_cell(&r.windows)
         );
     }
     md
+}
+
+/// Each side's window rates, as `1000, 1100 / 950, 990`.
+pub(crate) fn windows_cell(w: &[(f64, f64)]) -> String {
+    let side = |f: &dyn Fn(&(f64, f64)) -> f64| {
+        w.iter()
+            .map(|x| format!("{:.0}", f(x)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!("{} / {}", side(&|x| x.0), side(&|x| x.1))
 }
 
 /// Best rates of a comparison: (standalone best, HA best).
@@ -254,6 +266,12 @@ pub(super) fn render(rep: &Report, requesters: &[usize], distance_requesters: &[
         "- Requesters swept: {} (HA1/HA2), {} (distance); a sweep stops once two steps in a row add less than 5%",
         join_list(requesters),
         join_list(distance_requesters)
+    );
+    let _ = writeln!(
+        md,
+        "- Windows per side at each requester count (HA1/HA2): {}, run alternately (standalone, HA, standalone, HA, ...); \
+         a row shows each side's median window, and the last column every window's rate",
+        rep.repeats
     );
     let _ = writeln!(
         md,
