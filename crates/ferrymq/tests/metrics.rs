@@ -1,6 +1,7 @@
 //! Prometheus metrics from real queue manager processes (qm.ini `Metrics: Port=`): queue depths
-//! and counters, bad HTTP requests answered without harm, and a DR primary's lag — in bytes and
-//! seconds against its bound — growing once its recovery site is gone.
+//! and counters, bad HTTP requests answered without harm, an HA group's instances as each sees
+//! them, and a DR primary's lag — in bytes and seconds against its bound — growing once its
+//! recovery site is gone.
 
 mod support;
 
@@ -12,6 +13,7 @@ use bytes::Bytes;
 use ferrymq_types::options::open;
 use ferrymq_types::Properties;
 use support::dr::persistent;
+use support::ha::{HaGroup, NAMES};
 use support::{free_port, Home, Qm};
 
 /// Restarts `qm` with metrics served on a free port (`setmqini`); returns the port.
@@ -80,7 +82,10 @@ fn wait_metric(port: u16, what: &str, ok: impl Fn(&str) -> bool) -> String {
 }
 
 fn put(qm: &Qm, queue: &str, n: usize) {
-    let c = qm.connect();
+    put_to(&qm.connect(), queue, n);
+}
+
+fn put_to(c: &ferrymq_client::blocking::Connection, queue: &str, n: usize) {
     let h = c.open(queue, open::OUTPUT).unwrap();
     for i in 0..n {
         c.put_commit(
@@ -217,6 +222,62 @@ fn a_dr_primarys_lag_is_in_its_metrics_and_grows_when_the_recovery_site_is_gone(
     assert_eq!(
         value(&m, "ferrymq_queue_depth{qmgr=\"DRM\",queue=\"DR.Q\"}"),
         Some(30.0),
+        "{m}"
+    );
+}
+
+#[test]
+fn every_ha_instance_serves_its_role_and_the_groups_sync_state() {
+    let g = HaGroup::create("HAM", &[], |_| "127.0.0.1".to_string());
+    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    for (i, home) in g.homes.iter().enumerate() {
+        let p = ports[i].to_string();
+        home.ok(&[
+            "setmqini", "-m", "HAM", "-s", "Metrics", "-k", "Port", "-v", &p,
+        ]);
+        g.start_instance(i);
+    }
+    let active = g.wait_active(Duration::from_secs(30));
+    put_to(&g.connect(), "SYSTEM.DEFAULT.LOCAL.QUEUE", 4);
+    let m = wait_metric(ports[active], "the replicas never showed in sync", |m| {
+        NAMES.iter().all(|n| {
+            value(
+                m,
+                &format!("ferrymq_ha_instance_in_sync{{qmgr=\"HAM\",instance=\"{n}\"}}"),
+            ) == Some(1.0)
+        })
+    });
+    let me = NAMES[active];
+    assert_eq!(
+        value(
+            &m,
+            &format!("ferrymq_ha_active{{qmgr=\"HAM\",instance=\"{me}\"}}")
+        ),
+        Some(1.0),
+        "{m}"
+    );
+    for n in NAMES {
+        let backlog = format!("ferrymq_ha_instance_backlog_bytes{{qmgr=\"HAM\",instance=\"{n}\"}}");
+        assert_eq!(value(&m, &backlog), Some(0.0), "{m}");
+    }
+    let q = "{qmgr=\"HAM\",queue=\"SYSTEM.DEFAULT.LOCAL.QUEUE\"}";
+    assert_eq!(
+        value(&m, &format!("ferrymq_queue_depth{q}")),
+        Some(4.0),
+        "{m}"
+    );
+    // A replica answers too, as a replica, with the messages already applied (warm).
+    let r = (active + 1) % 3;
+    let rn = NAMES[r];
+    let m = wait_metric(ports[r], "the replica never applied the puts", |m| {
+        value(m, &format!("ferrymq_queue_depth{q}")) == Some(4.0)
+    });
+    assert_eq!(
+        value(
+            &m,
+            &format!("ferrymq_ha_active{{qmgr=\"HAM\",instance=\"{rn}\"}}")
+        ),
+        Some(0.0),
         "{m}"
     );
 }

@@ -86,10 +86,6 @@ impl LsnSender {
             inner: self.inner.clone(),
         }
     }
-
-    pub fn get(&self) -> u64 {
-        self.inner.cur.load(Ordering::Acquire)
-    }
 }
 
 impl Drop for LsnSender {

@@ -222,42 +222,38 @@ fn ha(h: &crate::ha::HaHandle, o: &mut Out) {
         if h.is_active() { 1.0 } else { 0.0 },
     );
     let rows = h.status_rows();
-    let field = |row: &[(String, String)], k: &str| {
-        row.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
-    };
+    // Each family reads one `dspmq -o ha` field of every instance's row; a row without a value
+    // (INSYNC UNKNOWN, BACKLOG SNAPSHOT) has no sample.
     let families = [
         (
             "ferrymq_ha_instance_in_sync",
             "1 when the instance holds every entry of the group's log, as this instance sees it.",
+            "INSYNC",
         ),
         (
             "ferrymq_ha_instance_backlog_bytes",
             "Bytes of replicated log the instance lacks, as this instance sees it.",
+            "BACKLOG",
         ),
         (
             "ferrymq_ha_instance_behind_seconds",
             "Age of the oldest entry the instance lacks, as this instance sees it.",
+            "BEHIND",
         ),
     ];
-    for (name, help) in families {
+    fn field<'a>(row: &'a [(String, String)], k: &str) -> Option<&'a str> {
+        row.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+    }
+    for (name, help, key) in families {
         o.family(name, "gauge", help);
         for row in &rows {
-            let Some(inst) = field(row, "INSTANCE") else {
-                continue;
-            };
-            let v = match name {
-                "ferrymq_ha_instance_in_sync" => match field(row, "INSYNC").as_deref() {
-                    Some("YES") => Some(1.0),
-                    Some("NO") => Some(0.0),
-                    _ => None,
-                },
-                "ferrymq_ha_instance_backlog_bytes" => {
-                    field(row, "BACKLOG").and_then(|v| v.parse().ok())
-                }
-                _ => field(row, "BEHIND").and_then(|v| v.parse().ok()),
-            };
-            if let Some(v) = v {
-                o.sample(name, &[("instance", &inst)], v);
+            let value = field(row, key).and_then(|v| match v {
+                "YES" => Some(1.0),
+                "NO" => Some(0.0),
+                v => v.parse().ok(),
+            });
+            if let (Some(inst), Some(v)) = (field(row, "INSTANCE"), value) {
+                o.sample(name, &[("instance", inst)], v);
             }
         }
     }
@@ -285,7 +281,7 @@ fn dr(shared: &Shared, d: &crate::dr::DrHandle, o: &mut Out) {
     let acked = d.acked.load(Ordering::Acquire);
     match d.cfg.role {
         DrRole::Primary => {
-            let (end, lag) = shared.dr_gate.as_ref().map_or((0, 0), |g| g.lag(acked));
+            let (end, lag) = shared.dr_lag(d);
             let samples = [
                 (
                     "ferrymq_dr_lag_bytes",

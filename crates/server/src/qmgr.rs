@@ -65,11 +65,16 @@ impl Shared {
     /// The `DR STATUS` line.
     pub fn dr_status(&self) -> Option<String> {
         let d = self.dr.as_ref()?;
-        let (end, lag) = self
-            .dr_gate
-            .as_ref()
-            .map_or((0, 0), |g| g.lag(d.acked.load(Ordering::Acquire)));
+        let (end, lag) = self.dr_lag(d);
         Some(d.status_line(end, lag))
+    }
+
+    /// A DR primary's durable stream end and the bytes its secondary has not acknowledged
+    /// ((0, 0) on a secondary).
+    pub fn dr_lag(&self, d: &DrHandle) -> (u64, u64) {
+        self.dr_gate
+            .as_ref()
+            .map_or((0, 0), |g| g.lag(d.acked.load(Ordering::Acquire)))
     }
 
     fn new(
