@@ -953,6 +953,7 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
     let me = h.cfg.local_id();
     let mut metrics = raft.metrics();
     let mut last_snapshot_request = Instant::now() - Duration::from_secs(10);
+    let mut snapshot_at_request = None;
     let mut in_sync_since: Option<Instant> = None;
     let mut failed_term = 0;
     loop {
@@ -1018,11 +1019,16 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
         }
         let (cap, _) = h.replica.storage().geometry();
         let used = h.replica.storage().used_bytes().unwrap_or(0);
+        // Once the last snapshot requested is built, the next may be asked for at once: under a
+        // heavy load the ring fills in a fraction of a second, and a fixed gap between requests
+        // let it reach the proposal stop (a stall of every reply).
+        let built = m.snapshot != snapshot_at_request;
         if cap > 0
             && used * 100 >= cap * RING_SNAPSHOT_PCT
-            && last_snapshot_request.elapsed() > Duration::from_millis(500)
+            && (built || last_snapshot_request.elapsed() > Duration::from_millis(500))
         {
             last_snapshot_request = Instant::now();
+            snapshot_at_request = m.snapshot;
             let _ = raft.trigger().snapshot().await;
         }
         // Metrics change with every entry; acting on each change would cost more CPU than the
