@@ -62,6 +62,9 @@ const MAX_IN_FLIGHT: usize = 64;
 const RING_STOP_PCT: u64 = 85;
 /// A snapshot is requested once the ring is this full (percent).
 const RING_SNAPSHOT_PCT: u64 = 40;
+/// A snapshot just built is followed at once by the next (ring still filling) only once this
+/// many entries have been applied after it; otherwise the monitor waits 500 ms between requests.
+const SNAPSHOT_AGAIN_ENTRIES: u64 = 64;
 /// An active instance that has not heard from a majority for this long gives up the role. Below
 /// the followers' leader lease (openraft: the 600 ms election timeout maximum, during which they
 /// refuse to vote), so a cut-off active instance is gone before another can be elected.
@@ -1019,10 +1022,14 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
         }
         let (cap, _) = h.replica.storage().geometry();
         let used = h.replica.storage().used_bytes().unwrap_or(0);
-        // Once the last snapshot requested is built, the next may be asked for at once: under a
-        // heavy load the ring fills in a fraction of a second, and a fixed gap between requests
-        // let it reach the proposal stop (a stall of every reply).
-        let built = m.snapshot != snapshot_at_request;
+        // Once the last snapshot requested is built, the next may be asked for at once if entries
+        // have been applied since: under a heavy load the ring fills in a fraction of a second,
+        // and a fixed gap between requests let it reach the proposal stop (a stall of every
+        // reply). A full ring the newest snapshot already covers is waiting for its purge
+        // (openraft holds entries a replication stream is sending), not for another snapshot.
+        let index = |l: Option<LogId>| l.map_or(0, |l| l.index);
+        let built = m.snapshot != snapshot_at_request
+            && index(m.last_applied) >= index(m.snapshot) + SNAPSHOT_AGAIN_ENTRIES;
         if cap > 0
             && used * 100 >= cap * RING_SNAPSHOT_PCT
             && (built || last_snapshot_request.elapsed() > Duration::from_millis(500))
