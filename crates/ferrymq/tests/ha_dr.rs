@@ -43,6 +43,8 @@ const PRODUCERS: usize = 3;
 const MAX_LAG: u64 = 256 * 1024;
 /// Round trip the relay adds to the DR link, so the recovery site really lags.
 const RTT_MS: u32 = 200;
+/// Room under the bound, in log bytes, at which the DR link is cut: a few puts' worth.
+const ROOM: u64 = 16 * 1024;
 
 #[derive(Default)]
 struct Ledger {
@@ -438,12 +440,16 @@ fn dr_carries_on_across_an_ha_failover_and_a_site_disaster_loses_at_most_the_bou
     std::thread::sleep(Duration::from_secs(2));
     let active = g.wait_active(Duration::from_secs(30));
     let home = &g.homes[active];
-    // Strike once the recovery site lags by half the bound or more (the HA stream sends small
-    // chunks continuously, so unlike a standalone ring's there is no idle moment to wait for).
+    // Strike once the recovery site lags by half the bound or more, with room left under it (the
+    // HA stream sends small chunks continuously, so unlike a standalone ring's there is no idle
+    // moment to wait for). At or past the bound the replies are held: whatever was acknowledged
+    // has then reached the secondary, and a cut loses nothing. With room, the active instance
+    // goes on acknowledging after the cut, and that work is lost.
     let t = Instant::now();
     let before = loop {
         let s = dr_status(home).unwrap_or_default();
-        if val(&s, "LAGBYTES") > MAX_LAG / 2 || t.elapsed() > Duration::from_secs(5) {
+        let lag = val(&s, "LAGBYTES");
+        if (lag > MAX_LAG / 2 && lag + ROOM < MAX_LAG) || t.elapsed() > Duration::from_secs(10) {
             break s;
         }
     };
