@@ -55,12 +55,20 @@ pub(crate) const MSG_SIZE: usize = 2048;
 pub(crate) const QUEUE_PAIRS: usize = 10;
 
 /// Responders per queue manager for a run with `requesters`: as many as requesters, between 10
-/// and 128. Each responder waits for one commit per request, so with a fixed 10 the responders,
-/// not the queue manager, set the rate once commits take milliseconds (replication latency):
-/// the seeds' reports ran 300. Standalone and HA runs use the same count.
-fn responders_for(requesters: usize) -> usize {
-    requesters.clamp(QUEUE_PAIRS, 128)
+/// and 128; beyond 256 requesters, half of them, up to the seeds' 300. Each responder waits for
+/// one commit per request, so with a fixed 10 the responders, not the queue manager, set the rate
+/// once commits take milliseconds (replication latency): the seeds' reports ran 300. On loopback
+/// more than 128 cost more CPU than they add (each is a connection); the larger requester counts
+/// are swept for replication over distance, where a commit takes the link's round trip and 128
+/// responders capped the rate (10 ms: 4.8k round trips/s from 256 to 1024 requesters). Standalone
+/// and HA runs use the same count.
+pub(crate) fn responders_for(requesters: usize) -> usize {
+    requesters
+        .clamp(QUEUE_PAIRS, 128)
+        .max((requesters / 2).min(SEED_RESPONDERS))
 }
+/// Responder threads in the seeds' Request/Responder runs.
+const SEED_RESPONDERS: usize = 300;
 /// Log geometry of every queue manager and instance: 3 primary files of this many pages.
 pub(crate) const LOG_PAGES: u32 = 4096;
 /// Failover load: concurrent putters, each committing every this many messages.
@@ -489,6 +497,15 @@ pub(crate) mod tests {
             "{d}"
         );
         assert!(d.contains("| direct (no relays) | 1000 | 2000 |"), "{d}");
+    }
+
+    #[test]
+    fn responders_follow_requesters_then_half_of_them_up_to_the_seeds_300() {
+        let got: Vec<usize> = [1, 8, 64, 128, 256, 512, 1024, 4096]
+            .iter()
+            .map(|&r| responders_for(r))
+            .collect();
+        assert_eq!(got, [10, 10, 64, 128, 128, 256, 300, 300]);
     }
 
     #[test]
