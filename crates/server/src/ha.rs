@@ -1028,11 +1028,11 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
         // reply). A full ring the newest snapshot already covers is waiting for its purge
         // (openraft holds entries a replication stream is sending), not for another snapshot.
         let index = |l: Option<LogId>| l.map_or(0, |l| l.index);
-        let built = m.snapshot != snapshot_at_request
+        let again = m.snapshot != snapshot_at_request
             && index(m.last_applied) >= index(m.snapshot) + SNAPSHOT_AGAIN_ENTRIES;
         if cap > 0
             && used * 100 >= cap * RING_SNAPSHOT_PCT
-            && (built || last_snapshot_request.elapsed() > Duration::from_millis(500))
+            && (again || last_snapshot_request.elapsed() > Duration::from_millis(500))
         {
             last_snapshot_request = Instant::now();
             snapshot_at_request = m.snapshot;
