@@ -1025,8 +1025,8 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
         // Once the last snapshot requested is built, the next may be asked for at once if entries
         // have been applied since: under a heavy load the ring fills in a fraction of a second,
         // and a fixed gap between requests let it reach the proposal stop (a stall of every
-        // reply). A full ring the newest snapshot already covers is waiting for its purge
-        // (openraft holds entries a replication stream is sending), not for another snapshot.
+        // reply). A full ring the newest snapshot already covers is waiting for its purge, not
+        // for another snapshot.
         let index = |l: Option<LogId>| l.map_or(0, |l| l.index);
         let again = m.snapshot != snapshot_at_request
             && index(m.last_applied) >= index(m.snapshot) + SNAPSHOT_AGAIN_ENTRIES;
