@@ -87,7 +87,7 @@ fn committed_messages_survive_twelve_failovers_exactly_once() {
 #[test]
 fn sethapreferred_moves_the_active_role_without_losing_messages() {
     use bytes::Bytes;
-    use ferrymq_types::options::{open, GetOptions};
+    use ferrymq_types::options::{open, GetOptions, Syncpoint};
     use ferrymq_types::{MessageDescriptor, Persistence, Properties, Reason};
 
     let g = HaGroup::start("QPREF", &["-lp", "3", "-lf", "512"]);
@@ -121,18 +121,60 @@ fn sethapreferred_moves_the_active_role_without_losing_messages() {
         std::thread::sleep(Duration::from_millis(100));
     }
     eprintln!("switch-over took {} ms", t.elapsed().as_millis());
-    // The same connection carries on after reconnecting; every message is there once.
+    // The same connection carries on after reconnecting; every message is there once. The gets
+    // are under syncpoint because the connection can still break after the new instance reports
+    // itself active (seen once in CI, with the other test's group on the same cores: the first
+    // get ended MQRC_CALL_INTERRUPTED), and a get interrupted before its commit is backed out,
+    // so nothing may go missing. Only a commit that was interrupted leaves its message in doubt
+    // (consumed, or got again later: not both). The group's logs are printed when it happens.
     let h = c.open(support::workload::Q, open::INPUT_EXCLUSIVE).unwrap();
-    let mut got = Vec::new();
+    let opts = GetOptions {
+        syncpoint: Syncpoint::Yes,
+        ..GetOptions::any()
+    };
+    let (mut got, mut in_doubt, mut interrupted) = (Vec::new(), Vec::new(), 0);
     loop {
-        match c.get(&h, &GetOptions::any()) {
-            Ok(m) => got.push(String::from_utf8(m.body.to_vec()).unwrap()),
+        match c.get(&h, &opts) {
+            Ok(m) => {
+                let body = String::from_utf8(m.body.to_vec()).unwrap();
+                match c.commit() {
+                    Ok(()) => got.push(body),
+                    Err(e) if e.reason == Reason::CALL_INTERRUPTED => in_doubt.push(body),
+                    Err(e) => panic!("commit after switch-over: {e}"),
+                }
+            }
             Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => break,
+            Err(e) if matches!(e.reason, Reason::CALL_INTERRUPTED | Reason::BACKED_OUT) => {
+                interrupted += 1;
+                eprintln!("get interrupted after switch-over: {e}\n{}", g.logs());
+            }
             Err(e) => panic!("get after switch-over: {e}"),
         }
+        assert!(
+            interrupted + in_doubt.len() <= 3,
+            "calls keep failing after the switch-over:\n{}",
+            g.logs()
+        );
     }
-    let want: Vec<String> = (0..50).map(|i| format!("m{i}")).collect();
-    assert_eq!(got, want);
+    for i in 0..50 {
+        let m = format!("m{i}");
+        let n = got.iter().filter(|b| **b == m).count();
+        if in_doubt.contains(&m) {
+            assert!(n <= 1, "{m} got {n} times (its commit was in doubt)");
+        } else {
+            assert_eq!(n, 1, "{m} got {n} times; got {got:?}");
+        }
+    }
+    assert!(
+        got.iter()
+            .all(|b| b[1..].parse::<u32>().is_ok_and(|i| i < 50)),
+        "got a message that was never put: {got:?}"
+    );
+    assert!(
+        got.windows(2)
+            .all(|w| w[0][1..].parse::<u32>().unwrap() < w[1][1..].parse::<u32>().unwrap()),
+        "messages out of order: {got:?}"
+    );
     // The preference is the group's: every instance shows it, and clearing it is too.
     let status = g.status(first).unwrap();
     assert!(status.contains("PREFERRED(YES)"), "{status}");
