@@ -169,6 +169,10 @@ pub struct QmConfig {
     pub heartbeat_ms: u32,
     /// Most client connections (sockets) accepted at once.
     pub max_sockets: usize,
+    /// Most bytes of replies one socket may have queued for its client (qm.ini
+    /// `Channels:MaxConnMemory`); reading its requests pauses at a quarter of this (at most
+    /// `CONN_OUTBOUND_PAUSE_BYTES`).
+    pub max_conn_memory: u64,
     /// A checkpoint is taken at least this often while anything is being logged.
     pub checkpoint_interval_ms: u64,
     /// Set when this queue manager is one instance of a replicated (HA) group.
@@ -432,6 +436,21 @@ impl QmConfig {
             )?,
             heartbeat_ms: num(ini, "Channels", "HeartbeatMs", limits::HEARTBEAT_DEFAULT_MS)?,
             max_sockets: num(ini, "Channels", "MaxChannels", 100_000usize)?,
+            max_conn_memory: {
+                let v = num(
+                    ini,
+                    "Channels",
+                    "MaxConnMemory",
+                    limits::CONN_MEMORY_DEFAULT_BYTES,
+                )?;
+                if v < limits::CONN_MEMORY_MIN_BYTES {
+                    return Err(format!(
+                        "qm.ini Channels:MaxConnMemory={v} is below the minimum of {} bytes",
+                        limits::CONN_MEMORY_MIN_BYTES
+                    ));
+                }
+                v
+            },
             checkpoint_interval_ms: num(ini, "Log", "CheckpointIntervalMs", 30_000u64)?,
             ha: HaConfig::from_ini(ini)?,
             dr: DrConfig::from_ini(ini)?,

@@ -1,20 +1,29 @@
 //! One socket: the handshake, then a loop that reads whatever bytes arrived, decodes every complete
 //! frame, runs them all under one core lock, and queues the replies; a writer task sends queued
 //! replies in one write once the log is durable up to what they reveal. When the socket ends —
-//! cleanly, by a protocol error, by missed heartbeats or by an immediate shutdown — every
-//! conversation on it is disconnected, which backs out its unit of work.
+//! cleanly, by a protocol error, by missed heartbeats, by a client that does not take its replies
+//! or by an immediate shutdown — every conversation on it is disconnected, which backs out its
+//! unit of work.
+//!
+//! Back pressure: every frame queued for the socket is counted in bytes (`core::OutQueue`). Above
+//! the pause bound the reader stops running and reading requests until the writer has drained the
+//! queue below it; a socket that stays above it for a heartbeat interval, whose writes make no
+//! progress for a heartbeat interval, or whose queue passes the hard cap
+//! (`Channels:MaxConnMemory`) is closed.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use ahash::AHashMap;
 use bytes::BytesMut;
 use ferrymq_proto::{kind, negotiate, parse_request, FrameDecoder, RawFrame, Request, Response};
-use ferrymq_types::{MqError, Reason};
+use ferrymq_types::{limits, MqError, Reason};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use crate::core::{encode, error_response, Out};
+use crate::core::{encode, error_response, Out, OutQueue, Outbox};
 use crate::dispatch::{self, Action, Session};
 use crate::listeners::SocketInfo;
 use crate::qmgr::Shared;
@@ -31,7 +40,24 @@ where
 {
     let (mut rd, wr) = tokio::io::split(stream);
     let (tx, rx) = mpsc::unbounded_channel::<Out>();
-    let writer = tokio::spawn(write_loop(wr, rx, shared.durable.clone()));
+    let hard = shared.cfg.max_conn_memory;
+    let q = Arc::new(OutQueue::new(
+        limits::CONN_OUTBOUND_PAUSE_BYTES.min(hard / 4),
+        hard,
+    ));
+    let tx = Outbox::new(tx, q.clone());
+    // Until the handshake says otherwise, a write that makes no progress for the server's own
+    // heartbeat interval means the peer is not reading.
+    let stall = Arc::new(std::sync::atomic::AtomicU64::new(stall_ms(
+        shared.cfg.heartbeat_ms,
+    )));
+    let writer = tokio::spawn(write_loop(
+        wr,
+        rx,
+        shared.durable.clone(),
+        q.clone(),
+        stall.clone(),
+    ));
     let mut session = Session {
         convs: AHashMap::new(),
         sharecnv: 1,
@@ -39,13 +65,15 @@ where
         tx: tx.clone(),
         info,
     };
-    if let Err(e) = run(&mut rd, &shared, &mut session).await {
+    if let Err(e) = run(&mut rd, &shared, &mut session, &stall).await {
         // Tell the peer why before closing, when the socket can still carry it.
-        let _ = tx.send(Out {
-            frame: encode(0, 0, &error_response(e)),
-            wait_lsn: 0,
-            close: true,
-        });
+        if !q.is_killed() {
+            let _ = tx.send(Out {
+                frame: encode(0, 0, &error_response(e)),
+                wait_lsn: 0,
+                close: true,
+            });
+        }
     }
     {
         let mut core = shared.core.lock();
@@ -58,7 +86,24 @@ where
     }
     drop(session);
     drop(tx);
-    let _ = writer.await;
+    // A peer that does not read must not keep the socket (and what is queued for it) open: the
+    // writer gets one stall interval to finish, then is dropped with the socket.
+    let wait = Duration::from_millis(stall.load(std::sync::atomic::Ordering::Relaxed));
+    let mut writer = writer;
+    if q.is_killed() || tokio::time::timeout(wait, &mut writer).await.is_err() {
+        writer.abort();
+        let _ = writer.await;
+    }
+}
+
+/// How long a write may make no progress, or the queue stay over its pause bound, before the
+/// peer is taken for one that does not read: the heartbeat interval (a day without heartbeats).
+fn stall_ms(heartbeat_ms: u32) -> u64 {
+    if heartbeat_ms == 0 {
+        24 * 3600 * 1000
+    } else {
+        heartbeat_ms as u64
+    }
 }
 
 async fn read_more<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut BytesMut) -> Result<bool, MqError> {
@@ -77,6 +122,7 @@ async fn run<R: AsyncRead + Unpin>(
     rd: &mut R,
     shared: &Arc<Shared>,
     s: &mut Session,
+    stall: &std::sync::atomic::AtomicU64,
 ) -> Result<(), MqError> {
     let mut dec = FrameDecoder::new(ferrymq_proto::PRE_HANDSHAKE_FRAME_MAX_BYTES);
     let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
@@ -125,6 +171,8 @@ async fn run<R: AsyncRead + Unpin>(
     })
     .ok();
 
+    stall.store(stall_ms(heartbeat_ms), std::sync::atomic::Ordering::Relaxed);
+    let stall = Duration::from_millis(stall_ms(heartbeat_ms));
     let idle = if heartbeat_ms == 0 {
         Duration::from_secs(3600 * 24)
     } else {
@@ -132,13 +180,48 @@ async fn run<R: AsyncRead + Unpin>(
     };
     let mut missed = 0u32;
     let mut shutdown = shared.immediate_end.clone();
-    let mut frames: Vec<RawFrame> = Vec::new();
+    let mut frames: VecDeque<RawFrame> = VecDeque::new();
+    let q = s.tx.q.clone();
+    let not_reading = || {
+        MqError::new(
+            Reason::CONNECTION_BROKEN,
+            "the client is not taking its replies (closed to bound the memory it holds)",
+        )
+    };
+    // One registration for the life of the socket, not one per batch.
+    let killed = q.kill.notified();
+    tokio::pin!(killed);
     loop {
         while let Some(f) = dec.decode(&mut buf).map_err(proto)? {
-            frames.push(f);
+            frames.push_back(f);
         }
         if !frames.is_empty() {
             process(shared, s, &mut frames)?;
+        }
+        if q.is_killed() {
+            return Err(not_reading());
+        }
+        if q.pause() {
+            // Back pressure: read and run nothing more until the client has taken its replies.
+            // Every write the writer completes wakes this; a heartbeat interval without one
+            // means the client is not reading.
+            loop {
+                let r = tokio::select! {
+                    _ = q.drained.notified() => Ok(()),
+                    _ = &mut killed => Err(not_reading()),
+                    _ = tokio::time::sleep(stall) => Err(not_reading()),
+                    _ = shutdown.wait_for(|v| *v) => Err(MqError::new(Reason::Q_MGR_STOPPING, "the queue manager is ending immediately")),
+                };
+                q.resume();
+                r?;
+                if !q.pause() {
+                    break;
+                }
+            }
+            continue;
+        }
+        if !frames.is_empty() {
+            continue;
         }
         tokio::select! {
             r = read_more(rd, &mut buf) => {
@@ -161,17 +244,21 @@ async fn run<R: AsyncRead + Unpin>(
             _ = shutdown.wait_for(|v| *v) => {
                 return Err(MqError::new(Reason::Q_MGR_STOPPING, "the queue manager is ending immediately"));
             }
+            _ = &mut killed => {
+                return Err(not_reading());
+            }
         }
     }
 }
 
 /// Runs a batch of frames under one lock. Each frame's reply, and the deliveries its work pushed
 /// to waiting getters and consumers, are queued before the next frame runs, so a socket sees
-/// replies and pushed messages in the order they happened.
+/// replies and pushed messages in the order they happened. Stops early, leaving the rest in
+/// `frames`, once the socket's outbound queue is over its pause bound.
 fn process(
     shared: &Arc<Shared>,
     s: &mut Session,
-    frames: &mut Vec<RawFrame>,
+    frames: &mut VecDeque<RawFrame>,
 ) -> Result<(), MqError> {
     let now = now_ms();
     let mut soonest = u64::MAX;
@@ -179,10 +266,9 @@ fn process(
     let mut fatal = None;
     {
         let mut core = shared.core.lock();
-        s.info
-            .frames
-            .fetch_add(frames.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        for f in frames.drain(..) {
+        let mut n = 0u64;
+        while let Some(f) = frames.pop_front() {
+            n += 1;
             if f.kind == kind::HEARTBEAT_ACK {
                 continue;
             }
@@ -202,6 +288,7 @@ fn process(
                     .ok();
                     if f.conv == 0 && f.kind != kind::HEARTBEAT {
                         fatal = Some(MqError::new(e.reason(), e.to_string()));
+                        frames.clear();
                         break;
                     }
                     continue;
@@ -245,7 +332,13 @@ fn process(
                 }
             }
             core.flush_deliveries();
+            if s.tx.q.over_soft() {
+                break;
+            }
         }
+        s.info
+            .frames
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
     }
     shared.wait_timer.arm(soonest);
     if let Some(a) = admin {
@@ -261,17 +354,22 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     mut wr: W,
     mut rx: mpsc::UnboundedReceiver<Out>,
     durable: crate::lsn::LsnWatch,
+    q: Arc<OutQueue>,
+    stall: Arc<std::sync::atomic::AtomicU64>,
 ) {
     let mut buf = BytesMut::new();
     while let Some(first) = rx.recv().await {
         let mut need = first.wait_lsn;
         let mut close = first.close;
+        let mut frames = 1u64;
         buf.extend_from_slice(&first.frame);
+        drop(first);
         while buf.len() < WRITE_BATCH_BYTES {
             match rx.try_recv() {
                 Ok(o) => {
                     need = need.max(o.wait_lsn);
                     close |= o.close;
+                    frames += 1;
                     buf.extend_from_slice(&o.frame);
                 }
                 Err(_) => break,
@@ -281,14 +379,52 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             // The log stopped: nothing more may be acknowledged.
             return;
         }
-        if wr.write_all(&buf).await.is_err() {
+        let stall = Duration::from_millis(stall.load(std::sync::atomic::Ordering::Relaxed));
+        if write_or_stall(&mut wr, &buf, stall).await.is_err() {
+            // A peer that takes nothing for a heartbeat interval is not reading: the reader
+            // closes the socket and backs out its units of work.
+            q.kill();
             return;
         }
-        buf.clear();
+        q.written(frames, buf.len() as u64);
+        if buf.capacity() > 4 * WRITE_BATCH_BYTES {
+            // One large reply must not keep its buffer for the life of the socket.
+            buf = BytesMut::new();
+        } else {
+            buf.clear();
+        }
         if close {
             let _ = wr.shutdown().await;
             return;
         }
     }
     let _ = wr.flush().await;
+}
+
+/// Writes all of `buf`, failing if the socket is broken or a write makes no progress for `stall`.
+/// A write that can go at once (nearly always) sets no timer.
+async fn write_or_stall<W: AsyncWrite + Unpin>(
+    wr: &mut W,
+    buf: &[u8],
+    stall: Duration,
+) -> Result<(), ()> {
+    let mut off = 0;
+    while off < buf.len() {
+        let now = std::future::poll_fn(|cx| {
+            Poll::Ready(std::pin::Pin::new(&mut *wr).poll_write(cx, &buf[off..]))
+        })
+        .await;
+        let n = match now {
+            Poll::Ready(r) => r.map_err(|_| ())?,
+            Poll::Pending => tokio::time::timeout(stall, wr.write(&buf[off..]))
+                .await
+                .map_err(|_| ())?
+                .map_err(|_| ())?,
+        };
+        if n == 0 {
+            return Err(());
+        }
+        off += n;
+    }
+    Ok(())
 }

@@ -7,7 +7,10 @@ use bytes::{Bytes, BytesMut};
 use ferrymq_engine::{ConnId, Engine, Got, Lsn};
 use ferrymq_proto::{encode_response, Response};
 use ferrymq_types::{MqError, Reason};
-use tokio::sync::mpsc::UnboundedSender;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::mpsc::{error::SendError, UnboundedSender};
+use tokio::sync::Notify;
 
 /// Bytes for one socket, sent once the log is durable up to `wait_lsn`.
 #[derive(Debug)]
@@ -18,7 +21,113 @@ pub struct Out {
     pub close: bool,
 }
 
-pub type Outbox = UnboundedSender<Out>;
+/// The sending side of one socket's outbound queue. Anything may send to it without blocking —
+/// the socket's own task, and other sockets' tasks pushing deliveries under the core lock — and
+/// every sender counts the bytes it queues, so the socket's task can stop reading requests while
+/// its replies are not being taken (back pressure), and a socket whose queue passes its hard cap
+/// is marked to be closed instead of growing without bound.
+#[derive(Clone, Debug)]
+pub struct Outbox {
+    tx: UnboundedSender<Out>,
+    pub q: Arc<OutQueue>,
+}
+
+/// One socket's outbound accounting, shared by its senders, its reader and its writer.
+#[derive(Debug)]
+pub struct OutQueue {
+    /// Queued frames in the top 24 bits, their bytes in the low 40.
+    queued: AtomicU64,
+    /// Above this many queued bytes the socket's task reads no more requests.
+    pub soft_bytes: u64,
+    /// Above this many queued bytes (in more than one frame) the socket is closed.
+    pub hard_bytes: u64,
+    /// Set by the reader while it waits for the queue to drain; the writer then wakes it.
+    paused: AtomicBool,
+    pub drained: Notify,
+    killed: AtomicBool,
+    pub kill: Notify,
+}
+
+const FRAME_UNIT: u64 = 1 << 40;
+const BYTES_MASK: u64 = FRAME_UNIT - 1;
+
+impl OutQueue {
+    pub fn new(soft_bytes: u64, hard_bytes: u64) -> OutQueue {
+        OutQueue {
+            queued: AtomicU64::new(0),
+            soft_bytes,
+            hard_bytes,
+            paused: AtomicBool::new(false),
+            drained: Notify::new(),
+            killed: AtomicBool::new(false),
+            kill: Notify::new(),
+        }
+    }
+
+    /// Bytes queued and not yet written to the socket.
+    pub fn bytes(&self) -> u64 {
+        self.queued.load(Ordering::SeqCst) & BYTES_MASK
+    }
+
+    pub fn over_soft(&self) -> bool {
+        self.bytes() > self.soft_bytes
+    }
+
+    /// Called by the writer once `frames` frames of `bytes` bytes have left (or been dropped).
+    pub fn written(&self, frames: u64, bytes: u64) {
+        self.queued
+            .fetch_sub(frames * FRAME_UNIT + bytes, Ordering::SeqCst);
+        if self.paused.load(Ordering::SeqCst) {
+            self.drained.notify_one();
+        }
+    }
+
+    /// The reader is about to wait for the queue to drain under the soft bound. Returns false if
+    /// it already has (so the reader must not wait).
+    pub fn pause(&self) -> bool {
+        self.paused.store(true, Ordering::SeqCst);
+        if self.over_soft() {
+            true
+        } else {
+            self.paused.store(false, Ordering::SeqCst);
+            false
+        }
+    }
+
+    pub fn resume(&self) {
+        self.paused.store(false, Ordering::SeqCst);
+    }
+
+    /// Marks the socket to be closed (its units of work are backed out by its task).
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::SeqCst);
+        self.kill.notify_one();
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.killed.load(Ordering::SeqCst)
+    }
+}
+
+impl Outbox {
+    pub fn new(tx: UnboundedSender<Out>, q: Arc<OutQueue>) -> Outbox {
+        Outbox { tx, q }
+    }
+
+    /// Queues a frame; never blocks. A frame that takes a queue already holding other frames
+    /// past the hard cap marks the socket to be closed (one frame alone may exceed it: a single
+    /// reply carrying a message larger than the cap must still be sendable).
+    pub fn send(&self, o: Out) -> Result<(), SendError<Out>> {
+        let n = o.frame.len() as u64;
+        let before = self.q.queued.fetch_add(FRAME_UNIT + n, Ordering::SeqCst);
+        if before >> 40 > 0 && (before & BYTES_MASK) + n > self.q.hard_bytes {
+            self.q.kill();
+        }
+        self.tx.send(o).inspect_err(|_| {
+            self.q.queued.fetch_sub(FRAME_UNIT + n, Ordering::SeqCst);
+        })
+    }
+}
 
 #[derive(Debug)]
 struct Route {

@@ -23,6 +23,17 @@ pub const SHARECNV_DEFAULT: u16 = 10;
 pub const SHARECNV_MAX: u16 = 999;
 /// Default heartbeat interval negotiated on a connection.
 pub const HEARTBEAT_DEFAULT_MS: u32 = 5_000;
+/// Replies queued for one socket above which the queue manager reads no more of that socket's
+/// requests until its client takes them (back pressure); a quarter of `Channels:MaxConnMemory` if
+/// that is less.
+pub const CONN_OUTBOUND_PAUSE_BYTES: u64 = 4 << 20;
+/// Default cap on what one socket may hold queued for its client (qm.ini
+/// `Channels:MaxConnMemory`): a socket whose queued replies pass it, in more than one frame, is
+/// closed and its units of work backed out. Reading stops long before (at
+/// [`CONN_OUTBOUND_PAUSE_BYTES`]); only deliveries pushed to its waiting gets can pass it.
+pub const CONN_MEMORY_DEFAULT_BYTES: u64 = 64 << 20;
+/// The smallest `Channels:MaxConnMemory` accepted: room for a few replies.
+pub const CONN_MEMORY_MIN_BYTES: u64 = 64 << 10;
 /// Most uncommitted messages in one unit of work (MAXUMSGS default).
 pub const UOW_MSGS_MAX: u32 = 10_000;
 /// Longest wait a get may ask for (MQWI_UNLIMITED is -1 on the wire; this bounds finite ones).
