@@ -6,17 +6,22 @@
 //! SIGKILL), and single-client persistent put+commit latency next to the raw `fdatasync` latency of
 //! the same file system.
 //!
+//! `ferrymq-bench memory [--messages N] [--large-messages N] [--sizes 64,2048,20480]
+//! [--persistence np,p]` measures the queue manager's resident memory per queued message and the
+//! overhead beyond the payload, for each size, non-persistent and persistent, before and after a
+//! restart.
+//!
 //! `ferrymq-bench cph ...` is the same harness as `ferrymq cph ...`.
 
 mod core;
+mod memory;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let r = match args.first().map(String::as_str) {
         Some("core") => core::run(&args[1..]),
-        _ => {
-            Err("usage: ferrymq-bench core [--messages N] [--size BYTES] [--samples N]".to_string())
-        }
+        Some("memory") => memory::run(&args[1..]),
+        _ => Err("usage: ferrymq-bench core [--messages N] [--size BYTES] [--samples N]\n       ferrymq-bench memory [--messages N] [--large-messages N] [--sizes 64,2048,20480] [--persistence np,p]".to_string()),
     };
     if let Err(e) = r {
         eprintln!("ferrymq-bench: {e}");

@@ -174,8 +174,8 @@ impl Engine {
             ));
         }
         let mut got = Got {
-            md: entry.msg.md.clone(),
-            props: entry.msg.props.clone(),
+            md: entry.msg.md(),
+            props: entry.msg.props().clone(),
             body: if truncated {
                 entry.msg.body.slice(..opts.max_len as usize)
             } else {

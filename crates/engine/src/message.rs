@@ -1,14 +1,33 @@
 //! A message as the engine holds it: immutable content shared by `Arc` (so a checkpoint, a
 //! delivery and a queue can all hold it without copying the body), plus where it lives on disk.
+//!
+//! Kept compact, since a deep queue holds millions: the descriptor's fixed fields inline, its
+//! strings and the properties in one optional box (absent when all are empty, as they usually
+//! are), the body in an allocation of its own sized to it (see [`own_body`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use ferrymq_types::{MessageDescriptor, Properties};
+use ferrymq_types::descriptor::MsgId;
+use ferrymq_types::{MessageDescriptor, Persistence, Properties};
 
 /// A log sequence number: the end position of a recovery-log record.
 pub type Lsn = u64;
+
+/// The descriptor's strings and the properties: boxed, and only when one of them is set.
+#[derive(Debug, Default)]
+struct Text {
+    format: String,
+    reply_to_q: String,
+    reply_to_qmgr: String,
+    user_id: String,
+    appl_identity: String,
+    put_appl_name: String,
+    props: Properties,
+}
+
+static NO_PROPERTIES: Properties = Properties(Vec::new());
 
 /// The stored content of one message. The descriptor's backout count here is the count at put
 /// time; the live count is kept beside the message on its queue.
@@ -17,19 +36,30 @@ pub struct Message {
     /// Queue-manager-wide sequence number given at put: the message's identity in the log and its
     /// FIFO position on a queue.
     pub seq: u64,
-    pub md: MessageDescriptor,
-    pub props: Properties,
     pub body: Bytes,
-    pub persistent: bool,
-    /// 0..=9 after resolving MQPRI_PRIORITY_AS_Q_DEF.
-    pub priority: u8,
-    /// Absolute expiry time (ms since the Unix epoch), if the message expires.
-    pub expires_at_ms: Option<u64>,
+    /// Absolute expiry time (ms since the Unix epoch); 0 if the message does not expire.
+    expires_ms: u64,
     /// The log record that made this message durable (0 for non-persistent or recovered ones).
     /// A reply that reveals the message waits until the log is durable to here.
     put_lsn: AtomicU64,
     /// Packed location in the message store once a checkpoint has copied it there (0 = not yet).
     store_loc: AtomicU64,
+    pub put_time_ms: u64,
+    pub msg_id: MsgId,
+    pub correl_id: MsgId,
+    md_priority: i32,
+    expiry: i32,
+    msg_type: i32,
+    backout_count: u32,
+    encoding: i32,
+    ccsid: i32,
+    feedback: i32,
+    report: i32,
+    text: Option<Box<Text>>,
+    persistence: Persistence,
+    pub persistent: bool,
+    /// 0..=9 after resolving MQPRI_PRIORITY_AS_Q_DEF.
+    pub priority: u8,
 }
 
 impl Message {
@@ -41,23 +71,110 @@ impl Message {
         expires_at_ms: Option<u64>,
         put_lsn: Lsn,
     ) -> Message {
-        let persistent = md.persistence == ferrymq_types::Persistence::Persistent;
+        let persistent = md.persistence == Persistence::Persistent;
         let priority = md.priority.clamp(0, 9) as u8;
+        let MessageDescriptor {
+            msg_id,
+            correl_id,
+            persistence,
+            priority: md_priority,
+            expiry,
+            msg_type,
+            format,
+            reply_to_q,
+            reply_to_qmgr,
+            backout_count,
+            put_time_ms,
+            user_id,
+            appl_identity,
+            put_appl_name,
+            encoding,
+            ccsid,
+            feedback,
+            report,
+        } = md;
+        let text = Text {
+            format,
+            reply_to_q,
+            reply_to_qmgr,
+            user_id,
+            appl_identity,
+            put_appl_name,
+            props,
+        };
+        let empty = text.format.is_empty()
+            && text.reply_to_q.is_empty()
+            && text.reply_to_qmgr.is_empty()
+            && text.user_id.is_empty()
+            && text.appl_identity.is_empty()
+            && text.put_appl_name.is_empty()
+            && text.props.is_empty();
         Message {
             seq,
-            md,
-            props,
-            body,
-            persistent,
-            priority,
-            expires_at_ms,
+            body: own_body(body),
+            expires_ms: expires_at_ms.map_or(0, |t| t.max(1)),
             put_lsn: AtomicU64::new(put_lsn),
             store_loc: AtomicU64::new(0),
+            put_time_ms,
+            msg_id,
+            correl_id,
+            md_priority,
+            expiry,
+            msg_type,
+            backout_count,
+            encoding,
+            ccsid,
+            feedback,
+            report,
+            text: (!empty).then(|| Box::new(text)),
+            persistence,
+            persistent,
+            priority,
         }
     }
 
+    /// The descriptor as put (backout count as at put time).
+    pub fn md(&self) -> MessageDescriptor {
+        let t = self.text.as_deref();
+        let s = |f: fn(&Text) -> &String| t.map_or_else(String::new, |t| f(t).clone());
+        MessageDescriptor {
+            msg_id: self.msg_id,
+            correl_id: self.correl_id,
+            persistence: self.persistence,
+            priority: self.md_priority,
+            expiry: self.expiry,
+            msg_type: self.msg_type,
+            format: s(|t| &t.format),
+            reply_to_q: s(|t| &t.reply_to_q),
+            reply_to_qmgr: s(|t| &t.reply_to_qmgr),
+            backout_count: self.backout_count,
+            put_time_ms: self.put_time_ms,
+            user_id: s(|t| &t.user_id),
+            appl_identity: s(|t| &t.appl_identity),
+            put_appl_name: s(|t| &t.put_appl_name),
+            encoding: self.encoding,
+            ccsid: self.ccsid,
+            feedback: self.feedback,
+            report: self.report,
+        }
+    }
+
+    pub fn props(&self) -> &Properties {
+        self.text.as_deref().map_or(&NO_PROPERTIES, |t| &t.props)
+    }
+
+    /// The properties, to change them on a copy being made (a move to the dead-letter queue).
+    pub fn props_mut(&mut self) -> &mut Properties {
+        &mut self.text.get_or_insert_with(Box::default).props
+    }
+
+    /// Absolute expiry time (ms since the Unix epoch), if the message expires.
+    pub fn expires_at_ms(&self) -> Option<u64> {
+        (self.expires_ms != 0).then_some(self.expires_ms)
+    }
+
     pub fn is_expired(&self, now_ms: u64) -> bool {
-        self.expires_at_ms.is_some_and(|t| now_ms >= t)
+        self.expires_ms != 0 && now_ms >= self.expires_ms
     }
 
     pub fn put_lsn(&self) -> Lsn {
@@ -82,12 +199,40 @@ impl Message {
     pub fn renumbered(&self, seq: u64, put_lsn: Lsn) -> Message {
         Message::new(
             seq,
-            self.md.clone(),
-            self.props.clone(),
+            self.md(),
+            self.props().clone(),
             self.body.clone(),
-            self.expires_at_ms,
+            self.expires_at_ms(),
             put_lsn,
         )
+    }
+}
+
+/// A body as the engine keeps it. Bodies arrive as slices of larger buffers — a socket's read
+/// buffer (64 KiB, shared by every frame read with it), a log or message-store segment read at
+/// restart, a shipped DR chunk — and a slice keeps its whole buffer alive for as long as the
+/// message is queued: a million 64-byte messages once held 4.8 GB. So a body up to
+/// `BODY_COPY_MAX_BYTES` is copied into an allocation of its own (a few hundred nanoseconds for
+/// 2 KB); a larger one came in a frame, or a segment record, little larger than itself and is kept
+/// as it is rather than copied.
+pub fn own_body(body: Bytes) -> Bytes {
+    if body.is_empty() {
+        Bytes::new()
+    } else if body.len() <= ferrymq_types::limits::BODY_COPY_MAX_BYTES {
+        Bytes::copy_from_slice(&body)
+    } else {
+        body
+    }
+}
+
+/// For bodies read from a log or store segment at restart, or from a shipped chunk: those buffers
+/// are large, so even a body over `BODY_COPY_MAX_BYTES` is copied out of them (`Message::new`
+/// copies the smaller ones).
+pub fn detach_large(body: Bytes) -> Bytes {
+    if body.len() > ferrymq_types::limits::BODY_COPY_MAX_BYTES {
+        Bytes::copy_from_slice(&body)
+    } else {
+        body
     }
 }
 

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use ahash::AHashMap;
 use ferrymq_types::descriptor::{MsgId, ID_NONE};
 use ferrymq_types::{MsgDeliverySequence, QueueDef};
+use smallvec::SmallVec;
 
 use crate::message::Entry;
 
@@ -16,6 +17,10 @@ pub struct Key {
     pub rank: u8,
     pub seq: u64,
 }
+
+/// The keys of the messages with one identifier, in delivery order. Nearly always one: kept
+/// inline (24 bytes, no allocation of its own).
+type Keys = SmallVec<[Key; 1]>;
 
 /// Which messages a get will take.
 #[derive(Clone, Copy, Debug, Default)]
@@ -34,8 +39,8 @@ impl Selector {
     }
 
     pub fn matches(&self, e: &Entry) -> bool {
-        self.msg_id.is_none_or(|id| e.msg.md.msg_id == id)
-            && self.correl_id.is_none_or(|id| e.msg.md.correl_id == id)
+        self.msg_id.is_none_or(|id| e.msg.msg_id == id)
+            && self.correl_id.is_none_or(|id| e.msg.correl_id == id)
     }
 
     pub fn is_any(&self) -> bool {
@@ -58,8 +63,8 @@ pub struct QueueStats {
 pub struct Queue {
     pub def: QueueDef,
     msgs: BTreeMap<Key, Entry>,
-    by_msg_id: AHashMap<MsgId, Vec<Key>>,
-    by_correl_id: AHashMap<MsgId, Vec<Key>>,
+    by_msg_id: AHashMap<MsgId, Keys>,
+    by_correl_id: AHashMap<MsgId, Keys>,
     /// Messages put under syncpoint and not yet committed: they count towards MAXDEPTH.
     pub uncommitted_puts: u32,
     /// Messages taken by gets of units of work not yet committed: still part of CURDEPTH.
@@ -69,7 +74,7 @@ pub struct Queue {
     pub exclusive: Option<(u64, u32)>,
 }
 
-fn index_add(ix: &mut AHashMap<MsgId, Vec<Key>>, id: MsgId, key: Key) {
+fn index_add(ix: &mut AHashMap<MsgId, Keys>, id: MsgId, key: Key) {
     if id == ID_NONE {
         return;
     }
@@ -78,7 +83,7 @@ fn index_add(ix: &mut AHashMap<MsgId, Vec<Key>>, id: MsgId, key: Key) {
     v.insert(pos, key);
 }
 
-fn index_remove(ix: &mut AHashMap<MsgId, Vec<Key>>, id: MsgId, key: Key) {
+fn index_remove(ix: &mut AHashMap<MsgId, Keys>, id: MsgId, key: Key) {
     if id == ID_NONE {
         return;
     }
@@ -132,16 +137,16 @@ impl Queue {
     }
 
     pub fn insert(&mut self, key: Key, entry: Entry) {
-        index_add(&mut self.by_msg_id, entry.msg.md.msg_id, key);
-        index_add(&mut self.by_correl_id, entry.msg.md.correl_id, key);
+        index_add(&mut self.by_msg_id, entry.msg.msg_id, key);
+        index_add(&mut self.by_correl_id, entry.msg.correl_id, key);
         let old = self.msgs.insert(key, entry);
         debug_assert!(old.is_none(), "two messages with one delivery key");
     }
 
     pub fn remove(&mut self, key: Key) -> Option<Entry> {
         let e = self.msgs.remove(&key)?;
-        index_remove(&mut self.by_msg_id, e.msg.md.msg_id, key);
-        index_remove(&mut self.by_correl_id, e.msg.md.correl_id, key);
+        index_remove(&mut self.by_msg_id, e.msg.msg_id, key);
+        index_remove(&mut self.by_correl_id, e.msg.correl_id, key);
         Some(e)
     }
 
@@ -158,7 +163,7 @@ impl Queue {
         now_ms: u64,
         expired: &mut Vec<Key>,
     ) -> Option<Key> {
-        let from_index = |keys: &Vec<Key>| -> Option<Key> {
+        let from_index = |keys: &Keys| -> Option<Key> {
             for k in keys {
                 if after.is_some_and(|a| *k <= a) {
                     continue;
@@ -209,7 +214,7 @@ impl Queue {
 
     /// Age in seconds of the oldest message (MSGAGE).
     pub fn oldest_put_ms(&self) -> Option<u64> {
-        self.msgs.values().map(|e| e.msg.md.put_time_ms).min()
+        self.msgs.values().map(|e| e.msg.put_time_ms).min()
     }
 }
 

@@ -93,9 +93,9 @@ pub struct DrMark {
 pub fn put_head(queue: &str, msg: &Message, out: &mut BytesMut) {
     out.put_str16(queue);
     out.put_u64_le(msg.seq);
-    msg.md.encode(out);
-    msg.props.encode(out);
-    out.put_u64_le(msg.expires_at_ms.unwrap_or(0));
+    msg.md().encode(out);
+    msg.props().encode(out);
+    out.put_u64_le(msg.expires_at_ms().unwrap_or(0));
     out.put_u32_le(msg.body.len() as u32);
 }
 

@@ -242,7 +242,10 @@ impl Engine {
                 format!("log replay: put to queue '{}' that is not defined", p.queue),
             )
         })?;
-        let msg = Message::new(p.seq, p.md, p.props, p.body, p.expires_at_ms, 0);
+        // Replayed records (the log at restart, a replica's entries, a shipped DR chunk) are
+        // slices of large buffers: even a large body is copied out.
+        let body = crate::message::detach_large(p.body);
+        let msg = Message::new(p.seq, p.md, p.props, body, p.expires_at_ms, 0);
         let key = q.key_for(msg.priority, msg.seq);
         q.insert(
             key,

@@ -143,11 +143,11 @@ impl Engine {
             let seq = self.alloc_seq();
             let mut moved = entry.msg.renumbered(seq, 0);
             if is_dlq {
-                moved.props.set(
+                moved.props_mut().set(
                     "FMQ.DLQ.Reason",
                     PropertyValue::Int(Reason::BACKOUT_THRESHOLD_REACHED.code() as i64),
                 );
-                moved.props.set(
+                moved.props_mut().set(
                     "FMQ.DLQ.SourceQueue",
                     PropertyValue::String(from.to_string()),
                 );

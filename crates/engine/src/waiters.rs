@@ -135,10 +135,10 @@ impl Waiters {
             }
         };
         consider(qw.any.iter().find(|id| ok(id)));
-        if let Some(l) = qw.by_correl.get(&entry.msg.md.correl_id) {
+        if let Some(l) = qw.by_correl.get(&entry.msg.correl_id) {
             consider(l.iter().find(|id| ok(id)));
         }
-        if let Some(l) = qw.by_msg.get(&entry.msg.md.msg_id) {
+        if let Some(l) = qw.by_msg.get(&entry.msg.msg_id) {
             consider(l.iter().find(|id| ok(id)));
         }
         best

@@ -373,7 +373,10 @@ fn load_messages(segs: &SegmentStore, refs: &[ManifestRef]) -> Result<Vec<ImageM
             }
             let p = decode_stored(payload)
                 .map_err(|e| format!("message store segment {seg}: stored message {id}: {e}"))?;
-            let msg = Message::new(p.seq, p.md, p.props, p.body, p.expires_at_ms, 0);
+            // The payload is a slice of the whole segment read at once: copy the body out (small
+            // bodies are copied by `Message::new`) so no queued message keeps a segment alive.
+            let body = ferrymq_engine::message::detach_large(p.body);
+            let msg = Message::new(p.seq, p.md, p.props, body, p.expires_at_ms, 0);
             msg.set_store_loc(r.loc);
             out.push(ImageMsg {
                 queue: r.queue.clone(),

@@ -34,6 +34,9 @@ pub const CONN_OUTBOUND_PAUSE_BYTES: u64 = 4 << 20;
 pub const CONN_MEMORY_DEFAULT_BYTES: u64 = 64 << 20;
 /// The smallest `Channels:MaxConnMemory` accepted: room for a few replies.
 pub const CONN_MEMORY_MIN_BYTES: u64 = 64 << 10;
+/// Message bodies up to this size are copied out of the buffer they arrived in when queued, so
+/// that a queued message holds its own bytes and not a whole read buffer or segment.
+pub const BODY_COPY_MAX_BYTES: usize = 256 << 10;
 /// Most uncommitted messages in one unit of work (MAXUMSGS default).
 pub const UOW_MSGS_MAX: u32 = 10_000;
 /// Longest wait a get may ask for (MQWI_UNLIMITED is -1 on the wire; this bounds finite ones).
