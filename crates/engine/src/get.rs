@@ -145,6 +145,9 @@ impl Engine {
         now_ms: u64,
     ) -> Option<Key> {
         let q = self.queues.get_mut(queue)?;
+        if sel.msg_id.is_some() {
+            q.index_msg_ids();
+        }
         let mut expired = Vec::new();
         let found = q.find(sel, after, now_ms, &mut expired);
         for k in expired {

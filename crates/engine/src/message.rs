@@ -242,3 +242,64 @@ pub struct Entry {
     pub msg: Arc<Message>,
     pub backout_count: u32,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A deep queue holds millions of these: keep the per-message structure small (it was 344
+    /// bytes with the descriptor inline).
+    #[test]
+    fn a_message_stays_compact() {
+        let size = std::mem::size_of::<Message>();
+        eprintln!(
+            "Message {size} B, Entry {} B, MessageDescriptor {} B",
+            std::mem::size_of::<Entry>(),
+            std::mem::size_of::<MessageDescriptor>()
+        );
+        assert!(size <= 176, "Message is {size} bytes");
+    }
+
+    #[test]
+    fn an_empty_descriptor_text_takes_no_box_and_round_trips() {
+        let md = MessageDescriptor {
+            msg_id: [1; 24],
+            correl_id: [2; 24],
+            persistence: Persistence::Persistent,
+            priority: 4,
+            put_time_ms: 77,
+            ..Default::default()
+        };
+        let m = Message::new(1, md.clone(), Properties::default(), Bytes::new(), None, 0);
+        assert!(m.text.is_none());
+        assert_eq!(m.md(), md);
+        let mut with = md.clone();
+        with.format = "MQSTR".into();
+        with.put_appl_name = "app".into();
+        let mut props = Properties::default();
+        props.set("a", ferrymq_types::PropertyValue::Int(1));
+        let m = Message::new(2, with.clone(), props.clone(), Bytes::new(), Some(5), 0);
+        assert_eq!(m.md(), with);
+        assert_eq!(m.props(), &props);
+        assert_eq!(m.expires_at_ms(), Some(5));
+        assert!(m.is_expired(5) && !m.is_expired(4));
+    }
+
+    #[test]
+    fn a_small_body_is_copied_out_of_its_buffer() {
+        let big = Bytes::from(vec![7u8; 64 * 1024]);
+        let m = Message::new(
+            1,
+            MessageDescriptor::default(),
+            Properties::default(),
+            big.slice(100..164),
+            None,
+            0,
+        );
+        assert_eq!(&m.body[..], &big[100..164]);
+        // The slice no longer points into the 64 KiB buffer.
+        let p = m.body.as_ptr() as usize;
+        let b = big.as_ptr() as usize;
+        assert!(p < b || p >= b + big.len());
+    }
+}

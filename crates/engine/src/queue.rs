@@ -63,7 +63,10 @@ pub struct QueueStats {
 pub struct Queue {
     pub def: QueueDef,
     msgs: BTreeMap<Key, Entry>,
-    by_msg_id: AHashMap<MsgId, Keys>,
+    /// Built on the first get or browse by MsgId and kept while the queue holds messages. Most
+    /// queues are never searched by MsgId (it is unique per message, so the index would cost
+    /// about a hundred bytes per queued message for nothing); those that are pay one scan.
+    by_msg_id: Option<AHashMap<MsgId, Keys>>,
     by_correl_id: AHashMap<MsgId, Keys>,
     /// Messages put under syncpoint and not yet committed: they count towards MAXDEPTH.
     pub uncommitted_puts: u32,
@@ -102,7 +105,7 @@ impl Queue {
         Queue {
             def,
             msgs: BTreeMap::new(),
-            by_msg_id: AHashMap::new(),
+            by_msg_id: None,
             by_correl_id: AHashMap::new(),
             uncommitted_puts: 0,
             locked: 0,
@@ -137,7 +140,9 @@ impl Queue {
     }
 
     pub fn insert(&mut self, key: Key, entry: Entry) {
-        index_add(&mut self.by_msg_id, entry.msg.msg_id, key);
+        if let Some(ix) = &mut self.by_msg_id {
+            index_add(ix, entry.msg.msg_id, key);
+        }
         index_add(&mut self.by_correl_id, entry.msg.correl_id, key);
         let old = self.msgs.insert(key, entry);
         debug_assert!(old.is_none(), "two messages with one delivery key");
@@ -145,9 +150,25 @@ impl Queue {
 
     pub fn remove(&mut self, key: Key) -> Option<Entry> {
         let e = self.msgs.remove(&key)?;
-        index_remove(&mut self.by_msg_id, e.msg.msg_id, key);
+        if let Some(ix) = &mut self.by_msg_id {
+            index_remove(ix, e.msg.msg_id, key);
+        }
         index_remove(&mut self.by_correl_id, e.msg.correl_id, key);
+        if self.msgs.is_empty() {
+            self.by_msg_id = None;
+        }
         Some(e)
+    }
+
+    /// Builds the MsgId index if the queue has none yet (before a get or browse by MsgId).
+    pub fn index_msg_ids(&mut self) {
+        if self.by_msg_id.is_none() {
+            let mut ix = AHashMap::new();
+            for (k, e) in &self.msgs {
+                index_add(&mut ix, e.msg.msg_id, *k);
+            }
+            self.by_msg_id = Some(ix);
+        }
     }
 
     pub fn entry(&self, key: Key) -> Option<&Entry> {
@@ -179,10 +200,10 @@ impl Queue {
             }
             None
         };
-        if let Some(id) = sel.msg_id {
-            return self.by_msg_id.get(&id).and_then(from_index);
+        if let (Some(id), Some(ix)) = (sel.msg_id, &self.by_msg_id) {
+            return ix.get(&id).and_then(from_index);
         }
-        if let Some(id) = sel.correl_id {
+        if let (None, Some(id)) = (sel.msg_id, sel.correl_id) {
             return self.by_correl_id.get(&id).and_then(from_index);
         }
         let range = match after {
@@ -191,12 +212,15 @@ impl Queue {
                 .range((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded)),
             None => self.msgs.range(..),
         };
+        // In order (a MsgId search without its index, made only if the caller did not build it).
         for (k, e) in range {
             if e.msg.is_expired(now_ms) {
                 expired.push(*k);
                 continue;
             }
-            return Some(*k);
+            if sel.matches(e) {
+                return Some(*k);
+            }
         }
         None
     }
@@ -207,7 +231,7 @@ impl Queue {
 
     /// Removes every available message (CLEAR QLOCAL, DELETE PURGE) and returns them.
     pub fn drain(&mut self) -> Vec<Entry> {
-        self.by_msg_id.clear();
+        self.by_msg_id = None;
         self.by_correl_id.clear();
         std::mem::take(&mut self.msgs).into_values().collect()
     }
@@ -280,6 +304,33 @@ mod tests {
         assert!(q
             .find(&Selector::new(None, Some([99; 24])), None, 0, &mut vec![])
             .is_none());
+    }
+
+    #[test]
+    fn the_msg_id_index_is_built_on_first_use_and_kept_while_messages_remain() {
+        let mut q = Queue::new(QueueDef::local("Q"));
+        for seq in 1..=50 {
+            put(&mut q, seq, 0, 0);
+        }
+        let sel = Selector::new(Some([7; 24]), None);
+        // Without the index the search scans, and finds the same message.
+        assert_eq!(q.find(&sel, None, 0, &mut vec![]).unwrap().seq, 7);
+        assert!(q.by_msg_id.is_none());
+        q.index_msg_ids();
+        assert_eq!(q.find(&sel, None, 0, &mut vec![]).unwrap().seq, 7);
+        put(&mut q, 51, 0, 0);
+        let k = q
+            .find(&Selector::new(Some([51; 24]), None), None, 0, &mut vec![])
+            .unwrap();
+        q.remove(k);
+        assert!(q
+            .find(&Selector::new(Some([51; 24]), None), None, 0, &mut vec![])
+            .is_none());
+        assert!(q.by_msg_id.is_some());
+        while let Some(k) = q.find(&Selector::default(), None, 0, &mut vec![]) {
+            q.remove(k);
+        }
+        assert!(q.by_msg_id.is_none(), "dropped once the queue is empty");
     }
 
     #[test]
