@@ -32,6 +32,8 @@ use crate::storage::now_ms;
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const READ_CHUNK_BYTES: usize = 64 * 1024;
 const WRITE_BATCH_BYTES: usize = 1 << 20;
+/// Frames at least this large are written from their own buffer, not copied into the batch.
+const LARGE_FRAME_BYTES: usize = 64 * 1024;
 
 /// Serves one accepted socket until it closes.
 pub async fn serve<S>(stream: S, shared: Arc<Shared>, bindings: bool, info: SocketInfo)
@@ -357,20 +359,22 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     q: Arc<OutQueue>,
     stall: Arc<std::sync::atomic::AtomicU64>,
 ) {
+    // Small frames are coalesced into one write; a large one (a message reply) is written from
+    // its own buffer rather than copied again.
+    let mut batch: Vec<bytes::Bytes> = Vec::new();
     let mut buf = BytesMut::new();
     while let Some(first) = rx.recv().await {
         let mut need = first.wait_lsn;
         let mut close = first.close;
-        let mut frames = 1u64;
-        buf.extend_from_slice(&first.frame);
-        drop(first);
-        while buf.len() < WRITE_BATCH_BYTES {
+        let mut bytes = first.frame.len();
+        batch.push(first.frame);
+        while bytes < WRITE_BATCH_BYTES {
             match rx.try_recv() {
                 Ok(o) => {
                     need = need.max(o.wait_lsn);
                     close |= o.close;
-                    frames += 1;
-                    buf.extend_from_slice(&o.frame);
+                    bytes += o.frame.len();
+                    batch.push(o.frame);
                 }
                 Err(_) => break,
             }
@@ -380,19 +384,33 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             return;
         }
         let stall = Duration::from_millis(stall.load(std::sync::atomic::Ordering::Relaxed));
-        if write_or_stall(&mut wr, &buf, stall).await.is_err() {
+        let frames = batch.len() as u64;
+        let mut ok = true;
+        for f in batch.drain(..) {
+            if f.len() < LARGE_FRAME_BYTES {
+                buf.extend_from_slice(&f);
+                continue;
+            }
+            if !buf.is_empty() {
+                ok = write_or_stall(&mut wr, &buf, stall).await.is_ok();
+                buf.clear();
+            }
+            ok = ok && write_or_stall(&mut wr, &f, stall).await.is_ok();
+            if !ok {
+                break;
+            }
+        }
+        if ok && !buf.is_empty() {
+            ok = write_or_stall(&mut wr, &buf, stall).await.is_ok();
+        }
+        if !ok {
             // A peer that takes nothing for a heartbeat interval is not reading: the reader
             // closes the socket and backs out its units of work.
             q.kill();
             return;
         }
-        q.written(frames, buf.len() as u64);
-        if buf.capacity() > 4 * WRITE_BATCH_BYTES {
-            // One large reply must not keep its buffer for the life of the socket.
-            buf = BytesMut::new();
-        } else {
-            buf.clear();
-        }
+        q.written(frames, bytes as u64);
+        buf.clear();
         if close {
             let _ = wr.shutdown().await;
             return;

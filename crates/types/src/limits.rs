@@ -26,7 +26,7 @@ pub const HEARTBEAT_DEFAULT_MS: u32 = 5_000;
 /// Replies queued for one socket above which the queue manager reads no more of that socket's
 /// requests until its client takes them (back pressure); a quarter of `Channels:MaxConnMemory` if
 /// that is less.
-pub const CONN_OUTBOUND_PAUSE_BYTES: u64 = 4 << 20;
+pub const CONN_OUTBOUND_PAUSE_BYTES: u64 = 1 << 20;
 /// Default cap on what one socket may hold queued for its client (qm.ini
 /// `Channels:MaxConnMemory`): a socket whose queued replies pass it, in more than one frame, is
 /// closed and its units of work backed out. Reading stops long before (at
