@@ -18,7 +18,8 @@ use crate::{Engine, EngineConfig, LogSink};
 /// A persistent message in a checkpoint image.
 #[derive(Debug, Clone)]
 pub struct ImageMsg {
-    pub queue: String,
+    /// Shared by every message of the queue (a String each cost ~50 bytes per message).
+    pub queue: Arc<str>,
     pub msg: Arc<Message>,
     pub backout_count: u32,
 }
@@ -37,7 +38,7 @@ pub struct Image {
 /// One message reference in a checkpoint manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ManifestRef {
-    pub queue: String,
+    pub queue: Arc<str>,
     pub seq: u64,
     /// Packed message-store location.
     pub loc: u64,
@@ -125,8 +126,14 @@ impl Manifest {
                 tag::REFS => {
                     let n = r.u32("ref count")?;
                     for _ in 0..n {
+                        let name = r.str16("ref queue")?;
+                        // Refs come grouped by queue: share one name among them.
+                        let queue = match m.refs.last() {
+                            Some(last) if *last.queue == *name => last.queue.clone(),
+                            _ => Arc::from(name),
+                        };
                         m.refs.push(ManifestRef {
-                            queue: r.str16("ref queue")?,
+                            queue,
                             seq: r.u64("ref seq")?,
                             loc: r.u64("ref loc")?,
                             backout_count: r.u32("ref backout")?,
@@ -160,6 +167,7 @@ impl Engine {
             if !durable_queue(&q.def) {
                 continue;
             }
+            let name: Arc<str> = Arc::from(name.as_str());
             for (_, e) in q.iter() {
                 if e.msg.persistent && !e.msg.is_expired(now_ms) {
                     messages.push(ImageMsg {
@@ -175,7 +183,7 @@ impl Engine {
                 let durable = self.queues.get(name).is_some_and(|q| durable_queue(&q.def));
                 if durable && e.msg.persistent {
                     messages.push(ImageMsg {
-                        queue: name.clone(),
+                        queue: Arc::from(name.as_str()),
                         msg: e.msg.clone(),
                         backout_count: e.backout_count,
                     });
@@ -206,7 +214,7 @@ impl Engine {
         }
         for m in image.messages {
             e.next_seq = e.next_seq.max(m.msg.seq + 1);
-            if let Some(q) = e.queues.get_mut(&m.queue) {
+            if let Some(q) = e.queues.get_mut(&*m.queue) {
                 let key = q.key_for(m.msg.priority, m.msg.seq);
                 q.insert(
                     key,

@@ -502,7 +502,7 @@ fn persistent_state(e: &Engine) -> State {
             let mut msgs: Vec<_> = img
                 .messages
                 .iter()
-                .filter(|m| m.queue == q.name)
+                .filter(|m| *m.queue == *q.name)
                 .map(|m| (m.msg.seq, m.msg.body.to_vec(), m.backout_count))
                 .collect();
             msgs.sort();
@@ -794,7 +794,7 @@ fn image_messages(i: &Image) -> Vec<(String, u64, Bytes)> {
     let mut v: Vec<(String, u64, Bytes)> = i
         .messages
         .iter()
-        .map(|m| (m.queue.clone(), m.msg.seq, m.msg.body.clone()))
+        .map(|m| (m.queue.to_string(), m.msg.seq, m.msg.body.clone()))
         .collect();
     v.sort_by(|x, y| (&x.0, x.1).cmp(&(&y.0, y.1)));
     v

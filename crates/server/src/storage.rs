@@ -518,7 +518,7 @@ pub fn decode_export(data: &[u8]) -> Result<Image, String> {
         let s = decode_stored(rec).map_err(err)?;
         let msg = Message::new(s.seq, s.md, s.props, s.body, s.expires_at_ms, 0);
         messages.push(ImageMsg {
-            queue: s.queue,
+            queue: Arc::from(s.queue),
             msg: Arc::new(msg),
             backout_count,
         });
