@@ -125,17 +125,56 @@ pub struct Qm<'h> {
 impl<'h> Qm<'h> {
     /// Creates (with extra crtmqm flags) and starts a queue manager on a free port.
     pub fn start(home: &'h Home, name: &str, crtmqm_flags: &[&str]) -> Qm<'h> {
+        let qm = Qm::create(home, name, crtmqm_flags);
+        qm.restart();
+        qm
+    }
+
+    /// Creates a queue manager on a free port without starting it (`restart` starts it).
+    pub fn create(home: &'h Home, name: &str, crtmqm_flags: &[&str]) -> Qm<'h> {
         let port = free_port();
         let p = port.to_string();
         let mut args = vec!["crtmqm", "-p", &p];
         args.extend_from_slice(crtmqm_flags);
         args.push(name);
         home.ok(&args);
-        home.ok(&["strmqm", name]);
         Qm {
             home,
             name: name.to_string(),
             port,
+        }
+    }
+
+    /// Sets a qm.ini key (`setmqini`); takes effect at the next start.
+    pub fn set_ini(&self, stanza: &str, key: &str, value: &str) {
+        self.home.ok(&[
+            "setmqini", "-m", &self.name, "-s", stanza, "-k", key, "-v", value,
+        ]);
+    }
+
+    /// The checkpoint manifests in the message store, by name.
+    pub fn manifests(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(self.dir().join("store"))
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.ends_with(".ckpt"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    /// Waits (up to 20 s) until a checkpoint newer than any in `before` has been written.
+    pub fn wait_for_checkpoint_after(&self, before: &[String]) {
+        let t = Instant::now();
+        while self.manifests().iter().all(|m| before.contains(m)) {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "no checkpoint was taken within 20 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
