@@ -29,7 +29,8 @@ High availability (three instances of one queue manager, each on its own host):
 Disaster recovery (asynchronous to a recovery site; loss bounded by -drlag, 4 MiB by default):
   ferrymq crtmqm ... -dr primary -drr 'host(p)[,host(p)...]' [-drlag BYTES] QMNAME   main site
   ferrymq crtmqm ... -dr secondary -drl 'host(p)' QMNAME      recovery site (strmqm it: it receives)
-  ferrymq makedrprimary -m QMNAME [-r 'host(p),...']   recovery site takes over; then strmqm
+  ferrymq makedrprimary -m QMNAME [-r 'host(p),...'] [-f]   recovery site takes over; then strmqm
+                                          (-f: even without a complete copy of the primary)
   ferrymq makedrsecondary -m QMNAME [-l 'host(p)']     an ended (old) primary becomes the secondary
   ferrymq dspmq -o dr [-m QMNAME]      role, link, position, lag in bytes and seconds
   ferrymq setmqini -m QMNAME -s STANZA -k KEY -v VALUE
@@ -55,9 +56,10 @@ Performance (MQ-CPH equivalent; see BENCHMARK.md in the docs):
                                          DR vs no DR, HA+DR vs HA, DR link latency, DR lag
 
 Network rehearsal:
-  ferrymq relay --listen ADDR:PORT --target ADDR:PORT --rtt-ms N [--seconds S]
+  ferrymq relay --listen ADDR:PORT --target ADDR:PORT --rtt-ms N [--seconds S] [--mbps M]
                                          TCP relay adding N ms of round trip (half each way),
-                                         keeping order and bandwidth (netem without netem)
+                                         keeping order and bandwidth (netem without netem);
+                                         --mbps limits each direction to M megabits/s
 
   ferrymq demo [--seconds N] [--requesters N] [--persistent]   create a queue manager, run
                                                                request/reply, print the rate, clean up

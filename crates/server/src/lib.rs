@@ -21,4 +21,4 @@ pub mod storage;
 mod wait_timer;
 
 pub use config::{ferrymq_home, Ini, QmConfig, QmPaths};
-pub use qmgr::{create_storage, run};
+pub use qmgr::{create_storage, dr_recovered_mark, run};

@@ -140,6 +140,26 @@ pub(crate) fn instance_id() -> u64 {
     z ^ (z >> 31)
 }
 
+/// The DR position the ended queue manager's recovered state holds (`None`: it holds no complete
+/// image of any primary's stream — a secondary that never finished a full copy). Recovers it as
+/// `strmqm` would (newest checkpoint, then the log), without starting it. For `makedrprimary`.
+pub fn dr_recovered_mark(
+    paths: &QmPaths,
+    cfg: &QmConfig,
+) -> Result<Option<ferrymq_engine::records::DrMark>, String> {
+    let (storage, engine, _) = Storage::open(
+        paths,
+        cfg,
+        engine_config(cfg),
+        Box::new(|_| {}),
+        Box::new(|| {}),
+    )?;
+    let mark = engine.dr_state().mark;
+    drop(engine);
+    storage.close()?;
+    Ok(mark)
+}
+
 fn engine_config(cfg: &QmConfig) -> EngineConfig {
     EngineConfig {
         qmgr_name: cfg.name.clone(),

@@ -229,6 +229,30 @@ impl Storage {
         })
     }
 
+    /// Makes `image` the whole state of a standalone queue manager (a DR secondary installing a
+    /// completed full copy): under the checkpoint lock, the image is written as the checkpoint
+    /// at the log's end (messages, then the manifest) and the log's checkpoint moves there; only
+    /// then does `swap` put it in the engine. Nothing of the state before remains needed, and a
+    /// crash before the manifest is written restarts with that state intact. The caller must
+    /// be the only writer of the log meanwhile.
+    pub fn install_image(&self, image: Image, swap: impl FnOnce(Image)) -> Result<Lsn, String> {
+        let _one_at_a_time = self.checkpointing.lock();
+        let log = self.ring();
+        let lsn = log.end_lsn();
+        log.wait_durable(lsn).map_err(io_err)?;
+        self.write_checkpoint_locked(lsn, image.clone(), Vec::new())?;
+        if lsn > log.checkpoint_lsn() {
+            log.set_checkpoint(lsn).map_err(io_err)?;
+        }
+        swap(image);
+        Ok(lsn)
+    }
+
+    /// The message store's directory.
+    pub fn store_dir(&self) -> &std::path::Path {
+        &self.store_dir
+    }
+
     /// The ring of a standalone queue manager.
     pub fn ring(&self) -> &Arc<RecoveryLog> {
         self.log

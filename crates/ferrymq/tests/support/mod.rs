@@ -251,20 +251,26 @@ impl Drop for Relay {
 }
 
 pub fn relay(listen: u16, target: u16, rtt_ms: u32) -> Relay {
-    let child = Command::new(BIN)
-        .args([
-            "relay",
-            "--listen",
-            &format!("127.0.0.1:{listen}"),
-            "--target",
-            &format!("127.0.0.1:{target}"),
-            "--rtt-ms",
-            &rtt_ms.to_string(),
-            "--seconds",
-            "300",
-        ])
-        .spawn()
-        .expect("start relay");
+    relay_limited(listen, target, rtt_ms, None)
+}
+
+/// A relay as [`relay`], with each direction limited to `mbps` megabits per second if set.
+pub fn relay_limited(listen: u16, target: u16, rtt_ms: u32, mbps: Option<u32>) -> Relay {
+    let mut args = vec![
+        "relay".to_string(),
+        "--listen".into(),
+        format!("127.0.0.1:{listen}"),
+        "--target".into(),
+        format!("127.0.0.1:{target}"),
+        "--rtt-ms".into(),
+        rtt_ms.to_string(),
+        "--seconds".into(),
+        "300".into(),
+    ];
+    if let Some(m) = mbps {
+        args.extend(["--mbps".into(), m.to_string()]);
+    }
+    let child = Command::new(BIN).args(&args).spawn().expect("start relay");
     let t = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", listen)).is_err() {
         assert!(t.elapsed() < Duration::from_secs(10), "relay did not start");
