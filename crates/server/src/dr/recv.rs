@@ -31,12 +31,12 @@ pub async fn run_secondary(shared: Arc<Shared>, dr: Arc<DrHandle>) {
         Ok(l) => l,
         Err(e) => {
             let e = format!("cannot listen for the DR stream on {addr}: {e}");
-            eprintln!("ferrymq: {e}");
+            crate::qm_log!("ferrymq: {e}");
             dr.set_error(e);
             return;
         }
     };
-    eprintln!("ferrymq: DR secondary: waiting for the primary's stream on {addr}");
+    crate::qm_log!("ferrymq: DR secondary: waiting for the primary's stream on {addr}");
     let mut current: Option<tokio::task::JoinHandle<()>> = None;
     loop {
         let Ok((sock, peer)) = listener.accept().await else {
@@ -49,7 +49,7 @@ pub async fn run_secondary(shared: Arc<Shared>, dr: Arc<DrHandle>) {
         current = Some(tokio::spawn(async move {
             let peer = peer.to_string();
             if let Err(e) = session(&shared, &dr, sock, &peer).await {
-                eprintln!("ferrymq: DR stream from {peer}: {e}");
+                crate::qm_log!("ferrymq: DR stream from {peer}: {e}");
                 dr.set_error(e);
             }
             dr.set_link(LinkState::Disconnected, "");
@@ -83,7 +83,7 @@ async fn session(
         .await
         .map_err(io)?;
     dr.set_link(LinkState::Normal, peer);
-    eprintln!(
+    crate::qm_log!(
         "ferrymq: DR secondary: primary connected from {peer} (stream {stream:016x}); this site holds {}",
         state.mark.map_or("no position".to_string(), |m| format!("stream {:016x} to {}", m.stream, m.pos))
     );
@@ -114,7 +114,7 @@ async fn session(
         };
         match f {
             Frame::Reset { stream, pos } => {
-                eprintln!("ferrymq: DR secondary: full copy from {peer} (stream {stream:016x} at {pos}); this site's state is replaced");
+                crate::qm_log!("ferrymq: DR secondary: full copy from {peer} (stream {stream:016x} at {pos}); this site's state is replaced");
                 dr.set_link(LinkState::FullCopy, peer);
                 dr.set_resync("FullCopy");
                 cur = stream;

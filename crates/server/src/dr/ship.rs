@@ -208,7 +208,7 @@ pub async fn run_primary(shared: Arc<Shared>, dr: Arc<DrHandle>, gate: Arc<Gate>
     let stream = match ensure_stream(&shared) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("ferrymq: DR: cannot record this queue manager's stream id: {e}");
+            crate::qm_log!("ferrymq: DR: cannot record this queue manager's stream id: {e}");
             dr.set_error(e);
             return;
         }
@@ -235,7 +235,7 @@ pub async fn run_primary(shared: Arc<Shared>, dr: Arc<DrHandle>, gate: Arc<Gate>
         let generation = dr.sessions.fetch_add(1, Ordering::AcqRel) + 1;
         if let Err(e) = r {
             if dr.st.lock().last_error.as_deref() != Some(e.as_str()) {
-                eprintln!("ferrymq: DR: {e}");
+                crate::qm_log!("ferrymq: DR: {e}");
             }
             dr.set_error(e);
         }
@@ -354,7 +354,7 @@ async fn session(
     let from = match st.mark {
         Some(m) if m.stream == stream && m.pos >= start && m.pos <= end => {
             dr.set_resync("Difference");
-            eprintln!(
+            crate::qm_log!(
                 "ferrymq: DR: {addr} holds the stream to position {}; sending the {} after it",
                 m.pos,
                 match src {
@@ -371,7 +371,7 @@ async fn session(
                 Some(m) if m.pos < start => format!("the log no longer holds its position {} (it starts at {start})", m.pos),
                 Some(m) => format!("its position {} is beyond this log's end {end}", m.pos),
             };
-            eprintln!("ferrymq: DR: sending a full copy to {addr}: {why}");
+            crate::qm_log!("ferrymq: DR: sending a full copy to {addr}: {why}");
             dr.set_resync("FullCopy");
             dr.set_link(LinkState::FullCopy, &addr);
             let (pos, recs) = src.full_copy(shared).await?;
