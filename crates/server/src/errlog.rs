@@ -5,43 +5,79 @@
 //! manager process reports goes through [`write_line`] instead — its own messages (the
 //! [`qm_log!`](crate::qm_log) macro) and, through the `tracing` subscriber [`install`] sets up,
 //! the warnings of the storage and replication crates. It never panics and never blocks on
-//! anything but the write itself: a line that cannot be written is counted, and the next line that
-//! can be says how many were lost and why.
+//! anything but the write itself: a line that cannot be written is held in memory (the most recent
+//! [`HELD_BYTES`] of them), and the next line that can be written brings them along, saying why
+//! they are late and how many older ones were dropped.
 
+use std::collections::VecDeque;
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-/// Lines that could not be written since the last one that could, and the last reason.
-static LOST: AtomicU64 = AtomicU64::new(0);
-static LOST_WHY: Mutex<String> = Mutex::new(String::new());
+/// At most this many bytes of lines that could not be written are held for later.
+pub const HELD_BYTES: usize = 64 << 10;
 
-/// Writes one line (a newline is added) to the error log. Never panics; a failed write is
-/// counted and reported by the next line that gets through.
+/// Lines that could not be written yet.
+struct Held {
+    lines: VecDeque<String>,
+    bytes: usize,
+    /// Held lines given up to stay within `HELD_BYTES`.
+    dropped: u64,
+    /// Why the last write failed.
+    why: String,
+}
+
+static HELD: Mutex<Held> = Mutex::new(Held {
+    lines: VecDeque::new(),
+    bytes: 0,
+    dropped: 0,
+    why: String::new(),
+});
+
+/// Writes one line (a newline is added) to the error log. Never panics; a line that cannot be
+/// written is held and written before the next line that can be.
 pub fn write_line(line: &str) {
-    let mut out = String::with_capacity(line.len() + 96);
-    let lost = LOST.load(Ordering::Acquire);
-    if lost > 0 {
-        let why = LOST_WHY.lock().clone();
+    let line = line.trim_end_matches('\n');
+    let mut held = HELD.lock();
+    let mut out = String::with_capacity(line.len() + held.bytes + 160);
+    if !held.lines.is_empty() || held.dropped > 0 {
         out.push_str(&format!(
-            "ferrymq: {lost} earlier error-log line(s) could not be written ({why})\n"
+            "ferrymq: the error log could not be written for a while ({}); the {} line(s) held back follow{}\n",
+            held.why,
+            held.lines.len(),
+            if held.dropped > 0 {
+                format!(" ({} older ones were dropped)", held.dropped)
+            } else {
+                String::new()
+            }
         ));
+        for l in &held.lines {
+            out.push_str(l);
+            out.push('\n');
+        }
     }
     out.push_str(line);
-    if !line.ends_with('\n') {
-        out.push('\n');
-    }
+    out.push('\n');
     let mut err = std::io::stderr().lock();
     match err.write_all(out.as_bytes()).and_then(|_| err.flush()) {
         Ok(()) => {
-            if lost > 0 {
-                LOST.fetch_sub(lost, Ordering::AcqRel);
-            }
+            held.lines.clear();
+            held.bytes = 0;
+            held.dropped = 0;
         }
         Err(e) => {
-            LOST.fetch_add(1, Ordering::AcqRel);
-            *LOST_WHY.lock() = e.to_string();
+            held.why = e.to_string();
+            held.bytes += line.len();
+            held.lines.push_back(line.to_string());
+            while held.bytes > HELD_BYTES {
+                match held.lines.pop_front() {
+                    Some(l) => {
+                        held.bytes -= l.len();
+                        held.dropped += 1;
+                    }
+                    None => break,
+                }
+            }
         }
     }
 }
