@@ -118,15 +118,19 @@ impl Drop for EventWriter {
 /// Routes `tracing` events of this process (the log, replication and server crates' warnings:
 /// a log file extended with zeros, a damaged manifest skipped, the log writer failing, ...) to the
 /// error log through [`write_line`]. The level is `FERRYMQ_LOG` (an `EnvFilter` directive such as
-/// `debug` or `ferrymq_log=trace`), by default warnings and errors from everything plus the
-/// informational events of FerryMQ's own crates. Installing twice is harmless.
+/// `debug` or `ferrymq_log=trace`), by default warnings and errors (only errors from openraft)
+/// plus the informational events of FerryMQ's own crates. Installing twice is harmless.
 pub fn install() {
     use tracing_subscriber::EnvFilter;
     let filter = std::env::var("FERRYMQ_LOG")
         .ok()
         .and_then(|s| EnvFilter::try_new(s).ok())
         .unwrap_or_else(|| {
-            EnvFilter::new("warn,ferrymq_log=info,ferrymq_server=info,ferrymq_replication=info")
+            // openraft's own warnings repeat per retried RPC while a peer is down; the HA code
+            // reports what matters of those itself.
+            EnvFilter::new(
+                "warn,openraft=error,ferrymq_log=info,ferrymq_server=info,ferrymq_replication=info",
+            )
         });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
