@@ -178,7 +178,7 @@ fn assert_truthful_full_disk(e: &MqError) {
         "the reason does not say that checkpoints are failing: {m}"
     );
     assert!(
-        m.contains("No space left on device"),
+        m.contains("No space left on device") && m.contains("the disk is full"),
         "the reason does not say the disk is full: {m}"
     );
     assert!(

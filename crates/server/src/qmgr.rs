@@ -181,13 +181,15 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
         }
     }
     let status = EndStatus::begin(paths);
-    let r = QmConfig::from_ini(&Ini::load(&paths.ini())?).and_then(|cfg| {
-        if cfg.ha.is_some() {
-            run_ha(paths, cfg)
-        } else {
-            run_standalone(paths, cfg)
-        }
-    });
+    let r = Ini::load(&paths.ini())
+        .and_then(|ini| QmConfig::from_ini(&ini))
+        .and_then(|cfg| {
+            if cfg.ha.is_some() {
+                run_ha(paths, cfg)
+            } else {
+                run_standalone(paths, cfg)
+            }
+        });
     // Recorded before the lock is released: `endmqm -w` reads it once the lock is free.
     status.record(&r);
     drop(lock);

@@ -67,7 +67,14 @@ impl RingSink {
             LogError::Full { .. } => match self.health.failing() {
                 Some((n, why)) => MqError::new(
                     Reason::RESOURCE_PROBLEM,
-                    format!("the recovery log is full ({e}) and checkpoints are failing ({n} in a row; last: {why}); persistent work resumes by itself once a checkpoint succeeds — free space on the queue manager's filesystem"),
+                    format!(
+                        "the recovery log is full ({e}) and checkpoints are failing ({n} in a row; last: {why}); persistent work resumes by itself once a checkpoint succeeds — {}",
+                        if why.contains("No space left on device") {
+                            "the disk is full: free space on the queue manager's filesystem"
+                        } else {
+                            "fix the cause"
+                        }
+                    ),
                 ),
                 None => MqError::new(
                     Reason::RESOURCE_PROBLEM,
