@@ -275,6 +275,26 @@ fn drain_and_check(qm: &Qm, ledger: &Ledger) {
     assert_eq!(seen.len(), ledger.acked.len(), "messages nobody put");
 }
 
+/// No temporary file of an interrupted manifest or control file write is left behind.
+fn assert_no_debris(qm: &Qm) {
+    let debris: Vec<String> = ["store", "log"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(qm.dir().join(d)).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(debris.is_empty(), "debris left behind: {debris:?}");
+}
+
+/// The newest checkpoint manifest's name in the store.
+fn newest_manifest(qm: &Qm) -> Option<String> {
+    std::fs::read_dir(qm.dir().join("store"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("checkpoint-") && n.ends_with(".ckpt"))
+        .max()
+}
+
 fn error_log(qm: &Qm) -> String {
     std::fs::read_to_string(qm.dir().join("errors").join("qm.log")).unwrap_or_default()
 }
@@ -413,13 +433,7 @@ fn endmqm_reports_a_failed_final_checkpoint_and_the_next_start_takes_work_at_onc
         !stdout.contains("ended."),
         "endmqm reports a clean end:\n{stdout}"
     );
-    let debris: Vec<String> = ["store", "log"]
-        .iter()
-        .flat_map(|d| std::fs::read_dir(qm.dir().join(d)).unwrap())
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".tmp"))
-        .collect();
-    assert!(debris.is_empty(), "debris left behind: {debris:?}");
+    assert_no_debris(&qm);
 
     // Space returns; the restarted queue manager takes persistent work at once, although the
     // log it recovered is full.
@@ -440,6 +454,51 @@ fn endmqm_reports_a_failed_final_checkpoint_and_the_next_start_takes_work_at_onc
         log.contains("start-up checkpoint"),
         "no start-up checkpoint in the error log:\n{log}"
     );
+    drain_and_check(&qm, &ledger);
+    let out = home.ok(&["endmqm", "-w", &qm.name]);
+    assert!(out.contains("ended."), "{out}");
+}
+
+/// Every message is already in the store when the disk fills, so the final checkpoint fails
+/// writing its manifest (it used to leave an empty `.ckpt.tmp`).
+#[test]
+fn a_final_checkpoint_that_cannot_write_its_manifest_is_reported_and_leaves_no_debris() {
+    let Some(fs) = Tmpfs::mount(24) else { return };
+    let home = fs.home();
+    let qm = start_qm(&home, "QMAN", &[("Log", "CheckpointIntervalMs", "200")]);
+    let before = newest_manifest(&qm);
+    let c = connect(&qm);
+    let h = c.open(Q, open::OUTPUT).unwrap();
+    let mut ledger = Ledger::default();
+    for n in 0..50 {
+        put(&c, &h, n).expect("put");
+        ledger.acked.push(key(&body(n)));
+    }
+    drop(c);
+    // Wait for the periodic checkpoint to store them.
+    let t = Instant::now();
+    while newest_manifest(&qm) == before {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "no checkpoint within 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ballast = Ballast::fill(home.path());
+    let out = home.run(&["endmqm", "-w", &qm.name]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains("final checkpoint failed")
+            && stderr.contains("No space left on device")
+            && stderr.contains(".ckpt.tmp"),
+        "endmqm -w does not report the failed final checkpoint (writing its manifest):\n{stdout}{stderr}"
+    );
+    eprintln!("endmqm -w said: {stderr}");
+    assert_no_debris(&qm);
+    ballast.free();
+    qm.restart();
     drain_and_check(&qm, &ledger);
     let out = home.ok(&["endmqm", "-w", &qm.name]);
     assert!(out.contains("ended."), "{out}");
