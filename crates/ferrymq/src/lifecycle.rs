@@ -380,7 +380,22 @@ pub fn endmqm(args: &[String]) -> Res {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        println!("FerryMQ queue manager '{name}' ended.");
+        // The process is not our child: it left how it ended in qm.end before releasing its lock.
+        match ferrymq_server::qmgr::EndStatus::read(&paths) {
+            Some(Ok(())) => println!("FerryMQ queue manager '{name}' ended."),
+            Some(Err(why)) => {
+                return Err(other(format!(
+                    "endmqm: queue manager '{name}' ended, but {why}"
+                )))
+            }
+            None => {
+                return Err(other(format!(
+                    "endmqm: queue manager '{name}' ended without recording that it ended cleanly (it was killed, crashed, or could not write {}); see {}",
+                    paths.end_status().display(),
+                    paths.error_log().display()
+                )))
+            }
+        }
     }
     Ok(())
 }

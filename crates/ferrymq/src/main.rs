@@ -112,7 +112,10 @@ fn main() {
     };
     if let Err(f) = r {
         if !f.message.is_empty() {
-            eprintln!("{}", f.message);
+            // Not eprintln!: run-qmgr's stderr is its error log, which a full disk cannot take,
+            // and a panic here would turn the exit status into 101.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "{}", f.message);
         }
         std::process::exit(f.code);
     }

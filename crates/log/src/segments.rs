@@ -211,8 +211,14 @@ impl SegmentStore {
         encode_into(&mut buf, id, kind, &[payload], payload.len() as u32);
         let offset = self.current_len;
         let seg = self.current;
-        let res = self.file(seg)?.write_all_at(&buf, offset);
+        let file = self.file(seg)?;
+        let res = file.write_all_at(&buf, offset);
         self.scratch = buf;
+        if res.is_err() {
+            // A partly written record (a full disk) is cut off: the next append starts at the same
+            // offset anyway, and the space goes back to the filesystem now.
+            let _ = file.set_len(offset);
+        }
         res.ctx(|| {
             format!(
                 "writing {rec_len} bytes to {} at offset {offset}",

@@ -12,6 +12,7 @@ mod conn;
 mod core;
 mod dispatch;
 pub mod dr;
+pub mod errlog;
 pub mod ha;
 mod listeners;
 pub mod lsn;

@@ -24,12 +24,38 @@ use parking_lot::Mutex;
 
 use crate::config::{QmConfig, QmPaths};
 
+/// Whether checkpoints are failing, so that a full log's reason says why it is full.
+#[derive(Default)]
+pub struct CheckpointHealth {
+    /// Consecutive failed checkpoints and the last one's error.
+    failing: Mutex<Option<(u32, String)>>,
+}
+
+impl CheckpointHealth {
+    fn record<T>(&self, r: &Result<T, String>) {
+        let mut f = self.failing.lock();
+        match r {
+            Ok(_) => *f = None,
+            Err(e) => {
+                let n = f.as_ref().map_or(0, |(n, _)| *n);
+                *f = Some((n + 1, e.clone()));
+            }
+        }
+    }
+
+    /// Consecutive failed checkpoints and the last error, while checkpoints fail.
+    pub fn failing(&self) -> Option<(u32, String)> {
+        self.failing.lock().clone()
+    }
+}
+
 /// The engine's log sink: appends to the ring and turns a full or failed log into MQ reasons.
 pub struct RingSink {
     log: Arc<RecoveryLog>,
     /// Wakes the checkpointer when the log is filling up.
     pub on_pressure: Box<dyn Fn() + Send>,
     trigger_bytes: u64,
+    health: Arc<CheckpointHealth>,
 }
 
 impl RingSink {
@@ -38,10 +64,23 @@ impl RingSink {
             (self.on_pressure)();
         }
         r.map_err(|e| match e {
-            LogError::Full { .. } => MqError::new(
-                Reason::RESOURCE_PROBLEM,
-                format!("the recovery log is full ({e}); a checkpoint is running to free space — retry, or enlarge the log with crtmqm -lp/-lf"),
-            ),
+            LogError::Full { .. } => match self.health.failing() {
+                Some((n, why)) => MqError::new(
+                    Reason::RESOURCE_PROBLEM,
+                    format!(
+                        "the recovery log is full ({e}) and checkpoints are failing ({n} in a row; last: {why}); persistent work resumes by itself once a checkpoint succeeds — {}",
+                        if why.contains("No space left on device") {
+                            "the disk is full: free space on the queue manager's filesystem"
+                        } else {
+                            "fix the cause"
+                        }
+                    ),
+                ),
+                None => MqError::new(
+                    Reason::RESOURCE_PROBLEM,
+                    format!("the recovery log is full ({e}); a checkpoint has been asked for to free space — retry, or enlarge the log with crtmqm -lp/-lf"),
+                ),
+            },
             LogError::RecordTooLarge { len, max } => MqError::new(
                 Reason::RESOURCE_PROBLEM,
                 format!("a log record of {len} bytes exceeds the largest the recovery log holds ({max}); enlarge the log (-lf) for messages this big"),
@@ -74,6 +113,8 @@ pub struct Storage {
     segments: Mutex<SegmentStore>,
     store_dir: PathBuf,
     checkpointing: Mutex<()>,
+    /// Shared with the engine's sink (standalone only).
+    pub health: Arc<CheckpointHealth>,
 }
 
 /// What restart found, for the error log and tests.
@@ -158,10 +199,12 @@ impl Storage {
         let loaded = image.messages.len();
         let trigger_bytes =
             log.capacity() * ferrymq_types::limits::LOG_CHECKPOINT_TRIGGER_PCT / 100;
+        let health = Arc::new(CheckpointHealth::default());
         let sink = RingSink {
             log: log.clone(),
             on_pressure,
             trigger_bytes,
+            health: health.clone(),
         };
         let mut engine = Engine::restore(ecfg, Box::new(sink), image);
         let mut replayed = 0;
@@ -189,6 +232,7 @@ impl Storage {
                 store_dir,
                 checkpointing: Mutex::new(()),
                 dr_retain: std::sync::atomic::AtomicU64::new(u64::MAX),
+                health,
             },
             engine,
             report,
@@ -202,7 +246,19 @@ impl Storage {
     ///
     /// `capture` must return the log's end LSN and the engine's image read under one lock, so that
     /// the image holds exactly the records before that LSN.
+    ///
+    /// A failure changes nothing that restart relies on (the log keeps everything after the last
+    /// good checkpoint); it is recorded in [`health`](Self::health) until a checkpoint succeeds.
     pub fn checkpoint(
+        &self,
+        capture: impl FnOnce() -> (Lsn, Image),
+    ) -> Result<CheckpointReport, String> {
+        let r = self.checkpoint_unrecorded(capture);
+        self.health.record(&r);
+        r
+    }
+
+    fn checkpoint_unrecorded(
         &self,
         capture: impl FnOnce() -> (Lsn, Image),
     ) -> Result<CheckpointReport, String> {
@@ -459,6 +515,7 @@ impl Storage {
             store_dir,
             checkpointing: Mutex::new(()),
             dr_retain: std::sync::atomic::AtomicU64::new(u64::MAX),
+            health: Arc::default(),
         })
     }
 

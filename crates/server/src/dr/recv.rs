@@ -79,12 +79,12 @@ pub async fn run_secondary(shared: Arc<Shared>, dr: Arc<DrHandle>) {
         Ok(l) => l,
         Err(e) => {
             let e = format!("cannot listen for the DR stream on {addr}: {e}");
-            eprintln!("ferrymq: {e}");
+            crate::qm_log!("ferrymq: {e}");
             dr.set_error(e);
             return;
         }
     };
-    eprintln!("ferrymq: DR secondary: waiting for the primary's stream on {addr}");
+    crate::qm_log!("ferrymq: DR secondary: waiting for the primary's stream on {addr}");
     let mut current: Option<tokio::task::JoinHandle<()>> = None;
     let staging: Arc<Mutex<Option<Staging>>> = Arc::new(Mutex::new(None));
     note_copying(&shared, None);
@@ -99,7 +99,7 @@ pub async fn run_secondary(shared: Arc<Shared>, dr: Arc<DrHandle>) {
         current = Some(tokio::spawn(async move {
             let peer = peer.to_string();
             if let Err(e) = session(&shared, &dr, sock, &peer, &staging).await {
-                eprintln!("ferrymq: DR stream from {peer}: {e}");
+                crate::qm_log!("ferrymq: DR stream from {peer}: {e}");
                 dr.set_error(e);
             }
             dr.set_link(LinkState::Disconnected, "");
@@ -135,7 +135,7 @@ async fn session(
         .await
         .map_err(io)?;
     dr.set_link(LinkState::Normal, peer);
-    eprintln!(
+    crate::qm_log!(
         "ferrymq: DR secondary: primary connected from {peer} (stream {stream:016x}); this site holds {}",
         state.mark.map_or("no position".to_string(), |m| format!("stream {:016x} to {}", m.stream, m.pos))
     );
@@ -166,7 +166,7 @@ async fn session(
         };
         match f {
             Frame::Reset { stream, pos } if shared.ha.is_none() => {
-                eprintln!("ferrymq: DR secondary: full copy from {peer} (stream {stream:016x} at {pos}); staged apart, this site's state stays until it is complete");
+                crate::qm_log!("ferrymq: DR secondary: full copy from {peer} (stream {stream:016x} at {pos}); staged apart, this site's state stays until it is complete");
                 dr.set_link(LinkState::FullCopy, peer);
                 dr.set_resync("FullCopy");
                 cur = stream;
@@ -182,7 +182,7 @@ async fn session(
             }
             Frame::Reset { stream, pos } => {
                 // A recovery HA group takes the copy through its own replicated log.
-                eprintln!("ferrymq: DR secondary: full copy from {peer} (stream {stream:016x} at {pos}); this site's state is replaced");
+                crate::qm_log!("ferrymq: DR secondary: full copy from {peer} (stream {stream:016x} at {pos}); this site's state is replaced");
                 dr.set_link(LinkState::FullCopy, peer);
                 dr.set_resync("FullCopy");
                 cur = stream;
@@ -194,7 +194,7 @@ async fn session(
                 let mut g = staging.lock();
                 match g.as_ref() {
                     Some(s) if s.stream == stream && s.pos == pos && s.records == skip => {
-                        eprintln!("ferrymq: DR secondary: the full copy from {peer} resumes after {skip} records");
+                        crate::qm_log!("ferrymq: DR secondary: the full copy from {peer} resumes after {skip} records");
                         dr.set_link(LinkState::FullCopy, peer);
                         note_copying(shared, Some(s));
                         cur = stream;
@@ -254,7 +254,7 @@ async fn session(
                 note_copying(shared, None);
                 match installed {
                     Ok(msgs) => {
-                        eprintln!("ferrymq: DR secondary: full copy installed ({records} records, {msgs} messages); this site holds stream {stream:016x} to {end}");
+                        crate::qm_log!("ferrymq: DR secondary: full copy installed ({records} records, {msgs} messages); this site holds stream {stream:016x} to {end}");
                         dr.stream.store(stream, Ordering::Release);
                         dr.acked.store(end, Ordering::Release);
                         dr.set_link(LinkState::Normal, peer);

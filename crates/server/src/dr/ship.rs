@@ -219,7 +219,7 @@ pub async fn run_primary(shared: Arc<Shared>, dr: Arc<DrHandle>, gate: Arc<Gate>
     let stream = match ensure_stream(&shared) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("ferrymq: DR: cannot record this queue manager's stream id: {e}");
+            crate::qm_log!("ferrymq: DR: cannot record this queue manager's stream id: {e}");
             dr.set_error(e);
             return;
         }
@@ -256,7 +256,7 @@ pub async fn run_primary(shared: Arc<Shared>, dr: Arc<DrHandle>, gate: Arc<Gate>
         let generation = dr.sessions.fetch_add(1, Ordering::AcqRel) + 1;
         if let Err(e) = r {
             if dr.st.lock().last_error.as_deref() != Some(e.as_str()) {
-                eprintln!("ferrymq: DR: {e}");
+                crate::qm_log!("ferrymq: DR: {e}");
             }
             dr.set_error(e);
         }
@@ -382,7 +382,7 @@ async fn session(
                 *kept = None;
             }
             dr.set_resync("Difference");
-            eprintln!(
+            crate::qm_log!(
                 "ferrymq: DR: {addr} holds the stream to position {}; sending the {} after it",
                 m.pos,
                 match src {
@@ -417,7 +417,7 @@ async fn session(
             };
             let (copy, skip) = match resume {
                 Some(r) => {
-                    eprintln!(
+                    crate::qm_log!(
                         "ferrymq: DR: resuming the full copy to {addr} after its first {} of {} records",
                         r.1,
                         r.0.recs.len()
@@ -425,7 +425,7 @@ async fn session(
                     r
                 }
                 None => {
-                    eprintln!("ferrymq: DR: sending a full copy to {addr}: {why}");
+                    crate::qm_log!("ferrymq: DR: sending a full copy to {addr}: {why}");
                     let (pos, recs) = src.full_copy(shared).await?;
                     let bytes = recs
                         .iter()
