@@ -28,6 +28,7 @@ pub use durability::{Durability, ParseDurabilityError};
 pub use error::LogError;
 /// Bytes a record occupies in the log beyond its payload.
 pub use record::HEADER_LEN as RECORD_HEADER_LEN;
+pub use recovery::{DamagePolicy, DiscardedSpan, SpanKind};
 pub use segments::{SegmentStore, StoreLoc};
 
 /// A position in the infinite logical byte stream of the recovery log; the
