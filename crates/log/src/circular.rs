@@ -22,7 +22,8 @@ use crate::durability::Durability;
 use crate::error::{IoContext, LogError};
 use crate::record::{encode_into, HEADER_LEN};
 use crate::recovery::{
-    read_record_at, scan, DamagePolicy, DiscardedSpan, Found, RingReader, SpanKind, FILLER_KIND,
+    read_record_at, scan, write_filler, DamagePolicy, DiscardedSpan, Found, RingReader, SpanKind,
+    FILLER_KIND,
 };
 use crate::ring::{Geometry, RingFiles};
 use crate::tail::TailCache;
@@ -557,23 +558,4 @@ impl Drop for RecoveryLog {
             tracing::error!(error = %e, "recovery log dropped without close() and failed to flush");
         }
     }
-}
-
-/// Overwrites `[from, to)` (at least a header long) with one valid record of
-/// the log's own filler kind, and syncs it.
-fn write_filler(files: &RingFiles, from: Lsn, to: Lsn) -> Result<(), LogError> {
-    let len = to - from - HEADER_LEN as u64;
-    let len32 = u32::try_from(len)
-        .map_err(|_| LogError::Invalid(format!("filler of {len} bytes at LSN {from}")))?;
-    let mut buf = Vec::with_capacity((to - from) as usize);
-    let zeros = vec![0u8; len as usize];
-    encode_into(&mut buf, from, FILLER_KIND, &[&zeros], len32);
-    let mut touched = vec![false; files.file_count()];
-    files.write_span(from, &buf, &mut touched)?;
-    for (i, t) in touched.iter().enumerate() {
-        if *t {
-            files.sync(i)?;
-        }
-    }
-    Ok(())
 }

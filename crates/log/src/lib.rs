@@ -20,6 +20,7 @@ mod tail;
 mod writer;
 
 pub mod checkpoint;
+pub mod inspect;
 pub mod segments;
 
 pub use checkpoint::{CheckpointReader, CheckpointWriter};

@@ -35,7 +35,7 @@ use bytes::Bytes;
 
 use crate::circular::{LogRecord, TailProblem};
 use crate::error::LogError;
-use crate::record::{Header, HEADER_LEN};
+use crate::record::{encode_into, Header, HEADER_LEN};
 use crate::ring::RingFiles;
 use crate::Lsn;
 
@@ -415,4 +415,23 @@ pub(crate) fn scan(
         problem,
         scrub_end: boundary.min(limit).max(tail),
     })
+}
+
+/// Overwrites `[from, to)` (at least a header long) with one valid record of
+/// the log's own filler kind, and syncs it.
+pub(crate) fn write_filler(files: &RingFiles, from: Lsn, to: Lsn) -> Result<(), LogError> {
+    let len = to - from - HEADER_LEN as u64;
+    let len32 = u32::try_from(len)
+        .map_err(|_| LogError::Invalid(format!("filler of {len} bytes at LSN {from}")))?;
+    let mut buf = Vec::with_capacity((to - from) as usize);
+    let zeros = vec![0u8; len as usize];
+    encode_into(&mut buf, from, FILLER_KIND, &[&zeros], len32);
+    let mut touched = vec![false; files.file_count()];
+    files.write_span(from, &buf, &mut touched)?;
+    for (i, t) in touched.iter().enumerate() {
+        if *t {
+            files.sync(i)?;
+        }
+    }
+    Ok(())
 }

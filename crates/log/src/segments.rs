@@ -122,15 +122,32 @@ impl SegmentStore {
         Self::open_with_limit(dir, DEFAULT_SEGMENT_BYTES_MAX)
     }
 
+    /// Opens the store in `dir` for reading only (inspection tools): no new
+    /// current segment is created, so nothing in `dir` changes; appends fail.
+    pub fn open_existing(dir: &Path) -> Result<SegmentStore, LogError> {
+        Self::open_inner(dir, DEFAULT_SEGMENT_BYTES_MAX, false)
+    }
+
     /// Like [`open`](Self::open) with an explicit roll-over size.
     pub fn open_with_limit(dir: &Path, segment_bytes_max: u64) -> Result<SegmentStore, LogError> {
+        Self::open_inner(dir, segment_bytes_max, true)
+    }
+
+    fn open_inner(
+        dir: &Path,
+        segment_bytes_max: u64,
+        writable: bool,
+    ) -> Result<SegmentStore, LogError> {
         if segment_bytes_max == 0 || segment_bytes_max > MAX_OFFSET / 2 {
             return Err(LogError::Invalid(format!(
                 "segment_bytes_max {segment_bytes_max} must be between 1 and {}",
                 MAX_OFFSET / 2
             )));
         }
-        fs::create_dir_all(dir).ctx(|| format!("creating store directory {}", dir.display()))?;
+        if writable {
+            fs::create_dir_all(dir)
+                .ctx(|| format!("creating store directory {}", dir.display()))?;
+        }
         let mut segments = BTreeSet::new();
         for entry in
             fs::read_dir(dir).ctx(|| format!("listing store directory {}", dir.display()))?
@@ -159,7 +176,9 @@ impl SegmentStore {
             dir_dirty: false,
             scratch: Vec::new(),
         };
-        store.create_segment(current)?;
+        if writable {
+            store.create_segment(current)?;
+        }
         Ok(store)
     }
 
