@@ -261,11 +261,18 @@ pub fn strmqm(args: &[String]) -> Res {
             );
             // Recovery wrote what it discarded to the error log before the socket opened.
             let tail = read_tail(&log, log_start);
-            if let Some(at) = tail.find(storage::RECOVERY_LOSS_MARK) {
-                let lines: Vec<&str> = tail[at..]
+            let lines_from = |at: usize| -> Vec<&str> {
+                tail[at..]
                     .lines()
                     .take_while(|l| l.starts_with("ferrymq:"))
-                    .collect();
+                    .collect()
+            };
+            if let Some(at) = tail.find(storage::RECOVERY_NOTE_MARK) {
+                // A torn tail only: reported, not a failure.
+                eprintln!("strmqm: {}", lines_from(at).join("\n"));
+            }
+            if let Some(at) = tail.find(storage::RECOVERY_LOSS_MARK) {
+                let lines = lines_from(at);
                 return Err(fail(
                     EXIT_RECOVERY_LOSS,
                     format!(

@@ -248,10 +248,11 @@ fn flipped_bit_in_the_last_sync_window_costs_that_record_only_and_strmqm_says_so
     );
     assert!(log.contains(&line), "expected «{line}» in:\n{log}");
     assert!(stderr.contains(&line), "strmqm must show it too:\n{stderr}");
-    assert!(
-        log.contains("1 item(s) that may have been acknowledged"),
-        "{log}"
+    let head = format!(
+        "1 item(s) that may have been acknowledged ({} log bytes in all)",
+        victim.len
     );
+    assert!(log.contains(&head), "{log}");
 
     let mut want = sent.clone();
     want.remove(lost);
@@ -298,6 +299,8 @@ fn zeroed_records_in_the_last_window_are_reported_and_a_torn_tail_alone_is_not_a
     );
     assert!(log.contains(&line), "expected «{line}» in:\n{log}");
     assert!(!log.contains("WARNING"), "{log}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&line), "strmqm must show it:\n{stderr}");
     qm.kill9();
 
     // A whole record zeroed (header too) in the middle of the last window: intact records
@@ -399,4 +402,51 @@ fn one_flipped_byte_in_a_store_segment_costs_that_message_only() {
     let got = drain(&qm);
     assert_eq!(got.len(), 399, "{log}");
     assert!(got == want, "messages other than 200 are missing");
+}
+
+/// Damage that reaches the end of an earlier sync window (so valid records follow only in a later
+/// one) is refused by recovery as mid-log damage; `dmplog --salvage` overwrites the damaged span
+/// with a filler so that the queue manager starts with every record after it.
+#[test]
+fn mid_log_damage_is_refused_and_dmplog_salvage_recovers_the_records_after_it() {
+    let home = Home::new();
+    let qm = start(&home, "QDMG4");
+    let sent = put_all(&qm, 650);
+    qm.kill9();
+    let raw = ring(&qm.dir());
+    let recs = records(&raw);
+    let first_next = recs.iter().position(|r| r.lsn >= WINDOW).unwrap();
+    let victims: Vec<Rec> = recs[first_next - 3..first_next].to_vec();
+    assert!(victims.iter().all(|r| r.kind == 1));
+    let lost: Vec<usize> = victims.iter().map(|r| message_in(&raw, r)).collect();
+    let from = victims[0].lsn;
+    patch(&qm.dir(), from, WINDOW - from, |_| 0);
+
+    let out = home.run(&["strmqm", &qm.name]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("LSN {from}")) && stderr.contains("dmplog"),
+        "{stderr}"
+    );
+
+    let to = recs[first_next].lsn;
+    let dump = home.ok(&["dmplog", "--salvage", &qm.name]);
+    let line = format!(
+        "Salvaged: LSN {from}..{to} ({} bytes) overwritten",
+        to - from
+    );
+    assert!(dump.contains(&line), "expected «{line}» in:\n{dump}");
+    let out = home.run(&["strmqm", &qm.name]);
+    assert!(out.status.success(), "{out:?}");
+    let want: Vec<String> = sent
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !lost.contains(i))
+        .map(|(_, b)| b.clone())
+        .collect();
+    assert!(
+        drain(&qm) == want,
+        "messages other than {lost:?} are missing"
+    );
 }

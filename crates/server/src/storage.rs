@@ -88,6 +88,8 @@ pub struct RecoveryReport {
     /// What recovery did not restore, one line each: log spans not replayed (LSN range, bytes,
     /// records) and messages the store could not read back.
     pub discarded: Vec<String>,
+    /// Log bytes not replayed (the total of the log spans in `discarded`).
+    pub discarded_log_bytes: u64,
     /// Something acknowledged to an application may be among `discarded` (anything but a torn
     /// tail of the log): `strmqm` warns and exits [`RECOVERY_LOSS_EXIT`].
     pub may_have_lost_acknowledged: bool,
@@ -96,6 +98,8 @@ pub struct RecoveryReport {
 /// Starts the error-log line that says recovery may have discarded acknowledged work; `strmqm`
 /// looks for it.
 pub const RECOVERY_LOSS_MARK: &str = "ferrymq: WARNING: recovery discarded";
+/// Starts the error-log line that says recovery cut only a torn tail (nothing acknowledged).
+pub const RECOVERY_NOTE_MARK: &str = "ferrymq: recovery cut";
 /// `strmqm`'s exit status when the queue manager runs but recovery discarded what may have been
 /// acknowledged.
 pub const RECOVERY_LOSS_EXIT: i32 = 3;
@@ -108,11 +112,15 @@ impl RecoveryReport {
         }
         let head = if self.may_have_lost_acknowledged {
             format!(
-                "{RECOVERY_LOSS_MARK} {} item(s) that may have been acknowledged:",
-                self.discarded.len()
+                "{RECOVERY_LOSS_MARK} {} item(s) that may have been acknowledged ({} log bytes in all):",
+                self.discarded.len(),
+                self.discarded_log_bytes
             )
         } else {
-            "ferrymq: recovery cut a torn log tail (never acknowledged):".to_string()
+            format!(
+                "{RECOVERY_NOTE_MARK} a torn log tail, never acknowledged ({} log bytes):",
+                self.discarded_log_bytes
+            )
         };
         std::iter::once(head)
             .chain(self.discarded.iter().map(|d| format!("ferrymq:   {d}")))
@@ -220,6 +228,7 @@ impl Storage {
                 .map(|t| format!("{t:?} ({} bytes discarded)", recovered.discarded_tail_bytes)),
             elapsed_ms: started.elapsed().as_millis(),
             may_have_lost_acknowledged: recovered.may_have_lost_acknowledged() || !lost.is_empty(),
+            discarded_log_bytes: recovered.discarded_tail_bytes,
             discarded: recovered
                 .describe_discarded()
                 .into_iter()
