@@ -25,6 +25,9 @@ use crate::error::{IoContext, LogError};
 use crate::fsutil::sync_dir;
 use crate::record::{encode_into, Header, HEADER_LEN};
 
+/// How far past a damaged record `scan_report` looks for the next one that verifies.
+const RESYNC_SEARCH_BYTES: usize = 16 << 20;
+
 /// Size past which `append` rolls to a new segment.
 pub const DEFAULT_SEGMENT_BYTES_MAX: u64 = 256 << 20;
 
@@ -311,6 +314,30 @@ impl SegmentStore {
         Ok((h.tag, h.kind, payload))
     }
 
+    /// Reads and verifies the record at `offset` of `segment` whose length is
+    /// not known: `(location, id, kind, payload)`.
+    pub fn read_at(
+        &self,
+        segment: u32,
+        offset: u64,
+    ) -> Result<(StoreLoc, u64, u8, Bytes), LogError> {
+        let f = self.file(segment)?;
+        let mut hdr = [0u8; HEADER_LEN];
+        f.read_exact_at(&mut hdr, offset).ctx(|| {
+            format!(
+                "reading a record header at offset {offset} of segment {}",
+                self.path(segment).display()
+            )
+        })?;
+        let loc = StoreLoc {
+            segment,
+            offset,
+            len: Header::decode(&hdr).len,
+        };
+        let (id, kind, payload) = self.read(loc)?;
+        Ok((loc, id, kind, payload))
+    }
+
     /// Every valid record of `segment`, in order, skipping damaged ones (see
     /// [`scan_report`](Self::scan_report), which also says what was skipped).
     pub fn scan(&self, segment: u32) -> Result<Vec<(StoreLoc, u64, u8, Bytes)>, LogError> {
@@ -359,10 +386,14 @@ impl SegmentStore {
                     off + HEADER_LEN + Header::decode(hdr).len as usize
                 })
                 .filter(|&e| e < raw.len() && verify_at(&raw, e).is_some());
-            let next = claimed.or_else(|| {
-                (off + HEADER_LEN..raw.len().saturating_sub(HEADER_LEN - 1))
-                    .find(|&o| verify_at(&raw, o).is_some())
-            });
+            // The byte-by-byte search is bounded: each candidate may cost a checksum over the
+            // length its bytes claim. (A reader that knows where a record is uses `read_at`.)
+            let search_end = raw
+                .len()
+                .saturating_sub(HEADER_LEN - 1)
+                .min(off + RESYNC_SEARCH_BYTES);
+            let next = claimed
+                .or_else(|| (off + HEADER_LEN..search_end).find(|&o| verify_at(&raw, o).is_some()));
             match next {
                 Some(n) => {
                     out.damaged.push((off as u64, (n - off) as u64));

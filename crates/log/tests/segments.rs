@@ -185,5 +185,9 @@ fn one_damaged_record_leaves_every_other_record_readable() {
             "{what}"
         );
         assert_eq!(rep.tail_ignored, 0);
+        // Read by offset alone (the length from its header), as restart does for a message
+        // the scan could not reach.
+        assert_eq!(store.read_at(1, locs[124].offset).unwrap().0, locs[124]);
+        assert!(store.read_at(1, locs[123].offset).is_err(), "{what}");
     }
 }

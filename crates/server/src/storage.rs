@@ -447,6 +447,21 @@ fn load_messages(
         missing.sort_by_key(|r| r.loc);
         for r in missing {
             let offset = StoreLoc::unpack(r.loc, 0).map_or(0, |l| l.offset);
+            // Past damage the scan could not resynchronise on: read it where the manifest says.
+            if let Ok((_, id, _, payload)) = segs.read_at(seg, offset) {
+                if id == r.seq {
+                    if let Ok(p) = decode_stored(payload) {
+                        let msg = Message::new(p.seq, p.md, p.props, p.body, p.expires_at_ms, 0);
+                        msg.set_store_loc(r.loc);
+                        out.push(ImageMsg {
+                            queue: r.queue.clone(),
+                            msg: Arc::new(msg),
+                            backout_count: r.backout_count,
+                        });
+                        continue;
+                    }
+                }
+            }
             lost.push(format!(
                 "message store: message {} on queue {} (segment {seg} offset {offset}) is damaged or missing and was not restored",
                 r.seq, r.queue
