@@ -231,6 +231,9 @@ pub fn strmqm(args: &[String]) -> Res {
         .open(&log)
         .map_err(|e| other(format!("strmqm: {}: {e}", log.display())))?;
     let err = out.try_clone().map_err(|e| other(e.to_string()))?;
+    // Where this start's output begins: measured before the child can write (its recovery report
+    // or its failure may come before this process gets to look).
+    let log_start = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
     let exe = std::env::current_exe().map_err(|e| other(e.to_string()))?;
     let mut child = Command::new(exe)
         .arg("run-qmgr")
@@ -246,7 +249,6 @@ pub fn strmqm(args: &[String]) -> Res {
             ))
         })?;
     let started = Instant::now();
-    let log_start = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
     loop {
         if let Some(status) = child.try_wait().map_err(|e| other(e.to_string()))? {
             let tail = read_tail(&log, log_start);
