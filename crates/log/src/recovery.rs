@@ -417,15 +417,30 @@ pub(crate) fn scan(
     })
 }
 
-/// Overwrites `[from, to)` (at least a header long) with one valid record of
-/// the log's own filler kind, and syncs it.
+/// Overwrites `[from, to)` (at least a header long) with valid records of
+/// the log's own filler kind — as few as the largest payload allows — and
+/// syncs them.
 pub(crate) fn write_filler(files: &RingFiles, from: Lsn, to: Lsn) -> Result<(), LogError> {
-    let len = to - from - HEADER_LEN as u64;
-    let len32 = u32::try_from(len)
-        .map_err(|_| LogError::Invalid(format!("filler of {len} bytes at LSN {from}")))?;
+    let h = HEADER_LEN as u64;
+    if to < from + h {
+        return Err(LogError::Invalid(format!(
+            "cannot fill {} bytes at LSN {from}: less than a record header",
+            to.saturating_sub(from)
+        )));
+    }
+    let max_rec = files.geometry().max_payload() as u64 + h;
     let mut buf = Vec::with_capacity((to - from) as usize);
-    let zeros = vec![0u8; len as usize];
-    encode_into(&mut buf, from, FILLER_KIND, &[&zeros], len32);
+    let mut pos = from;
+    while pos < to {
+        let mut n = (to - pos).min(max_rec);
+        let rest = to - pos - n;
+        if rest > 0 && rest < h {
+            n -= h; // leave room for a last header (max_rec is far above 2 headers)
+        }
+        let zeros = vec![0u8; (n - h) as usize];
+        encode_into(&mut buf, pos, FILLER_KIND, &[&zeros], (n - h) as u32);
+        pos += n;
+    }
     let mut touched = vec![false; files.file_count()];
     files.write_span(from, &buf, &mut touched)?;
     for (i, t) in touched.iter().enumerate() {

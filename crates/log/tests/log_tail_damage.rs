@@ -299,3 +299,24 @@ fn skipping_policy_skips_a_damaged_record_mid_log_too() {
         (starts[5], starts[6])
     );
 }
+
+/// A skipped span longer than the largest record (a one-page ring takes
+/// payloads of 2 KiB at most) is filled with several filler records, each of
+/// which verifies: the next recovery sees one chain, not new damage.
+#[test]
+fn a_skipped_span_longer_than_a_record_gets_several_fillers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = cfg(tmp.path(), 1, 1);
+    let starts = fill(&cfg, 3, 1200);
+    patch(&cfg, 0, starts[2], |_, b| *b = 0);
+    let (log, rec) = open_skipping(&cfg);
+    assert_eq!(rec.records.len(), 1);
+    assert_eq!(rec.records[0].lsn, starts[2]);
+    assert_eq!((rec.discarded[0].from, rec.discarded[0].to), (0, starts[2]));
+    assert!(starts[2] > log.max_payload() as u64 + HEADER_LEN);
+    assert_eq!(log.read_from(0, 1 << 20).unwrap()[0].lsn, starts[2]);
+    log.close().unwrap();
+    let (_log, rec) = open_skipping(&cfg);
+    assert!(rec.discarded.is_empty(), "{:?}", rec.discarded);
+    assert_eq!(rec.records.len(), 1);
+}
