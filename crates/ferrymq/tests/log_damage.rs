@@ -70,13 +70,18 @@ fn start<'h>(home: &'h Home, name: &str) -> Qm<'h> {
 
 /// Puts `n` persistent messages outside syncpoint; each returns only once durable.
 fn put_all(qm: &Qm, n: usize) -> Vec<String> {
+    put_to(qm, Q, 0..n)
+}
+
+/// Puts messages `range` to `queue` as `put_all` does.
+fn put_to(qm: &Qm, queue: &str, range: std::ops::Range<usize>) -> Vec<String> {
     let c = qm.connect();
-    let h = c.open(Q, open::OUTPUT).unwrap();
+    let h = c.open(queue, open::OUTPUT).unwrap();
     let md = MessageDescriptor {
         persistence: Persistence::Persistent,
         ..Default::default()
     };
-    (0..n)
+    range
         .map(|i| {
             let b = body(i);
             c.put(
@@ -94,8 +99,12 @@ fn put_all(qm: &Qm, n: usize) -> Vec<String> {
 
 /// Every message left on the queue, in order.
 fn drain(qm: &Qm) -> Vec<String> {
+    drain_from(qm, Q)
+}
+
+fn drain_from(qm: &Qm, queue: &str) -> Vec<String> {
     let c = qm.connect();
-    let h = c.open(Q, open::INPUT_EXCLUSIVE).unwrap();
+    let h = c.open(queue, open::INPUT_EXCLUSIVE).unwrap();
     let mut out = Vec::new();
     loop {
         match c.get(&h, &GetOptions::any()) {
@@ -448,5 +457,66 @@ fn mid_log_damage_is_refused_and_dmplog_salvage_recovers_the_records_after_it() 
     assert!(
         drain(&qm) == want,
         "messages other than {lost:?} are missing"
+    );
+}
+
+/// A skipped record that later records depend on (a queue definition, then puts to that queue):
+/// those records are lost with it and each is reported; everything else is restored.
+#[test]
+fn records_that_depended_on_a_skipped_record_are_reported_not_fatal() {
+    let home = Home::new();
+    let qm = start(&home, "QDMG5");
+    let mut sent = put_all(&qm, 520);
+    let out = home.run_with_input(&["runmqsc", &qm.name], "DEFINE QLOCAL(DAMAGED.Q)\n");
+    assert!(out.status.success(), "{out:?}");
+    put_to(&qm, "DAMAGED.Q", 1000..1004);
+    sent.extend(put_to(&qm, Q, 520..540));
+    qm.kill9();
+    let raw = ring(&qm.dir());
+    let recs = records(&raw);
+    let define = *recs
+        .iter()
+        .rev()
+        .find(|r| r.kind == 4)
+        .expect("the DEFINE record");
+    assert!(define.lsn >= WINDOW, "{define:?} is not in the last window");
+    let dependants: Vec<Rec> = recs
+        .iter()
+        .filter(|r| r.lsn > define.lsn && r.kind == 1)
+        .filter(|r| message_in(&raw, r) >= 1000)
+        .copied()
+        .collect();
+    assert_eq!(dependants.len(), 4);
+    patch(&qm.dir(), define.lsn + define.len - 3, 1, |b| b ^ 0x01);
+
+    let before = error_log(&qm).len();
+    let out = home.run(&["strmqm", &qm.name]);
+    assert_eq!(out.status.code(), Some(EXIT_RECOVERY_LOSS), "{out:?}");
+    let log = error_log(&qm)[before..].to_string();
+    assert!(
+        log.contains(&format!(
+            "log LSN {}..{} ({} bytes): damaged, skipped",
+            define.lsn,
+            define.lsn + define.len,
+            define.len
+        )),
+        "{log}"
+    );
+    for d in &dependants {
+        assert!(
+            log.contains(&format!(
+                "log record at LSN {} (kind 1, {} bytes) could not be applied",
+                d.lsn, d.len
+            )),
+            "{log}"
+        );
+    }
+    assert!(
+        log.contains("5 item(s) that may have been acknowledged"),
+        "{log}"
+    );
+    assert!(
+        drain(&qm) == sent,
+        "messages on the intact queue are missing"
     );
 }

@@ -17,7 +17,7 @@ use ferrymq_engine::{
 use ferrymq_log::checkpoint::remove_older_than;
 use ferrymq_log::{
     CheckpointReader, CheckpointWriter, DamagePolicy, LogConfig, LogError, RecoveryLog,
-    SegmentStore, StoreLoc,
+    SegmentStore, SpanKind, StoreLoc,
 };
 use ferrymq_types::codec::{DecodeError, PutExt, Reader};
 use ferrymq_types::{MqError, Reason};
@@ -213,11 +213,26 @@ impl Storage {
         let mut replayed = 0;
         // Records before the manifest's LSN are already in it (a crash between writing the manifest
         // and moving the log's checkpoint leaves such records behind).
+        // After a skipped damaged span, a record that depended on what was lost there (a put to a
+        // queue whose definition was in it) cannot be applied: it is lost with it, and reported.
+        let first_skip = recovered
+            .discarded
+            .iter()
+            .filter(|s| s.kind == SpanKind::Skipped)
+            .map(|s| s.from)
+            .min();
+        let mut unapplied = Vec::new();
         for rec in recovered.records.iter().filter(|r| r.lsn >= ckpt_lsn) {
-            engine
-                .replay(rec.kind, rec.payload.clone())
-                .map_err(|e| format!("log record at LSN {}: {e}", rec.lsn))?;
-            replayed += 1;
+            match engine.replay(rec.kind, rec.payload.clone()) {
+                Ok(()) => replayed += 1,
+                Err(e) if first_skip.is_some_and(|f| rec.lsn > f) => unapplied.push(format!(
+                    "log record at LSN {} (kind {}, {} bytes) could not be applied after the damage before it: {e}",
+                    rec.lsn,
+                    rec.kind,
+                    rec.end_lsn() - rec.lsn
+                )),
+                Err(e) => return Err(format!("log record at LSN {}: {e}", rec.lsn)),
+            }
         }
         let report = RecoveryReport {
             checkpoint_lsn: ckpt_lsn,
@@ -227,12 +242,15 @@ impl Storage {
                 .tail_problem
                 .map(|t| format!("{t:?} ({} bytes discarded)", recovered.discarded_tail_bytes)),
             elapsed_ms: started.elapsed().as_millis(),
-            may_have_lost_acknowledged: recovered.may_have_lost_acknowledged() || !lost.is_empty(),
+            may_have_lost_acknowledged: recovered.may_have_lost_acknowledged()
+                || !lost.is_empty()
+                || !unapplied.is_empty(),
             discarded_log_bytes: recovered.discarded_tail_bytes,
             discarded: recovered
                 .describe_discarded()
                 .into_iter()
                 .map(|d| format!("log {d}"))
+                .chain(unapplied)
                 .chain(lost)
                 .collect(),
         };
