@@ -515,6 +515,16 @@ fn records_that_depended_on_a_skipped_record_are_reported_not_fatal() {
         log.contains("5 item(s) that may have been acknowledged"),
         "{log}"
     );
+    // Killed again before any checkpoint: the filler now stands where the damage was, the
+    // records after it still cannot be applied — listed again, but the start is not refused
+    // and the loss is not announced twice.
+    qm.kill9();
+    let before = error_log(&qm).len();
+    let out = home.run(&["strmqm", &qm.name]);
+    assert!(out.status.success(), "{out:?}");
+    let log = error_log(&qm)[before..].to_string();
+    assert_eq!(log.matches("could not be applied").count(), 4, "{log}");
+    assert!(!log.contains("WARNING"), "{log}");
     assert!(
         drain(&qm) == sent,
         "messages on the intact queue are missing"

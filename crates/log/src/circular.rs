@@ -83,6 +83,9 @@ pub struct Recovered {
     /// Every span recovery did not replay, in LSN order: skipped damage
     /// (valid records after it were kept) and the damaged tail.
     pub discarded: Vec<DiscardedSpan>,
+    /// LSN of the first filler record among `records`' positions: damage an
+    /// earlier recovery skipped (records after it may depend on what it lost).
+    pub first_filler: Option<Lsn>,
 }
 
 impl Recovered {
@@ -245,6 +248,7 @@ impl RecoveryLog {
             discarded_tail_bytes: out.spans.iter().map(DiscardedSpan::bytes).sum(),
             tail_problem: out.problem,
             discarded: out.spans,
+            first_filler: out.first_filler,
         };
         Ok((
             RecoveryLog {

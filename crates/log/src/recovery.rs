@@ -220,6 +220,8 @@ pub(crate) struct ScanOutcome {
     pub tail: Lsn,
     /// Every span not replayed, in LSN order (the last may be the tail).
     pub spans: Vec<DiscardedSpan>,
+    /// The first filler record replayed past (damage skipped by an earlier recovery).
+    pub first_filler: Option<Lsn>,
     pub problem: Option<TailProblem>,
     /// `[tail, scrub_end)` may hold bytes that were written but never
     /// acknowledged (the in-flight sync window). They must be zeroed before
@@ -265,6 +267,7 @@ pub(crate) fn scan(
     let mut rd = RingReader::new(files, READ_CHUNK);
     let mut records = Vec::new();
     let mut spans: Vec<DiscardedSpan> = Vec::new();
+    let mut first_filler = None;
     let mut pos = checkpoint;
     let (tail, problem, suspect_end) = loop {
         // (problem, the damaged record's own length if its header gives one,
@@ -280,6 +283,8 @@ pub(crate) fn scan(
                     pos = r.end_lsn();
                     if r.kind != FILLER_KIND {
                         records.push(r);
+                    } else if first_filler.is_none() {
+                        first_filler = Some(r.lsn);
                     }
                 }
                 Found::Zero => break (None, None, hdr_end),
@@ -412,6 +417,7 @@ pub(crate) fn scan(
         records,
         tail,
         spans,
+        first_filler,
         problem,
         scrub_end: boundary.min(limit).max(tail),
     })

@@ -98,8 +98,9 @@ pub struct RecoveryReport {
 /// Starts the error-log line that says recovery may have discarded acknowledged work; `strmqm`
 /// looks for it.
 pub const RECOVERY_LOSS_MARK: &str = "ferrymq: WARNING: recovery discarded";
-/// Starts the error-log line that says recovery cut only a torn tail (nothing acknowledged).
-pub const RECOVERY_NOTE_MARK: &str = "ferrymq: recovery cut";
+/// Starts the error-log line that says recovery discarded nothing acknowledged at this start (a
+/// torn tail, or records still unappliable after damage skipped and reported before).
+pub const RECOVERY_NOTE_MARK: &str = "ferrymq: recovery note:";
 /// `strmqm`'s exit status when the queue manager runs but recovery discarded what may have been
 /// acknowledged.
 pub const RECOVERY_LOSS_EXIT: i32 = 3;
@@ -118,7 +119,7 @@ impl RecoveryReport {
             )
         } else {
             format!(
-                "{RECOVERY_NOTE_MARK} a torn log tail, never acknowledged ({} log bytes):",
+                "{RECOVERY_NOTE_MARK} nothing acknowledged was lost at this start ({} log bytes of torn tail cut):",
                 self.discarded_log_bytes
             )
         };
@@ -220,7 +221,12 @@ impl Storage {
             .iter()
             .filter(|s| s.kind == SpanKind::Skipped)
             .map(|s| s.from)
+            .chain(recovered.first_filler)
             .min();
+        let skipped_now = recovered
+            .discarded
+            .iter()
+            .any(|s| s.kind == SpanKind::Skipped);
         let mut unapplied = Vec::new();
         for rec in recovered.records.iter().filter(|r| r.lsn >= ckpt_lsn) {
             match engine.replay(rec.kind, rec.payload.clone()) {
@@ -244,7 +250,8 @@ impl Storage {
             elapsed_ms: started.elapsed().as_millis(),
             may_have_lost_acknowledged: recovered.may_have_lost_acknowledged()
                 || !lost.is_empty()
-                || !unapplied.is_empty(),
+                // (After a filler only, the loss was reported when the damage was skipped.)
+                || (skipped_now && !unapplied.is_empty()),
             discarded_log_bytes: recovered.discarded_tail_bytes,
             discarded: recovered
                 .describe_discarded()
