@@ -4,6 +4,7 @@
 //! do the work; it holds no queue logic of its own.
 
 mod demo;
+mod dmplog;
 mod dr_cmds;
 mod lifecycle;
 mod mqargs;
@@ -19,6 +20,8 @@ FerryMQ — an open-source message queue manager
 Queue manager lifecycle (MQ's names and flags):
   ferrymq crtmqm [-p PORT] [-lp N] [-lf PAGES] [-h MAXHANDLES] [-fs N] [-c TEXT] QMNAME
   ferrymq strmqm QMNAME                 start in the background; returns once it accepts connections
+                                        (exit 3: running, but recovery discarded what may have been
+                                        acknowledged; the error log lists it)
   ferrymq endmqm [-c|-i|-p] [-w] QMNAME controlled (default) or immediate end; -w waits for it
   ferrymq dltmqm QMNAME
   ferrymq dspmq [-m QMNAME] [-o ha|dr]  -o ha: the HA group as this instance sees it
@@ -38,6 +41,9 @@ Disaster recovery (asynchronous to a recovery site; loss bounded by -drlag, 4 Mi
 
 Administration:
   ferrymq runmqsc [-e] [-v] [-c [--conn 'host(port)']] QMNAME   MQSC from stdin; exit 0/10/20
+  ferrymq dmplog [--salvage] QMNAME     list the log's readable records (LSN, kind, length, CRC)
+                                        and damage, and the message store's; --salvage (ended
+                                        queue manager) makes recovery keep the records after damage
 
 Sample programs (bindings mode by queue manager name, or --conn 'host(port),...' for client mode):
   ferrymq put QMNAME QUEUE [--persistent] [--conn CONNAME]     one message per line of stdin
@@ -88,6 +94,7 @@ fn main() {
         "makedrsecondary" => dr_cmds::makedrsecondary(rest),
         "run-qmgr" => lifecycle::run_qmgr(rest),
         "runmqsc" => runmqsc::run(rest),
+        "dmplog" => dmplog::run(rest),
         "put" => samples::put(rest),
         "get" => samples::get(rest, false),
         "browse" => samples::get(rest, true),

@@ -401,8 +401,11 @@ fn run_standalone(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
         report.checkpoint_lsn,
         report.messages_loaded,
         report.records_replayed,
-        report.tail_problem.map(|t| format!("; log tail: {t}")).unwrap_or_default()
+        report.tail_problem.as_ref().map(|t| format!("; log tail: {t}")).unwrap_or_default()
     );
+    for line in report.discard_lines() {
+        eprintln!("{line}");
+    }
     let (end_tx, end_rx) = watch::channel(None);
     let storage = Arc::new(storage);
     if let Some(g) = &gate {
