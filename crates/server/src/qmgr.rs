@@ -404,7 +404,7 @@ fn run_standalone(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
         report.tail_problem.as_ref().map(|t| format!("; log tail: {t}")).unwrap_or_default()
     );
     for line in report.discard_lines() {
-        eprintln!("{line}");
+        crate::qm_log!("{line}");
     }
     let (end_tx, end_rx) = watch::channel(None);
     let storage = Arc::new(storage);

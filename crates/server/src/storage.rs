@@ -274,7 +274,9 @@ impl Storage {
         for rec in recovered.records.iter().filter(|r| r.lsn >= ckpt_lsn) {
             match engine.replay(rec.kind, rec.payload.clone()) {
                 Ok(()) => replayed += 1,
-                Err(e) if first_skip.is_some_and(|f| rec.lsn > f) => unapplied.push(format!(
+                // (A message lost from a damaged store segment likewise leaves its later gets
+                // with nothing to remove.)
+                Err(e) if first_skip.is_some_and(|f| rec.lsn > f) || !lost.is_empty() => unapplied.push(format!(
                     "log record at LSN {} (kind {}, {} bytes) could not be applied after the damage before it: {e}",
                     rec.lsn,
                     rec.kind,

@@ -84,12 +84,9 @@ impl Home {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("spawn ferrymq");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
+        // A command that fails at once (its queue manager is down) may close its input before
+        // reading it: its exit status and output say what happened.
+        let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
         child.wait_with_output().unwrap()
     }
 
