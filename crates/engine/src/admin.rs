@@ -5,12 +5,13 @@ use ferrymq_types::limits::MSG_LEN_MAX_BYTES;
 use ferrymq_types::objects::validate_object_name;
 use ferrymq_types::options::open;
 use ferrymq_types::{
-    mqerr, DynamicKind, MqError, ObjectDef, ObjectKind, QmgrAttrs, QueueDef, QueueKind,
+    mqerr, DynamicKind, MqError, MsgDeliverySequence, ObjectDef, ObjectKind, QmgrAttrs, QueueDef,
+    QueueKind,
 };
 
 use crate::conn::ConnId;
 use crate::message::Lsn;
-use crate::queue::Queue;
+use crate::queue::{Key, Queue};
 use crate::records::Record;
 use crate::Engine;
 
@@ -66,7 +67,12 @@ impl Engine {
 
     pub(crate) fn apply_define_queue(&mut self, def: QueueDef) {
         match self.queues.get_mut(&def.name) {
-            Some(q) => q.def = def,
+            Some(q) => {
+                let name = def.name.clone();
+                if q.set_def(def) {
+                    self.rekey_browse_cursors(&name);
+                }
+            }
             None => {
                 self.queues.insert(def.name.clone(), Queue::new(def));
             }
@@ -124,6 +130,29 @@ impl Engine {
         let lsn = self.log_record(&Record::ClearQueue(name.to_string()))?;
         self.queues.get_mut(name).expect("checked").drain();
         Ok(lsn)
+    }
+
+    /// After a queue was re-keyed, moves each browse cursor on it to its message's new key (or,
+    /// for a message gone since, to where its sequence number now sorts).
+    fn rekey_browse_cursors(&mut self, name: &str) {
+        let Some(q) = self.queues.get(name) else {
+            return;
+        };
+        for c in self.conns.values_mut() {
+            for h in c.handles.values_mut() {
+                if h.queue != name {
+                    continue;
+                }
+                if let Some(k) = h.browse_cursor {
+                    let rank = match q.key_of_seq(k.seq, k.rank) {
+                        Some(now) => now.rank,
+                        None if q.def.msg_delivery_sequence == MsgDeliverySequence::Fifo => 0,
+                        None => k.rank,
+                    };
+                    h.browse_cursor = Some(Key { rank, seq: k.seq });
+                }
+            }
+        }
     }
 
     fn handles_on(&self, name: &str) -> usize {

@@ -62,6 +62,16 @@ impl DrState {
         put_mark(out, self.acked);
     }
 
+    /// Decodes a state written by [`encode`](Self::encode) that other fields follow (the
+    /// `acked` mark is always present then).
+    pub fn decode_prefix(r: &mut Reader) -> Result<DrState, DecodeError> {
+        Ok(DrState {
+            stream: r.u64("DR stream")?,
+            mark: get_mark(r)?,
+            acked: get_mark(r)?,
+        })
+    }
+
     pub fn decode(r: &mut Reader) -> Result<DrState, DecodeError> {
         let stream = r.u64("DR stream")?;
         let mark = get_mark(r)?;

@@ -163,6 +163,10 @@ impl Engine {
         }
     }
 
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+
     pub fn qmgr_name(&self) -> &str {
         &self.cfg.qmgr_name
     }

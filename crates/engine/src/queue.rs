@@ -125,6 +125,43 @@ impl Queue {
         }
     }
 
+    /// Replaces the definition (ALTER, or its replay). Every queued message's key is always
+    /// `key_for(priority, seq)` under the current definition: the checkpoint image stores no keys
+    /// and restore recomputes them, and a unit of work logs the rank its gets have under the
+    /// definition in force when it commits. So a change of MSGDLVSQ re-keys the messages here,
+    /// at the same point of the log on every replica and on replay. Returns whether it did.
+    pub fn set_def(&mut self, def: QueueDef) -> bool {
+        let rekey = def.msg_delivery_sequence != self.def.msg_delivery_sequence;
+        self.def = def;
+        if !rekey || self.msgs.is_empty() {
+            return rekey;
+        }
+        let old = std::mem::take(&mut self.msgs);
+        self.by_msg_id = None;
+        self.by_correl_id.clear();
+        for (_, e) in old {
+            let key = self.key_for(e.msg.priority, e.msg.seq);
+            self.insert(key, e);
+        }
+        true
+    }
+
+    /// The key of the queued message with sequence number `seq`, whatever rank it sits at (a
+    /// sequence number is unique in a queue manager; ranks are 0..=9, so this is at most ten
+    /// lookups, never a scan).
+    pub fn key_of_seq(&self, seq: u64, hint_rank: u8) -> Option<Key> {
+        let hint = Key {
+            rank: hint_rank,
+            seq,
+        };
+        if self.msgs.contains_key(&hint) {
+            return Some(hint);
+        }
+        (0..=9u8)
+            .map(|rank| Key { rank, seq })
+            .find(|k| self.msgs.contains_key(k))
+    }
+
     /// Committed messages available or locked by a unit of work (MQ's CURDEPTH).
     pub fn depth(&self) -> u32 {
         self.msgs.len() as u32 + self.locked

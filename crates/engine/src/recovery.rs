@@ -11,8 +11,8 @@ use ferrymq_types::{DynamicKind, MqError, ObjectDef, QmgrAttrs, QueueDef};
 
 use crate::dr::DrState;
 use crate::message::{Entry, Message};
-use crate::queue::{Key, Queue};
-use crate::records::{PutRec, Record};
+use crate::queue::Queue;
+use crate::records::{GetRec, PutRec, Record};
 use crate::{Engine, EngineConfig, LogSink};
 
 /// A persistent message in a checkpoint image.
@@ -203,6 +203,30 @@ impl Engine {
     /// Rebuilds an engine from a checkpoint image (then [`Engine::replay`] the log after it).
     pub fn restore(cfg: EngineConfig, log: Box<dyn LogSink>, image: Image) -> Engine {
         let mut e = Engine::new(cfg, log);
+        e.load_image(image);
+        e
+    }
+
+    /// Replaces this engine's whole persistent state with `image`, keeping its log sink and
+    /// configuration: a DR secondary installing a completed full copy (the caller has made the
+    /// image its checkpoint first, so the log after it replays onto exactly this state). Only a
+    /// queue manager that serves no applications may do this: connections keep their ids but
+    /// lose their handles and units of work.
+    pub fn replace_with_image(&mut self, image: Image) {
+        self.queues.clear();
+        self.objects.clear();
+        for c in self.conns.values_mut() {
+            c.handles.clear();
+            c.uow = Default::default();
+            c.waiting = None;
+        }
+        self.waiters = Default::default();
+        self.deliveries.clear();
+        self.load_image(image);
+    }
+
+    fn load_image(&mut self, image: Image) {
+        let e = self;
         e.attrs = image.attrs;
         e.next_seq = image.next_seq.max(1);
         e.dr = image.dr;
@@ -225,7 +249,6 @@ impl Engine {
                 );
             }
         }
-        e
     }
 
     /// What replaying a put leaves behind when the same records also remove its message again:
@@ -265,6 +288,37 @@ impl Engine {
         Ok(())
     }
 
+    /// Removes the message a logged get took. The message is found by its sequence number (the
+    /// logged rank is only where to look first), and a get that finds nothing is damage: the
+    /// state rebuilt so far is not the state that wrote the log, and carrying on silently would
+    /// bring consumed messages back or lose others.
+    fn replay_get(&mut self, g: &GetRec) -> Result<(), MqError> {
+        let q = self.queues.get_mut(&g.queue).ok_or_else(|| {
+            MqError::new(
+                ferrymq_types::Reason::OBJECT_DAMAGED,
+                format!(
+                    "log replay: integrity error: get of message {} from queue '{}', which is not defined",
+                    g.seq, g.queue
+                ),
+            )
+        })?;
+        match q.key_of_seq(g.seq, g.rank) {
+            Some(key) => {
+                q.remove(key);
+                Ok(())
+            }
+            None => Err(MqError::new(
+                ferrymq_types::Reason::OBJECT_DAMAGED,
+                format!(
+                    "log replay: integrity error: get of message {} from queue '{}' matches no message on it ({} queued)",
+                    g.seq,
+                    g.queue,
+                    q.available()
+                ),
+            )),
+        }
+    }
+
     /// Applies one log record written after the loaded checkpoint, without logging it again.
     pub fn replay(&mut self, kind: u8, payload: Bytes) -> Result<(), MqError> {
         self.replay_record(decode_for_replay(kind, payload)?)
@@ -274,22 +328,10 @@ impl Engine {
     pub(crate) fn replay_record(&mut self, rec: Record) -> Result<(), MqError> {
         match rec {
             Record::Put(p) => self.replay_put(p)?,
-            Record::Get(g) => {
-                if let Some(q) = self.queues.get_mut(&g.queue) {
-                    q.remove(Key {
-                        rank: g.rank,
-                        seq: g.seq,
-                    });
-                }
-            }
+            Record::Get(g) => self.replay_get(&g)?,
             Record::Commit { puts, gets } => {
-                for g in gets {
-                    if let Some(q) = self.queues.get_mut(&g.queue) {
-                        q.remove(Key {
-                            rank: g.rank,
-                            seq: g.seq,
-                        });
-                    }
+                for g in &gets {
+                    self.replay_get(g)?;
                 }
                 for p in puts {
                     self.replay_put(p)?;

@@ -26,14 +26,19 @@ impl Engine {
             .filter(|(_, _, e)| e.msg.persistent)
             .map(|(q, _, e)| (q.as_str(), &*e.msg))
             .collect();
+        // The rank each get's message has under the queue's definition now: an ALTER of
+        // MSGDLVSQ since the get re-keyed the queue, and replay finds the message at that rank.
         let gets: Vec<GetRec> = uow
             .gets
             .iter()
             .filter(|(_, _, e)| e.msg.persistent)
-            .map(|(q, k, _)| GetRec {
+            .map(|(q, k, e)| GetRec {
                 queue: q.clone(),
                 seq: k.seq,
-                rank: k.rank,
+                rank: self
+                    .queues
+                    .get(q)
+                    .map_or(k.rank, |q| q.key_for(e.msg.priority, k.seq).rank),
             })
             .collect();
         // Replies to the gets already waited for the messages' own put records.
@@ -63,10 +68,11 @@ impl Engine {
                 q.stats.gets += 1;
             }
         }
-        for (queue, key, entry) in uow.puts {
+        for (queue, _, entry) in uow.puts {
             let Some(q) = self.queues.get_mut(&queue) else {
                 continue;
             };
+            let key = q.key_for(entry.msg.priority, entry.msg.seq);
             q.uncommitted_puts = q.uncommitted_puts.saturating_sub(1);
             q.stats.puts += 1;
             if entry.msg.persistent {
@@ -88,10 +94,12 @@ impl Engine {
             }
         }
         let mut lsn = 0;
-        for (queue, key, mut entry) in uow.gets.into_iter().rev() {
+        for (queue, _, mut entry) in uow.gets.into_iter().rev() {
             let Some(q) = self.queues.get_mut(&queue) else {
                 continue;
             };
+            // Under the definition now (an ALTER of MSGDLVSQ may have re-keyed the queue).
+            let key = q.key_for(entry.msg.priority, entry.msg.seq);
             q.locked = q.locked.saturating_sub(1);
             entry.backout_count += 1;
             let threshold = q.def.backout_threshold;

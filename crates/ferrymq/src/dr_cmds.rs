@@ -49,8 +49,10 @@ type Loaded = (Parsed, String, ferrymq_server::QmPaths, Ini, QmConfig);
 
 /// Parses `CMD -m QM [FLAG VALUE]` and loads the queue manager's qm.ini, which must give it a
 /// DR role.
-fn load(cmd: &str, args: &[String], flag: &'static str) -> Result<Loaded, crate::lifecycle::Fail> {
-    let p = parse(cmd, args, &[Flag::Value("-m"), Flag::Value(flag)]).map_err(other)?;
+fn load(cmd: &str, args: &[String], flags: &[Flag]) -> Result<Loaded, crate::lifecycle::Fail> {
+    let mut all = vec![Flag::Value("-m")];
+    all.extend_from_slice(flags);
+    let p = parse(cmd, args, &all).map_err(other)?;
     let name = p
         .value("-m")
         .ok_or_else(|| other(format!("{cmd}: -m QMNAME is required")))?
@@ -70,8 +72,16 @@ fn load(cmd: &str, args: &[String], flag: &'static str) -> Result<Loaded, crate:
 /// primary. A running secondary is ended first (it stops taking the old primary's stream);
 /// then `strmqm` starts it as the primary, with what it had received. `-r` names the addresses
 /// it ships to from now on (usually the old main site, once it is back as secondary).
+///
+/// The state promoted is the last complete one the secondary holds: a full copy still being
+/// received is left out (and named). A secondary that never completed a full copy holds no image
+/// of the primary at all; `makedrprimary` refuses it unless `-f` is given.
 pub fn makedrprimary(args: &[String]) -> Res {
-    let (p, name, paths, mut ini, cfg) = load("makedrprimary", args, "-r")?;
+    let (p, name, paths, mut ini, cfg) = load(
+        "makedrprimary",
+        args,
+        &[Flag::Value("-r"), Flag::Switch("-f")],
+    )?;
     let name = name.as_str();
     if let Some(r) = p.value("-r") {
         parse_addr_list(r).map_err(|e| other(format!("makedrprimary: -r: {e}")))?;
@@ -82,7 +92,8 @@ pub fn makedrprimary(args: &[String]) -> Res {
         println!("Queue manager '{name}' is already the DR primary.");
         return Ok(());
     }
-    if is_running(&paths) {
+    let was_running = is_running(&paths);
+    if was_running {
         admin_command(&paths, name, "SHUTDOWN IMMEDIATE").map_err(|e| {
             other(format!(
                 "makedrprimary: cannot end the running secondary: {e}"
@@ -98,6 +109,48 @@ pub fn makedrprimary(args: &[String]) -> Res {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+    // What the secondary holds: a complete image of the primary's stream, or nothing.
+    let copying_file = paths
+        .store_dir()
+        .join(ferrymq_server::dr::recv::COPYING_FILE);
+    let copying = std::fs::read_to_string(&copying_file)
+        .ok()
+        .map(|s| s.trim().to_string());
+    if cfg.ha.is_none() {
+        let mark = ferrymq_server::dr_recovered_mark(&paths, &cfg)
+            .map_err(|e| other(format!("makedrprimary: cannot read '{name}''s state: {e}")))?;
+        let partial = copying
+            .as_deref()
+            .map(|c| {
+                format!(
+                    "; a full copy from the primary was being received ({c}) and is not part of it"
+                )
+            })
+            .unwrap_or_default();
+        match mark {
+            Some(m) => {
+                if copying.is_some() {
+                    eprintln!(
+                        "makedrprimary: warning: '{name}' is promoted with the last complete state it received (stream {:016x} to position {}){partial}",
+                        m.stream, m.pos
+                    );
+                }
+            }
+            None if p.has("-f") => eprintln!(
+                "makedrprimary: warning: '{name}' holds no complete image of the primary (it never finished a full copy){partial}; promoted anyway (-f): it has none of the primary's messages or objects that the copy would have brought"
+            ),
+            None => {
+                return Err(fail(
+                    EXIT_NOT_AVAILABLE,
+                    format!(
+                        "makedrprimary: queue manager '{name}' holds no complete image of the primary: it never finished a full copy{partial}. Promoting it would serve a queue manager without the primary's messages. Let the copy complete (dspmq -o dr on the primary), or give -f to promote it anyway.{}",
+                        if was_running { format!(" It was ended: strmqm {name} resumes it as the secondary.") } else { String::new() }
+                    ),
+                ));
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&copying_file);
     ini.set("DR", "Role", "Primary");
     ini.save(&paths.ini()).map_err(other)?;
     println!("Queue manager '{name}' is now the DR primary. Start it with: strmqm {name}");
@@ -108,7 +161,7 @@ pub fn makedrprimary(args: &[String]) -> Res {
 /// takes the primary's stream once started. Its state is resynchronised by the primary: only the
 /// difference when its position is in the primary's stream, otherwise a full copy.
 pub fn makedrsecondary(args: &[String]) -> Res {
-    let (p, name, paths, mut ini, _) = load("makedrsecondary", args, "-l")?;
+    let (p, name, paths, mut ini, _) = load("makedrsecondary", args, &[Flag::Value("-l")])?;
     let name = name.as_str();
     if is_running(&paths) {
         return Err(fail(

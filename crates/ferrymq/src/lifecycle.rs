@@ -1,6 +1,7 @@
 //! Queue manager lifecycle with MQ's command names: crtmqm, strmqm, endmqm, dltmqm, dspmq, setmqini,
 //! dspmqini. Exit statuses follow MQ's where MQ defines one (5 running, 8 already exists, 16 does
-//! not exist, 40 not available); anything else that fails exits 1.
+//! not exist, 40 not available); strmqm exits 3 when the queue manager started but recovery
+//! discarded something that may have been acknowledged; anything else that fails exits 1.
 
 use std::fs::File;
 use std::io::Read;
@@ -10,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ferrymq_server::{ferrymq_home, Ini, QmConfig, QmPaths};
+use ferrymq_server::{ferrymq_home, storage, Ini, QmConfig, QmPaths};
 use ferrymq_types::limits;
 use ferrymq_types::objects::validate_object_name;
 
@@ -40,6 +41,9 @@ pub const EXIT_RUNNING: i32 = 5;
 pub const EXIT_EXISTS: i32 = 8;
 pub const EXIT_NO_QMGR: i32 = 16;
 pub const EXIT_NOT_AVAILABLE: i32 = 40;
+/// strmqm: the queue manager is running, but recovery discarded log records or stored messages
+/// that may have been acknowledged (the error log lists them).
+pub const EXIT_RECOVERY_LOSS: i32 = storage::RECOVERY_LOSS_EXIT;
 
 fn one_name(cmd: &str, positional: &[String]) -> Result<String, Fail> {
     match positional {
@@ -227,6 +231,9 @@ pub fn strmqm(args: &[String]) -> Res {
         .open(&log)
         .map_err(|e| other(format!("strmqm: {}: {e}", log.display())))?;
     let err = out.try_clone().map_err(|e| other(e.to_string()))?;
+    // Where this start's output begins: measured before the child can write (its recovery report
+    // or its failure may come before this process gets to look).
+    let log_start = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
     let exe = std::env::current_exe().map_err(|e| other(e.to_string()))?;
     let mut child = Command::new(exe)
         .arg("run-qmgr")
@@ -242,7 +249,6 @@ pub fn strmqm(args: &[String]) -> Res {
             ))
         })?;
     let started = Instant::now();
-    let log_start = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
     loop {
         if let Some(status) = child.try_wait().map_err(|e| other(e.to_string()))? {
             let tail = read_tail(&log, log_start);
@@ -255,6 +261,30 @@ pub fn strmqm(args: &[String]) -> Res {
                 "FerryMQ queue manager '{name}' started (pid {}).",
                 child.id()
             );
+            // Recovery wrote what it discarded to the error log before the socket opened.
+            let tail = read_tail(&log, log_start);
+            let lines_from = |at: usize| -> Vec<&str> {
+                tail[at..]
+                    .lines()
+                    .take_while(|l| l.starts_with("ferrymq:"))
+                    .collect()
+            };
+            if let Some(at) = tail.find(storage::RECOVERY_NOTE_MARK) {
+                // A torn tail only: reported, not a failure.
+                eprintln!("strmqm: {}", lines_from(at).join("\n"));
+            }
+            if let Some(at) = tail.find(storage::RECOVERY_LOSS_MARK) {
+                let lines = lines_from(at);
+                return Err(fail(
+                    EXIT_RECOVERY_LOSS,
+                    format!(
+                        "strmqm: WARNING: queue manager '{name}' is running, but recovery discarded data that may \
+                         have been acknowledged (details in {}):\n{}",
+                        log.display(),
+                        lines.join("\n")
+                    ),
+                ));
+            }
             return Ok(());
         }
         if started.elapsed() > Duration::from_secs(300) {
@@ -380,7 +410,22 @@ pub fn endmqm(args: &[String]) -> Res {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        println!("FerryMQ queue manager '{name}' ended.");
+        // The process is not our child: it left how it ended in qm.end before releasing its lock.
+        match ferrymq_server::qmgr::EndStatus::read(&paths) {
+            Some(Ok(())) => println!("FerryMQ queue manager '{name}' ended."),
+            Some(Err(why)) => {
+                return Err(other(format!(
+                    "endmqm: queue manager '{name}' ended, but {why}"
+                )))
+            }
+            None => {
+                return Err(other(format!(
+                    "endmqm: queue manager '{name}' ended without recording that it ended cleanly (it was killed, crashed, or could not write {}); see {}",
+                    paths.end_status().display(),
+                    paths.error_log().display()
+                )))
+            }
+        }
     }
     Ok(())
 }

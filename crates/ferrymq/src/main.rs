@@ -4,6 +4,7 @@
 //! do the work; it holds no queue logic of its own.
 
 mod demo;
+mod dmplog;
 mod dr_cmds;
 mod lifecycle;
 mod mqargs;
@@ -19,6 +20,8 @@ FerryMQ — an open-source message queue manager
 Queue manager lifecycle (MQ's names and flags):
   ferrymq crtmqm [-p PORT] [-lp N] [-lf PAGES] [-h MAXHANDLES] [-fs N] [-c TEXT] QMNAME
   ferrymq strmqm QMNAME                 start in the background; returns once it accepts connections
+                                        (exit 3: running, but recovery discarded what may have been
+                                        acknowledged; the error log lists it)
   ferrymq endmqm [-c|-i|-p] [-w] QMNAME controlled (default) or immediate end; -w waits for it
   ferrymq dltmqm QMNAME
   ferrymq dspmq [-m QMNAME] [-o ha|dr]  -o ha: the HA group as this instance sees it
@@ -29,7 +32,8 @@ High availability (three instances of one queue manager, each on its own host):
 Disaster recovery (asynchronous to a recovery site; loss bounded by -drlag, 4 MiB by default):
   ferrymq crtmqm ... -dr primary -drr 'host(p)[,host(p)...]' [-drlag BYTES] QMNAME   main site
   ferrymq crtmqm ... -dr secondary -drl 'host(p)' QMNAME      recovery site (strmqm it: it receives)
-  ferrymq makedrprimary -m QMNAME [-r 'host(p),...']   recovery site takes over; then strmqm
+  ferrymq makedrprimary -m QMNAME [-r 'host(p),...'] [-f]   recovery site takes over; then strmqm
+                                          (-f: even without a complete copy of the primary)
   ferrymq makedrsecondary -m QMNAME [-l 'host(p)']     an ended (old) primary becomes the secondary
   ferrymq dspmq -o dr [-m QMNAME]      role, link, position, lag in bytes and seconds
   ferrymq setmqini -m QMNAME -s STANZA -k KEY -v VALUE
@@ -37,6 +41,9 @@ Disaster recovery (asynchronous to a recovery site; loss bounded by -drlag, 4 Mi
 
 Administration:
   ferrymq runmqsc [-e] [-v] [-c [--conn 'host(port)']] QMNAME   MQSC from stdin; exit 0/10/20
+  ferrymq dmplog [--salvage] QMNAME     list the log's readable records (LSN, kind, length, CRC)
+                                        and damage, and the message store's; --salvage (ended
+                                        queue manager) makes recovery keep the records after damage
 
 Sample programs (bindings mode by queue manager name, or --conn 'host(port),...' for client mode):
   ferrymq put QMNAME QUEUE [--persistent] [--conn CONNAME]     one message per line of stdin
@@ -55,9 +62,10 @@ Performance (MQ-CPH equivalent; see BENCHMARK.md in the docs):
                                          DR vs no DR, HA+DR vs HA, DR link latency, DR lag
 
 Network rehearsal:
-  ferrymq relay --listen ADDR:PORT --target ADDR:PORT --rtt-ms N [--seconds S]
+  ferrymq relay --listen ADDR:PORT --target ADDR:PORT --rtt-ms N [--seconds S] [--mbps M]
                                          TCP relay adding N ms of round trip (half each way),
-                                         keeping order and bandwidth (netem without netem)
+                                         keeping order and bandwidth (netem without netem);
+                                         --mbps limits each direction to M megabits/s
 
   ferrymq demo [--seconds N] [--requesters N] [--persistent]   create a queue manager, run
                                                                request/reply, print the rate, clean up
@@ -86,6 +94,7 @@ fn main() {
         "makedrsecondary" => dr_cmds::makedrsecondary(rest),
         "run-qmgr" => lifecycle::run_qmgr(rest),
         "runmqsc" => runmqsc::run(rest),
+        "dmplog" => dmplog::run(rest),
         "put" => samples::put(rest),
         "get" => samples::get(rest, false),
         "browse" => samples::get(rest, true),
@@ -110,7 +119,10 @@ fn main() {
     };
     if let Err(f) = r {
         if !f.message.is_empty() {
-            eprintln!("{}", f.message);
+            // Not eprintln!: run-qmgr's stderr is its error log, which a full disk cannot take,
+            // and a panic here would turn the exit status into 101.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "{}", f.message);
         }
         std::process::exit(f.code);
     }

@@ -1,4 +1,5 @@
-//! `ferrymq relay --listen ADDR:PORT --target ADDR:PORT --rtt-ms N`: a TCP relay that adds latency.
+//! `ferrymq relay --listen ADDR:PORT --target ADDR:PORT --rtt-ms N [--mbps M]`: a TCP relay that
+//! adds latency (and, with `--mbps`, limits each direction's bandwidth, as a WAN link does).
 //! Each direction of each connection is delayed by half the round trip, keeping byte order and
 //! bandwidth: every chunk read is stamped with its arrival time and written out at arrival + delay,
 //! while later chunks keep arriving (the delay is a pipe's length, not a per-chunk wait). It stands in
@@ -27,10 +28,22 @@ fn other(m: impl Into<String>) -> Fail {
     }
 }
 
-/// Copies `from` to `to` through a delay line of `delay`.
-fn pipe(mut from: TcpStream, mut to: TcpStream, delay: Duration, bytes: Arc<AtomicU64>) {
-    let (tx, rx) = sync_channel::<(Instant, Vec<u8>)>(CHUNKS_IN_FLIGHT_MAX);
-    let writer = std::thread::spawn(move || write_side(rx, &mut to));
+/// Copies `from` to `to` through a delay line of `delay`, at most `bytes_per_s` when set.
+fn pipe(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    delay: Duration,
+    bytes_per_s: Option<f64>,
+    bytes: Arc<AtomicU64>,
+) {
+    // A link limited in bandwidth holds little more than what is on the wire: the sender feels
+    // the limit through TCP instead of filling the relay.
+    let in_flight = match bytes_per_s {
+        Some(rate) => ((rate * (delay.as_secs_f64() + 0.05)) as usize / CHUNK_BYTES).clamp(2, 64),
+        None => CHUNKS_IN_FLIGHT_MAX,
+    };
+    let (tx, rx) = sync_channel::<(Instant, Vec<u8>)>(in_flight);
+    let writer = std::thread::spawn(move || write_side(rx, &mut to, bytes_per_s));
     let mut buf = vec![0u8; CHUNK_BYTES];
     loop {
         match from.read(&mut buf) {
@@ -51,14 +64,20 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, delay: Duration, bytes: Arc<Atom
     let _ = from.shutdown(Shutdown::Read);
 }
 
-fn write_side(rx: Receiver<(Instant, Vec<u8>)>, to: &mut TcpStream) {
+fn write_side(rx: Receiver<(Instant, Vec<u8>)>, to: &mut TcpStream, bytes_per_s: Option<f64>) {
+    // With a bandwidth limit, a chunk leaves no earlier than the previous one has drained.
+    let mut free_at = Instant::now();
     while let Ok((due, chunk)) = rx.recv() {
+        let due = due.max(free_at);
         let now = Instant::now();
         if due > now {
             std::thread::sleep(due - now);
         }
         if to.write_all(&chunk).is_err() {
             return;
+        }
+        if let Some(rate) = bytes_per_s {
+            free_at = due + Duration::from_secs_f64(chunk.len() as f64 / rate);
         }
     }
     // The source closed: pass the end of stream on, after everything before it.
@@ -70,6 +89,7 @@ fn relay_one(
     client: TcpStream,
     target: &str,
     delay: Duration,
+    bytes_per_s: Option<f64>,
     bytes: Arc<AtomicU64>,
 ) -> Result<(), String> {
     let server =
@@ -82,8 +102,8 @@ fn relay_one(
         server.try_clone().map_err(|e| e.to_string())?,
     );
     let b2 = bytes.clone();
-    std::thread::spawn(move || pipe(c2, s2, delay, b2));
-    std::thread::spawn(move || pipe(server, client, delay, bytes));
+    std::thread::spawn(move || pipe(c2, s2, delay, bytes_per_s, b2));
+    std::thread::spawn(move || pipe(server, client, delay, bytes_per_s, bytes));
     Ok(())
 }
 
@@ -96,6 +116,7 @@ pub fn run(args: &[String]) -> Res {
             Flag::Value("--target"),
             Flag::Value("--rtt-ms"),
             Flag::Value("--seconds"),
+            Flag::Value("--mbps"),
         ],
     )
     .map_err(other)?;
@@ -112,6 +133,11 @@ pub fn run(args: &[String]) -> Res {
         return Err(other("relay: --rtt-ms must be 0..60000"));
     }
     let seconds: Option<f64> = p.num("--seconds").map_err(other)?;
+    let mbps: Option<f64> = p.num("--mbps").map_err(other)?;
+    if mbps.is_some_and(|m| !(m > 0.0 && m <= 1_000_000.0)) {
+        return Err(other("relay: --mbps must be above 0 and at most 1000000"));
+    }
+    let bytes_per_s = mbps.map(|m| m * 1_000_000.0 / 8.0);
     let delay = Duration::from_secs_f64(rtt_ms / 2000.0);
     let listener = TcpListener::bind(&listen)
         .map_err(|e| other(format!("relay: cannot listen on {listen}: {e}")))?;
@@ -137,7 +163,7 @@ pub fn run(args: &[String]) -> Res {
         match listener.accept() {
             Ok((s, _)) => {
                 let _ = s.set_nonblocking(false);
-                if let Err(e) = relay_one(s, &target, delay, bytes.clone()) {
+                if let Err(e) = relay_one(s, &target, delay, bytes_per_s, bytes.clone()) {
                     eprintln!("{e}");
                 }
             }

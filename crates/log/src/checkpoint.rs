@@ -73,6 +73,8 @@ pub struct CheckpointWriter {
     tmp: PathBuf,
     out: Option<BufWriter<File>>,
     chunks: u64,
+    /// Renamed to its final name: nothing to clean up.
+    done: bool,
 }
 
 impl CheckpointWriter {
@@ -92,6 +94,7 @@ impl CheckpointWriter {
             tmp,
             out: Some(BufWriter::with_capacity(1 << 20, f)),
             chunks: 0,
+            done: false,
         })
     }
 
@@ -135,14 +138,18 @@ impl CheckpointWriter {
         let fin = self.dir.join(file_name(self.lsn));
         fs::rename(&self.tmp, &fin)
             .ctx(|| format!("renaming {} to {}", self.tmp.display(), fin.display()))?;
+        self.done = true;
         sync_dir(&self.dir)?;
         Ok(fin)
     }
 }
 
 impl Drop for CheckpointWriter {
+    /// An unfinished manifest — abandoned, or failed anywhere before its rename (a full disk
+    /// fails the flush of the buffered bytes, after `out` is taken) — leaves no `.tmp` behind.
     fn drop(&mut self) {
-        if self.out.take().is_some() {
+        drop(self.out.take());
+        if !self.done {
             let _ = fs::remove_file(&self.tmp);
         }
     }

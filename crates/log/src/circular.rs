@@ -21,7 +21,10 @@ use crate::control::{self, Control};
 use crate::durability::Durability;
 use crate::error::{IoContext, LogError};
 use crate::record::{encode_into, HEADER_LEN};
-use crate::recovery::{read_record_at, scan, Found, RingReader};
+use crate::recovery::{
+    read_record_at, scan, write_filler, DamagePolicy, DiscardedSpan, Found, RingReader, SpanKind,
+    FILLER_KIND,
+};
 use crate::ring::{Geometry, RingFiles};
 use crate::tail::TailCache;
 use crate::writer::{self, Shared, State, WaitState};
@@ -73,9 +76,55 @@ pub struct Recovered {
     pub records: Vec<LogRecord>,
     /// First byte after the last valid record; new appends start here.
     pub tail_lsn: Lsn,
-    /// Size of the bad record dropped at the tail (0 on a clean end).
+    /// Bytes not replayed: the total of `discarded` (0 on a clean end).
     pub discarded_tail_bytes: u64,
+    /// How the log ended, when it did not end cleanly.
     pub tail_problem: Option<TailProblem>,
+    /// Every span recovery did not replay, in LSN order: skipped damage
+    /// (valid records after it were kept) and the damaged tail.
+    pub discarded: Vec<DiscardedSpan>,
+    /// LSN of the first filler record among `records`' positions: damage an
+    /// earlier recovery skipped (records after it may depend on what it lost).
+    pub first_filler: Option<Lsn>,
+}
+
+impl Recovered {
+    /// True when something recovery did not replay may have been
+    /// acknowledged to an application (see [`DiscardedSpan::may_hold_acknowledged`]).
+    pub fn may_have_lost_acknowledged(&self) -> bool {
+        self.discarded
+            .iter()
+            .any(DiscardedSpan::may_hold_acknowledged)
+    }
+
+    /// One line per discarded span, for an error log: what, where, how much.
+    pub fn describe_discarded(&self) -> Vec<String> {
+        self.discarded
+            .iter()
+            .map(|s| {
+                let what = match s.kind {
+                    SpanKind::Skipped => "damaged, skipped (the records after it were kept)",
+                    SpanKind::TornTail => "torn tail (never completely written), cut",
+                    SpanKind::CorruptTail if s.intact_records > 0 => {
+                        "damaged, cut with the intact records after it"
+                    }
+                    SpanKind::CorruptTail => "damaged tail record, cut",
+                };
+                let records = if s.damaged_records > 0 {
+                    format!("{} damaged record(s)", s.damaged_records)
+                } else {
+                    "damaged bytes of unknown record count".to_string()
+                };
+                format!(
+                    "LSN {}..{} ({} bytes): {what}; {records}, {} intact record(s) dropped",
+                    s.from,
+                    s.to,
+                    s.bytes(),
+                    s.intact_records
+                )
+            })
+            .collect()
+    }
 }
 
 /// The circular recovery log. `Send + Sync`; share it through an `Arc`.
@@ -114,9 +163,25 @@ impl RecoveryLog {
     /// the tail is found and when damage is refused), and starts the writer
     /// thread. `on_durable` is called from the writer thread each time the
     /// durable LSN advances; keep it cheap, it delays the next group commit.
+    ///
+    /// A damaged record followed by valid records in the same sync window ends
+    /// the log there ([`DamagePolicy::TruncateAtDamage`]); see
+    /// [`open_with`](Self::open_with) to keep the records after it.
     pub fn open(
         cfg: &LogConfig,
         on_durable: Box<dyn Fn(Lsn) + Send + Sync>,
+    ) -> Result<(RecoveryLog, Recovered), LogError> {
+        Self::open_with(cfg, on_durable, DamagePolicy::TruncateAtDamage)
+    }
+
+    /// [`open`](Self::open) with the given policy for damage that valid
+    /// records follow. With [`DamagePolicy::SkipDamagedRecords`] each skipped
+    /// span is overwritten with a filler record before the writer starts, so
+    /// the ring reads as one chain again and the damage is reported once.
+    pub fn open_with(
+        cfg: &LogConfig,
+        on_durable: Box<dyn Fn(Lsn) + Send + Sync>,
+        policy: DamagePolicy,
     ) -> Result<(RecoveryLog, Recovered), LogError> {
         let ctl = control::read(&cfg.dir)?;
         if ctl.primary_files != cfg.primary_files || ctl.file_pages != cfg.file_pages {
@@ -140,7 +205,10 @@ impl RecoveryLog {
             )));
         }
         let files = RingFiles::open(&cfg.dir, geo)?;
-        let out = scan(&files, ctl.checkpoint_lsn)?;
+        let out = scan(&files, ctl.checkpoint_lsn, policy)?;
+        for s in out.spans.iter().filter(|s| s.kind == SpanKind::Skipped) {
+            write_filler(&files, s.from, s.to)?;
+        }
         if out.scrub_end > out.tail {
             files.zero_range(out.tail, out.scrub_end)?;
         }
@@ -177,8 +245,10 @@ impl RecoveryLog {
             checkpoint_lsn: ctl.checkpoint_lsn,
             records: out.records,
             tail_lsn: tail,
-            discarded_tail_bytes: out.discarded,
+            discarded_tail_bytes: out.spans.iter().map(DiscardedSpan::bytes).sum(),
             tail_problem: out.problem,
+            discarded: out.spans,
+            first_filler: out.first_filler,
         };
         Ok((
             RecoveryLog {
@@ -211,6 +281,11 @@ impl RecoveryLog {
     }
 
     fn append_quietly(&self, kind: u8, parts: &[&[u8]]) -> Result<Lsn, LogError> {
+        if kind == FILLER_KIND {
+            return Err(LogError::Invalid(format!(
+                "record kind {FILLER_KIND} is reserved to the log itself"
+            )));
+        }
         let len: usize = parts.iter().map(|p| p.len()).sum();
         let max = self.shared.geo.max_payload();
         if len > max {
@@ -401,6 +476,10 @@ impl RecoveryLog {
                     )))
                 }
             };
+            if rec.kind == FILLER_KIND {
+                pos = rec.end_lsn();
+                continue;
+            }
             if !out.is_empty() && total + rec.payload.len() > max_bytes {
                 break;
             }

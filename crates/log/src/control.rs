@@ -96,19 +96,29 @@ pub(crate) fn read(dir: &Path) -> Result<Control, LogError> {
 pub(crate) fn write(dir: &Path, c: &Control) -> Result<(), LogError> {
     let tmp = dir.join(TMP_NAME);
     let fin = path(dir);
-    {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .ctx(|| format!("creating {}", tmp.display()))?;
-        f.write_all(&c.encode())
-            .ctx(|| format!("writing {}", tmp.display()))?;
-        f.sync_all().ctx(|| format!("syncing {}", tmp.display()))?;
+    let r = write_tmp(&tmp, c)
+        .and_then(|()| {
+            fs::rename(&tmp, &fin)
+                .ctx(|| format!("renaming {} to {}", tmp.display(), fin.display()))
+        })
+        .and_then(|()| sync_dir(dir));
+    if r.is_err() {
+        // A failed write (a full disk) leaves the old control file in force and no debris.
+        let _ = fs::remove_file(&tmp);
     }
-    fs::rename(&tmp, &fin).ctx(|| format!("renaming {} to {}", tmp.display(), fin.display()))?;
-    sync_dir(dir)
+    r
+}
+
+fn write_tmp(tmp: &Path, c: &Control) -> Result<(), LogError> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(tmp)
+        .ctx(|| format!("creating {}", tmp.display()))?;
+    f.write_all(&c.encode())
+        .ctx(|| format!("writing {}", tmp.display()))?;
+    f.sync_all().ctx(|| format!("syncing {}", tmp.display()))
 }
 
 #[cfg(test)]

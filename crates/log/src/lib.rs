@@ -20,6 +20,7 @@ mod tail;
 mod writer;
 
 pub mod checkpoint;
+pub mod inspect;
 pub mod segments;
 
 pub use checkpoint::{CheckpointReader, CheckpointWriter};
@@ -28,7 +29,8 @@ pub use durability::{Durability, ParseDurabilityError};
 pub use error::LogError;
 /// Bytes a record occupies in the log beyond its payload.
 pub use record::HEADER_LEN as RECORD_HEADER_LEN;
-pub use segments::{SegmentStore, StoreLoc};
+pub use recovery::{DamagePolicy, DiscardedSpan, SpanKind};
+pub use segments::{SegmentScan, SegmentStore, StoreLoc};
 
 /// A position in the infinite logical byte stream of the recovery log; the
 /// first record starts at LSN 0. A record's end LSN is its start LSN plus its

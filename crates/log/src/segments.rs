@@ -25,6 +25,9 @@ use crate::error::{IoContext, LogError};
 use crate::fsutil::sync_dir;
 use crate::record::{encode_into, Header, HEADER_LEN};
 
+/// How far past a damaged record `scan_report` looks for the next one that verifies.
+const RESYNC_SEARCH_BYTES: usize = 16 << 20;
+
 /// Size past which `append` rolls to a new segment.
 pub const DEFAULT_SEGMENT_BYTES_MAX: u64 = 256 << 20;
 
@@ -74,6 +77,29 @@ fn parse_segment_name(name: &str) -> Option<u32> {
     digits.parse().ok().filter(|&n| n > 0)
 }
 
+/// What [`SegmentStore::scan_report`] found in one segment.
+#[derive(Debug, Default)]
+pub struct SegmentScan {
+    /// Every record that verifies: location, id, kind, payload.
+    pub records: Vec<(StoreLoc, u64, u8, Bytes)>,
+    /// Damaged spans `(offset, bytes)` with valid records after them.
+    pub damaged: Vec<(u64, u64)>,
+    /// Bytes at the end after the last valid record (a torn or damaged tail).
+    pub tail_ignored: u64,
+}
+
+/// The record at `off` of `raw` if it is complete and verifies: its header
+/// and end offset.
+fn verify_at(raw: &[u8], off: usize) -> Option<(Header, usize)> {
+    if off + HEADER_LEN > raw.len() {
+        return None;
+    }
+    let hdr: &[u8; HEADER_LEN] = raw[off..off + HEADER_LEN].try_into().ok()?;
+    let h = Header::decode(hdr);
+    let end = off.checked_add(HEADER_LEN + h.len as usize)?;
+    (end <= raw.len() && h.verifies(&raw[off + HEADER_LEN..end])).then_some((h, end))
+}
+
 /// Append-only segment files in one directory.
 pub struct SegmentStore {
     dir: PathBuf,
@@ -99,15 +125,32 @@ impl SegmentStore {
         Self::open_with_limit(dir, DEFAULT_SEGMENT_BYTES_MAX)
     }
 
+    /// Opens the store in `dir` for reading only (inspection tools): no new
+    /// current segment is created, so nothing in `dir` changes; appends fail.
+    pub fn open_existing(dir: &Path) -> Result<SegmentStore, LogError> {
+        Self::open_inner(dir, DEFAULT_SEGMENT_BYTES_MAX, false)
+    }
+
     /// Like [`open`](Self::open) with an explicit roll-over size.
     pub fn open_with_limit(dir: &Path, segment_bytes_max: u64) -> Result<SegmentStore, LogError> {
+        Self::open_inner(dir, segment_bytes_max, true)
+    }
+
+    fn open_inner(
+        dir: &Path,
+        segment_bytes_max: u64,
+        writable: bool,
+    ) -> Result<SegmentStore, LogError> {
         if segment_bytes_max == 0 || segment_bytes_max > MAX_OFFSET / 2 {
             return Err(LogError::Invalid(format!(
                 "segment_bytes_max {segment_bytes_max} must be between 1 and {}",
                 MAX_OFFSET / 2
             )));
         }
-        fs::create_dir_all(dir).ctx(|| format!("creating store directory {}", dir.display()))?;
+        if writable {
+            fs::create_dir_all(dir)
+                .ctx(|| format!("creating store directory {}", dir.display()))?;
+        }
         let mut segments = BTreeSet::new();
         for entry in
             fs::read_dir(dir).ctx(|| format!("listing store directory {}", dir.display()))?
@@ -136,7 +179,9 @@ impl SegmentStore {
             dir_dirty: false,
             scratch: Vec::new(),
         };
-        store.create_segment(current)?;
+        if writable {
+            store.create_segment(current)?;
+        }
         Ok(store)
     }
 
@@ -211,8 +256,14 @@ impl SegmentStore {
         encode_into(&mut buf, id, kind, &[payload], payload.len() as u32);
         let offset = self.current_len;
         let seg = self.current;
-        let res = self.file(seg)?.write_all_at(&buf, offset);
+        let file = self.file(seg)?;
+        let res = file.write_all_at(&buf, offset);
         self.scratch = buf;
+        if res.is_err() {
+            // A partly written record (a full disk) is cut off: the next append starts at the same
+            // offset anyway, and the space goes back to the filesystem now.
+            let _ = file.set_len(offset);
+        }
         res.ctx(|| {
             format!(
                 "writing {rec_len} bytes to {} at offset {offset}",
@@ -269,9 +320,43 @@ impl SegmentStore {
         Ok((h.tag, h.kind, payload))
     }
 
-    /// Every valid record of `segment`, in order; stops at the first record
-    /// that is incomplete or fails its checksum (a torn tail).
+    /// Reads and verifies the record at `offset` of `segment` whose length is
+    /// not known: `(location, id, kind, payload)`.
+    pub fn read_at(
+        &self,
+        segment: u32,
+        offset: u64,
+    ) -> Result<(StoreLoc, u64, u8, Bytes), LogError> {
+        let f = self.file(segment)?;
+        let mut hdr = [0u8; HEADER_LEN];
+        f.read_exact_at(&mut hdr, offset).ctx(|| {
+            format!(
+                "reading a record header at offset {offset} of segment {}",
+                self.path(segment).display()
+            )
+        })?;
+        let loc = StoreLoc {
+            segment,
+            offset,
+            len: Header::decode(&hdr).len,
+        };
+        let (id, kind, payload) = self.read(loc)?;
+        Ok((loc, id, kind, payload))
+    }
+
+    /// Every valid record of `segment`, in order, skipping damaged ones (see
+    /// [`scan_report`](Self::scan_report), which also says what was skipped).
     pub fn scan(&self, segment: u32) -> Result<Vec<(StoreLoc, u64, u8, Bytes)>, LogError> {
+        Ok(self.scan_report(segment)?.records)
+    }
+
+    /// Every valid record of `segment`, in order. A record that fails its
+    /// checksum does not hide the ones after it: the scan resumes at the next
+    /// offset where a record verifies (first where the damaged header's own
+    /// length points, then byte by byte) and reports the span it skipped. A
+    /// span with no valid record after it is the segment's tail (torn, or
+    /// damaged at the end).
+    pub fn scan_report(&self, segment: u32) -> Result<SegmentScan, LogError> {
         let f = self.file(segment)?;
         let path = self.path(segment);
         let len = f
@@ -283,32 +368,58 @@ impl SegmentStore {
             .ctx(|| format!("reading segment {}", path.display()))?;
         // One allocation; payloads are zero-copy slices of it.
         let raw = Bytes::from(raw);
-        let mut out = Vec::new();
+        let mut out = SegmentScan::default();
         let mut off = 0usize;
-        while off + HEADER_LEN <= raw.len() {
-            let hdr: &[u8; HEADER_LEN] = raw[off..off + HEADER_LEN]
-                .try_into()
-                .expect("header length");
-            let h = Header::decode(hdr);
-            let end = off + HEADER_LEN + h.len as usize;
-            if end > raw.len() || !h.verifies(&raw[off + HEADER_LEN..end]) {
-                break;
+        while off < raw.len() {
+            if let Some((h, end)) = verify_at(&raw, off) {
+                let loc = StoreLoc {
+                    segment,
+                    offset: off as u64,
+                    len: h.len,
+                };
+                out.records
+                    .push((loc, h.tag, h.kind, raw.slice(off + HEADER_LEN..end)));
+                off = end;
+                continue;
             }
-            let loc = StoreLoc {
-                segment,
-                offset: off as u64,
-                len: h.len,
-            };
-            out.push((loc, h.tag, h.kind, raw.slice(off + HEADER_LEN..end)));
-            off = end;
+            // Where the damaged header says the next record starts, if a
+            // record verifies there; else the next offset where one does.
+            let claimed = (off + HEADER_LEN <= raw.len())
+                .then(|| {
+                    let hdr: &[u8; HEADER_LEN] = raw[off..off + HEADER_LEN]
+                        .try_into()
+                        .expect("header length");
+                    off + HEADER_LEN + Header::decode(hdr).len as usize
+                })
+                .filter(|&e| e < raw.len() && verify_at(&raw, e).is_some());
+            // The byte-by-byte search is bounded: each candidate may cost a checksum over the
+            // length its bytes claim. (A reader that knows where a record is uses `read_at`.)
+            let search_end = raw
+                .len()
+                .saturating_sub(HEADER_LEN - 1)
+                .min(off + RESYNC_SEARCH_BYTES);
+            let next = claimed
+                .or_else(|| (off + HEADER_LEN..search_end).find(|&o| verify_at(&raw, o).is_some()));
+            match next {
+                Some(n) => {
+                    out.damaged.push((off as u64, (n - off) as u64));
+                    off = n;
+                }
+                None => {
+                    out.tail_ignored = (raw.len() - off) as u64;
+                    tracing::warn!(
+                        segment = %path.display(),
+                        offset = off,
+                        ignored_bytes = raw.len() - off,
+                        "message store segment ends with an incomplete or damaged record; ignoring the rest"
+                    );
+                    break;
+                }
+            }
         }
-        if off < raw.len() {
-            tracing::warn!(
-                segment = %path.display(),
-                offset = off,
-                ignored_bytes = raw.len() - off,
-                "message store segment ends with an incomplete or damaged record; ignoring the rest"
-            );
+        for (o, n) in &out.damaged {
+            tracing::warn!(segment = %path.display(), offset = o, bytes = n,
+                "message store segment: damaged record skipped");
         }
         Ok(out)
     }

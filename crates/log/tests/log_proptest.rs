@@ -26,7 +26,7 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        6 => (0usize..3000, any::<u8>()).prop_map(|(len, kind)| Op::Append { len, kind }),
+        6 => (0usize..3000, 0u8..=254).prop_map(|(len, kind)| Op::Append { len, kind }),
         1 => any::<usize>().prop_map(|pick| Op::Checkpoint { pick }),
         1 => any::<bool>().prop_map(|clean| Op::Reopen { clean }),
     ]

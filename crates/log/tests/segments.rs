@@ -82,7 +82,7 @@ fn appends_roll_to_a_new_segment_past_the_size_limit() {
 }
 
 #[test]
-fn scan_stops_at_a_torn_segment_tail_and_read_detects_corruption() {
+fn scan_stops_at_a_torn_segment_tail_skips_a_damaged_record_and_read_detects_corruption() {
     let tmp = tempfile::tempdir().unwrap();
     let mut store = SegmentStore::open(tmp.path()).unwrap();
     let locs: Vec<_> = (0..5)
@@ -105,7 +105,14 @@ fn scan_stops_at_a_torn_segment_tail_and_read_detects_corruption() {
     std::fs::write(&path, &raw).unwrap();
     let store = SegmentStore::open(tmp.path()).unwrap();
     assert!(matches!(store.read(locs[2]), Err(LogError::Damaged(_))));
-    assert_eq!(store.scan(1).unwrap().len(), 2);
+    // The scan skips the damaged record and keeps the one after it, saying
+    // which bytes it skipped and which it ignored at the torn end.
+    let rep = store.scan_report(1).unwrap();
+    let ids: Vec<u64> = rep.records.iter().map(|r| r.1).collect();
+    assert_eq!(ids, vec![0, 1, 3]);
+    assert_eq!(rep.damaged, vec![(locs[2].offset, 117)]);
+    assert_eq!(rep.tail_ignored, 50);
+    assert_eq!(store.scan(1).unwrap().len(), 3);
     // A location whose length disagrees with the header is refused too.
     let wrong = StoreLoc { len: 99, ..locs[1] };
     assert!(store.read(wrong).is_err());
@@ -145,4 +152,42 @@ fn remove_unreferenced_keeps_referenced_and_current_segments() {
     drop(store);
     let store = SegmentStore::open(tmp.path()).unwrap();
     assert_eq!(store.current_segment(), 7);
+}
+
+/// One flipped byte in a segment of many messages costs that message only,
+/// wherever in the record it lands (payload, id, length field).
+#[test]
+fn one_damaged_record_leaves_every_other_record_readable() {
+    for (what, at) in [("payload", 17 + 40), ("id", 9), ("length", 1), ("crc", 5)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut store = SegmentStore::open(tmp.path()).unwrap();
+        let locs: Vec<_> = (0..500)
+            .map(|i| {
+                store
+                    .append(i, 1, &body(i, 60 + (i as usize % 7) * 13))
+                    .unwrap()
+            })
+            .collect();
+        store.sync().unwrap();
+        drop(store);
+        let path = tmp.path().join("seg-00000001.dat");
+        let mut raw = std::fs::read(&path).unwrap();
+        raw[locs[123].offset as usize + at] ^= 0x10;
+        std::fs::write(&path, &raw).unwrap();
+        let store = SegmentStore::open(tmp.path()).unwrap();
+        let rep = store.scan_report(1).unwrap();
+        let ids: Vec<u64> = rep.records.iter().map(|r| r.1).collect();
+        let want: Vec<u64> = (0..500).filter(|&i| i != 123).collect();
+        assert_eq!(ids, want, "{what}");
+        assert_eq!(
+            rep.damaged,
+            vec![(locs[123].offset, 17 + u64::from(locs[123].len))],
+            "{what}"
+        );
+        assert_eq!(rep.tail_ignored, 0);
+        // Read by offset alone (the length from its header), as restart does for a message
+        // the scan could not reach.
+        assert_eq!(store.read_at(1, locs[124].offset).unwrap().0, locs[124]);
+        assert!(store.read_at(1, locs[123].offset).is_err(), "{what}");
+    }
 }

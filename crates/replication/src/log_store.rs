@@ -188,7 +188,8 @@ impl LogStorage {
             RecoveryLog::open(cfg, Box::new(move |lsn| on_durable.complete_upto(lsn)))?;
         if let Some(p) = rec.tail_problem {
             tracing::warn!(problem = ?p, bytes = rec.discarded_tail_bytes,
-                "Raft log had a torn or corrupt tail; the unacknowledged record was dropped");
+                spans = ?rec.describe_discarded(),
+                "Raft log had a torn or corrupt tail, cut there (the leader resends what a replica lacks)");
         }
         let log = Arc::new(log);
         let mut st = State {

@@ -41,6 +41,10 @@ impl QmPaths {
     pub fn lock_file(&self) -> PathBuf {
         self.dir.join("qm.lock")
     }
+    /// How the last run ended (`qmgr::EndStatus`), read by `endmqm -w`.
+    pub fn end_status(&self) -> PathBuf {
+        self.dir.join("qm.end")
+    }
     pub fn error_log(&self) -> PathBuf {
         self.dir.join("errors").join("qm.log")
     }

@@ -203,7 +203,7 @@ impl Proposals {
                 st.trace.0 += 1;
                 st.trace.1 += at.elapsed().as_micros() as u64;
                 if st.trace.2.elapsed() > Duration::from_secs(2) {
-                    eprintln!(
+                    crate::qm_log!(
                         "trace: {} batches, {} records, avg commit {} us",
                         st.trace.0,
                         last - st.trace.3,
@@ -407,12 +407,12 @@ impl HaApp {
                             }
                         }
                         if let Err(e) = ini.save(&self.ini) {
-                            eprintln!("ferrymq: cannot record the preferred instance: {e}");
+                            crate::qm_log!("ferrymq: cannot record the preferred instance: {e}");
                         }
                     }
-                    Err(e) => eprintln!("ferrymq: cannot record the preferred instance: {e}"),
+                    Err(e) => crate::qm_log!("ferrymq: cannot record the preferred instance: {e}"),
                 }
-                eprintln!(
+                crate::qm_log!(
                     "ferrymq: preferred instance is now {}",
                     name.as_deref().unwrap_or("none")
                 );
@@ -439,7 +439,7 @@ impl HaApp {
                     });
                 }
             }
-            _ => eprintln!("ferrymq: unknown HA control record '{text}'; ignored"),
+            _ => crate::qm_log!("ferrymq: unknown HA control record '{text}'; ignored"),
         }
     }
 }
@@ -494,9 +494,10 @@ impl Apply for HaApp {
             return;
         }
         if rec.kind != KIND_ENGINE_BATCH {
-            eprintln!(
+            crate::qm_log!(
                 "ferrymq: replicated entry {} has unknown kind {}; ignored",
-                log_id.index, rec.kind
+                log_id.index,
+                rec.kind
             );
             return;
         }
@@ -511,7 +512,7 @@ impl Apply for HaApp {
             if let Err(e) = res {
                 // The group committed a record this engine cannot apply: its state can no longer
                 // be trusted. Restart and rebuild from the checkpoint and the log.
-                eprintln!(
+                crate::qm_log!(
                     "ferrymq: cannot apply replicated entry {}: {e}; restarting this instance",
                     log_id.index
                 );
@@ -575,7 +576,7 @@ impl Apply for HaApp {
 /// can no longer trust its engine (deposed while active, Raft stopped). The pid stays the same.
 pub fn restart_instance(why: &str) -> ! {
     use std::os::unix::process::CommandExt;
-    eprintln!("ferrymq: restarting this instance as a replica: {why}");
+    crate::qm_log!("ferrymq: restarting this instance as a replica: {why}");
     let exe = std::env::current_exe();
     let err = match exe {
         Ok(exe) => std::process::Command::new(exe)
@@ -583,7 +584,7 @@ pub fn restart_instance(why: &str) -> ! {
             .exec(),
         Err(e) => e,
     };
-    eprintln!("ferrymq: cannot restart ({err}); exiting");
+    crate::qm_log!("ferrymq: cannot restart ({err}); exiting");
     std::process::exit(1)
 }
 
@@ -976,7 +977,7 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
                 Ok(applied) => {
                     h.active.store(true, Ordering::Release);
                     activate();
-                    eprintln!(
+                    crate::qm_log!(
                         "ferrymq: instance '{}' is now the active instance (term {}, log index {}), {} ms after its election",
                         h.cfg.local,
                         m.current_term,
@@ -989,9 +990,10 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
                     // quorum (a partition): say so once per term, then retry quietly.
                     if failed_term != m.current_term {
                         failed_term = m.current_term;
-                        eprintln!(
+                        crate::qm_log!(
                             "ferrymq: instance '{}' leads term {} but cannot take over yet: {why}",
-                            h.cfg.local, m.current_term
+                            h.cfg.local,
+                            m.current_term
                         );
                     }
                     h.app.own_term.store(0, Ordering::Release);

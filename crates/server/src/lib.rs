@@ -12,6 +12,7 @@ mod conn;
 mod core;
 mod dispatch;
 pub mod dr;
+pub mod errlog;
 pub mod ha;
 mod listeners;
 pub mod lsn;
@@ -21,4 +22,4 @@ pub mod storage;
 mod wait_timer;
 
 pub use config::{ferrymq_home, Ini, QmConfig, QmPaths};
-pub use qmgr::{create_storage, run};
+pub use qmgr::{create_storage, dr_recovered_mark, run};

@@ -35,14 +35,14 @@ pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
     let listener = TcpListener::bind(&addr)
         .await
         .map_err(|e| format!("cannot listen for metrics on {addr}: {e}"))?;
-    eprintln!("ferrymq: Prometheus metrics on http://{addr}/metrics");
+    crate::qm_log!("ferrymq: Prometheus metrics on http://{addr}/metrics");
     tokio::spawn(async move {
         loop {
             let (sock, _) = match listener.accept().await {
                 Ok(s) => s,
                 Err(e) => {
                     // Out of descriptors or similar: the queue manager carries on regardless.
-                    eprintln!("ferrymq: accepting a metrics connection failed: {e}");
+                    crate::qm_log!("ferrymq: accepting a metrics connection failed: {e}");
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }

@@ -140,6 +140,26 @@ pub(crate) fn instance_id() -> u64 {
     z ^ (z >> 31)
 }
 
+/// The DR position the ended queue manager's recovered state holds (`None`: it holds no complete
+/// image of any primary's stream — a secondary that never finished a full copy). Recovers it as
+/// `strmqm` would (newest checkpoint, then the log), without starting it. For `makedrprimary`.
+pub fn dr_recovered_mark(
+    paths: &QmPaths,
+    cfg: &QmConfig,
+) -> Result<Option<ferrymq_engine::records::DrMark>, String> {
+    let (storage, engine, _) = Storage::open(
+        paths,
+        cfg,
+        engine_config(cfg),
+        Box::new(|_| {}),
+        Box::new(|| {}),
+    )?;
+    let mark = engine.dr_state().mark;
+    drop(engine);
+    storage.close()?;
+    Ok(mark)
+}
+
 fn engine_config(cfg: &QmConfig) -> EngineConfig {
     EngineConfig {
         qmgr_name: cfg.name.clone(),
@@ -160,6 +180,7 @@ pub fn create_storage(paths: &QmPaths) -> Result<(), String> {
 /// Runs the queue manager in this process until it is ended. Prints its progress to stderr (the
 /// queue manager's error log when started by `strmqm`).
 pub fn run(paths: &QmPaths) -> Result<(), String> {
+    crate::errlog::install();
     std::fs::create_dir_all(paths.dir.join("errors")).map_err(|e| e.to_string())?;
     let lock = File::options()
         .create(true)
@@ -179,12 +200,173 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
             return Err(format!("cannot lock {}: {e}", paths.lock_file().display()))
         }
     }
-    let cfg = QmConfig::from_ini(&Ini::load(&paths.ini())?)?;
-    if cfg.ha.is_some() {
-        let r = run_ha(paths, cfg);
-        drop(lock);
-        return r;
+    let status = EndStatus::begin(paths);
+    let r = Ini::load(&paths.ini())
+        .and_then(|ini| QmConfig::from_ini(&ini))
+        .and_then(|cfg| {
+            if cfg.ha.is_some() {
+                run_ha(paths, cfg)
+            } else {
+                run_standalone(paths, cfg)
+            }
+        });
+    // Recorded before the lock is released: `endmqm -w` reads it once the lock is free.
+    status.record(&r);
+    drop(lock);
+    r
+}
+
+/// `qm.end`: how the last run of the queue manager ended, for `endmqm -w` (which is not the
+/// process's parent and cannot see its exit status). The record is written in place over bytes
+/// written at start-up, so that recording the end needs no new disk space: an end whose final
+/// checkpoint failed on a full disk can still say so. `RUNNING` until then, so a process that
+/// died without recording anything is told apart from one that ended.
+pub struct EndStatus(Option<File>);
+
+/// Size of the `qm.end` record.
+const END_STATUS_BYTES: usize = 1024;
+
+impl EndStatus {
+    fn begin(paths: &QmPaths) -> EndStatus {
+        let path = paths.end_status();
+        let f = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .ok();
+        let s = EndStatus(f);
+        if !s.write(&format!("RUNNING {}", std::process::id())) {
+            // No space even for this: leave no stale record of an earlier run.
+            crate::qm_log!(
+                "ferrymq: cannot write {}; endmqm -w will not know how this run ends",
+                path.display()
+            );
+            let _ = std::fs::remove_file(&path);
+            return EndStatus(None);
+        }
+        s
     }
+
+    fn write(&self, text: &str) -> bool {
+        use std::os::unix::fs::FileExt;
+        let Some(f) = &self.0 else { return false };
+        let mut rec = vec![b' '; END_STATUS_BYTES];
+        let mut n = text.len().min(END_STATUS_BYTES - 1);
+        while !text.is_char_boundary(n) {
+            n -= 1;
+        }
+        rec[..n].copy_from_slice(&text.as_bytes()[..n]);
+        rec[END_STATUS_BYTES - 1] = b'\n';
+        f.write_all_at(&rec, 0).is_ok() && f.sync_data().is_ok()
+    }
+
+    fn record(&self, r: &Result<(), String>) {
+        let text = match r {
+            Ok(()) => "ENDED".to_string(),
+            Err(e) => format!("FAILED {e}"),
+        };
+        if self.0.is_some() && !self.write(&text) {
+            crate::qm_log!("ferrymq: cannot record how this run ended in qm.end");
+        }
+    }
+
+    /// Reads `qm.end`: `Some(Ok(()))` for a clean end, `Some(Err(why))` for an end that failed,
+    /// `None` when nothing says how the last run ended (it died, or could not record it).
+    pub fn read(paths: &QmPaths) -> Option<Result<(), String>> {
+        let text = std::fs::read_to_string(paths.end_status()).ok()?;
+        let text = text.trim_end();
+        if text == "ENDED" {
+            Some(Ok(()))
+        } else {
+            text.strip_prefix("FAILED ")
+                .map(|why| Err(why.trim().to_string()))
+        }
+    }
+}
+
+/// How long a failed checkpoint waits before its first retry; the wait doubles up to
+/// `CHECKPOINT_RETRY_MAX`.
+const CHECKPOINT_RETRY_FIRST: Duration = Duration::from_millis(250);
+const CHECKPOINT_RETRY_MAX: Duration = Duration::from_secs(2);
+
+/// The checkpointer thread: a checkpoint when the log is filling up (`pressure`) or every
+/// `interval` while anything was logged; a failed one (a full disk) is retried with back-off until
+/// one succeeds, and nothing it meets — not an error, not a panic, not an unwritable error log —
+/// ends the thread before `stop`.
+fn checkpointer(
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+    pressure: std_mpsc::Receiver<()>,
+    interval: Duration,
+) {
+    let mut last = shared.storage.ring().end_lsn();
+    let mut failures: u32 = 0;
+    let mut last_error = String::new();
+    while !stop.load(Ordering::Acquire) {
+        let due = if failures == 0 {
+            pressure.recv_timeout(interval).is_ok()
+        } else {
+            // Back off whatever the pressure: appends keep asking while the log stays full.
+            let wait = CHECKPOINT_RETRY_FIRST
+                .saturating_mul(1 << (failures - 1).min(8))
+                .min(CHECKPOINT_RETRY_MAX);
+            let until = std::time::Instant::now() + wait;
+            while !stop.load(Ordering::Acquire) {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                let _ = pressure.recv_timeout(left);
+            }
+            true
+        };
+        if stop.load(Ordering::Acquire) {
+            break;
+        }
+        let end = shared.storage.ring().end_lsn();
+        if !due && end == last {
+            continue;
+        }
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shared.checkpoint()))
+            .unwrap_or_else(|p| Err(format!("the checkpoint panicked: {}", panic_text(&p))));
+        match r {
+            Ok(rep) => {
+                if failures > 0 {
+                    crate::qm_log!(
+                        "ferrymq: checkpoint succeeded after {failures} failed attempt(s) (LSN {}, {} persistent messages); the recovery log has room again",
+                        rep.lsn, rep.messages
+                    );
+                }
+                failures = 0;
+                last_error.clear();
+                last = end;
+            }
+            Err(e) => {
+                failures = failures.saturating_add(1);
+                // The first failure, a new error, and then ever more rarely: a disk that stays
+                // full must not fill the error log (it cannot be written to anyway).
+                if failures.is_power_of_two() || e != last_error {
+                    crate::qm_log!(
+                        "ferrymq: checkpoint failed ({failures} in a row): {e}; retrying every {} s at most; persistent work stops once the recovery log is full",
+                        CHECKPOINT_RETRY_MAX.as_secs()
+                    );
+                }
+                last_error = e;
+            }
+        }
+    }
+}
+
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Runs a standalone (not replicated) queue manager until it is ended.
+fn run_standalone(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
     let (durable_tx, durable_rx) = crate::lsn::channel(0);
     let (ckpt_tx, ckpt_rx) = std_mpsc::sync_channel::<()>(1);
     let pressure_tx = ckpt_tx.clone();
@@ -212,15 +394,18 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
             let _ = pressure_tx.try_send(());
         }),
     )?;
-    eprintln!(
+    crate::qm_log!(
         "ferrymq: queue manager '{}' recovered in {} ms: checkpoint at LSN {}, {} persistent messages loaded, {} log records replayed{}",
         cfg.name,
         report.elapsed_ms,
         report.checkpoint_lsn,
         report.messages_loaded,
         report.records_replayed,
-        report.tail_problem.map(|t| format!("; log tail: {t}")).unwrap_or_default()
+        report.tail_problem.as_ref().map(|t| format!("; log tail: {t}")).unwrap_or_default()
     );
+    for line in report.discard_lines() {
+        crate::qm_log!("{line}");
+    }
     let (end_tx, end_rx) = watch::channel(None);
     let storage = Arc::new(storage);
     if let Some(g) = &gate {
@@ -242,6 +427,28 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
         dr.map(|d| (d, gate.clone())),
     ));
 
+    // A log recovered past the checkpoint trigger (a run that ended while its checkpoints
+    // failed) would refuse the first persistent work until a checkpoint ran: take it now, before
+    // accepting any. If it fails, the checkpointer retries.
+    {
+        let log = shared.storage.ring();
+        let trigger = log.capacity() * ferrymq_types::limits::LOG_CHECKPOINT_TRIGGER_PCT / 100;
+        if log.used_bytes() >= trigger {
+            let pct = log.used_bytes() * 100 / log.capacity().max(1);
+            match shared.checkpoint() {
+                Ok(r) => crate::qm_log!(
+                    "ferrymq: start-up checkpoint at LSN {} with {} persistent messages ({} newly stored): the recovered log was {}% full",
+                    r.lsn,
+                    r.messages,
+                    r.newly_stored,
+                    pct
+                ),
+                Err(e) => {
+                    crate::qm_log!("ferrymq: start-up checkpoint failed: {e}; the checkpointer retries")
+                }
+            }
+        }
+    }
     let stop_ckpt = Arc::new(AtomicBool::new(false));
     let ckpt_thread = {
         let shared = shared.clone();
@@ -249,22 +456,7 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
         let interval = Duration::from_millis(cfg.checkpoint_interval_ms.max(100));
         std::thread::Builder::new()
             .name("checkpointer".into())
-            .spawn(move || {
-                let mut last = shared.storage.ring().end_lsn();
-                while !stop.load(Ordering::Acquire) {
-                    let pressed = ckpt_rx.recv_timeout(interval).is_ok();
-                    if stop.load(Ordering::Acquire) {
-                        break;
-                    }
-                    let end = shared.storage.ring().end_lsn();
-                    if pressed || end != last {
-                        match shared.checkpoint() {
-                            Ok(_) => last = end,
-                            Err(e) => eprintln!("ferrymq: checkpoint failed: {e}"),
-                        }
-                    }
-                }
-            })
+            .spawn(move || checkpointer(shared, stop, ckpt_rx, interval))
             .map_err(|e| e.to_string())?
     };
 
@@ -282,12 +474,25 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
     let _ = std::fs::remove_file(paths.socket());
     let _ = std::fs::remove_file(paths.pid_file());
     served?;
-    let r = last.map_err(|e| format!("final checkpoint failed: {e}"))?;
-    eprintln!(
+    // An error goes to the error log (printed by run-qmgr) and to qm.end (for endmqm -w).
+    let r = last.map_err(|e| {
+        let log = shared.storage.ring();
+        let kept = log.wait_durable(log.end_lsn()).is_ok();
+        format!(
+            "its final checkpoint failed: {e}{}",
+            if kept {
+                "; nothing is lost: the recovery log holds all work since the last good checkpoint and the next start replays it"
+            } else {
+                ""
+            }
+        )
+    })?;
+    crate::qm_log!(
         "ferrymq: queue manager '{}' ended; final checkpoint at LSN {} with {} persistent messages",
-        cfg.name, r.lsn, r.messages
+        cfg.name,
+        r.lsn,
+        r.messages
     );
-    drop(lock);
     Ok(())
 }
 
@@ -389,7 +594,7 @@ fn run_ha(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
             .await
             .map_err(|e| format!("starting the replica: {e}"))??;
         let h = started.handle.clone();
-        eprintln!(
+        crate::qm_log!(
             "ferrymq: instance '{}' of queue manager '{}' started as a replica in {} ms (Raft log: {:?})",
             h.cfg.local,
             cfg.name,
@@ -425,7 +630,7 @@ fn run_ha(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
     let _ = std::fs::remove_file(paths.socket());
     let _ = std::fs::remove_file(paths.pid_file());
     served?;
-    eprintln!("ferrymq: instance of queue manager '{}' ended", cfg.name);
+    crate::qm_log!("ferrymq: instance of queue manager '{}' ended", cfg.name);
     Ok(())
 }
 
@@ -450,7 +655,7 @@ async fn serve(
             rt.spawn(ha::replicate(h.clone()));
             tokio::spawn(ha::monitor(h.clone(), move || {
                 if let Err(e) = start_listeners(&s2) {
-                    eprintln!("ferrymq: {e}");
+                    crate::qm_log!("ferrymq: {e}");
                 }
                 let source = Source::Raft {
                     log: h.replica.storage().clone(),
@@ -463,7 +668,7 @@ async fn serve(
     }
     std::fs::write(paths.pid_file(), format!("{}\n", std::process::id()))
         .map_err(|e| e.to_string())?;
-    eprintln!(
+    crate::qm_log!(
         "ferrymq: queue manager '{}' running (pid {}), bindings socket {}, TCP port {}",
         shared.cfg.name,
         std::process::id(),
@@ -496,7 +701,7 @@ async fn serve(
     drop(unix);
     shared.control.lock().stop_all();
     if mode == AdminAction::ShutdownControlled {
-        eprintln!("ferrymq: controlled end: waiting for applications to disconnect");
+        crate::qm_log!("ferrymq: controlled end: waiting for applications to disconnect");
         // Applications keep working until they disconnect; an immediate end or a signal cuts it short.
         loop {
             if shared.core.lock().engine.connection_count() == 0 {

@@ -16,7 +16,8 @@ use ferrymq_engine::{
 };
 use ferrymq_log::checkpoint::remove_older_than;
 use ferrymq_log::{
-    CheckpointReader, CheckpointWriter, LogConfig, LogError, RecoveryLog, SegmentStore, StoreLoc,
+    CheckpointReader, CheckpointWriter, DamagePolicy, LogConfig, LogError, RecoveryLog,
+    SegmentStore, SpanKind, StoreLoc,
 };
 use ferrymq_types::codec::{DecodeError, PutExt, Reader};
 use ferrymq_types::{MqError, Reason};
@@ -24,12 +25,38 @@ use parking_lot::Mutex;
 
 use crate::config::{QmConfig, QmPaths};
 
+/// Whether checkpoints are failing, so that a full log's reason says why it is full.
+#[derive(Default)]
+pub struct CheckpointHealth {
+    /// Consecutive failed checkpoints and the last one's error.
+    failing: Mutex<Option<(u32, String)>>,
+}
+
+impl CheckpointHealth {
+    fn record<T>(&self, r: &Result<T, String>) {
+        let mut f = self.failing.lock();
+        match r {
+            Ok(_) => *f = None,
+            Err(e) => {
+                let n = f.as_ref().map_or(0, |(n, _)| *n);
+                *f = Some((n + 1, e.clone()));
+            }
+        }
+    }
+
+    /// Consecutive failed checkpoints and the last error, while checkpoints fail.
+    pub fn failing(&self) -> Option<(u32, String)> {
+        self.failing.lock().clone()
+    }
+}
+
 /// The engine's log sink: appends to the ring and turns a full or failed log into MQ reasons.
 pub struct RingSink {
     log: Arc<RecoveryLog>,
     /// Wakes the checkpointer when the log is filling up.
     pub on_pressure: Box<dyn Fn() + Send>,
     trigger_bytes: u64,
+    health: Arc<CheckpointHealth>,
 }
 
 impl RingSink {
@@ -38,10 +65,23 @@ impl RingSink {
             (self.on_pressure)();
         }
         r.map_err(|e| match e {
-            LogError::Full { .. } => MqError::new(
-                Reason::RESOURCE_PROBLEM,
-                format!("the recovery log is full ({e}); a checkpoint is running to free space — retry, or enlarge the log with crtmqm -lp/-lf"),
-            ),
+            LogError::Full { .. } => match self.health.failing() {
+                Some((n, why)) => MqError::new(
+                    Reason::RESOURCE_PROBLEM,
+                    format!(
+                        "the recovery log is full ({e}) and checkpoints are failing ({n} in a row; last: {why}); persistent work resumes by itself once a checkpoint succeeds — {}",
+                        if why.contains("No space left on device") {
+                            "the disk is full: free space on the queue manager's filesystem"
+                        } else {
+                            "fix the cause"
+                        }
+                    ),
+                ),
+                None => MqError::new(
+                    Reason::RESOURCE_PROBLEM,
+                    format!("the recovery log is full ({e}); a checkpoint has been asked for to free space — retry, or enlarge the log with crtmqm -lp/-lf"),
+                ),
+            },
             LogError::RecordTooLarge { len, max } => MqError::new(
                 Reason::RESOURCE_PROBLEM,
                 format!("a log record of {len} bytes exceeds the largest the recovery log holds ({max}); enlarge the log (-lf) for messages this big"),
@@ -74,6 +114,8 @@ pub struct Storage {
     segments: Mutex<SegmentStore>,
     store_dir: PathBuf,
     checkpointing: Mutex<()>,
+    /// Shared with the engine's sink (standalone only).
+    pub health: Arc<CheckpointHealth>,
 }
 
 /// What restart found, for the error log and tests.
@@ -84,6 +126,48 @@ pub struct RecoveryReport {
     pub records_replayed: usize,
     pub tail_problem: Option<String>,
     pub elapsed_ms: u128,
+    /// What recovery did not restore, one line each: log spans not replayed (LSN range, bytes,
+    /// records) and messages the store could not read back.
+    pub discarded: Vec<String>,
+    /// Log bytes not replayed (the total of the log spans in `discarded`).
+    pub discarded_log_bytes: u64,
+    /// Something acknowledged to an application may be among `discarded` (anything but a torn
+    /// tail of the log): `strmqm` warns and exits [`RECOVERY_LOSS_EXIT`].
+    pub may_have_lost_acknowledged: bool,
+}
+
+/// Starts the error-log line that says recovery may have discarded acknowledged work; `strmqm`
+/// looks for it.
+pub const RECOVERY_LOSS_MARK: &str = "ferrymq: WARNING: recovery discarded";
+/// Starts the error-log line that says recovery discarded nothing acknowledged at this start (a
+/// torn tail, or records still unappliable after damage skipped and reported before).
+pub const RECOVERY_NOTE_MARK: &str = "ferrymq: recovery note:";
+/// `strmqm`'s exit status when the queue manager runs but recovery discarded what may have been
+/// acknowledged.
+pub const RECOVERY_LOSS_EXIT: i32 = 3;
+
+impl RecoveryReport {
+    /// The lines for the error log: one summary, then one per discarded item.
+    pub fn discard_lines(&self) -> Vec<String> {
+        if self.discarded.is_empty() {
+            return Vec::new();
+        }
+        let head = if self.may_have_lost_acknowledged {
+            format!(
+                "{RECOVERY_LOSS_MARK} {} item(s) that may have been acknowledged ({} log bytes in all):",
+                self.discarded.len(),
+                self.discarded_log_bytes
+            )
+        } else {
+            format!(
+                "{RECOVERY_NOTE_MARK} nothing acknowledged was lost at this start ({} log bytes of torn tail cut):",
+                self.discarded_log_bytes
+            )
+        };
+        std::iter::once(head)
+            .chain(self.discarded.iter().map(|d| format!("ferrymq:   {d}")))
+            .collect()
+    }
 }
 
 /// What a checkpoint did.
@@ -143,12 +227,16 @@ impl Storage {
         on_pressure: Box<dyn Fn() + Send>,
     ) -> Result<(Storage, Engine, RecoveryReport), String> {
         let started = Instant::now();
-        let (log, recovered) =
-            RecoveryLog::open(&log_config(paths, cfg), on_durable).map_err(io_err)?;
+        let (log, recovered) = RecoveryLog::open_with(
+            &log_config(paths, cfg),
+            on_durable,
+            DamagePolicy::SkipDamagedRecords,
+        )
+        .map_err(io_err)?;
         let log = Arc::new(log);
         let store_dir = paths.store_dir();
         let segments = SegmentStore::open(&store_dir).map_err(io_err)?;
-        let (ckpt_lsn, image, _) = load_latest(&segments, &store_dir)?;
+        let (ckpt_lsn, image, _, lost) = load_latest_reporting(&segments, &store_dir)?;
         if ckpt_lsn < recovered.checkpoint_lsn {
             return Err(format!(
                 "the newest checkpoint manifest (LSN {ckpt_lsn}) is older than the log's checkpoint (LSN {}); the message store is damaged",
@@ -158,20 +246,44 @@ impl Storage {
         let loaded = image.messages.len();
         let trigger_bytes =
             log.capacity() * ferrymq_types::limits::LOG_CHECKPOINT_TRIGGER_PCT / 100;
+        let health = Arc::new(CheckpointHealth::default());
         let sink = RingSink {
             log: log.clone(),
             on_pressure,
             trigger_bytes,
+            health: health.clone(),
         };
         let mut engine = Engine::restore(ecfg, Box::new(sink), image);
         let mut replayed = 0;
         // Records before the manifest's LSN are already in it (a crash between writing the manifest
         // and moving the log's checkpoint leaves such records behind).
+        // After a skipped damaged span, a record that depended on what was lost there (a put to a
+        // queue whose definition was in it) cannot be applied: it is lost with it, and reported.
+        let first_skip = recovered
+            .discarded
+            .iter()
+            .filter(|s| s.kind == SpanKind::Skipped)
+            .map(|s| s.from)
+            .chain(recovered.first_filler)
+            .min();
+        let skipped_now = recovered
+            .discarded
+            .iter()
+            .any(|s| s.kind == SpanKind::Skipped);
+        let mut unapplied = Vec::new();
         for rec in recovered.records.iter().filter(|r| r.lsn >= ckpt_lsn) {
-            engine
-                .replay(rec.kind, rec.payload.clone())
-                .map_err(|e| format!("log record at LSN {}: {e}", rec.lsn))?;
-            replayed += 1;
+            match engine.replay(rec.kind, rec.payload.clone()) {
+                Ok(()) => replayed += 1,
+                // (A message lost from a damaged store segment likewise leaves its later gets
+                // with nothing to remove.)
+                Err(e) if first_skip.is_some_and(|f| rec.lsn > f) || !lost.is_empty() => unapplied.push(format!(
+                    "log record at LSN {} (kind {}, {} bytes) could not be applied after the damage before it: {e}",
+                    rec.lsn,
+                    rec.kind,
+                    rec.end_lsn() - rec.lsn
+                )),
+                Err(e) => return Err(format!("log record at LSN {}: {e}", rec.lsn)),
+            }
         }
         let report = RecoveryReport {
             checkpoint_lsn: ckpt_lsn,
@@ -181,6 +293,18 @@ impl Storage {
                 .tail_problem
                 .map(|t| format!("{t:?} ({} bytes discarded)", recovered.discarded_tail_bytes)),
             elapsed_ms: started.elapsed().as_millis(),
+            may_have_lost_acknowledged: recovered.may_have_lost_acknowledged()
+                || !lost.is_empty()
+                // (After a filler only, the loss was reported when the damage was skipped.)
+                || (skipped_now && !unapplied.is_empty()),
+            discarded_log_bytes: recovered.discarded_tail_bytes,
+            discarded: recovered
+                .describe_discarded()
+                .into_iter()
+                .map(|d| format!("log {d}"))
+                .chain(unapplied)
+                .chain(lost)
+                .collect(),
         };
         Ok((
             Storage {
@@ -189,6 +313,7 @@ impl Storage {
                 store_dir,
                 checkpointing: Mutex::new(()),
                 dr_retain: std::sync::atomic::AtomicU64::new(u64::MAX),
+                health,
             },
             engine,
             report,
@@ -202,7 +327,19 @@ impl Storage {
     ///
     /// `capture` must return the log's end LSN and the engine's image read under one lock, so that
     /// the image holds exactly the records before that LSN.
+    ///
+    /// A failure changes nothing that restart relies on (the log keeps everything after the last
+    /// good checkpoint); it is recorded in [`health`](Self::health) until a checkpoint succeeds.
     pub fn checkpoint(
+        &self,
+        capture: impl FnOnce() -> (Lsn, Image),
+    ) -> Result<CheckpointReport, String> {
+        let r = self.checkpoint_unrecorded(capture);
+        self.health.record(&r);
+        r
+    }
+
+    fn checkpoint_unrecorded(
         &self,
         capture: impl FnOnce() -> (Lsn, Image),
     ) -> Result<CheckpointReport, String> {
@@ -227,6 +364,30 @@ impl Storage {
             elapsed_ms: started.elapsed().as_millis(),
             ..report
         })
+    }
+
+    /// Makes `image` the whole state of a standalone queue manager (a DR secondary installing a
+    /// completed full copy): under the checkpoint lock, the image is written as the checkpoint
+    /// at the log's end (messages, then the manifest) and the log's checkpoint moves there; only
+    /// then does `swap` put it in the engine. Nothing of the state before remains needed, and a
+    /// crash before the manifest is written restarts with that state intact. The caller must
+    /// be the only writer of the log meanwhile.
+    pub fn install_image(&self, image: Image, swap: impl FnOnce(Image)) -> Result<Lsn, String> {
+        let _one_at_a_time = self.checkpointing.lock();
+        let log = self.ring();
+        let lsn = log.end_lsn();
+        log.wait_durable(lsn).map_err(io_err)?;
+        self.write_checkpoint_locked(lsn, image.clone(), Vec::new())?;
+        if lsn > log.checkpoint_lsn() {
+            log.set_checkpoint(lsn).map_err(io_err)?;
+        }
+        swap(image);
+        Ok(lsn)
+    }
+
+    /// The message store's directory.
+    pub fn store_dir(&self) -> &std::path::Path {
+        &self.store_dir
     }
 
     /// The ring of a standalone queue manager.
@@ -352,7 +513,12 @@ fn segment_of(loc: u64) -> u32 {
 }
 
 /// Reads every message a manifest references from the message store.
-fn load_messages(segs: &SegmentStore, refs: &[ManifestRef]) -> Result<Vec<ImageMsg>, String> {
+/// A message the store could not read back costs that message only: it is left out and described
+/// in the second list.
+fn load_messages(
+    segs: &SegmentStore,
+    refs: &[ManifestRef],
+) -> Result<(Vec<ImageMsg>, Vec<String>), String> {
     let mut by_segment: HashMap<u32, HashMap<u64, &ManifestRef>> = HashMap::new();
     for r in refs {
         by_segment
@@ -361,16 +527,19 @@ fn load_messages(segs: &SegmentStore, refs: &[ManifestRef]) -> Result<Vec<ImageM
             .insert(r.seq, r);
     }
     let mut out = Vec::with_capacity(refs.len());
-    for (seg, wanted) in by_segment {
-        let records = segs
-            .scan(seg)
+    let mut lost = Vec::new();
+    for (seg, mut wanted) in by_segment {
+        let scan = segs
+            .scan_report(seg)
             .map_err(|e| format!("message store segment {seg}: {e}"))?;
-        let mut found = 0;
-        for (loc, id, _kind, payload) in records {
-            let Some(r) = wanted.get(&id) else { continue };
+        for (loc, id, _kind, payload) in scan.records {
+            let Some(r) = wanted.get(&id).copied() else {
+                continue;
+            };
             if loc.pack() != r.loc {
                 continue;
             }
+            wanted.remove(&id);
             let p = decode_stored(payload)
                 .map_err(|e| format!("message store segment {seg}: stored message {id}: {e}"))?;
             // The payload is a slice of the whole segment read at once: copy the body out (small
@@ -383,16 +552,33 @@ fn load_messages(segs: &SegmentStore, refs: &[ManifestRef]) -> Result<Vec<ImageM
                 msg: Arc::new(msg),
                 backout_count: r.backout_count,
             });
-            found += 1;
         }
-        if found != wanted.len() {
-            return Err(format!(
-                "message store segment {seg} holds {found} of the {} messages the checkpoint references; the store is damaged",
-                wanted.len()
+        let mut missing: Vec<&ManifestRef> = wanted.into_values().collect();
+        missing.sort_by_key(|r| r.loc);
+        for r in missing {
+            let offset = StoreLoc::unpack(r.loc, 0).map_or(0, |l| l.offset);
+            // Past damage the scan could not resynchronise on: read it where the manifest says.
+            if let Ok((_, id, _, payload)) = segs.read_at(seg, offset) {
+                if id == r.seq {
+                    if let Ok(p) = decode_stored(payload) {
+                        let msg = Message::new(p.seq, p.md, p.props, p.body, p.expires_at_ms, 0);
+                        msg.set_store_loc(r.loc);
+                        out.push(ImageMsg {
+                            queue: r.queue.clone(),
+                            msg: Arc::new(msg),
+                            backout_count: r.backout_count,
+                        });
+                        continue;
+                    }
+                }
+            }
+            lost.push(format!(
+                "message store: message {} on queue {} (segment {seg} offset {offset}) is damaged or missing and was not restored",
+                r.seq, r.queue
             ));
         }
     }
-    Ok(out)
+    Ok((out, lost))
 }
 
 /// Reads the newest checkpoint: its key, the image it holds (messages read from the store) and
@@ -401,6 +587,18 @@ fn load_latest(
     segments: &SegmentStore,
     store_dir: &std::path::Path,
 ) -> Result<(Lsn, Image, Vec<u8>), String> {
+    let (key, image, meta, lost) = load_latest_reporting(segments, store_dir)?;
+    for l in lost {
+        tracing::warn!("{l}");
+    }
+    Ok((key, image, meta))
+}
+
+/// [`load_latest`] that also returns the messages it could not read back.
+fn load_latest_reporting(
+    segments: &SegmentStore,
+    store_dir: &std::path::Path,
+) -> Result<(Lsn, Image, Vec<u8>, Vec<String>), String> {
     let (key, manifest) = match CheckpointReader::latest(store_dir).map_err(io_err)? {
         Some((lsn, chunks)) => (
             lsn,
@@ -409,7 +607,7 @@ fn load_latest(
         ),
         None => (0, Manifest::default()),
     };
-    let messages = load_messages(segments, &manifest.refs)?;
+    let (messages, lost) = load_messages(segments, &manifest.refs)?;
     let image = Image {
         attrs: manifest.attrs,
         queues: manifest.queues,
@@ -418,7 +616,7 @@ fn load_latest(
         messages,
         dr: manifest.dr,
     };
-    Ok((key, image, manifest.meta))
+    Ok((key, image, manifest.meta, lost))
 }
 
 /// A whole-state image: the checkpoint's metadata and the image bytes.
@@ -438,6 +636,7 @@ impl Storage {
             store_dir,
             checkpointing: Mutex::new(()),
             dr_retain: std::sync::atomic::AtomicU64::new(u64::MAX),
+            health: Arc::default(),
         })
     }
 

@@ -84,12 +84,9 @@ impl Home {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("spawn ferrymq");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
+        // A command that fails at once (its queue manager is down) may close its input before
+        // reading it: its exit status and output say what happened.
+        let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
         child.wait_with_output().unwrap()
     }
 
@@ -125,17 +122,56 @@ pub struct Qm<'h> {
 impl<'h> Qm<'h> {
     /// Creates (with extra crtmqm flags) and starts a queue manager on a free port.
     pub fn start(home: &'h Home, name: &str, crtmqm_flags: &[&str]) -> Qm<'h> {
+        let qm = Qm::create(home, name, crtmqm_flags);
+        qm.restart();
+        qm
+    }
+
+    /// Creates a queue manager on a free port without starting it (`restart` starts it).
+    pub fn create(home: &'h Home, name: &str, crtmqm_flags: &[&str]) -> Qm<'h> {
         let port = free_port();
         let p = port.to_string();
         let mut args = vec!["crtmqm", "-p", &p];
         args.extend_from_slice(crtmqm_flags);
         args.push(name);
         home.ok(&args);
-        home.ok(&["strmqm", name]);
         Qm {
             home,
             name: name.to_string(),
             port,
+        }
+    }
+
+    /// Sets a qm.ini key (`setmqini`); takes effect at the next start.
+    pub fn set_ini(&self, stanza: &str, key: &str, value: &str) {
+        self.home.ok(&[
+            "setmqini", "-m", &self.name, "-s", stanza, "-k", key, "-v", value,
+        ]);
+    }
+
+    /// The checkpoint manifests in the message store, by name.
+    pub fn manifests(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(self.dir().join("store"))
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.ends_with(".ckpt"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    /// Waits (up to 20 s) until a checkpoint newer than any in `before` has been written.
+    pub fn wait_for_checkpoint_after(&self, before: &[String]) {
+        let t = Instant::now();
+        while self.manifests().iter().all(|m| before.contains(m)) {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "no checkpoint was taken within 20 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -212,20 +248,26 @@ impl Drop for Relay {
 }
 
 pub fn relay(listen: u16, target: u16, rtt_ms: u32) -> Relay {
-    let child = Command::new(BIN)
-        .args([
-            "relay",
-            "--listen",
-            &format!("127.0.0.1:{listen}"),
-            "--target",
-            &format!("127.0.0.1:{target}"),
-            "--rtt-ms",
-            &rtt_ms.to_string(),
-            "--seconds",
-            "300",
-        ])
-        .spawn()
-        .expect("start relay");
+    relay_limited(listen, target, rtt_ms, None)
+}
+
+/// A relay as [`relay`], with each direction limited to `mbps` megabits per second if set.
+pub fn relay_limited(listen: u16, target: u16, rtt_ms: u32, mbps: Option<u32>) -> Relay {
+    let mut args = vec![
+        "relay".to_string(),
+        "--listen".into(),
+        format!("127.0.0.1:{listen}"),
+        "--target".into(),
+        format!("127.0.0.1:{target}"),
+        "--rtt-ms".into(),
+        rtt_ms.to_string(),
+        "--seconds".into(),
+        "300".into(),
+    ];
+    if let Some(m) = mbps {
+        args.extend(["--mbps".into(), m.to_string()]);
+    }
+    let child = Command::new(BIN).args(&args).spawn().expect("start relay");
     let t = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", listen)).is_err() {
         assert!(t.elapsed() < Duration::from_secs(10), "relay did not start");

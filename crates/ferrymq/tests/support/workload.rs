@@ -95,12 +95,12 @@ pub fn producer(id: usize, qm: &Target, stop: &AtomicBool, ledger: &Mutex<Ledger
             }
             let body = format!("P{id}-{n}");
             n += 1;
-            match c.put_commit(
-                &h,
-                &persistent(),
-                &Properties::default(),
-                Bytes::from(body.clone()),
-            ) {
+            // Mixed priorities, so that delivery keys differ with the queue's MSGDLVSQ.
+            let md = MessageDescriptor {
+                priority: rng.gen_range(0..10),
+                ..persistent()
+            };
+            match c.put_commit(&h, &md, &Properties::default(), Bytes::from(body.clone())) {
                 Ok(_) => ledger.lock().unwrap().acked.push(body),
                 Err(e) if e.reason == Reason::Q_FULL => {
                     ledger.lock().unwrap().refused.push(body);

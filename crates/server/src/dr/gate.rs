@@ -123,6 +123,9 @@ struct GateState {
     raw: u64,
     acked: u64,
     bounded: bool,
+    /// A full copy sent and not yet acknowledged: the position it leaves the secondary at, and
+    /// its bytes, all of them at risk until the secondary confirms it holds the copy durably.
+    copy: Option<(u64, u64)>,
 }
 
 impl Gate {
@@ -134,6 +137,7 @@ impl Gate {
                 raw: start,
                 acked: 0,
                 bounded: false,
+                copy: None,
             }),
             out: crate::lsn::channel(start).0,
         })
@@ -143,17 +147,35 @@ impl Gate {
         self.out.subscribe()
     }
 
-    /// The stream's durable end and the bytes the secondary at `acked` lacks, for status.
+    /// The stream's durable end and the bytes the secondary at `acked` lacks, for status. While
+    /// a full copy is unconfirmed, its bytes count as well.
     pub fn lag(&self, acked: u64) -> (u64, u64) {
-        let raw = self.st.lock().raw;
-        self.meter.lag(raw, acked)
+        let (raw, copy) = {
+            let st = self.st.lock();
+            (st.raw, st.copy)
+        };
+        match copy {
+            Some((pos, bytes)) => {
+                let (end, after) = self.meter.lag(raw, pos.max(acked));
+                (end, after + bytes)
+            }
+            None => self.meter.lag(raw, acked),
+        }
     }
 
     fn publish(&self, st: &GateState) {
-        let allowed = if st.bounded {
-            self.meter.allowed(st.raw, st.acked, self.max)
-        } else {
-            st.raw
+        let allowed = match (st.bounded, st.copy) {
+            (false, _) => st.raw,
+            (true, None) => self.meter.allowed(st.raw, st.acked, self.max),
+            // The copy's bytes use up the bound first: what is left of it may be acknowledged
+            // after the copy's position, and nothing more once the copy alone exceeds it (the
+            // released value never goes back, so a hold is simply no advance).
+            (true, Some((pos, bytes))) => {
+                if bytes >= self.max {
+                    return;
+                }
+                self.meter.allowed(st.raw, pos, self.max - bytes)
+            }
         };
         self.out.advance(allowed);
     }
@@ -165,16 +187,20 @@ impl Gate {
         self.publish(&st);
     }
 
-    /// The secondary acknowledged `pos`.
+    /// The secondary acknowledged `pos` (once it reaches a copy's position, the copy is held).
     pub fn acked(&self, pos: u64) {
         let mut st = self.st.lock();
         st.acked = st.acked.max(pos);
+        if st.copy.is_some_and(|(at, _)| pos >= at) {
+            st.copy = None;
+        }
         self.publish(&st);
     }
 
     /// A secondary is connected from `pos` on (`Some`), or none is (`None`).
     pub fn bound(&self, from: Option<u64>) {
         let mut st = self.st.lock();
+        st.copy = None;
         match from {
             Some(pos) => {
                 st.bounded = true;
@@ -182,6 +208,16 @@ impl Gate {
             }
             None => st.bounded = false,
         }
+        self.publish(&st);
+    }
+
+    /// A full copy of `bytes` leaving the secondary at `pos` was sent: until the secondary
+    /// acknowledges `pos`, the copy counts against the bound as unacknowledged work.
+    pub fn bound_copy(&self, pos: u64, bytes: u64) {
+        let mut st = self.st.lock();
+        st.bounded = true;
+        st.acked = pos;
+        st.copy = Some((pos, bytes));
         self.publish(&st);
     }
 }
@@ -205,6 +241,32 @@ mod tests {
         assert_eq!(rx.get(), 9500);
         g.bound(None);
         assert_eq!(rx.get(), 20_000);
+    }
+
+    #[test]
+    fn an_unconfirmed_full_copy_counts_against_the_bound_until_acknowledged() {
+        let g = Gate::new(Meter::Ring, 1000, 0);
+        let rx = g.watch();
+        g.durable(5000);
+        assert_eq!(rx.get(), 5000);
+        // A copy larger than the bound: nothing more is released until it is confirmed.
+        g.bound_copy(6000, 4000);
+        g.durable(6500);
+        assert_eq!(rx.get(), 5000, "held while the copy is unconfirmed");
+        assert_eq!(
+            g.lag(0).1,
+            4500,
+            "the copy and the work after it are at risk"
+        );
+        g.acked(6000);
+        assert_eq!(rx.get(), 6500);
+        assert_eq!(g.lag(6000).1, 500);
+        // A small copy leaves the rest of the bound for work after it.
+        g.bound_copy(7000, 300);
+        g.durable(8000);
+        assert_eq!(rx.get(), 7000 + 700);
+        g.acked(7900);
+        assert_eq!(rx.get(), 8000);
     }
 
     #[test]

@@ -7,15 +7,63 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferrymq_engine::dr::DrState;
 use ferrymq_engine::records::DrMark;
+use ferrymq_engine::{Engine, MemoryLog};
+use parking_lot::Mutex;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
-use super::wire::{self, Frame};
+use super::wire::{self, CopyProgress, Frame};
 use super::{DrHandle, LinkState};
 use crate::qmgr::Shared;
+use crate::storage::now_ms;
 
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A full copy being received: built apart from the state this site holds (which stays whole
+/// and is what `makedrprimary` promotes until the copy is complete), then installed at once as a
+/// checkpoint, so a copy needs no room in this site's recovery log and a broken link leaves the
+/// last consistent state in place. It outlives a session, so a new connection resumes it.
+struct Staging {
+    stream: u64,
+    pos: u64,
+    /// Records received in whole frames.
+    records: u64,
+    engine: Engine,
+}
+
+impl Staging {
+    fn progress(&self) -> CopyProgress {
+        CopyProgress {
+            stream: self.stream,
+            pos: self.pos,
+            records: self.records,
+        }
+    }
+}
+
+/// The file that says a full copy is being staged (for `makedrprimary`, which promotes the last
+/// consistent state and says what it leaves out); removed once the copy is installed or dropped.
+pub const COPYING_FILE: &str = "dr.copying";
+
+fn note_copying(shared: &Shared, st: Option<&Staging>) {
+    let path = shared.storage.store_dir().join(COPYING_FILE);
+    match st {
+        Some(s) => {
+            let _ = std::fs::write(
+                &path,
+                format!(
+                    "stream {:016x} position {} records {}\n",
+                    s.stream, s.pos, s.records
+                ),
+            );
+        }
+        None => {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
 
 /// Listens on `DR:LocalAddress` and takes the primary's stream until the process ends.
 pub async fn run_secondary(shared: Arc<Shared>, dr: Arc<DrHandle>) {
@@ -31,13 +79,15 @@ pub async fn run_secondary(shared: Arc<Shared>, dr: Arc<DrHandle>) {
         Ok(l) => l,
         Err(e) => {
             let e = format!("cannot listen for the DR stream on {addr}: {e}");
-            eprintln!("ferrymq: {e}");
+            crate::qm_log!("ferrymq: {e}");
             dr.set_error(e);
             return;
         }
     };
-    eprintln!("ferrymq: DR secondary: waiting for the primary's stream on {addr}");
+    crate::qm_log!("ferrymq: DR secondary: waiting for the primary's stream on {addr}");
     let mut current: Option<tokio::task::JoinHandle<()>> = None;
+    let staging: Arc<Mutex<Option<Staging>>> = Arc::new(Mutex::new(None));
+    note_copying(&shared, None);
     loop {
         let Ok((sock, peer)) = listener.accept().await else {
             continue;
@@ -45,11 +95,11 @@ pub async fn run_secondary(shared: Arc<Shared>, dr: Arc<DrHandle>) {
         if let Some(old) = current.take() {
             old.abort();
         }
-        let (shared, dr) = (shared.clone(), dr.clone());
+        let (shared, dr, staging) = (shared.clone(), dr.clone(), staging.clone());
         current = Some(tokio::spawn(async move {
             let peer = peer.to_string();
-            if let Err(e) = session(&shared, &dr, sock, &peer).await {
-                eprintln!("ferrymq: DR stream from {peer}: {e}");
+            if let Err(e) = session(&shared, &dr, sock, &peer, &staging).await {
+                crate::qm_log!("ferrymq: DR stream from {peer}: {e}");
                 dr.set_error(e);
             }
             dr.set_link(LinkState::Disconnected, "");
@@ -62,6 +112,7 @@ async fn session(
     dr: &DrHandle,
     sock: TcpStream,
     peer: &str,
+    staging: &Arc<Mutex<Option<Staging>>>,
 ) -> Result<(), String> {
     let _ = sock.set_nodelay(true);
     let (mut rd, mut wr) = sock.into_split();
@@ -79,11 +130,12 @@ async fn session(
         return Err(why);
     }
     let state = shared.core.lock().engine.dr_state();
-    wire::write(&mut wr, &Frame::Position(state))
+    let progress = staging.lock().as_ref().map(Staging::progress);
+    wire::write(&mut wr, &Frame::Position(state, progress))
         .await
         .map_err(io)?;
     dr.set_link(LinkState::Normal, peer);
-    eprintln!(
+    crate::qm_log!(
         "ferrymq: DR secondary: primary connected from {peer} (stream {stream:016x}); this site holds {}",
         state.mark.map_or("no position".to_string(), |m| format!("stream {:016x} to {}", m.stream, m.pos))
     );
@@ -113,13 +165,103 @@ async fn session(
             Err(e) => break Err(io(e)),
         };
         match f {
+            Frame::Reset { stream, pos } if shared.ha.is_none() => {
+                crate::qm_log!("ferrymq: DR secondary: full copy from {peer} (stream {stream:016x} at {pos}); staged apart, this site's state stays until it is complete");
+                dr.set_link(LinkState::FullCopy, peer);
+                dr.set_resync("FullCopy");
+                cur = stream;
+                let ecfg = shared.core.lock().engine.config().clone();
+                let st = Staging {
+                    stream,
+                    pos,
+                    records: 0,
+                    engine: Engine::new(ecfg, Box::new(MemoryLog::default())),
+                };
+                note_copying(shared, Some(&st));
+                *staging.lock() = Some(st);
+            }
             Frame::Reset { stream, pos } => {
-                eprintln!("ferrymq: DR secondary: full copy from {peer} (stream {stream:016x} at {pos}); this site's state is replaced");
+                // A recovery HA group takes the copy through its own replicated log.
+                crate::qm_log!("ferrymq: DR secondary: full copy from {peer} (stream {stream:016x} at {pos}); this site's state is replaced");
                 dr.set_link(LinkState::FullCopy, peer);
                 dr.set_resync("FullCopy");
                 cur = stream;
                 if let Err(e) = shared.core.lock().engine.dr_reset() {
                     break Err(format!("cannot start the full copy: {e}"));
+                }
+            }
+            Frame::ResumeCopy { stream, pos, skip } => {
+                let mut g = staging.lock();
+                match g.as_ref() {
+                    Some(s) if s.stream == stream && s.pos == pos && s.records == skip => {
+                        crate::qm_log!("ferrymq: DR secondary: the full copy from {peer} resumes after {skip} records");
+                        dr.set_link(LinkState::FullCopy, peer);
+                        note_copying(shared, Some(s));
+                        cur = stream;
+                    }
+                    other => {
+                        let why = format!(
+                            "cannot resume a full copy at record {skip} of stream {stream:016x} at {pos}: this site has staged {:?}",
+                            other.map(Staging::progress)
+                        );
+                        // Start afresh next time.
+                        *g = None;
+                        drop(g);
+                        note_copying(shared, None);
+                        break Err(why);
+                    }
+                }
+            }
+            Frame::Records { end, mark, records } if staging.lock().is_some() => {
+                let len = records.len();
+                dr.bytes.fetch_add(len as u64, Ordering::Relaxed);
+                let recs = match wire::split_records(records) {
+                    Ok(r) => r,
+                    Err(e) => break Err(e),
+                };
+                let n = recs.len() as u64;
+                let staged = {
+                    let mut g = staging.lock();
+                    let st = g.as_mut().expect("checked");
+                    let mut res = Ok(());
+                    for (k, p) in recs {
+                        if ferrymq_engine::records::kind::is_dr(k) {
+                            continue;
+                        }
+                        if let Err(e) = st.engine.replay(k, p) {
+                            res = Err(format!("cannot apply a record of the full copy: {e}"));
+                            break;
+                        }
+                    }
+                    if res.is_ok() {
+                        st.records += n;
+                    } else {
+                        // A copy that does not apply is dropped whole; the next one starts afresh.
+                        *g = None;
+                    }
+                    res
+                };
+                if let Err(e) = staged {
+                    note_copying(shared, None);
+                    break Err(e);
+                }
+                if !mark {
+                    continue;
+                }
+                let st = staging.lock().take().expect("checked");
+                let (stream, records) = (st.stream, st.records);
+                let installed = tokio::task::block_in_place(|| install_copy(shared, st, end));
+                note_copying(shared, None);
+                match installed {
+                    Ok(msgs) => {
+                        crate::qm_log!("ferrymq: DR secondary: full copy installed ({records} records, {msgs} messages); this site holds stream {stream:016x} to {end}");
+                        dr.stream.store(stream, Ordering::Release);
+                        dr.acked.store(end, Ordering::Release);
+                        dr.set_link(LinkState::Normal, peer);
+                        // The checkpoint holding it is durable already.
+                        let _ = ack_tx.send((0, end));
+                    }
+                    Err(e) => break Err(format!("cannot install the full copy: {e}")),
                 }
             }
             Frame::Records { end, mark, records } => {
@@ -167,4 +309,28 @@ async fn session(
     drop(ack_tx);
     let _ = tokio::time::timeout(Duration::from_secs(1), acker).await;
     r
+}
+
+/// Makes a completed full copy this site's state: written as a checkpoint (its messages into the
+/// message store, then the manifest, then the log's checkpoint moved past everything before),
+/// and only then swapped in, under the checkpoint lock so no other checkpoint can come between.
+/// A crash before the manifest is written leaves the previous state; after it, the copy.
+/// Returns the number of messages installed.
+fn install_copy(shared: &Shared, st: Staging, end: u64) -> Result<usize, String> {
+    let mut image = st.engine.checkpoint_image(now_ms());
+    drop(st.engine);
+    image.dr = DrState {
+        stream: 0,
+        mark: Some(DrMark {
+            stream: st.stream,
+            pos: end,
+        }),
+        acked: None,
+    };
+    let msgs = image.messages.len();
+    let core = &shared.core;
+    shared
+        .storage
+        .install_image(image, |image| core.lock().engine.replace_with_image(image))?;
+    Ok(msgs)
 }

@@ -203,12 +203,23 @@ impl Source {
     }
 }
 
+/// A full copy sent to the secondary and not yet acknowledged, kept (its records are shared, not
+/// copied again) so that a copy cut off by a broken link resumes where the secondary's staged
+/// copy ends instead of starting over.
+#[derive(Clone)]
+struct SentCopy {
+    stream: u64,
+    pos: u64,
+    recs: Arc<Vec<(u8, Bytes)>>,
+    bytes: u64,
+}
+
 /// Ships the stream until the process ends, reconnecting after every failure.
 pub async fn run_primary(shared: Arc<Shared>, dr: Arc<DrHandle>, gate: Arc<Gate>, mut src: Source) {
     let stream = match ensure_stream(&shared) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("ferrymq: DR: cannot record this queue manager's stream id: {e}");
+            crate::qm_log!("ferrymq: DR: cannot record this queue manager's stream id: {e}");
             dr.set_error(e);
             return;
         }
@@ -229,13 +240,23 @@ pub async fn run_primary(shared: Arc<Shared>, dr: Arc<DrHandle>, gate: Arc<Gate>
         return;
     }
     let mut backoff = Duration::from_millis(200);
+    let mut copy: Option<SentCopy> = None;
     loop {
         let began = Instant::now();
-        let r = session(&shared, &dr, &gate, &mut src, stream, &mut persisted).await;
+        let r = session(
+            &shared,
+            &dr,
+            &gate,
+            &mut src,
+            stream,
+            &mut persisted,
+            &mut copy,
+        )
+        .await;
         let generation = dr.sessions.fetch_add(1, Ordering::AcqRel) + 1;
         if let Err(e) = r {
             if dr.st.lock().last_error.as_deref() != Some(e.as_str()) {
-                eprintln!("ferrymq: DR: {e}");
+                crate::qm_log!("ferrymq: DR: {e}");
             }
             dr.set_error(e);
         }
@@ -323,6 +344,7 @@ async fn session(
     src: &mut Source,
     stream: u64,
     persisted: &mut u64,
+    kept: &mut Option<SentCopy>,
 ) -> Result<(), String> {
     dr.set_link(LinkState::Connecting, "");
     let (sock, addr) = connect_any(&dr.cfg.remote).await?;
@@ -338,10 +360,10 @@ async fn session(
     )
     .await
     .map_err(io)?;
-    let st = match tokio::time::timeout(HELLO_TIMEOUT, wire::read(&mut rd)).await {
+    let (st, progress) = match tokio::time::timeout(HELLO_TIMEOUT, wire::read(&mut rd)).await {
         Err(_) => return Err(format!("{addr} did not answer the DR hello")),
         Ok(r) => match r.map_err(io)? {
-            Some(Frame::Position(st)) => st,
+            Some(Frame::Position(st, progress)) => (st, progress),
             Some(Frame::Refuse(why)) => {
                 return Err(format!(
                     "the recovery site at {addr} refused the stream: {why}"
@@ -351,10 +373,16 @@ async fn session(
         },
     };
     let (start, end) = (src.start(), src.end());
+    // Set when this session sends (or resumes) a full copy: its position, unconfirmed until the
+    // secondary acknowledges it.
+    let mut copy_at = None;
     let from = match st.mark {
         Some(m) if m.stream == stream && m.pos >= start && m.pos <= end => {
+            if kept.as_ref().is_some_and(|k| k.pos <= m.pos) {
+                *kept = None;
+            }
             dr.set_resync("Difference");
-            eprintln!(
+            crate::qm_log!(
                 "ferrymq: DR: {addr} holds the stream to position {}; sending the {} after it",
                 m.pos,
                 match src {
@@ -371,17 +399,66 @@ async fn session(
                 Some(m) if m.pos < start => format!("the log no longer holds its position {} (it starts at {start})", m.pos),
                 Some(m) => format!("its position {} is beyond this log's end {end}", m.pos),
             };
-            eprintln!("ferrymq: DR: sending a full copy to {addr}: {why}");
             dr.set_resync("FullCopy");
             dr.set_link(LinkState::FullCopy, &addr);
-            let (pos, recs) = src.full_copy(shared).await?;
-            wire::write(&mut wr, &Frame::Reset { stream, pos })
-                .await
-                .map_err(io)?;
+            // A copy the secondary has partly staged goes on where it stopped, provided this
+            // log still holds the copy's position (the stream continues from there).
+            let resume = match (kept.as_ref(), progress) {
+                (Some(k), Some(p))
+                    if k.stream == stream
+                        && p.stream == stream
+                        && p.pos == k.pos
+                        && p.records <= k.recs.len() as u64
+                        && k.pos >= start =>
+                {
+                    Some((k.clone(), p.records))
+                }
+                _ => None,
+            };
+            let (copy, skip) = match resume {
+                Some(r) => {
+                    crate::qm_log!(
+                        "ferrymq: DR: resuming the full copy to {addr} after its first {} of {} records",
+                        r.1,
+                        r.0.recs.len()
+                    );
+                    r
+                }
+                None => {
+                    crate::qm_log!("ferrymq: DR: sending a full copy to {addr}: {why}");
+                    let (pos, recs) = src.full_copy(shared).await?;
+                    let bytes = recs
+                        .iter()
+                        .map(|(_, p)| (wire::RECORD_HEAD + p.len()) as u64)
+                        .sum();
+                    let c = SentCopy {
+                        stream,
+                        pos,
+                        recs: Arc::new(recs),
+                        bytes,
+                    };
+                    *kept = Some(c.clone());
+                    (c, 0)
+                }
+            };
+            let pos = copy.pos;
+            // Until the secondary confirms the copy, the whole copy is work it does not hold.
+            src.retain(pos);
+            gate.bound_copy(pos, copy.bytes);
+            copy_at = Some(pos);
+            if skip == 0 {
+                wire::write(&mut wr, &Frame::Reset { stream, pos })
+                    .await
+                    .map_err(io)?;
+            } else {
+                wire::write(&mut wr, &Frame::ResumeCopy { stream, pos, skip })
+                    .await
+                    .map_err(io)?;
+            }
             let mut chunk = BytesMut::new();
-            let n = recs.len();
-            for (i, (k, p)) in recs.into_iter().enumerate() {
-                wire::push_record(&mut chunk, k, &p);
+            let n = copy.recs.len();
+            for (i, (k, p)) in copy.recs.iter().enumerate().skip(skip as usize) {
+                wire::push_record(&mut chunk, *k, p);
                 if chunk.len() >= CHUNK_BYTES && i + 1 < n {
                     let records = std::mem::take(&mut chunk).freeze();
                     dr.bytes.fetch_add(records.len() as u64, Ordering::Relaxed);
@@ -400,17 +477,25 @@ async fn session(
     };
     src.retain(from);
     dr.sessions.fetch_add(1, Ordering::AcqRel);
-    dr.acked.store(from, Ordering::Release);
-    gate.bound(Some(from));
-    dr.set_link(LinkState::Normal, &addr);
+    if copy_at.is_none() {
+        // The secondary's own durable mark: it holds the stream up to here.
+        dr.acked.store(from, Ordering::Release);
+        gate.bound(Some(from));
+        dr.set_link(LinkState::Normal, &addr);
+    }
 
-    let (dr2, gate2) = (dr.clone(), gate.clone());
+    let (dr2, gate2, addr2) = (dr.clone(), gate.clone(), addr.clone());
     let mut acks = tokio::spawn(async move {
         loop {
             match wire::read(&mut rd).await {
                 Ok(Some(Frame::Ack(p))) => {
                     dr2.ack(p);
                     gate2.acked(p);
+                    if copy_at.is_some_and(|at| p >= at)
+                        && dr2.st.lock().link == LinkState::FullCopy
+                    {
+                        dr2.set_link(LinkState::Normal, &addr2);
+                    }
                 }
                 Ok(Some(f)) => return format!("unexpected frame from the recovery site: {f:?}"),
                 Ok(None) => return "the recovery site closed the DR link".to_string(),
@@ -428,6 +513,9 @@ async fn session(
     let r = loop {
         tokio::select! {
             _ = tick.tick() => {
+                if kept.as_ref().is_some_and(|k| dr.acked.load(Ordering::Acquire) >= k.pos) {
+                    *kept = None;
+                }
                 if let Err(e) = persist_ack(shared, dr, stream, step, persisted) {
                     break Err(e);
                 }

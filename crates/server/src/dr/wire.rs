@@ -4,8 +4,10 @@
 //! ```text
 //! primary                                  secondary
 //!   Hello{qmgr, stream}          ->
-//!                                <-  Position{state} | Refuse{why}
-//!   [Reset{stream, pos}          ->  (full copy: DR_RESET, then the copy's records)]
+//!                                <-  Position{state, copy} | Refuse{why}
+//!   [Reset{stream, pos}          ->  (full copy: its records are staged apart from the state;
+//!    | ResumeCopy{stream, pos, skip}  or the staged copy goes on after its first `skip` records;
+//!                                     the last chunk, marked, installs it as a checkpoint)]
 //!   Records{end, mark, records}  ->  apply + log; once durable:
 //!                                <-  Ack{pos}
 //! ```
@@ -27,8 +29,16 @@ pub enum Frame {
         qmgr: String,
         stream: u64,
     },
-    Position(DrState),
+    /// The secondary's state, and the full copy it has staged so far, if any.
+    Position(DrState, Option<CopyProgress>),
     Refuse(String),
+    /// A full copy interrupted by a broken link goes on: the secondary's staged copy of `stream`
+    /// at `pos` keeps its first `skip` records and the records that follow continue it.
+    ResumeCopy {
+        stream: u64,
+        pos: u64,
+        skip: u64,
+    },
     /// A full copy starts; it leaves the secondary at `pos` of `stream`.
     Reset {
         stream: u64,
@@ -52,6 +62,16 @@ mod tag {
     pub const RESET: u8 = 4;
     pub const RECORDS: u8 = 5;
     pub const ACK: u8 = 6;
+    pub const RESUME_COPY: u8 = 7;
+}
+
+/// How much of a full copy a secondary has staged: the copy (stream and position it leaves the
+/// secondary at) and how many of its records have arrived in whole frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyProgress {
+    pub stream: u64,
+    pub pos: u64,
+    pub records: u64,
 }
 
 impl Frame {
@@ -64,9 +84,21 @@ impl Frame {
                 b.put_str16(qmgr);
                 b.put_u64_le(*stream);
             }
-            Frame::Position(st) => {
+            Frame::Position(st, copy) => {
                 b.put_u8(tag::POSITION);
                 st.encode(&mut b);
+                if let Some(c) = copy {
+                    b.put_u8(1);
+                    b.put_u64_le(c.stream);
+                    b.put_u64_le(c.pos);
+                    b.put_u64_le(c.records);
+                }
+            }
+            Frame::ResumeCopy { stream, pos, skip } => {
+                b.put_u8(tag::RESUME_COPY);
+                b.put_u64_le(*stream);
+                b.put_u64_le(*pos);
+                b.put_u64_le(*skip);
             }
             Frame::Refuse(why) => {
                 b.put_u8(tag::REFUSE);
@@ -100,7 +132,26 @@ impl Frame {
                 qmgr: r.str16("queue manager")?,
                 stream: r.u64("stream")?,
             },
-            tag::POSITION => Frame::Position(DrState::decode(&mut r)?),
+            tag::POSITION => {
+                // The DR state's own encoding ends with an optional mark; the copy progress
+                // follows it, flagged.
+                let st = DrState::decode_prefix(&mut r)?;
+                let copy = if r.remaining() > 0 && r.u8("copy flag")? == 1 {
+                    Some(CopyProgress {
+                        stream: r.u64("copy stream")?,
+                        pos: r.u64("copy position")?,
+                        records: r.u64("copy records")?,
+                    })
+                } else {
+                    None
+                };
+                Frame::Position(st, copy)
+            }
+            tag::RESUME_COPY => Frame::ResumeCopy {
+                stream: r.u64("stream")?,
+                pos: r.u64("position")?,
+                skip: r.u64("records to skip")?,
+            },
             tag::REFUSE => Frame::Refuse(r.str16("reason")?),
             tag::RESET => Frame::Reset {
                 stream: r.u64("stream")?,
@@ -205,11 +256,31 @@ mod tests {
                 qmgr: "QM1".into(),
                 stream: 7,
             },
-            Frame::Position(DrState {
-                stream: 0,
-                mark: Some(DrMark { stream: 7, pos: 99 }),
-                acked: None,
-            }),
+            Frame::Position(
+                DrState {
+                    stream: 0,
+                    mark: Some(DrMark { stream: 7, pos: 99 }),
+                    acked: None,
+                },
+                None,
+            ),
+            Frame::Position(
+                DrState {
+                    stream: 3,
+                    mark: None,
+                    acked: Some(DrMark { stream: 3, pos: 1 }),
+                },
+                Some(CopyProgress {
+                    stream: 7,
+                    pos: 500,
+                    records: 42,
+                }),
+            ),
+            Frame::ResumeCopy {
+                stream: 7,
+                pos: 500,
+                skip: 42,
+            },
             Frame::Refuse("no".into()),
             Frame::Reset { stream: 7, pos: 5 },
             Frame::Records {
