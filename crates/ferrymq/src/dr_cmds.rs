@@ -44,6 +44,16 @@ pub fn dr_flags(p: &Parsed, ini: &mut Ini) -> Result<(), String> {
     Ok(())
 }
 
+/// `-drlag BYTES` on a role change: the lag bound (`DR:MaxLagBytes`) from now on. Without it
+/// the bound stays as qm.ini has it — on a former secondary, the bound its primary gave it.
+fn set_drlag(cmd: &str, p: &Parsed, ini: &mut Ini) -> Result<(), crate::lifecycle::Fail> {
+    if let Some(b) = p.value("-drlag") {
+        ini.set("DR", "MaxLagBytes", b);
+        QmConfig::from_ini(ini).map_err(|e| other(format!("{cmd}: -drlag: {e}")))?;
+    }
+    Ok(())
+}
+
 /// What a DR role change works on: the parsed flags, the name, paths, qm.ini and its settings.
 type Loaded = (Parsed, String, ferrymq_server::QmPaths, Ini, QmConfig);
 
@@ -68,8 +78,9 @@ fn load(cmd: &str, args: &[String], flags: &[Flag]) -> Result<Loaded, crate::lif
     Ok((p, name, paths, ini, cfg))
 }
 
-/// `makedrprimary -m QM [-r host(port),...]`: makes the recovery site's queue manager the
-/// primary. A running secondary is ended first (it stops taking the old primary's stream);
+/// `makedrprimary -m QM [-r host(port),...] [-drlag BYTES]`: makes the recovery site's queue
+/// manager the primary, with the lag bound its primary had (recorded from the primary's hello)
+/// unless `-drlag` sets another. A running secondary is ended first (it stops taking the old primary's stream);
 /// then `strmqm` starts it as the primary, with what it had received. `-r` names the addresses
 /// it ships to from now on (usually the old main site, once it is back as secondary).
 ///
@@ -80,13 +91,14 @@ pub fn makedrprimary(args: &[String]) -> Res {
     let (p, name, paths, mut ini, cfg) = load(
         "makedrprimary",
         args,
-        &[Flag::Value("-r"), Flag::Switch("-f")],
+        &[Flag::Value("-r"), Flag::Switch("-f"), Flag::Value("-drlag")],
     )?;
     let name = name.as_str();
     if let Some(r) = p.value("-r") {
         parse_addr_list(r).map_err(|e| other(format!("makedrprimary: -r: {e}")))?;
         ini.set("DR", "RemoteAddresses", r);
     }
+    set_drlag("makedrprimary", &p, &mut ini)?;
     if cfg.dr.as_ref().map(|d| d.role) == Some(DrRole::Primary) {
         ini.save(&paths.ini()).map_err(other)?;
         println!("Queue manager '{name}' is already the DR primary.");
@@ -157,11 +169,15 @@ pub fn makedrprimary(args: &[String]) -> Res {
     Ok(())
 }
 
-/// `makedrsecondary -m QM [-l host(port)]`: makes an ended queue manager a DR secondary, which
+/// `makedrsecondary -m QM [-l host(port)] [-drlag BYTES]`: makes an ended queue manager a DR secondary, which
 /// takes the primary's stream once started. Its state is resynchronised by the primary: only the
 /// difference when its position is in the primary's stream, otherwise a full copy.
 pub fn makedrsecondary(args: &[String]) -> Res {
-    let (p, name, paths, mut ini, _) = load("makedrsecondary", args, &[Flag::Value("-l")])?;
+    let (p, name, paths, mut ini, _) = load(
+        "makedrsecondary",
+        args,
+        &[Flag::Value("-l"), Flag::Value("-drlag")],
+    )?;
     let name = name.as_str();
     if is_running(&paths) {
         return Err(fail(
@@ -175,6 +191,7 @@ pub fn makedrsecondary(args: &[String]) -> Res {
         parse_addr(l).map_err(|e| other(format!("makedrsecondary: -l: {e}")))?;
         ini.set("DR", "LocalAddress", l);
     }
+    set_drlag("makedrsecondary", &p, &mut ini)?;
     ini.set("DR", "Role", "Secondary");
     QmConfig::from_ini(&ini).map_err(|e| other(format!("makedrsecondary: {e}")))?;
     ini.save(&paths.ini()).map_err(other)?;

@@ -522,12 +522,17 @@ pub fn dspmq(args: &[String]) -> Res {
     for name in names {
         let paths = QmPaths::new(&ferrymq_home(), &name);
         let cfg = Ini::load(&paths.ini()).and_then(|i| QmConfig::from_ini(&i));
+        let ha = cfg.as_ref().is_ok_and(|c| c.ha.is_some());
         let port = cfg
             .map(|c| c.port.to_string())
             .unwrap_or_else(|_| "?".into());
         let (status, pid) = if is_running(&paths) {
             (
-                "Running",
+                if ha {
+                    ha_instance_status(&paths, &name)
+                } else {
+                    "Running"
+                },
                 std::fs::read_to_string(paths.pid_file())
                     .unwrap_or_default()
                     .trim()
@@ -541,6 +546,26 @@ pub fn dspmq(args: &[String]) -> Res {
         println!("QMNAME({name}) STATUS({status}) PID({pid}) PORT({port})");
     }
     Ok(())
+}
+
+/// What plain `dspmq` says of a running HA instance, with MQ's words for a Native HA
+/// instance: `Running` for the active one, `Replica` for a replica, `Starting` for one elected
+/// and taking over.
+fn ha_instance_status(paths: &QmPaths, name: &str) -> &'static str {
+    let Ok(text) = admin_command(paths, name, "HA STATUS") else {
+        return "Status not available";
+    };
+    let role = text
+        .lines()
+        .find(|l| l.contains("LOCAL(YES)"))
+        .and_then(|l| l.split("ROLE(").nth(1))
+        .and_then(|r| r.split(')').next())
+        .unwrap_or("");
+    match role {
+        "Active" => "Running",
+        "Starting" => "Starting",
+        _ => "Replica",
+    }
 }
 
 /// `sethapreferred -m QM [-i INSTANCE]` / `clearhapreferred -m QM`: records, through the HA

@@ -32,10 +32,13 @@ High availability (three instances of one queue manager, each on its own host):
 Disaster recovery (asynchronous to a recovery site; loss bounded by -drlag, 4 MiB by default):
   ferrymq crtmqm ... -dr primary -drr 'host(p)[,host(p)...]' [-drlag BYTES] QMNAME   main site
   ferrymq crtmqm ... -dr secondary -drl 'host(p)' QMNAME      recovery site (strmqm it: it receives)
-  ferrymq makedrprimary -m QMNAME [-r 'host(p),...'] [-f]   recovery site takes over; then strmqm
-                                          (-f: even without a complete copy of the primary)
-  ferrymq makedrsecondary -m QMNAME [-l 'host(p)']     an ended (old) primary becomes the secondary
-  ferrymq dspmq -o dr [-m QMNAME]      role, link, position, lag in bytes and seconds
+  ferrymq makedrprimary -m QMNAME [-r 'host(p),...'] [-f] [-drlag BYTES]   recovery site takes
+                                          over (with the old primary's bound unless -drlag); then
+                                          strmqm (-f: even without a complete copy of the primary)
+  ferrymq makedrsecondary -m QMNAME [-l 'host(p)'] [-drlag BYTES]   an ended (old) primary
+                                          becomes the secondary
+  ferrymq dspmq -o dr [-m QMNAME]      role, link, positions, work at risk (LAGBYTES) and held
+                                       (HELDBYTES) in bytes, lag in seconds
   ferrymq setmqini -m QMNAME -s STANZA -k KEY -v VALUE
   ferrymq dspmqini -m QMNAME
 

@@ -344,3 +344,136 @@ fn a_secondary_that_was_down_gets_only_the_difference() {
     assert_eq!(n, 450);
     eprintln!("difference resync: {sent} bytes sent in all for 400 messages; {caught_up}");
 }
+
+/// `dspmq -o dr` under producers pressing on a 64 KiB bound over a 100 ms link: LAGBYTES (the
+/// acknowledged work a disaster would take) never exceeds MAXLAG, and HELDBYTES shows the
+/// durable rest whose replies are held. The secondary learns the primary's bound from its
+/// hello, and `makedrprimary` keeps it (or takes `-drlag`); `makedrsecondary -drlag` sets it.
+#[test]
+fn lagbytes_stays_within_the_bound_and_the_bound_survives_makedrprimary() {
+    const BOUND: u64 = 64 * 1024;
+    let (main, rec) = (Home::new(), Home::new());
+    let (dr_port, relay_port) = (free_port(), free_port());
+    let bound = BOUND.to_string();
+    // The secondary is created with the default bound (4 MiB): the pair's is the primary's.
+    let secondary = Qm::start(
+        &rec,
+        QM,
+        &["-dr", "secondary", "-drl", &format!("127.0.0.1({dr_port})")],
+    );
+    let _link = relay(relay_port, dr_port, 100);
+    let primary = Qm::start(
+        &main,
+        QM,
+        &[
+            "-dr",
+            "primary",
+            "-drr",
+            &format!("127.0.0.1({relay_port})"),
+            "-drlag",
+            &bound,
+        ],
+    );
+    wait_for(&main, "the primary never reached the secondary", |s| {
+        s.contains("DRSTATUS(Normal)")
+    });
+    let out = main.run_with_input(
+        &["runmqsc", QM],
+        &format!("DEFINE QLOCAL({Q}) MAXDEPTH(100000)\n"),
+    );
+    assert!(out.status.success(), "{out:?}");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let workers: Vec<_> = (0..4)
+        .map(|id| {
+            let (c, s, l) = (primary.conname(), stop.clone(), ledger.clone());
+            std::thread::spawn(move || producer(id, c, s, l))
+        })
+        .collect();
+    let t = Instant::now();
+    let (mut samples, mut pressed, mut max_lag, mut max_held) = (0, 0, 0u64, 0u64);
+    while t.elapsed() < Duration::from_secs(5) {
+        let s = dr_status(&main);
+        let lag: u64 = field(&s, "LAGBYTES").unwrap().parse().unwrap();
+        let held: u64 = field(&s, "HELDBYTES")
+            .unwrap_or_else(|| panic!("no HELDBYTES: {s}"))
+            .parse()
+            .unwrap();
+        let max: u64 = field(&s, "MAXLAG").unwrap().parse().unwrap();
+        assert_eq!(max, BOUND, "{s}");
+        if s.contains("DRSTATUS(Normal)") {
+            assert!(
+                lag <= BOUND,
+                "acknowledged work at risk beyond the bound ({lag} > {BOUND}): {s}"
+            );
+        }
+        samples += 1;
+        max_lag = max_lag.max(lag);
+        max_held = max_held.max(held);
+        if lag + held > BOUND {
+            pressed += 1;
+        }
+    }
+    stop.store(true, Ordering::Release);
+    for w in workers {
+        w.join().unwrap();
+    }
+    let acked = ledger.lock().unwrap().acked.len();
+    eprintln!(
+        "{samples} samples, {acked} puts: largest LAGBYTES {max_lag}, largest HELDBYTES {max_held}, {pressed} samples with more unacknowledged than the bound"
+    );
+    assert!(
+        pressed > 0 && max_held > 0,
+        "the load never pressed on the bound: nothing proven ({samples} samples, {acked} puts)"
+    );
+
+    // The secondary knows the primary's bound, and keeps it in its qm.ini.
+    let sec = wait_for(&rec, "the secondary shows the primary's bound", |s| {
+        field(s, "MAXLAG").as_deref() == Some(bound.as_str())
+    });
+    assert!(sec.contains("DRROLE(Secondary)"), "{sec}");
+    primary.kill9();
+    let back = free_port();
+    rec.ok(&[
+        "makedrprimary",
+        "-m",
+        QM,
+        "-r",
+        &format!("127.0.0.1({back})"),
+    ]);
+    let ini = rec.ok(&["dspmqini", "-m", QM]);
+    assert!(
+        ini.contains(&format!("MaxLagBytes={BOUND}")),
+        "makedrprimary must keep the pair's bound:\n{ini}"
+    );
+    secondary.restart();
+    let promoted = dr_status(&rec);
+    assert!(
+        promoted.contains("DRROLE(Primary)") && promoted.contains(&format!("MAXLAG({BOUND})")),
+        "{promoted}"
+    );
+    // -drlag on either command.
+    secondary.end();
+    rec.ok(&["makedrprimary", "-m", QM, "-drlag", "131072"]);
+    assert!(rec
+        .ok(&["dspmqini", "-m", QM])
+        .contains("MaxLagBytes=131072"));
+    main.ok(&[
+        "makedrsecondary",
+        "-m",
+        QM,
+        "-l",
+        &format!("127.0.0.1({back})"),
+        "-drlag",
+        "262144",
+    ]);
+    assert!(main
+        .ok(&["dspmqini", "-m", QM])
+        .contains("MaxLagBytes=262144"));
+    let refused = rec.run(&["makedrprimary", "-m", QM, "-drlag", "100"]);
+    assert!(
+        !refused.status.success(),
+        "a bound below the minimum is refused"
+    );
+}

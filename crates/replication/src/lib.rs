@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 pub use error::ReplicationError;
 pub use log_store::{LogStorage, RecoveredLog};
-pub use network::{forward_write, serve, Network, PeerConnection};
+pub use network::{forward_write, serve, Contact, Contacts, Network, PeerConnection, REACH_WINDOW};
 pub use record::{RAFT_COMMITTED, RAFT_ENTRY, RAFT_PURGED, RAFT_TRUNCATE, RAFT_VOTE};
 pub use replica::{fast_failover_config, Replica, ReplicaConfig};
 pub use state_machine::{Apply, Capture, CaptureAt, CaptureWrite, Meta, StateMachine};

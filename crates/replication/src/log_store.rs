@@ -72,6 +72,9 @@ struct Cached {
     /// Where the entry's record starts: the checkpoint position that keeps it.
     lsn: Lsn,
     entry: Entry,
+    /// When this replica appended it (or found it, on opening): how long a peer that lacks
+    /// it has been behind.
+    at: std::time::Instant,
 }
 
 struct State {
@@ -126,7 +129,14 @@ impl State {
         // An entry at an index that exists replaces it and everything after (openraft truncates
         // first, so this only matters for a log written without the marker; be safe anyway).
         drop(self.entries.split_off(&index));
-        self.entries.insert(index, Cached { lsn, entry });
+        self.entries.insert(
+            index,
+            Cached {
+                lsn,
+                entry,
+                at: std::time::Instant::now(),
+            },
+        );
     }
 
     fn truncate_from(&mut self, index: u64) {
@@ -281,6 +291,13 @@ impl LogStorage {
             .next()
             .map_or(st.next_lsn, |(_, c)| c.lsn);
         Some(st.next_lsn.saturating_sub(from))
+    }
+
+    /// When the first entry after `index` still in the log was appended here (`None`: there
+    /// is none). On the leader, the age of what a replica holding entries up to `index` lacks.
+    pub fn appended_after(&self, index: u64) -> Option<std::time::Instant> {
+        let st = self.inner.state.lock();
+        st.entries.range(index + 1..).next().map(|(_, c)| c.at)
     }
 
     /// Keeps the entries after `index` through later purges (see [`Inner::retain`]); purging

@@ -9,8 +9,10 @@
 //! Raft RPCs are idempotent, so the retry is safe, and it saves a heartbeat of lag. The body is
 //! bincode: JSON with hex payloads cost the followers more CPU than applying the records.
 
+use std::collections::BTreeMap;
 use std::io;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Timeout, Unreachable,
@@ -107,16 +109,77 @@ async fn read_frame<T: DeserializeOwned>(s: &mut TcpStream) -> io::Result<Option
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
+/// A peer counts as reachable while it was heard from within this long and nothing failed
+/// since: ten heartbeats. A peer that dies is marked at once by the failed call that follows.
+pub const REACH_WINDOW: Duration = Duration::from_millis(1000);
+
+/// What this replica knows of its contact with each peer: when it last heard from it (an
+/// answer to one of its RPCs, or an RPC from it), when a call to it last failed, and since when
+/// the current run of contact lasts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Contact {
+    pub last_ok: Option<Instant>,
+    pub last_fail: Option<Instant>,
+    pub up_since: Option<Instant>,
+}
+
+impl Contact {
+    /// Heard from within [`REACH_WINDOW`], and no call failed since.
+    pub fn reachable(&self) -> bool {
+        match self.last_ok {
+            Some(ok) => ok.elapsed() <= REACH_WINDOW && self.last_fail.is_none_or(|f| f < ok),
+            None => false,
+        }
+    }
+
+    /// When the current state began: the start of the contact while reachable, the last
+    /// contact (if any) while not.
+    pub fn since(&self) -> Option<Instant> {
+        if self.reachable() {
+            self.up_since
+        } else {
+            self.last_ok.or(self.last_fail)
+        }
+    }
+}
+
+/// Contact with every peer, shared by the RPC clients (answers, failures) and the server
+/// (requests received).
+#[derive(Debug, Clone, Default)]
+pub struct Contacts(Arc<parking_lot::Mutex<BTreeMap<NodeId, Contact>>>);
+
+impl Contacts {
+    pub fn heard(&self, id: NodeId) {
+        let now = Instant::now();
+        let mut m = self.0.lock();
+        let c = m.entry(id).or_default();
+        if !c.reachable() {
+            c.up_since = Some(now);
+        }
+        c.last_ok = Some(now);
+    }
+
+    pub fn failed(&self, id: NodeId) {
+        self.0.lock().entry(id).or_default().last_fail = Some(Instant::now());
+    }
+
+    /// What is known of `id` (`None`: never heard from nor tried).
+    pub fn get(&self, id: NodeId) -> Option<Contact> {
+        self.0.lock().get(&id).copied()
+    }
+}
+
 /// Creates one [`PeerConnection`] per peer replication stream (openraft's network factory).
 #[derive(Debug, Clone)]
 pub struct Network {
     id: NodeId,
+    contacts: Contacts,
 }
 
 impl Network {
-    /// The factory of replica `id` (named in timeout errors).
-    pub fn new(id: NodeId) -> Network {
-        Network { id }
+    /// The factory of replica `id` (named in timeout errors), recording contact in `contacts`.
+    pub fn new(id: NodeId, contacts: Contacts) -> Network {
+        Network { id, contacts }
     }
 }
 
@@ -131,6 +194,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             addr: node.addr.clone(),
             conn: None,
             in_flight: false,
+            contacts: self.contacts.clone(),
         }
     }
 }
@@ -145,6 +209,7 @@ pub struct PeerConnection {
     /// deadline; the response may still arrive later, so a connection found in this state is
     /// discarded rather than read out of step.
     in_flight: bool,
+    contacts: Contacts,
 }
 
 enum CallError {
@@ -205,6 +270,9 @@ impl PeerConnection {
         if res.is_err() {
             self.conn = None;
             self.in_flight = false;
+            self.contacts.failed(self.target);
+        } else {
+            self.contacts.heard(self.target);
         }
         res
     }
@@ -299,16 +367,16 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
 /// Serves Raft RPCs from peers on `listener`, one task per connection, until the returned task
 /// is aborted — which also aborts every connection task (they live in its `JoinSet`), so a
 /// stopped replica goes silent at once.
-pub fn serve(listener: TcpListener, raft: FerryRaft) -> JoinHandle<()> {
+pub fn serve(listener: TcpListener, raft: FerryRaft, contacts: Contacts) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut conns = JoinSet::new();
         loop {
             tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok((s, peer)) => {
-                        let raft = raft.clone();
+                        let (raft, contacts) = (raft.clone(), contacts.clone());
                         conns.spawn(async move {
-                            if let Err(e) = serve_conn(s, raft).await {
+                            if let Err(e) = serve_conn(s, raft, contacts).await {
                                 tracing::debug!(%peer, error = %e, "Raft peer connection ended");
                             }
                         });
@@ -325,9 +393,18 @@ pub fn serve(listener: TcpListener, raft: FerryRaft) -> JoinHandle<()> {
     })
 }
 
-async fn serve_conn(mut s: TcpStream, raft: FerryRaft) -> io::Result<()> {
+async fn serve_conn(mut s: TcpStream, raft: FerryRaft, contacts: Contacts) -> io::Result<()> {
     s.set_nodelay(true)?;
     while let Some(req) = read_frame::<Request>(&mut s).await? {
+        let from = match &req {
+            Request::Append(r) => r.vote.leader_id().voted_for(),
+            Request::Vote(r) => r.vote.leader_id().voted_for(),
+            Request::Snapshot(r) => r.vote.leader_id().voted_for(),
+            Request::Forward(_) => None,
+        };
+        if let Some(id) = from {
+            contacts.heard(id);
+        }
         let resp = match req {
             Request::Append(r) => Response::Append(raft.append_entries(r).await),
             Request::Vote(r) => Response::Vote(raft.vote(r).await),

@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::log_store::{LogStorage, RecoveredLog};
-use crate::network::{serve, Network};
+use crate::network::{serve, Contacts, Network};
 use crate::state_machine::StateMachine;
 use crate::{AppRecord, Apply, FerryRaft, LogId, Metrics, NodeId, ReplicationError};
 
@@ -81,6 +81,7 @@ pub struct Replica {
     recovered: RecoveredLog,
     applied: tokio::sync::watch::Receiver<Option<LogId>>,
     server: Option<JoinHandle<()>>,
+    contacts: Contacts,
 }
 
 impl Replica {
@@ -115,10 +116,12 @@ impl Replica {
         let export = sm.export_switch();
         let applied = sm.applied_watch();
         export.store(false, std::sync::atomic::Ordering::Release);
-        let raft = Raft::new(cfg.id, raft_cfg, Network::new(cfg.id), storage.clone(), sm).await;
+        let contacts = Contacts::default();
+        let network = Network::new(cfg.id, contacts.clone());
+        let raft = Raft::new(cfg.id, raft_cfg, network, storage.clone(), sm).await;
         export.store(true, std::sync::atomic::Ordering::Release);
         let raft = raft.map_err(|e| ReplicationError::Raft(e.to_string()))?;
-        let server = serve(listener, raft.clone());
+        let server = serve(listener, raft.clone(), contacts.clone());
         Ok(Replica {
             id: cfg.id,
             addr,
@@ -127,6 +130,7 @@ impl Replica {
             recovered,
             applied,
             server: Some(server),
+            contacts,
         })
     }
 
@@ -215,6 +219,11 @@ impl Replica {
     }
 
     /// A copy of openraft's current metrics (term, last log and applied index, membership...).
+    /// This replica's contact with each peer (for status: reachable, and since when).
+    pub fn contacts(&self) -> &Contacts {
+        &self.contacts
+    }
+
     pub fn metrics(&self) -> Metrics {
         self.raft.metrics().borrow().clone()
     }

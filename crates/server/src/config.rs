@@ -215,6 +215,8 @@ pub struct DrConfig {
 
 /// MQ's appliance holds at most 4 MB per queue manager in flight to the recovery site.
 pub const DR_MAX_LAG_DEFAULT: u64 = 4 * 1024 * 1024;
+/// The smallest `DR:MaxLagBytes` accepted.
+pub const DR_MIN_LAG: u64 = 64 * 1024;
 
 /// Parses one `host(port)` address into `host:port`.
 pub fn parse_addr(text: &str) -> Result<String, String> {
@@ -272,7 +274,7 @@ impl DrConfig {
             );
         }
         let max_lag_bytes = num(ini, "DR", "MaxLagBytes", DR_MAX_LAG_DEFAULT)?;
-        if max_lag_bytes < 64 * 1024 {
+        if max_lag_bytes < DR_MIN_LAG {
             return Err(format!(
                 "qm.ini DR:MaxLagBytes={max_lag_bytes}: use at least 65536"
             ));

@@ -89,16 +89,39 @@ pub fn handle(
                 return Action::Reply(status_ok(), 0);
             }
             let m = h.replica.metrics();
-            let active = m.current_leader.map_or("none yet".to_string(), |l| {
-                format!("'{}'", h.cfg.name_of(l))
-            });
-            let e = MqError::new(
-                Reason::STANDBY_Q_MGR,
-                format!(
-                    "instance '{}' of queue manager '{}' is a replica; the active instance is {active}",
+            // The leader may be this very instance, elected but not yet serving: it is not the
+            // active instance until it has taken over.
+            let text = match m.current_leader {
+                Some(l) if l == h.cfg.local_id() => format!(
+                    "instance '{}' of queue manager '{}' has been elected and is taking over; it accepts applications once it is the active instance",
                     h.cfg.local, shared.cfg.name
                 ),
-            );
+                Some(l)
+                    if !h
+                        .replica
+                        .contacts()
+                        .get(l)
+                        .is_some_and(|c| c.reachable()) =>
+                {
+                    format!(
+                        "instance '{}' of queue manager '{}' is a replica; the last active instance it knew, '{}', is not reachable from it",
+                        h.cfg.local,
+                        shared.cfg.name,
+                        h.cfg.name_of(l)
+                    )
+                }
+                Some(l) => format!(
+                    "instance '{}' of queue manager '{}' is a replica; the active instance is '{}'",
+                    h.cfg.local,
+                    shared.cfg.name,
+                    h.cfg.name_of(l)
+                ),
+                None => format!(
+                    "instance '{}' of queue manager '{}' is a replica; no instance is active yet",
+                    h.cfg.local, shared.cfg.name
+                ),
+            };
+            let e = MqError::new(Reason::STANDBY_Q_MGR, text);
             return Action::Reply(error_response(e), 0);
         }
         if shared.is_dr_secondary() {

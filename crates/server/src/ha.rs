@@ -69,6 +69,17 @@ const SNAPSHOT_AGAIN_ENTRIES: u64 = 64;
 /// the followers' leader lease (openraft: the 600 ms election timeout maximum, during which they
 /// refuse to vote), so a cut-off active instance is gone before another can be elected.
 const QUORUM_LOSS_MS: u64 = 450;
+/// `dspmq -o ha`: a reachable instance whose oldest missing entry was appended less than this
+/// long ago is in sync (see [`HaHandle::status_rows`]).
+pub const INSYNC_MS: u64 = 1000;
+
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "YES"
+    } else {
+        "NO"
+    }
+}
 
 /// Records the engine logged, numbered, on their way into Raft.
 pub struct Proposals {
@@ -101,8 +112,6 @@ struct PropState {
     ids: BTreeMap<u64, LogId>,
     /// Record number and log id at which this instance became active.
     base: Option<(u64, LogId)>,
-    /// Log index -> when it was proposed, for lag in seconds.
-    times: BTreeMap<u64, Instant>,
     trace: (u64, u64, Instant, u64),
 }
 
@@ -118,7 +127,6 @@ impl Proposals {
                 ledger: Default::default(),
                 ids: BTreeMap::new(),
                 base: None,
-                times: BTreeMap::new(),
                 trace: (0, 0, Instant::now(), 0),
             }),
             wake: Notify::new(),
@@ -194,7 +202,6 @@ impl Proposals {
         if let Some(p) = st.proposed.iter_mut().find(|p| p.0 == last) {
             p.1 = Some(id);
             let at = p.2;
-            st.times.insert(id.index, at);
             let sample = at.elapsed().as_micros() as u64;
             let avg = self.commit_us.load(Ordering::Relaxed);
             self.commit_us
@@ -222,9 +229,6 @@ impl Proposals {
         }
         while st.ids.len() > 4096 {
             st.ids.pop_first();
-        }
-        while st.times.len() > 4096 {
-            st.times.pop_first();
         }
         drop(st);
         if let Some(seq) = durable {
@@ -295,21 +299,18 @@ impl Proposals {
         self.st.lock().ledger.allowed(raw, acked, max)
     }
 
+    /// Bytes committed after the DR secondary's index `acked` whose replies may have gone out
+    /// (up to record number `released`).
+    pub fn dr_released_bytes(&self, acked: u64, released: u64) -> u64 {
+        self.st.lock().ledger.released_bytes(acked, released)
+    }
+
     /// The last committed index, and the bytes committed (by this active instance) after the
     /// DR secondary's index `acked`.
     pub fn dr_lag(&self, acked: u64) -> (u64, u64) {
         let mut st = self.st.lock();
         let end = st.ledger.last_index().max(acked);
         (end, st.ledger.lag_bytes(acked))
-    }
-
-    fn oldest_after(&self, index: u64) -> Option<Instant> {
-        self.st
-            .lock()
-            .times
-            .range(index + 1..)
-            .next()
-            .map(|(_, t)| *t)
     }
 }
 
@@ -607,16 +608,44 @@ impl HaHandle {
     }
 
     /// One row of `NAME=value` pairs per instance, as this instance sees the group.
+    ///
+    /// - `REACHABLE`: heard from within [`ferrymq_replication::REACH_WINDOW`] with no failed
+    ///   call since (the active instance hears from every replica; a replica only from the
+    ///   active instance, so it says `UNKNOWN` of the others); `REACHDATE`/`REACHTIME`/`REACHSECS`
+    ///   say since when (the start of the contact, or the last contact once unreachable). An
+    ///   instance this one cannot reach has `ROLE(Unknown)`.
+    /// - `LOGINDEX`, `LAGENTRIES`, `BACKLOG`, `BEHIND`: the last entry it is known to hold, the
+    ///   entries and bytes of log after it, and how long ago the first of those was appended
+    ///   (its delay; 0 when it lacks nothing). `UNKNOWN` while the active instance has not yet
+    ///   matched its log (one that died before this instance became active).
+    /// - `INSYNC(YES)`: reachable, and it lacks nothing or only entries appended less than
+    ///   [`INSYNC_MS`] ago — a replica one batch behind under load is in sync; a replica that
+    ///   stops answering or falls a second behind is not.
     pub fn status_rows(&self) -> Vec<Vec<(String, String)>> {
         let m = self.replica.metrics();
         let me = self.cfg.local_id();
         let leader = m.current_leader;
+        let leading = m.state == ServerState::Leader;
         let last = m.last_log_index.unwrap_or(0);
+        let contacts = self.replica.contacts();
         let mut rows = Vec::new();
         for (i, (name, addr)) in self.cfg.instances.iter().enumerate() {
             let id = i as u64 + 1;
-            let role = if leader == Some(id) {
-                if id == me && !self.is_active() {
+            let local = id == me;
+            // (reachable, since when); None when this instance cannot know.
+            let reach = if local {
+                Some((true, Some(self.started)))
+            } else if leading || leader == Some(id) {
+                let c = contacts.get(id).unwrap_or_default();
+                Some((c.reachable(), c.since()))
+            } else {
+                None
+            };
+            let reachable = reach.map(|r| r.0);
+            let role = if reachable == Some(false) {
+                "Unknown"
+            } else if leader == Some(id) {
+                if local && !self.is_active() {
                     "Starting"
                 } else {
                     "Active"
@@ -629,14 +658,31 @@ impl HaHandle {
                 ("ROLE".to_string(), role.to_string()),
                 ("REPLADDR".to_string(), addr.clone()),
             ];
-            if id == me {
+            if local {
                 row.push(("LOCAL".into(), "YES".into()));
             }
             if self.app.preferred().as_deref() == Some(name.as_str()) {
                 row.push(("PREFERRED".into(), "YES".into()));
             }
-            let matched = if m.state == ServerState::Leader {
-                if id == me {
+            match reach {
+                Some((up, since)) => {
+                    row.push(("REACHABLE".into(), yes_no(up).into()));
+                    if let Some(t) = since {
+                        let ms = now_ms().saturating_sub(t.elapsed().as_millis() as u64);
+                        let (d, tm) = crate::listeners::fmt_date_time(ms);
+                        row.push(("REACHDATE".into(), d));
+                        row.push(("REACHTIME".into(), tm));
+                        row.push((
+                            "REACHSECS".into(),
+                            format!("{:.3}", t.elapsed().as_secs_f64()),
+                        ));
+                    }
+                }
+                None => row.push(("REACHABLE".into(), "UNKNOWN".into())),
+            }
+            // The last entry the instance is known to hold.
+            let matched = if leading {
+                if local {
                     Some(Some(last))
                 } else {
                     m.replication
@@ -644,37 +690,55 @@ impl HaHandle {
                         .and_then(|r| r.get(&id))
                         .map(|l| l.map(|l| l.index))
                 }
-            } else if id == me {
+            } else if local {
                 Some(m.last_applied.map(|l| l.index))
             } else {
                 None
             };
-            match matched {
-                Some(matched) => {
-                    let matched = matched.unwrap_or(0);
-                    let insync = matched >= last;
-                    let bytes = if insync {
+            // A replica's own row: in contact with the active instance, or not.
+            let connected = if local && !leading {
+                leader
+                    .filter(|&l| l != me)
+                    .and_then(|l| contacts.get(l))
+                    .is_some_and(|c| c.reachable())
+            } else {
+                reachable == Some(true)
+            };
+            match (matched, reach) {
+                (Some(Some(matched)), Some(_)) => {
+                    let behind = if matched >= last {
+                        Duration::ZERO
+                    } else {
+                        self.replica
+                            .storage()
+                            .appended_after(matched)
+                            .map_or(Duration::ZERO, |t| t.elapsed())
+                    };
+                    let bytes = if matched >= last {
                         Some(0)
                     } else {
                         self.replica.storage().bytes_after(matched)
                     };
-                    let secs = if insync {
-                        0.0
-                    } else {
-                        self.props
-                            .oldest_after(matched)
-                            .map_or(self.started.elapsed(), |t| t.elapsed())
-                            .as_secs_f64()
-                    };
-                    row.push(("INSYNC".into(), if insync { "YES" } else { "NO" }.into()));
+                    let insync = connected && behind <= Duration::from_millis(INSYNC_MS);
+                    row.push(("INSYNC".into(), yes_no(insync).into()));
                     row.push(("LOGINDEX".into(), matched.to_string()));
+                    row.push((
+                        "LAGENTRIES".into(),
+                        last.saturating_sub(matched).to_string(),
+                    ));
                     row.push((
                         "BACKLOG".into(),
                         bytes.map_or("SNAPSHOT".into(), |b| b.to_string()),
                     ));
-                    row.push(("BEHIND".into(), format!("{secs:.3}")));
+                    row.push(("BEHIND".into(), format!("{:.3}", behind.as_secs_f64())));
                 }
-                None => row.push(("INSYNC".into(), "UNKNOWN".into())),
+                (Some(_), Some(_)) => {
+                    row.push(("INSYNC".into(), "NO".into()));
+                    for k in ["LOGINDEX", "LAGENTRIES", "BACKLOG", "BEHIND"] {
+                        row.push((k.into(), "UNKNOWN".into()));
+                    }
+                }
+                _ => row.push(("INSYNC".into(), "UNKNOWN".into())),
             }
             rows.push(row);
         }

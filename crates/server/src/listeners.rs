@@ -48,7 +48,7 @@ pub struct Control {
     pub tasks: Vec<JoinHandle<()>>,
 }
 
-fn fmt_date_time(ms: u64) -> (String, String) {
+pub(crate) fn fmt_date_time(ms: u64) -> (String, String) {
     let md = ferrymq_types::MessageDescriptor {
         put_time_ms: ms,
         ..Default::default()

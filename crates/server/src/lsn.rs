@@ -80,6 +80,11 @@ impl LsnSender {
         }
     }
 
+    /// The position now.
+    pub fn get(&self) -> u64 {
+        self.inner.cur.load(Ordering::Acquire)
+    }
+
     /// A waiting side of this watch.
     pub fn subscribe(&self) -> LsnWatch {
         LsnWatch {

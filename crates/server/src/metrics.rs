@@ -223,12 +223,22 @@ fn ha(h: &crate::ha::HaHandle, o: &mut Out) {
     );
     let rows = h.status_rows();
     // Each family reads one `dspmq -o ha` field of every instance's row; a row without a value
-    // (INSYNC UNKNOWN, BACKLOG SNAPSHOT) has no sample.
+    // (UNKNOWN, BACKLOG SNAPSHOT) has no sample.
     let families = [
         (
+            "ferrymq_ha_instance_reachable",
+            "1 while this instance is in contact with the instance (REACHABLE).",
+            "REACHABLE",
+        ),
+        (
             "ferrymq_ha_instance_in_sync",
-            "1 when the instance holds every entry of the group's log, as this instance sees it.",
+            "1 when the instance is reachable and lacks no entry appended more than a second ago (INSYNC), as this instance sees it.",
             "INSYNC",
+        ),
+        (
+            "ferrymq_ha_instance_lag_entries",
+            "Entries of replicated log the instance lacks (LAGENTRIES), as this instance sees it.",
+            "LAGENTRIES",
         ),
         (
             "ferrymq_ha_instance_backlog_bytes",
@@ -237,7 +247,7 @@ fn ha(h: &crate::ha::HaHandle, o: &mut Out) {
         ),
         (
             "ferrymq_ha_instance_behind_seconds",
-            "Age of the oldest entry the instance lacks, as this instance sees it.",
+            "How long ago the first entry the instance lacks was appended (BEHIND), as this instance sees it.",
             "BEHIND",
         ),
     ];
@@ -281,25 +291,32 @@ fn dr(shared: &Shared, d: &crate::dr::DrHandle, o: &mut Out) {
     let acked = d.acked.load(Ordering::Acquire);
     match d.cfg.role {
         DrRole::Primary => {
-            let (end, lag) = shared.dr_lag(d);
+            let lag = shared.dr_lag(d);
+            let end = lag.end;
             let samples = [
                 (
                     "ferrymq_dr_lag_bytes",
                     "gauge",
-                    "Bytes of log the recovery site has not acknowledged (LAGBYTES).",
-                    lag as f64,
+                    "Acknowledged work the recovery site has not acknowledged, in bytes of log: what losing the main site would lose (LAGBYTES; at most MAXLAG while the bound holds).",
+                    lag.at_risk as f64,
+                ),
+                (
+                    "ferrymq_dr_held_bytes",
+                    "gauge",
+                    "Durable log the recovery site has not acknowledged whose replies are held by the bound (HELDBYTES).",
+                    lag.held as f64,
                 ),
                 (
                     "ferrymq_dr_lag_seconds",
                     "gauge",
                     "Age of the oldest work the recovery site has not acknowledged (LAGSECS).",
-                    d.lag_secs(lag),
+                    d.lag_secs(lag.total()),
                 ),
                 (
                     "ferrymq_dr_max_lag_bytes",
                     "gauge",
                     "The lag bound: past it, replies to puts and commits wait (MAXLAG).",
-                    d.cfg.max_lag_bytes as f64,
+                    d.max_lag.load(Ordering::Acquire) as f64,
                 ),
                 (
                     "ferrymq_dr_position",
@@ -332,6 +349,16 @@ fn dr(shared: &Shared, d: &crate::dr::DrHandle, o: &mut Out) {
                 "Stream position this recovery site holds (POSITION).",
             );
             o.sample("ferrymq_dr_position", &[], acked as f64);
+            o.family(
+                "ferrymq_dr_max_lag_bytes",
+                "gauge",
+                "The primary's lag bound, as it last said (MAXLAG); kept by makedrprimary.",
+            );
+            o.sample(
+                "ferrymq_dr_max_lag_bytes",
+                &[],
+                d.max_lag.load(Ordering::Acquire) as f64,
+            );
             o.family(
                 "ferrymq_dr_received_bytes_total",
                 "counter",

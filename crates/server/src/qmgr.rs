@@ -65,16 +65,15 @@ impl Shared {
     /// The `DR STATUS` line.
     pub fn dr_status(&self) -> Option<String> {
         let d = self.dr.as_ref()?;
-        let (end, lag) = self.dr_lag(d);
-        Some(d.status_line(end, lag))
+        Some(d.status_line(self.dr_lag(d)))
     }
 
-    /// A DR primary's durable stream end and the bytes its secondary has not acknowledged
-    /// ((0, 0) on a secondary).
-    pub fn dr_lag(&self, d: &DrHandle) -> (u64, u64) {
-        self.dr_gate
-            .as_ref()
-            .map_or((0, 0), |g| g.lag(d.acked.load(Ordering::Acquire)))
+    /// A DR primary's durable stream end and the bytes its secondary has not acknowledged,
+    /// at risk and held (all 0 on a secondary).
+    pub fn dr_lag(&self, d: &DrHandle) -> crate::dr::gate::Lag {
+        self.dr_gate.as_ref().map_or(Default::default(), |g| {
+            g.lag(d.acked.load(Ordering::Acquire))
+        })
     }
 
     fn new(
@@ -373,7 +372,7 @@ fn run_standalone(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
     let dr = cfg
         .dr
         .clone()
-        .map(|c| Arc::new(DrHandle::new(c, &cfg.name)));
+        .map(|c| Arc::new(DrHandle::new(c, &cfg.name, Some(paths.ini()))));
     // A DR primary's replies wait on the lag bound, fed by the ring's durable LSN.
     let gate = dr
         .as_ref()
@@ -602,7 +601,10 @@ fn run_ha(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
             h.replica.recovered().last_log_id,
         );
         let (end_tx, end_rx) = watch::channel(None);
-        let dr = cfg.dr.clone().map(|c| Arc::new(DrHandle::new(c, &cfg.name)));
+        let dr = cfg
+            .dr
+            .clone()
+            .map(|c| Arc::new(DrHandle::new(c, &cfg.name, Some(paths.ini()))));
         // A DR primary's replies wait on the lag bound, fed by the group's commits.
         let gate = dr.as_ref().filter(|d| !d.is_secondary()).map(|d| {
             let g = Gate::new(Meter::Raft(h.props.clone()), d.cfg.max_lag_bytes, 0);

@@ -36,6 +36,35 @@ impl Meter {
             Meter::Raft(p) => p.dr_lag(acked),
         }
     }
+
+    /// Bytes of log after the secondary's position `acked` up to the durable value `released`
+    /// that replies have been let out at: the acknowledged work a disaster would take.
+    fn released_bytes(&self, acked: u64, released: u64) -> u64 {
+        match self {
+            Meter::Ring => released.saturating_sub(acked),
+            Meter::Raft(p) => p.dr_released_bytes(acked, released),
+        }
+    }
+}
+
+/// The DR lag as status shows it: the acknowledged work a disaster would take (bounded by the
+/// lag bound while a secondary is connected or within the grace period), and the durable log
+/// after it whose replies are still held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Lag {
+    /// The stream's durable end (POSITION).
+    pub end: u64,
+    /// Acknowledged and not yet acknowledged by the secondary (LAGBYTES).
+    pub at_risk: u64,
+    /// Durable, its replies held by the bound (HELDBYTES).
+    pub held: u64,
+}
+
+impl Lag {
+    /// Everything the secondary has not acknowledged.
+    pub fn total(&self) -> u64 {
+        self.at_risk + self.held
+    }
 }
 
 /// Batches committed by an HA group's active instance, for [`Meter::Raft`]: Raft index, last
@@ -104,6 +133,21 @@ impl BatchLedger {
         self.total - base
     }
 
+    /// Bytes of the batches after the secondary's index `acked` whose replies may have gone
+    /// out: up to the last batch ending at or before record number `released` (batches an
+    /// instance inherited count as released: their replies were another instance's to give).
+    pub fn released_bytes(&mut self, acked: u64, released: u64) -> u64 {
+        let base = self.acked_bytes(acked);
+        let mut upto = base;
+        for b in &self.batches {
+            if b.last_seq > released {
+                break;
+            }
+            upto = upto.max(b.after);
+        }
+        upto - base
+    }
+
     /// The last committed batch's Raft index.
     pub fn last_index(&self) -> u64 {
         self.batches.back().map_or(0, |b| b.index)
@@ -147,19 +191,26 @@ impl Gate {
         self.out.subscribe()
     }
 
-    /// The stream's durable end and the bytes the secondary at `acked` lacks, for status. While
-    /// a full copy is unconfirmed, its bytes count as well.
-    pub fn lag(&self, acked: u64) -> (u64, u64) {
-        let (raw, copy) = {
+    /// The stream's durable end and the bytes the secondary at `acked` lacks, split into the
+    /// acknowledged work at risk and the held rest, for status. While a full copy is
+    /// unconfirmed, its bytes count as at risk as well.
+    pub fn lag(&self, acked: u64) -> Lag {
+        // The gate's own acknowledged position (it may be a step ahead of the caller's) and
+        // the value released from it, read together (both move under this lock).
+        let (raw, copy, acked, released) = {
             let st = self.st.lock();
-            (st.raw, st.copy)
+            (st.raw, st.copy, st.acked.max(acked), self.out.get())
         };
-        match copy {
-            Some((pos, bytes)) => {
-                let (end, after) = self.meter.lag(raw, pos.max(acked));
-                (end, after + bytes)
-            }
-            None => self.meter.lag(raw, acked),
+        let (from, copied) = match copy {
+            Some((pos, bytes)) => (pos.max(acked), bytes),
+            None => (acked, 0),
+        };
+        let (end, after) = self.meter.lag(raw, from);
+        let out = self.meter.released_bytes(from, released).min(after);
+        Lag {
+            end,
+            at_risk: copied + out,
+            held: after - out,
         }
     }
 
@@ -239,8 +290,22 @@ mod tests {
         assert_eq!(rx.get(), 9000);
         g.durable(20_000);
         assert_eq!(rx.get(), 9500);
+        // Status: the acknowledged work at risk stays within the bound; the rest is held.
+        assert_eq!(
+            g.lag(8500),
+            Lag {
+                end: 20_000,
+                at_risk: 1000,
+                held: 10_500
+            }
+        );
         g.bound(None);
         assert_eq!(rx.get(), 20_000);
+        assert_eq!(
+            g.lag(8500).at_risk,
+            11_500,
+            "unbounded: all of it is at risk"
+        );
     }
 
     #[test]
@@ -254,13 +319,14 @@ mod tests {
         g.durable(6500);
         assert_eq!(rx.get(), 5000, "held while the copy is unconfirmed");
         assert_eq!(
-            g.lag(0).1,
+            g.lag(0).total(),
             4500,
-            "the copy and the work after it are at risk"
+            "the copy and the work after it are unacknowledged"
         );
+        assert_eq!(g.lag(0).at_risk, 4000, "the work after the copy is held");
         g.acked(6000);
         assert_eq!(rx.get(), 6500);
-        assert_eq!(g.lag(6000).1, 500);
+        assert_eq!(g.lag(6000).total(), 500);
         // A small copy leaves the rest of the bound for work after it.
         g.bound_copy(7000, 300);
         g.durable(8000);
@@ -286,6 +352,9 @@ mod tests {
         assert_eq!(l.allowed(20, 11, 1000), 20);
         // Never beyond what is durable.
         assert_eq!(l.allowed(12, 11, 1000), 12);
+        // Released up to record 12: the batch of index 12 is at risk, 13 is held.
+        assert_eq!(l.released_bytes(11, 12), 400);
+        assert_eq!(l.released_bytes(11, 20), 800);
         assert_eq!(l.lag_bytes(13), 0);
     }
 }

@@ -74,6 +74,11 @@ pub struct DrHandle {
     pub stream: AtomicU64,
     /// Counts link ups and downs, so a grace timer knows whether its link came back.
     pub sessions: AtomicU64,
+    /// The pair's lag bound: the primary's own; on a secondary, the bound its primary gave in
+    /// its hello (recorded in qm.ini, so `makedrprimary` keeps it).
+    pub max_lag: AtomicU64,
+    /// This queue manager's qm.ini, where a secondary records its primary's bound.
+    ini: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -85,8 +90,10 @@ struct Status {
 }
 
 impl DrHandle {
-    pub fn new(cfg: DrConfig, qmgr: &str) -> DrHandle {
+    pub fn new(cfg: DrConfig, qmgr: &str, ini: Option<std::path::PathBuf>) -> DrHandle {
         DrHandle {
+            max_lag: AtomicU64::new(cfg.max_lag_bytes),
+            ini,
             cfg,
             qmgr: qmgr.to_string(),
             st: Mutex::new(Status {
@@ -105,6 +112,29 @@ impl DrHandle {
 
     pub fn is_secondary(&self) -> bool {
         self.cfg.role == DrRole::Secondary
+    }
+
+    /// A secondary learns its primary's lag bound (from its hello) and keeps it in qm.ini
+    /// (`DR:MaxLagBytes`), so the bound is the pair's, not this site's own, when `makedrprimary`
+    /// promotes it. Values below qm.ini's minimum are not recorded.
+    pub fn primary_bound(&self, bytes: u64) {
+        if bytes < crate::config::DR_MIN_LAG || self.max_lag.swap(bytes, Ordering::AcqRel) == bytes
+        {
+            return;
+        }
+        let Some(path) = &self.ini else { return };
+        let r = crate::config::Ini::load(path).and_then(|mut ini| {
+            ini.set("DR", "MaxLagBytes", &bytes.to_string());
+            ini.save(path)
+        });
+        match r {
+            Ok(()) => crate::qm_log!(
+                "ferrymq: DR secondary: the primary's lag bound is {bytes} bytes; recorded in qm.ini (DR:MaxLagBytes), which makedrprimary keeps"
+            ),
+            Err(e) => crate::qm_log!(
+                "ferrymq: DR secondary: cannot record the primary's lag bound ({bytes} bytes) in qm.ini: {e}"
+            ),
+        }
     }
 
     pub fn set_link(&self, link: LinkState, partner: &str) {
@@ -168,9 +198,9 @@ impl DrHandle {
             .map_or(0.0, |(_, t)| t.elapsed().as_secs_f64())
     }
 
-    /// `NAME(value)` pairs for `dspmq -o dr` and `DR STATUS`; `lag_bytes` comes from the gate's
-    /// meter (it knows how positions translate into bytes).
-    pub fn status_line(&self, end: u64, lag_bytes: u64) -> String {
+    /// `NAME(value)` pairs for `dspmq -o dr` and `DR STATUS`; `lag` comes from the gate (it
+    /// knows how positions translate into bytes, and what it has released).
+    pub fn status_line(&self, lag: gate::Lag) -> String {
         let st = self.st.lock().clone();
         let role = match self.cfg.role {
             DrRole::Primary => "Primary",
@@ -185,11 +215,12 @@ impl DrHandle {
         ];
         match self.cfg.role {
             DrRole::Primary => {
-                f.push(format!("POSITION({end})"));
+                f.push(format!("POSITION({})", lag.end));
                 f.push(format!("ACKED({})", self.acked.load(Ordering::Acquire)));
-                f.push(format!("LAGBYTES({lag_bytes})"));
-                f.push(format!("LAGSECS({:.3})", self.lag_secs(lag_bytes)));
-                f.push(format!("MAXLAG({})", self.cfg.max_lag_bytes));
+                f.push(format!("LAGBYTES({})", lag.at_risk));
+                f.push(format!("HELDBYTES({})", lag.held));
+                f.push(format!("LAGSECS({:.3})", self.lag_secs(lag.total())));
+                f.push(format!("MAXLAG({})", self.max_lag.load(Ordering::Acquire)));
                 f.push(format!("SENTBYTES({})", self.bytes.load(Ordering::Relaxed)));
             }
             DrRole::Secondary => {
@@ -198,6 +229,7 @@ impl DrHandle {
                     "RECEIVEDBYTES({})",
                     self.bytes.load(Ordering::Relaxed)
                 ));
+                f.push(format!("MAXLAG({})", self.max_lag.load(Ordering::Acquire)));
             }
         }
         f.push(format!("RESYNC({})", st.resync));

@@ -121,13 +121,21 @@ async fn session(
         .await
         .map_err(|_| "no hello".to_string())?
         .map_err(io)?;
-    let Some(Frame::Hello { qmgr, stream }) = hello else {
+    let Some(Frame::Hello {
+        qmgr,
+        stream,
+        max_lag,
+    }) = hello
+    else {
         return Err(format!("expected a hello, got {hello:?}"));
     };
     if qmgr != shared.cfg.name {
         let why = format!("this is queue manager '{}', not '{qmgr}'", shared.cfg.name);
         let _ = wire::write(&mut wr, &Frame::Refuse(why.clone())).await;
         return Err(why);
+    }
+    if let Some(b) = max_lag {
+        dr.primary_bound(b);
     }
     let state = shared.core.lock().engine.dr_state();
     let progress = staging.lock().as_ref().map(Staging::progress);

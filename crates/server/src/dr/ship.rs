@@ -356,6 +356,7 @@ async fn session(
         &Frame::Hello {
             qmgr: dr.qmgr.clone(),
             stream,
+            max_lag: Some(dr.cfg.max_lag_bytes),
         },
     )
     .await
@@ -533,7 +534,7 @@ async fn session(
                 dr.sent(end, read_at, len);
                 src.retain(dr.acked.load(Ordering::Acquire));
                 pos = end;
-                let (_, lag) = gate.lag(dr.acked.load(Ordering::Acquire));
+                let lag = gate.lag(dr.acked.load(Ordering::Acquire)).total();
                 if len < CHUNK_BYTES / 2 && lag < dr.cfg.max_lag_bytes / 4 {
                     tokio::time::sleep(SHIP_GAP).await;
                 }

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! primary                                  secondary
-//!   Hello{qmgr, stream}          ->
+//!   Hello{qmgr, stream, maxlag}  ->
 //!                                <-  Position{state, copy} | Refuse{why}
 //!   [Reset{stream, pos}          ->  (full copy: its records are staged apart from the state;
 //!    | ResumeCopy{stream, pos, skip}  or the staged copy goes on after its first `skip` records;
@@ -25,9 +25,12 @@ pub const CHUNK_BYTES: usize = 1024 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {
+    /// `max_lag`: the primary's lag bound, which the secondary keeps for when it is promoted
+    /// (absent from a primary that predates it).
     Hello {
         qmgr: String,
         stream: u64,
+        max_lag: Option<u64>,
     },
     /// The secondary's state, and the full copy it has staged so far, if any.
     Position(DrState, Option<CopyProgress>),
@@ -79,10 +82,17 @@ impl Frame {
         let mut b = BytesMut::new();
         b.put_u32_le(0);
         match self {
-            Frame::Hello { qmgr, stream } => {
+            Frame::Hello {
+                qmgr,
+                stream,
+                max_lag,
+            } => {
                 b.put_u8(tag::HELLO);
                 b.put_str16(qmgr);
                 b.put_u64_le(*stream);
+                if let Some(m) = max_lag {
+                    b.put_u64_le(*m);
+                }
             }
             Frame::Position(st, copy) => {
                 b.put_u8(tag::POSITION);
@@ -131,6 +141,11 @@ impl Frame {
             tag::HELLO => Frame::Hello {
                 qmgr: r.str16("queue manager")?,
                 stream: r.u64("stream")?,
+                max_lag: if r.remaining() > 0 {
+                    Some(r.u64("lag bound")?)
+                } else {
+                    None
+                },
             },
             tag::POSITION => {
                 // The DR state's own encoding ends with an optional mark; the copy progress
@@ -255,6 +270,12 @@ mod tests {
             Frame::Hello {
                 qmgr: "QM1".into(),
                 stream: 7,
+                max_lag: Some(65536),
+            },
+            Frame::Hello {
+                qmgr: "QM1".into(),
+                stream: 7,
+                max_lag: None,
             },
             Frame::Position(
                 DrState {
