@@ -1,6 +1,6 @@
 //! Queue manager lifecycle with MQ's command names: crtmqm, strmqm, endmqm, dltmqm, dspmq, setmqini,
 //! dspmqini. Exit statuses follow MQ's where MQ defines one (5 running, 8 already exists, 16 does
-//! not exist, 40 not available); strmqm exits 3 when the queue manager started but recovery
+//! not exist, 40 not available, 72 queue manager name error); strmqm exits 3 when the queue manager started but recovery
 //! discarded something that may have been acknowledged; anything else that fails exits 1.
 
 use std::fs::File;
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use ferrymq_server::{ferrymq_home, storage, Ini, QmConfig, QmPaths};
 use ferrymq_types::limits;
-use ferrymq_types::objects::validate_object_name;
+use ferrymq_types::objects::{qmgr_name_from_dir, validate_qmgr_name};
 
 use crate::mqargs::{parse, Flag};
 
@@ -41,6 +41,8 @@ pub const EXIT_RUNNING: i32 = 5;
 pub const EXIT_EXISTS: i32 = 8;
 pub const EXIT_NO_QMGR: i32 = 16;
 pub const EXIT_NOT_AVAILABLE: i32 = 40;
+/// The name is not a valid queue manager name (MQ's "queue manager name error").
+pub const EXIT_BAD_NAME: i32 = 72;
 /// strmqm: the queue manager is running, but recovery discarded log records or stored messages
 /// that may have been acknowledged (the error log lists them).
 pub const EXIT_RECOVERY_LOSS: i32 = storage::RECOVERY_LOSS_EXIT;
@@ -48,14 +50,7 @@ pub const EXIT_RECOVERY_LOSS: i32 = storage::RECOVERY_LOSS_EXIT;
 fn one_name(cmd: &str, positional: &[String]) -> Result<String, Fail> {
     match positional {
         [name] => {
-            if name.len() > limits::QMGR_NAME_LEN_MAX {
-                return Err(other(format!(
-                    "{cmd}: queue manager name '{name}' is longer than {} characters",
-                    limits::QMGR_NAME_LEN_MAX
-                )));
-            }
-            validate_object_name(name)
-                .map_err(|e| other(format!("{cmd}: queue manager name: {e}")))?;
+            validate_qmgr_name(name).map_err(|e| fail(EXIT_BAD_NAME, format!("{cmd}: {e}")))?;
             Ok(name.clone())
         }
         [] => Err(other(format!("{cmd}: give the queue manager name"))),
@@ -66,8 +61,14 @@ fn one_name(cmd: &str, positional: &[String]) -> Result<String, Fail> {
     }
 }
 
+/// The files of queue manager `name`: every command maps a name to its directory through this
+/// (or [`QmPaths::new`] directly in crtmqm); an invalid name exits 72.
+pub(crate) fn paths_of(cmd: &str, name: &str) -> Result<QmPaths, Fail> {
+    QmPaths::new(&ferrymq_home(), name).map_err(|e| fail(EXIT_BAD_NAME, format!("{cmd}: {e}")))
+}
+
 pub(crate) fn existing(cmd: &str, name: &str) -> Result<QmPaths, Fail> {
-    let paths = QmPaths::new(&ferrymq_home(), name);
+    let paths = paths_of(cmd, name)?;
     if !paths.ini().exists() {
         return Err(fail(
             EXIT_NO_QMGR,
@@ -124,7 +125,7 @@ pub fn crtmqm(args: &[String]) -> Res {
     ];
     let p = parse("crtmqm", args, &flags).map_err(other)?;
     let name = one_name("crtmqm", &p.positional)?;
-    let paths = QmPaths::new(&ferrymq_home(), &name);
+    let paths = paths_of("crtmqm", &name)?;
     if paths.ini().exists() {
         return Err(fail(
             EXIT_EXISTS,
@@ -445,6 +446,12 @@ pub fn dltmqm(args: &[String]) -> Res {
             format!("dltmqm: queue manager '{name}' is running; end it first (endmqm -w {name})"),
         ));
     }
+    // Exactly this queue manager's directory: its name maps to one component under qmgrs/ (no
+    // '/', never '.' or '..'), and remove_dir_all removes symbolic links without following them.
+    debug_assert_eq!(
+        paths.dir.parent(),
+        Some(QmPaths::root(&ferrymq_home()).as_path())
+    );
     std::fs::remove_dir_all(&paths.dir).map_err(|e| {
         other(format!(
             "dltmqm: cannot remove {}: {e}",
@@ -455,14 +462,16 @@ pub fn dltmqm(args: &[String]) -> Res {
     Ok(())
 }
 
-/// The queue managers under `$FERRYMQ_HOME` (directories with a qm.ini), sorted.
+/// The queue managers under `$FERRYMQ_HOME` (directories with a qm.ini whose name some valid
+/// queue manager name maps to), sorted.
 pub(crate) fn qmgr_names() -> Vec<String> {
-    let root = ferrymq_home().join("qmgrs");
+    let root = QmPaths::root(&ferrymq_home());
     let mut names: Vec<String> = match std::fs::read_dir(&root) {
         Ok(rd) => rd
             .filter_map(|e| e.ok())
             .filter(|e| e.path().join("qm.ini").exists())
             .filter_map(|e| e.file_name().into_string().ok())
+            .filter_map(|d| qmgr_name_from_dir(&d))
             .collect(),
         Err(_) => Vec::new(),
     };
@@ -520,7 +529,7 @@ pub fn dspmq(args: &[String]) -> Res {
         names.retain(|n| n == m);
     }
     for name in names {
-        let paths = QmPaths::new(&ferrymq_home(), &name);
+        let paths = paths_of("dspmq", &name)?;
         let cfg = Ini::load(&paths.ini()).and_then(|i| QmConfig::from_ini(&i));
         let port = cfg
             .map(|c| c.port.to_string())

@@ -19,6 +19,7 @@ FerryMQ — an open-source message queue manager
 
 Queue manager lifecycle (MQ's names and flags):
   ferrymq crtmqm [-p PORT] [-lp N] [-lf PAGES] [-h MAXHANDLES] [-fs N] [-c TEXT] QMNAME
+                                        QMNAME: up to 48 of A-Z a-z 0-9 . / _ % (exit 72 if not)
   ferrymq strmqm QMNAME                 start in the background; returns once it accepts connections
                                         (exit 3: running, but recovery discarded what may have been
                                         acknowledged; the error log lists it)

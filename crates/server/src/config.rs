@@ -16,10 +16,18 @@ pub struct QmPaths {
 }
 
 impl QmPaths {
-    pub fn new(home: &Path, name: &str) -> QmPaths {
-        QmPaths {
-            dir: home.join("qmgrs").join(name),
-        }
+    /// The directory of queue manager `name`: `<home>/qmgrs/<mapped name>`, the one place a name
+    /// becomes a path (`ferrymq_types::objects::qmgr_dir_name`: `/` becomes `&`, a leading `.`
+    /// becomes `!`). Fails for a name that is not a valid queue manager name.
+    pub fn new(home: &Path, name: &str) -> Result<QmPaths, String> {
+        let dir = ferrymq_types::objects::qmgr_dir_name(name)?;
+        Ok(QmPaths {
+            dir: Self::root(home).join(dir),
+        })
+    }
+    /// The directory holding every queue manager's directory.
+    pub fn root(home: &Path) -> PathBuf {
+        home.join("qmgrs")
     }
     pub fn ini(&self) -> PathBuf {
         self.dir.join("qm.ini")
