@@ -4,9 +4,21 @@
 
 mod support;
 
-use support::{Home, Qm};
+use std::process::Command;
+
+use ferrymq_client::open;
+use support::{Home, Qm, BIN};
 
 const Q: &str = "SYSTEM.DEFAULT.LOCAL.QUEUE";
+
+fn depth(qm: &Qm) -> u64 {
+    let c = qm.connect();
+    let h = c.open(Q, open::INQUIRE).unwrap();
+    let d = c.inquire(&h, &["CURDEPTH"]).unwrap();
+    c.close(&h, 0).unwrap();
+    c.disconnect().unwrap();
+    d[0].1.parse().unwrap()
+}
 
 fn put_lines(home: &Home, qm: &str, lines: &[String]) {
     let out = home.run_with_input(&["put", qm, Q, "--persistent"], &(lines.join("\n") + "\n"));
@@ -111,4 +123,57 @@ fn a_queue_manager_name_never_reaches_another_queue_managers_files() {
         1,
         "only SITE/QMA is left"
     );
+}
+
+#[test]
+fn get_into_a_closed_pipe_removes_only_what_it_wrote() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "QMPIPE", &[]);
+    let msgs: Vec<String> = (0..500).map(|i| format!("m{i:04}")).collect();
+    put_lines(&home, "QMPIPE", &msgs);
+    assert_eq!(depth(&qm), 500);
+
+    // A real shell pipeline: head exits after one line and closes the pipe.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(r#"{ "$0" get QMPIPE SYSTEM.DEFAULT.LOCAL.QUEUE; echo "get-exit=$?" >&2; } | head -1"#)
+        .arg(BIN)
+        .env("FERRYMQ_HOME", home.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stdout, "m0000\n");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("get-exit=0"), "{stderr}");
+    // The command says how many it handed over (written to the pipe before head closed it) ...
+    let written: u64 = stderr
+        .split("get: ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in: {stderr}"));
+    assert!((1..50).contains(&written), "{stderr}");
+    // ... and exactly those left the queue; the next one is the first it did not write.
+    assert_eq!(depth(&qm), 500 - written, "{stderr}");
+    let c = qm.connect();
+    let h = c.open(Q, open::INPUT_AS_Q_DEF).unwrap();
+    let m = c.get(&h, &ferrymq_client::GetOptions::any()).unwrap();
+    assert_eq!(&m.body[..], msgs[written as usize].as_bytes());
+    c.close(&h, 0).unwrap();
+    c.disconnect().unwrap();
+
+    // Browse into a closed pipe ends quietly too and removes nothing.
+    let before = depth(&qm);
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(r#"{ "$0" browse QMPIPE SYSTEM.DEFAULT.LOCAL.QUEUE; echo "browse-exit=$?" >&2; } | head -1"#)
+        .arg(BIN)
+        .env("FERRYMQ_HOME", home.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("browse-exit=0"), "{stderr}");
+    assert_eq!(depth(&qm), before);
 }
