@@ -72,6 +72,7 @@ Network rehearsal:
 
   ferrymq demo [--seconds N] [--requesters N] [--persistent]   create a queue manager, run
                                                                request/reply, print the rate, clean up
+                                                               (also on Ctrl-C/SIGTERM, exit 130)
 
 Data lives under $FERRYMQ_HOME (default ~/.ferrymq), one directory per queue manager.
 ";

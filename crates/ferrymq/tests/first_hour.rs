@@ -5,6 +5,7 @@
 mod support;
 
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use ferrymq_client::open;
 use support::{Home, Qm, BIN};
@@ -176,4 +177,85 @@ fn get_into_a_closed_pipe_removes_only_what_it_wrote() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(stderr.contains("browse-exit=0"), "{stderr}");
     assert_eq!(depth(&qm), before);
+}
+
+#[test]
+fn ctrl_c_during_the_demo_ends_its_queue_manager_and_removes_its_directory() {
+    use std::io::{BufRead, BufReader};
+    let tmp = tempfile::Builder::new()
+        .prefix("fmqdemo")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let mut demo = Command::new(BIN)
+        .args(["demo", "--seconds", "120", "--requesters", "1"])
+        .env("TMPDIR", tmp.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = demo.id();
+    // Read its output until the workload runs (the queue manager is then listening).
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = demo.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    let mut home = None;
+    let mut port = None;
+    let t = Instant::now();
+    while port.is_none() {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60).saturating_sub(t.elapsed()))
+            .expect("the demo's workload did not start within 60 s");
+        if let Some(h) = line.strip_prefix("demo: FERRYMQ_HOME=") {
+            home = Some(std::path::PathBuf::from(h));
+        }
+        if let Some(rest) = line.split("over TCP port ").nth(1) {
+            port = rest.split(',').next().and_then(|p| p.parse::<u16>().ok());
+        }
+    }
+    let (home, port) = (home.expect("FERRYMQ_HOME line"), port.unwrap());
+    assert!(home.starts_with(tmp.path()), "{}", home.display());
+    let qm_pid: u32 = std::fs::read_to_string(home.join("qmgrs/DEMO/qm.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(support::alive(qm_pid));
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+
+    let st = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = demo.try_wait().unwrap() {
+            break st;
+        }
+        if t.elapsed() > Duration::from_secs(60) {
+            let _ = demo.kill();
+            let _ = demo.wait();
+            if support::alive(qm_pid) {
+                support::kill9_pid(qm_pid);
+            }
+            panic!("the demo did not end within 60 s of SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    reader.join().unwrap();
+    let rest: Vec<String> = rx.try_iter().collect();
+    let qm_alive = support::alive(qm_pid);
+    if qm_alive {
+        support::kill9_pid(qm_pid);
+    }
+    assert!(!qm_alive, "the demo's queue manager is still running");
+    assert_eq!(status.code(), Some(130), "{status}; output: {rest:?}");
+    assert!(!home.exists(), "{} is left on disk", home.display());
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
