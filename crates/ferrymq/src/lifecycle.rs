@@ -224,6 +224,17 @@ pub fn strmqm(args: &[String]) -> Res {
             format!("strmqm: queue manager '{name}' is already running"),
         ));
     }
+    // Keys FerryMQ does not know are ignored by the queue manager; say so (it says so in its
+    // error log too).
+    if let Ok(ini) = Ini::load(&paths.ini()) {
+        for e in ferrymq_server::config::unknown_keys(&ini) {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "strmqm: warning: qm.ini: {e}; it is ignored"
+            );
+        }
+    }
     let log = paths.error_log();
     std::fs::create_dir_all(log.parent().expect("has parent")).map_err(|e| other(e.to_string()))?;
     let out = File::options()
@@ -604,6 +615,7 @@ pub fn setmqini(args: &[String]) -> Res {
             Flag::Value("-k"),
             Flag::Value("-v"),
             Flag::Switch("-d"),
+            Flag::Switch("-f"),
         ],
     )
     .map_err(other)?;
@@ -616,6 +628,20 @@ pub fn setmqini(args: &[String]) -> Res {
     };
     let (m, s, k) = (need("-m")?, need("-s")?, need("-k")?);
     let paths = existing("setmqini", &m)?;
+    // A misspelt stanza or key would be kept and silently ignored: refuse it, or with -f keep it
+    // with a warning (a key for a later version, say).
+    if let Err(e) = ferrymq_server::config::check_key(&s, &k) {
+        if !p.has("-f") && !p.has("-d") {
+            return Err(other(format!(
+                "setmqini: {e}\n(-f sets it anyway; FerryMQ does not use it)"
+            )));
+        }
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "setmqini: warning: {e}; FerryMQ does not use it"
+        );
+    }
     let mut ini = Ini::load(&paths.ini()).map_err(other)?;
     if p.has("-d") {
         for (st, kv) in ini.stanzas.iter_mut() {

@@ -37,7 +37,8 @@ Disaster recovery (asynchronous to a recovery site; loss bounded by -drlag, 4 Mi
                                           (-f: even without a complete copy of the primary)
   ferrymq makedrsecondary -m QMNAME [-l 'host(p)']     an ended (old) primary becomes the secondary
   ferrymq dspmq -o dr [-m QMNAME]      role, link, position, lag in bytes and seconds
-  ferrymq setmqini -m QMNAME -s STANZA -k KEY -v VALUE
+  ferrymq setmqini -m QMNAME -s STANZA -k KEY -v VALUE [-f]   unknown stanzas/keys are refused
+                                        with the valid list (-f: kept with a warning)
   ferrymq dspmqini -m QMNAME
 
 Administration:

@@ -259,3 +259,36 @@ fn ctrl_c_during_the_demo_ends_its_queue_manager_and_removes_its_directory() {
     assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn setmqini_refuses_misspelt_keys_and_strmqm_warns_about_them() {
+    let home = Home::new();
+    let qm = Qm::create(&home, "QMINI", &[]);
+    for (s, k, named, valid) in [
+        ("Metric", "Port", "'Metric'", "Metrics"),
+        ("Metrics", "Prot", "'Prot'", "Port, Address"),
+    ] {
+        let out = home.run(&["setmqini", "-m", "QMINI", "-s", s, "-k", k, "-v", "9464"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{s}:{k} accepted: {err}");
+        assert!(err.contains(named) && err.contains(valid), "{err}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("set"));
+    }
+    let ini = std::fs::read_to_string(qm.dir().join("qm.ini")).unwrap();
+    assert!(!ini.contains("Prot") && !ini.contains("Metric:"), "{ini}");
+    // Case does not matter, as in qm.ini lookups.
+    qm.set_ini("metrics", "port", "0");
+    // -f keeps an unknown key, with a warning; strmqm then warns about it, as does the error log.
+    let out = home.run(&[
+        "setmqini", "-m", "QMINI", "-s", "Metrics", "-k", "Prot", "-v", "9464", "-f",
+    ]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning"));
+    let out = home.run(&["strmqm", "QMINI"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("warning") && err.contains("'Prot'"), "{err}");
+    let log = std::fs::read_to_string(qm.dir().join("errors/qm.log")).unwrap();
+    assert!(log.contains("'Prot'"), "{log}");
+    qm.end();
+}
