@@ -1,7 +1,8 @@
 //! Queue manager lifecycle with MQ's command names: crtmqm, strmqm, endmqm, dltmqm, dspmq, setmqini,
 //! dspmqini. Exit statuses follow MQ's where MQ defines one (5 running, 8 already exists, 16 does
-//! not exist, 40 not available, 72 queue manager name error); strmqm exits 3 when the queue manager started but recovery
-//! discarded something that may have been acknowledged; anything else that fails exits 1.
+//! not exist, 40 not available, 72 queue manager name error); strmqm exits 3 when the queue
+//! manager started but recovery discarded something that may have been acknowledged; anything else
+//! that fails exits 1.
 
 use std::fs::File;
 use std::io::Read;
@@ -112,7 +113,11 @@ pub fn crtmqm(args: &[String]) -> Res {
         Flag::IgnoredValue("-md", "data lives under $FERRYMQ_HOME"),
         Flag::IgnoredValue("-u", "the dead-letter queue is SYSTEM.DEAD.LETTER.QUEUE"),
         Flag::IgnoredValue("-t", "trigger monitors are not supported yet"),
-        Flag::IgnoredValue("-x", "dead-letter queue handling is built in"),
+        Flag::IgnoredValue(
+            "-x",
+            "the most uncommitted messages in a unit of work is the queue manager's MAXUMSGS \
+             (10000 by default): set it with ALTER QMGR MAXUMSGS(n) in runmqsc",
+        ),
         Flag::IgnoredSwitch(
             "-q",
             "there is no default queue manager; name it on each command",

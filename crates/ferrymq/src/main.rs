@@ -54,7 +54,8 @@ Sample programs (bindings mode by queue manager name, or --conn 'host(port),...'
                                           closes the pipe, the unwritten ones stay queued)
   ferrymq browse QMNAME QUEUE [--conn CONNAME]                 print messages, leave them
 
-Performance (MQ-CPH equivalent; see BENCHMARK.md in the docs):
+Performance (MQ-CPH equivalent; the workload is described in ARCHITECTURE.md, 'The hot path and
+what it costs', and in the ferrymq-bench crate's docs, crates/bench/src/lib.rs):
   ferrymq cph rr --qm QMNAME [--conn 'host(port)'] --requesters N --responders M --size BYTES
                  [--persistent] --duration-s S [--warmup-s W] [--queues 10] [--json]
   ferrymq cph requester|responder|putget|sender|receiver ...
@@ -66,9 +67,10 @@ Performance (MQ-CPH equivalent; see BENCHMARK.md in the docs):
                                          DR vs no DR, HA+DR vs HA, DR link latency, DR lag
 
 Network rehearsal:
-  ferrymq relay --listen ADDR:PORT --target ADDR:PORT --rtt-ms N [--seconds S] [--mbps M]
+  ferrymq relay --listen 'host(port)' --target 'host(port)' --rtt-ms N [--seconds S] [--mbps M]
                                          TCP relay adding N ms of round trip (half each way),
                                          keeping order and bandwidth (netem without netem);
+                                         ADDR:PORT is accepted as well as host(port);
                                          --mbps limits each direction to M megabits/s
 
   ferrymq demo [--seconds N] [--requesters N] [--persistent]   create a queue manager, run

@@ -260,6 +260,17 @@ fn ctrl_c_during_the_demo_ends_its_queue_manager_and_removes_its_directory() {
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 
+fn wait_until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(
+            t.elapsed() < Duration::from_secs(secs),
+            "{what} within {secs} s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn setmqini_refuses_misspelt_keys_and_strmqm_warns_about_them() {
     let home = Home::new();
@@ -291,4 +302,63 @@ fn setmqini_refuses_misspelt_keys_and_strmqm_warns_about_them() {
     let log = std::fs::read_to_string(qm.dir().join("errors/qm.log")).unwrap();
     assert!(log.contains("'Prot'"), "{log}");
     qm.end();
+}
+
+#[test]
+fn crtmqm_x_is_max_uncommitted_relay_takes_host_port_and_help_points_at_real_files() {
+    let home = Home::new();
+    let help = home.ok(&["help"]);
+    assert!(!help.contains("BENCHMARK.md"), "{help}");
+    assert!(help.contains("ARCHITECTURE.md"), "{help}");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    assert!(std::fs::read_to_string(root.join("ARCHITECTURE.md"))
+        .unwrap()
+        .contains("## The hot path and what it costs"));
+    let port = support::free_port().to_string();
+    let out = home.run(&["crtmqm", "-p", &port, "-x", "500", "QMX"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("MAXUMSGS") && !err.contains("dead-letter"),
+        "{err}"
+    );
+    home.ok(&["dltmqm", "QMX"]);
+
+    // relay --listen/--target in host(port) form, like every other address.
+    let target = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let tport = target.local_addr().unwrap().port();
+    let lport = support::free_port();
+    let mut relay = Command::new(BIN)
+        .args([
+            "relay",
+            "--listen",
+            &format!("127.0.0.1({lport})"),
+            "--target",
+            &format!("127.0.0.1({tport})"),
+            "--rtt-ms",
+            "0",
+            "--seconds",
+            "30",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut connected = None;
+    wait_until("the relay accepts", 20, || {
+        if let Some(st) = relay.try_wait().unwrap() {
+            panic!("relay exited: {st}");
+        }
+        connected = std::net::TcpStream::connect(("127.0.0.1", lport)).ok();
+        connected.is_some()
+    });
+    use std::io::{Read, Write};
+    let mut c = connected.unwrap();
+    c.write_all(b"ping").unwrap();
+    let (mut s, _) = target.accept().unwrap();
+    let mut buf = [0u8; 4];
+    s.read_exact(&mut buf).unwrap();
+    assert_eq!(&buf, b"ping");
+    let _ = relay.kill();
+    let _ = relay.wait();
 }
