@@ -646,6 +646,12 @@ pub fn setmqini(args: &[String]) -> Res {
             std::io::stderr(),
             "setmqini: warning: {e}; FerryMQ does not use it"
         );
+    } else if ferrymq_server::config::is_kept_not_used(&s, &k) && !p.has("-d") {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "setmqini: note: {s}:{k} is MQ's; FerryMQ keeps it but does not act on it"
+        );
     }
     let mut ini = Ini::load(&paths.ini()).map_err(other)?;
     if p.has("-d") {

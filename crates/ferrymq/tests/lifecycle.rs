@@ -66,8 +66,7 @@ fn flags_mq_accepts_but_ferrymq_ignores_are_noted_and_unknown_flags_refused() {
 fn setmqini_refuses_values_that_would_stop_the_queue_manager() {
     let home = Home::new();
     home.ok(&["crtmqm", "-p", "0", "QI"]);
-    // An MQ key FerryMQ does not use is refused, or kept with -f.
-    let mq_only = [
+    home.ok(&[
         "setmqini",
         "-m",
         "QI",
@@ -77,14 +76,24 @@ fn setmqini_refuses_values_that_would_stop_the_queue_manager() {
         "DefaultQBufferSize",
         "-v",
         "10485760",
-    ];
-    let out = home.run(&mq_only);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("DefaultQFileSize"));
-    home.ok(&[&mq_only[..], &["-f"]].concat());
+    ]);
     assert!(home
         .ok(&["dspmqini", "-m", "QI"])
         .contains("DefaultQBufferSize=10485760"));
+    // A misspelt one is refused with the valid keys of its stanza.
+    let out = home.run(&[
+        "setmqini",
+        "-m",
+        "QI",
+        "-s",
+        "TuningParameters",
+        "-k",
+        "DefaultQBuferSize",
+        "-v",
+        "1",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("DefaultQBufferSize"));
     let out = home.run(&[
         "setmqini",
         "-m",

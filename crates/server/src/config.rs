@@ -72,8 +72,9 @@ pub fn ferrymq_home() -> PathBuf {
     home.join(".ferrymq")
 }
 
-/// Every qm.ini stanza and its keys that FerryMQ reads or writes. A key misspelt in qm.ini would
-/// otherwise be silently ignored.
+/// Every qm.ini stanza and its keys that FerryMQ reads or writes, and MQ's keys that it keeps
+/// without acting on them ([`MQ_KEYS_NOT_USED`]), so MQ's own setmqini lines run verbatim. A key
+/// misspelt in qm.ini would otherwise be silently ignored.
 pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
     (
         "QueueManager",
@@ -114,8 +115,30 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
         ],
     ),
     ("Metrics", &["Port", "Address"]),
-    ("TuningParameters", &["DefaultQFileSize"]),
+    (
+        "TuningParameters",
+        &[
+            "DefaultQFileSize",
+            "DefaultQBufferSize",
+            "DefaultPQBufferSize",
+        ],
+    ),
 ];
+
+/// MQ qm.ini keys FerryMQ accepts and keeps but does not act on (its queues are not file-backed
+/// buffers): `setmqini` says so when one is set.
+pub const MQ_KEYS_NOT_USED: &[(&str, &str)] = &[
+    ("TuningParameters", "DefaultQFileSize"),
+    ("TuningParameters", "DefaultQBufferSize"),
+    ("TuningParameters", "DefaultPQBufferSize"),
+];
+
+/// Whether `stanza:key` is one of [`MQ_KEYS_NOT_USED`].
+pub fn is_kept_not_used(stanza: &str, key: &str) -> bool {
+    MQ_KEYS_NOT_USED
+        .iter()
+        .any(|(s, k)| s.eq_ignore_ascii_case(stanza) && k.eq_ignore_ascii_case(key))
+}
 
 /// Whether `stanza:key` is in [`KNOWN_KEYS`]; if not, says what is valid there (the stanzas, or
 /// the stanza's keys). Names match without regard to case, as qm.ini lookups do.
@@ -594,6 +617,8 @@ mod tests {
         assert!(check_key("metrics", "port").is_ok());
         let e = check_key("Metric", "Port").unwrap_err();
         assert!(e.contains("Metric'") && e.contains("Metrics"), "{e}");
+        assert!(check_key("TuningParameters", "DefaultPQBufferSize").is_ok());
+        assert!(is_kept_not_used("tuningparameters", "defaultqbuffersize"));
         let e = check_key("Metrics", "Prot").unwrap_err();
         assert!(e.contains("Prot") && e.contains("Port, Address"), "{e}");
         let ini = Ini::parse("QueueManager:\n   Name=Q\nMetrics:\n   Prot=1\nMetric:\n").unwrap();
