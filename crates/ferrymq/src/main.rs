@@ -50,8 +50,8 @@ Administration:
 Sample programs (bindings mode by queue manager name, or --conn 'host(port),...' for client mode):
   ferrymq put QMNAME QUEUE [--persistent] [--conn CONNAME]     one message per line of stdin
   ferrymq get QMNAME QUEUE [--wait-ms N] [--conn CONNAME]      print and remove messages (each
-                                          committed after it is written; exit 0 if the reader
-                                          closes the pipe, the unwritten ones stay queued)
+                                          committed once written, to a pipe once read; exit 0
+                                          if the reader closes the pipe, the rest stay queued)
   ferrymq browse QMNAME QUEUE [--conn CONNAME]                 print messages, leave them
 
 Performance (MQ-CPH equivalent; the workload is described in ARCHITECTURE.md, 'The hot path and

@@ -117,12 +117,46 @@ fn render(m: &ferrymq_client::Message, browse: bool) -> String {
     out
 }
 
+/// Whether what was written to standard output has been handed over. To a pipe: once its reader
+/// has read all of it (FIONREAD on the pipe is 0), waiting for that as long as the reader lives;
+/// false if the reader closed its end first (`| head -1` after its line), as what it did not read
+/// was not handed over. Any other output (a file, a terminal): at once.
+fn handed_over(out: &std::io::StdoutLock<'_>) -> std::io::Result<bool> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    let fd = out.as_fd();
+    let file = std::fs::File::from(fd.try_clone_to_owned()?);
+    if !file.metadata()?.file_type().is_fifo() {
+        return Ok(true);
+    }
+    // Readers usually take what was written within microseconds: look again soon, then less often.
+    let mut wait_ns: i64 = 20_000;
+    loop {
+        if rustix::io::ioctl_fionread(fd)? == 0 {
+            return Ok(true);
+        }
+        // On a pipe's write end, POLLERR means no reader is left; it may have read everything
+        // just before leaving.
+        let mut fds = [PollFd::new(&fd, PollFlags::empty())];
+        let tick = Timespec {
+            tv_sec: 0,
+            tv_nsec: wait_ns,
+        };
+        wait_ns = (wait_ns * 2).min(10_000_000);
+        poll(&mut fds, Some(&tick))?;
+        if fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP) {
+            return Ok(rustix::io::ioctl_fionread(fd)? == 0);
+        }
+    }
+}
+
 /// `get` prints and removes messages, `browse` prints them and leaves them. A get never removes a
 /// message it could not hand over: each message is got under syncpoint, written and flushed to
-/// standard output, and only then committed; if the write fails (the reader closed the pipe, as
-/// `| head -1` does) the get is backed out, the message stays on the queue, and the command ends
-/// quietly with exit status 0. A message the pipe accepted before its reader closed it counts as
-/// handed over.
+/// standard output, and only then committed — to a pipe, once its reader has read it
+/// ([`handed_over`]); if the write fails or the reader closes the pipe first (as `| head -1`
+/// does) the get is backed out, the message stays on the queue, and the command ends quietly
+/// with exit status 0.
 pub fn get(args: &[String], browse: bool) -> Res {
     use std::io::Write;
     let cmd = if browse { "browse" } else { "get" };
@@ -173,6 +207,12 @@ pub fn get(args: &[String], browse: bool) -> Res {
                     break;
                 }
                 if !browse {
+                    // If whether it was read cannot be told, the successful write counts.
+                    if let Ok(false) = handed_over(&out) {
+                        c.backout().map_err(mq)?;
+                        closed = Some(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+                        break;
+                    }
                     c.commit().map_err(mq)?;
                 }
                 n += 1;
