@@ -190,9 +190,13 @@ pub fn ferrymq_home() -> PathBuf {
     }
 }
 
-/// The Unix socket of queue manager `qmgr` under `home`.
-pub fn bindings_socket_path(home: &std::path::Path, qmgr: &str) -> PathBuf {
-    home.join("qmgrs").join(qmgr).join("qm.sock")
+/// The Unix socket of queue manager `qmgr` under `home`, in the directory its name maps to
+/// (`ferrymq_types::objects::qmgr_dir_name`, the same mapping the queue manager uses). Fails with
+/// MQRC_Q_MGR_NAME_ERROR for a name that is not a valid queue manager name.
+pub fn bindings_socket_path(home: &std::path::Path, qmgr: &str) -> Result<PathBuf, MqError> {
+    let dir = ferrymq_types::objects::qmgr_dir_name(qmgr)
+        .map_err(|e| MqError::new(Reason::Q_MGR_NAME_ERROR, e))?;
+    Ok(home.join("qmgrs").join(dir).join("qm.sock"))
 }
 
 /// One place a socket can be opened to.
@@ -224,7 +228,7 @@ pub(crate) fn endpoints(opts: &ConnectOptions) -> Result<Vec<Endpoint>, MqError>
             let home = home.clone().unwrap_or_else(ferrymq_home);
             Ok(vec![Endpoint::Unix(bindings_socket_path(
                 &home, &opts.qmgr,
-            ))])
+            )?)])
         }
         Transport::Client { conn_names } => {
             if conn_names.is_empty() {
@@ -275,5 +279,12 @@ mod tests {
             endpoints(&o).unwrap(),
             vec![Endpoint::Unix("/h/qmgrs/QM1/qm.sock".into())]
         );
+        o.qmgr = "SITE/log".into();
+        assert_eq!(
+            endpoints(&o).unwrap(),
+            vec![Endpoint::Unix("/h/qmgrs/SITE&log/qm.sock".into())]
+        );
+        o.qmgr = "..".into();
+        assert_eq!(endpoints(&o).unwrap_err().reason, Reason::Q_MGR_NAME_ERROR);
     }
 }

@@ -1,7 +1,9 @@
 //! The demo: creates a queue manager in a fresh temporary $FERRYMQ_HOME on a free TCP port, starts
 //! it, runs requesters and responders against it over TCP for a few seconds (each requester puts a
 //! request and commits, then waits for its reply by CorrelId on its own temporary dynamic queue),
-//! prints the round-trip rate, then ends and deletes the queue manager.
+//! prints the round-trip rate, then ends and deletes the queue manager. SIGINT (Ctrl-C) or SIGTERM
+//! cuts the run short and still ends and deletes the queue manager and the temporary directory
+//! (the queue manager runs in its own process group, so Ctrl-C at a terminal does not reach it).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,6 +20,56 @@ use crate::mqargs::{parse, Flag};
 use crate::samples::connect;
 
 const QMGR: &str = "DEMO";
+/// Exit status after an interrupted (but cleaned-up) run: 128 + SIGINT, as shells report it.
+const EXIT_INTERRUPTED: i32 = 130;
+
+/// Set by SIGINT or SIGTERM.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Acquire)
+}
+
+/// Replaces the default action of SIGINT and SIGTERM (die at once, leaving the queue manager
+/// running) with setting [`INTERRUPTED`]; the run then winds down and cleans up.
+fn watch_signals() -> Result<(), Fail> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| other(format!("demo: {e}")))?;
+    let (mut int, mut term) = {
+        let _in = rt.enter();
+        let int = signal(SignalKind::interrupt()).map_err(|e| other(format!("demo: {e}")))?;
+        let term = signal(SignalKind::terminate()).map_err(|e| other(format!("demo: {e}")))?;
+        (int, term)
+    };
+    std::thread::Builder::new()
+        .name("demo-signals".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                loop {
+                    let name = tokio::select! {
+                        _ = int.recv() => "SIGINT",
+                        _ = term.recv() => "SIGTERM",
+                    };
+                    if !INTERRUPTED.swap(true, Ordering::AcqRel) {
+                        say(&format!(
+                            "demo: {name} received; ending the queue manager and removing its directory"
+                        ));
+                    }
+                }
+            })
+        })
+        .map_err(|e| other(format!("demo: {e}")))?;
+    Ok(())
+}
+
+/// println! that cannot panic (the terminal or pipe may be gone by now).
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{line}");
+}
 const REQUEST_QUEUE: &str = "SYSTEM.DEFAULT.LOCAL.QUEUE";
 
 fn other(m: impl Into<String>) -> Fail {
@@ -53,11 +105,12 @@ pub fn run(args: &[String]) -> Res {
     let requesters: usize = p.num("--requesters").map_err(other)?.unwrap_or(4);
     let size: usize = p.num("--size").map_err(other)?.unwrap_or(2048);
     let persistent = p.has("--persistent");
+    watch_signals()?;
     let home = std::env::temp_dir().join(format!("ferrymq-demo-{}", std::process::id()));
     std::fs::create_dir_all(&home).map_err(|e| other(format!("demo: {e}")))?;
     // The lifecycle commands and the child queue manager find their data through this variable.
     std::env::set_var("FERRYMQ_HOME", &home);
-    println!("demo: FERRYMQ_HOME={}", home.display());
+    say(&format!("demo: FERRYMQ_HOME={}", home.display()));
     let port = free_port()?;
     let result = (|| {
         lifecycle::crtmqm(&["-p".into(), port.to_string(), QMGR.into()])?;
@@ -68,6 +121,15 @@ pub fn run(args: &[String]) -> Res {
     })();
     let _ = lifecycle::dltmqm(&[QMGR.into()]);
     let _ = std::fs::remove_dir_all(&home);
+    if interrupted() {
+        return Err(Fail {
+            code: EXIT_INTERRUPTED,
+            message: match result {
+                Ok(()) => "demo: interrupted; the queue manager was ended and deleted".into(),
+                Err(e) => format!("demo: interrupted; {}", e.message),
+            },
+        });
+    }
     result
 }
 
@@ -91,16 +153,20 @@ fn workload(port: u16, seconds: u64, requesters: usize, size: usize, persistent:
             requester(c, deadline, size, persistent, trips, latency_us)
         }));
     }
-    println!(
+    say(&format!(
         "demo: {requesters} requesters and {requesters} responders over TCP port {port}, {size}-byte {} requests, {seconds} s",
         if persistent { "persistent" } else { "non-persistent" }
-    );
-    while Instant::now() < deadline {
-        std::thread::sleep(Duration::from_secs(1));
-        println!(
-            "demo: {:>8} round trips so far",
-            trips.load(Ordering::Relaxed)
-        );
+    ));
+    let mut next_report = start + Duration::from_secs(1);
+    while Instant::now() < deadline && !interrupted() {
+        std::thread::sleep(Duration::from_millis(50));
+        if Instant::now() >= next_report {
+            next_report += Duration::from_secs(1);
+            say(&format!(
+                "demo: {:>8} round trips so far",
+                trips.load(Ordering::Relaxed)
+            ));
+        }
     }
     let elapsed = start.elapsed().as_secs_f64();
     stop.store(true, Ordering::Release);
@@ -122,10 +188,10 @@ fn workload(port: u16, seconds: u64, requesters: usize, size: usize, persistent:
     } else {
         0.0
     };
-    println!("demo: {n} round trips in {elapsed:.1} s = {:.0} round trips/s, mean latency {avg_ms:.2} ms", n as f64 / elapsed);
+    say(&format!("demo: {n} round trips in {elapsed:.1} s = {:.0} round trips/s, mean latency {avg_ms:.2} ms", n as f64 / elapsed));
     match first_err {
         Some(e) => Err(e),
-        None if n == 0 => Err(other("demo: no round trip completed")),
+        None if n == 0 && !interrupted() => Err(other("demo: no round trip completed")),
         None => Ok(()),
     }
 }
@@ -147,7 +213,7 @@ fn requester(
         )
         .map_err(mq)?;
     let body = Bytes::from(vec![b'x'; size]);
-    while Instant::now() < deadline {
+    while Instant::now() < deadline && !interrupted() {
         let t = Instant::now();
         let md = MessageDescriptor {
             msg_type: msg_type::REQUEST,

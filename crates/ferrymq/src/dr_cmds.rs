@@ -210,7 +210,7 @@ pub fn dspmq_dr(only: Option<&str>) -> Res {
     }
     let mut shown = 0;
     for name in names {
-        let paths = ferrymq_server::QmPaths::new(&ferrymq_server::ferrymq_home(), &name);
+        let paths = crate::lifecycle::paths_of("dspmq", &name)?;
         let Ok(cfg) = Ini::load(&paths.ini()).and_then(|i| QmConfig::from_ini(&i)) else {
             continue;
         };

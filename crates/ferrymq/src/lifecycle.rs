@@ -1,7 +1,8 @@
 //! Queue manager lifecycle with MQ's command names: crtmqm, strmqm, endmqm, dltmqm, dspmq, setmqini,
 //! dspmqini. Exit statuses follow MQ's where MQ defines one (5 running, 8 already exists, 16 does
-//! not exist, 40 not available); strmqm exits 3 when the queue manager started but recovery
-//! discarded something that may have been acknowledged; anything else that fails exits 1.
+//! not exist, 40 not available, 72 queue manager name error); strmqm exits 3 when the queue
+//! manager started but recovery discarded something that may have been acknowledged; anything else
+//! that fails exits 1.
 
 use std::fs::File;
 use std::io::Read;
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use ferrymq_server::{ferrymq_home, storage, Ini, QmConfig, QmPaths};
 use ferrymq_types::limits;
-use ferrymq_types::objects::validate_object_name;
+use ferrymq_types::objects::{qmgr_name_from_dir, validate_qmgr_name};
 
 use crate::mqargs::{parse, Flag};
 
@@ -41,6 +42,8 @@ pub const EXIT_RUNNING: i32 = 5;
 pub const EXIT_EXISTS: i32 = 8;
 pub const EXIT_NO_QMGR: i32 = 16;
 pub const EXIT_NOT_AVAILABLE: i32 = 40;
+/// The name is not a valid queue manager name (MQ's "queue manager name error").
+pub const EXIT_BAD_NAME: i32 = 72;
 /// strmqm: the queue manager is running, but recovery discarded log records or stored messages
 /// that may have been acknowledged (the error log lists them).
 pub const EXIT_RECOVERY_LOSS: i32 = storage::RECOVERY_LOSS_EXIT;
@@ -48,14 +51,7 @@ pub const EXIT_RECOVERY_LOSS: i32 = storage::RECOVERY_LOSS_EXIT;
 fn one_name(cmd: &str, positional: &[String]) -> Result<String, Fail> {
     match positional {
         [name] => {
-            if name.len() > limits::QMGR_NAME_LEN_MAX {
-                return Err(other(format!(
-                    "{cmd}: queue manager name '{name}' is longer than {} characters",
-                    limits::QMGR_NAME_LEN_MAX
-                )));
-            }
-            validate_object_name(name)
-                .map_err(|e| other(format!("{cmd}: queue manager name: {e}")))?;
+            validate_qmgr_name(name).map_err(|e| fail(EXIT_BAD_NAME, format!("{cmd}: {e}")))?;
             Ok(name.clone())
         }
         [] => Err(other(format!("{cmd}: give the queue manager name"))),
@@ -66,8 +62,14 @@ fn one_name(cmd: &str, positional: &[String]) -> Result<String, Fail> {
     }
 }
 
+/// The files of queue manager `name`: every command maps a name to its directory through this
+/// (or [`QmPaths::new`] directly in crtmqm); an invalid name exits 72.
+pub(crate) fn paths_of(cmd: &str, name: &str) -> Result<QmPaths, Fail> {
+    QmPaths::new(&ferrymq_home(), name).map_err(|e| fail(EXIT_BAD_NAME, format!("{cmd}: {e}")))
+}
+
 pub(crate) fn existing(cmd: &str, name: &str) -> Result<QmPaths, Fail> {
-    let paths = QmPaths::new(&ferrymq_home(), name);
+    let paths = paths_of(cmd, name)?;
     if !paths.ini().exists() {
         return Err(fail(
             EXIT_NO_QMGR,
@@ -111,7 +113,11 @@ pub fn crtmqm(args: &[String]) -> Res {
         Flag::IgnoredValue("-md", "data lives under $FERRYMQ_HOME"),
         Flag::IgnoredValue("-u", "the dead-letter queue is SYSTEM.DEAD.LETTER.QUEUE"),
         Flag::IgnoredValue("-t", "trigger monitors are not supported yet"),
-        Flag::IgnoredValue("-x", "dead-letter queue handling is built in"),
+        Flag::IgnoredValue(
+            "-x",
+            "the most uncommitted messages in a unit of work is the queue manager's MAXUMSGS \
+             (10000 by default): set it with ALTER QMGR MAXUMSGS(n) in runmqsc",
+        ),
         Flag::IgnoredSwitch(
             "-q",
             "there is no default queue manager; name it on each command",
@@ -124,7 +130,7 @@ pub fn crtmqm(args: &[String]) -> Res {
     ];
     let p = parse("crtmqm", args, &flags).map_err(other)?;
     let name = one_name("crtmqm", &p.positional)?;
-    let paths = QmPaths::new(&ferrymq_home(), &name);
+    let paths = paths_of("crtmqm", &name)?;
     if paths.ini().exists() {
         return Err(fail(
             EXIT_EXISTS,
@@ -222,6 +228,17 @@ pub fn strmqm(args: &[String]) -> Res {
             EXIT_RUNNING,
             format!("strmqm: queue manager '{name}' is already running"),
         ));
+    }
+    // Keys FerryMQ does not know are ignored by the queue manager; say so (it says so in its
+    // error log too).
+    if let Ok(ini) = Ini::load(&paths.ini()) {
+        for e in ferrymq_server::config::unknown_keys(&ini) {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "strmqm: warning: qm.ini: {e}; it is ignored"
+            );
+        }
     }
     let log = paths.error_log();
     std::fs::create_dir_all(log.parent().expect("has parent")).map_err(|e| other(e.to_string()))?;
@@ -445,6 +462,12 @@ pub fn dltmqm(args: &[String]) -> Res {
             format!("dltmqm: queue manager '{name}' is running; end it first (endmqm -w {name})"),
         ));
     }
+    // Exactly this queue manager's directory: its name maps to one component under qmgrs/ (no
+    // '/', never '.' or '..'), and remove_dir_all removes symbolic links without following them.
+    debug_assert_eq!(
+        paths.dir.parent(),
+        Some(QmPaths::root(&ferrymq_home()).as_path())
+    );
     std::fs::remove_dir_all(&paths.dir).map_err(|e| {
         other(format!(
             "dltmqm: cannot remove {}: {e}",
@@ -455,14 +478,16 @@ pub fn dltmqm(args: &[String]) -> Res {
     Ok(())
 }
 
-/// The queue managers under `$FERRYMQ_HOME` (directories with a qm.ini), sorted.
+/// The queue managers under `$FERRYMQ_HOME` (directories with a qm.ini whose name some valid
+/// queue manager name maps to), sorted.
 pub(crate) fn qmgr_names() -> Vec<String> {
-    let root = ferrymq_home().join("qmgrs");
+    let root = QmPaths::root(&ferrymq_home());
     let mut names: Vec<String> = match std::fs::read_dir(&root) {
         Ok(rd) => rd
             .filter_map(|e| e.ok())
             .filter(|e| e.path().join("qm.ini").exists())
             .filter_map(|e| e.file_name().into_string().ok())
+            .filter_map(|d| qmgr_name_from_dir(&d))
             .collect(),
         Err(_) => Vec::new(),
     };
@@ -520,7 +545,7 @@ pub fn dspmq(args: &[String]) -> Res {
         names.retain(|n| n == m);
     }
     for name in names {
-        let paths = QmPaths::new(&ferrymq_home(), &name);
+        let paths = paths_of("dspmq", &name)?;
         let cfg = Ini::load(&paths.ini()).and_then(|i| QmConfig::from_ini(&i));
         let ha = cfg.as_ref().is_ok_and(|c| c.ha.is_some());
         let port = cfg
@@ -620,6 +645,7 @@ pub fn setmqini(args: &[String]) -> Res {
             Flag::Value("-k"),
             Flag::Value("-v"),
             Flag::Switch("-d"),
+            Flag::Switch("-f"),
         ],
     )
     .map_err(other)?;
@@ -632,6 +658,26 @@ pub fn setmqini(args: &[String]) -> Res {
     };
     let (m, s, k) = (need("-m")?, need("-s")?, need("-k")?);
     let paths = existing("setmqini", &m)?;
+    // A misspelt stanza or key would be kept and silently ignored: refuse it, or with -f keep it
+    // with a warning (a key for a later version, say).
+    if let Err(e) = ferrymq_server::config::check_key(&s, &k) {
+        if !p.has("-f") && !p.has("-d") {
+            return Err(other(format!(
+                "setmqini: {e}\n(-f sets it anyway; FerryMQ does not use it)"
+            )));
+        }
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "setmqini: warning: {e}; FerryMQ does not use it"
+        );
+    } else if ferrymq_server::config::is_kept_not_used(&s, &k) && !p.has("-d") {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "setmqini: note: {s}:{k} is MQ's; FerryMQ keeps it but does not act on it"
+        );
+    }
     let mut ini = Ini::load(&paths.ini()).map_err(other)?;
     if p.has("-d") {
         for (st, kv) in ini.stanzas.iter_mut() {

@@ -19,6 +19,7 @@ FerryMQ — an open-source message queue manager
 
 Queue manager lifecycle (MQ's names and flags):
   ferrymq crtmqm [-p PORT] [-lp N] [-lf PAGES] [-h MAXHANDLES] [-fs N] [-c TEXT] QMNAME
+                                        QMNAME: up to 48 of A-Z a-z 0-9 . / _ % (exit 72 if not)
   ferrymq strmqm QMNAME                 start in the background; returns once it accepts connections
                                         (exit 3: running, but recovery discarded what may have been
                                         acknowledged; the error log lists it)
@@ -39,7 +40,8 @@ Disaster recovery (asynchronous to a recovery site; loss bounded by -drlag, 4 Mi
                                           becomes the secondary
   ferrymq dspmq -o dr [-m QMNAME]      role, link, positions, work at risk (LAGBYTES) and held
                                        (HELDBYTES) in bytes, lag in seconds
-  ferrymq setmqini -m QMNAME -s STANZA -k KEY -v VALUE
+  ferrymq setmqini -m QMNAME -s STANZA -k KEY -v VALUE [-f]   unknown stanzas/keys are refused
+                                        with the valid list (-f: kept with a warning)
   ferrymq dspmqini -m QMNAME
 
 Administration:
@@ -50,10 +52,13 @@ Administration:
 
 Sample programs (bindings mode by queue manager name, or --conn 'host(port),...' for client mode):
   ferrymq put QMNAME QUEUE [--persistent] [--conn CONNAME]     one message per line of stdin
-  ferrymq get QMNAME QUEUE [--wait-ms N] [--conn CONNAME]      print and remove messages
+  ferrymq get QMNAME QUEUE [--wait-ms N] [--conn CONNAME]      print and remove messages (each
+                                          committed once written, to a pipe once read; exit 0
+                                          if the reader closes the pipe, the rest stay queued)
   ferrymq browse QMNAME QUEUE [--conn CONNAME]                 print messages, leave them
 
-Performance (MQ-CPH equivalent; see BENCHMARK.md in the docs):
+Performance (MQ-CPH equivalent; the workload is described in ARCHITECTURE.md, 'The hot path and
+what it costs', and in the ferrymq-bench crate's docs, crates/bench/src/lib.rs):
   ferrymq cph rr --qm QMNAME [--conn 'host(port)'] --requesters N --responders M --size BYTES
                  [--persistent] --duration-s S [--warmup-s W] [--queues 10] [--json]
   ferrymq cph requester|responder|putget|sender|receiver ...
@@ -65,13 +70,15 @@ Performance (MQ-CPH equivalent; see BENCHMARK.md in the docs):
                                          DR vs no DR, HA+DR vs HA, DR link latency, DR lag
 
 Network rehearsal:
-  ferrymq relay --listen ADDR:PORT --target ADDR:PORT --rtt-ms N [--seconds S] [--mbps M]
+  ferrymq relay --listen 'host(port)' --target 'host(port)' --rtt-ms N [--seconds S] [--mbps M]
                                          TCP relay adding N ms of round trip (half each way),
                                          keeping order and bandwidth (netem without netem);
+                                         ADDR:PORT is accepted as well as host(port);
                                          --mbps limits each direction to M megabits/s
 
   ferrymq demo [--seconds N] [--requesters N] [--persistent]   create a queue manager, run
                                                                request/reply, print the rate, clean up
+                                                               (also on Ctrl-C/SIGTERM, exit 130)
 
 Data lives under $FERRYMQ_HOME (default ~/.ferrymq), one directory per queue manager.
 ";

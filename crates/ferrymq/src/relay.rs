@@ -120,14 +120,19 @@ pub fn run(args: &[String]) -> Res {
         ],
     )
     .map_err(other)?;
-    let listen = p
-        .value("--listen")
-        .ok_or_else(|| other("relay: --listen ADDR:PORT is required"))?
-        .to_string();
-    let target = p
-        .value("--target")
-        .ok_or_else(|| other("relay: --target ADDR:PORT is required"))?
-        .to_string();
+    let addr = |flag: &str| -> Result<String, Fail> {
+        let v = p
+            .value(flag)
+            .ok_or_else(|| other(format!("relay: {flag} host(port) or ADDR:PORT is required")))?;
+        // host(port), as every other command takes addresses, or ADDR:PORT.
+        if v.trim_end().ends_with(')') {
+            ferrymq_server::config::parse_addr(v).map_err(|e| other(format!("relay: {flag} {e}")))
+        } else {
+            Ok(v.to_string())
+        }
+    };
+    let listen = addr("--listen")?;
+    let target = addr("--target")?;
     let rtt_ms: f64 = p.num("--rtt-ms").map_err(other)?.unwrap_or(0.0);
     if !(0.0..=60_000.0).contains(&rtt_ms) {
         return Err(other("relay: --rtt-ms must be 0..60000"));

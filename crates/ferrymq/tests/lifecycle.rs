@@ -80,6 +80,20 @@ fn setmqini_refuses_values_that_would_stop_the_queue_manager() {
     assert!(home
         .ok(&["dspmqini", "-m", "QI"])
         .contains("DefaultQBufferSize=10485760"));
+    // A misspelt one is refused with the valid keys of its stanza.
+    let out = home.run(&[
+        "setmqini",
+        "-m",
+        "QI",
+        "-s",
+        "TuningParameters",
+        "-k",
+        "DefaultQBuferSize",
+        "-v",
+        "1",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("DefaultQBufferSize"));
     let out = home.run(&[
         "setmqini",
         "-m",

@@ -1,7 +1,10 @@
 //! A queue manager's configuration: its directory layout under `$FERRYMQ_HOME`, and the `qm.ini`
 //! file of MQ-style stanzas (`Stanza:` lines followed by indented `Key=Value` lines) that
-//! `crtmqm` writes and `setmqini`/`dspmqini` change and show. Unknown stanzas and keys are kept as
-//! they are, so nothing an administrator set is lost.
+//! `crtmqm` writes and `setmqini`/`dspmqini` change and show. The stanzas and keys FerryMQ knows
+//! are listed once, in [`KNOWN_KEYS`]: the readers below take keys only from it (checked in debug
+//! builds), `setmqini` refuses others (unless forced), and the queue manager warns at start about
+//! any others it finds. Unknown stanzas and keys are kept as they are, so nothing an administrator
+//! set is lost.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -16,10 +19,18 @@ pub struct QmPaths {
 }
 
 impl QmPaths {
-    pub fn new(home: &Path, name: &str) -> QmPaths {
-        QmPaths {
-            dir: home.join("qmgrs").join(name),
-        }
+    /// The directory of queue manager `name`: `<home>/qmgrs/<mapped name>`, the one place a name
+    /// becomes a path (`ferrymq_types::objects::qmgr_dir_name`: `/` becomes `&`, a leading `.`
+    /// becomes `!`). Fails for a name that is not a valid queue manager name.
+    pub fn new(home: &Path, name: &str) -> Result<QmPaths, String> {
+        let dir = ferrymq_types::objects::qmgr_dir_name(name)?;
+        Ok(QmPaths {
+            dir: Self::root(home).join(dir),
+        })
+    }
+    /// The directory holding every queue manager's directory.
+    pub fn root(home: &Path) -> PathBuf {
+        home.join("qmgrs")
     }
     pub fn ini(&self) -> PathBuf {
         self.dir.join("qm.ini")
@@ -59,6 +70,128 @@ pub fn ferrymq_home() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/tmp"));
     home.join(".ferrymq")
+}
+
+/// Every qm.ini stanza and its keys that FerryMQ reads or writes, and MQ's keys that it keeps
+/// without acting on them ([`MQ_KEYS_NOT_USED`]), so MQ's own setmqini lines run verbatim. A key
+/// misspelt in qm.ini would otherwise be silently ignored.
+pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
+    (
+        "QueueManager",
+        &["Name", "Port", "IPAddress", "MaxHandles", "Description"],
+    ),
+    (
+        "Log",
+        &[
+            "LogType",
+            "LogPrimaryFiles",
+            "LogFilePages",
+            "Durability",
+            "CheckpointIntervalMs",
+        ],
+    ),
+    (
+        "Channels",
+        &["ShareConversations", "HeartbeatMs", "MaxChannels"],
+    ),
+    (
+        "NativeHA",
+        &[
+            "Instances",
+            "LocalName",
+            "LocalAddress",
+            "PreferredInstance",
+            "MaxInFlight",
+        ],
+    ),
+    (
+        "DR",
+        &[
+            "Role",
+            "LocalAddress",
+            "RemoteAddresses",
+            "MaxLagBytes",
+            "DisconnectGraceMs",
+        ],
+    ),
+    ("Metrics", &["Port", "Address"]),
+    (
+        "TuningParameters",
+        &[
+            "DefaultQFileSize",
+            "DefaultQBufferSize",
+            "DefaultPQBufferSize",
+        ],
+    ),
+];
+
+/// MQ qm.ini keys FerryMQ accepts and keeps but does not act on (its queues are not file-backed
+/// buffers): `setmqini` says so when one is set.
+pub const MQ_KEYS_NOT_USED: &[(&str, &str)] = &[
+    ("TuningParameters", "DefaultQFileSize"),
+    ("TuningParameters", "DefaultQBufferSize"),
+    ("TuningParameters", "DefaultPQBufferSize"),
+];
+
+/// Whether `stanza:key` is one of [`MQ_KEYS_NOT_USED`].
+pub fn is_kept_not_used(stanza: &str, key: &str) -> bool {
+    MQ_KEYS_NOT_USED
+        .iter()
+        .any(|(s, k)| s.eq_ignore_ascii_case(stanza) && k.eq_ignore_ascii_case(key))
+}
+
+/// Whether `stanza:key` is in [`KNOWN_KEYS`]; if not, says what is valid there (the stanzas, or
+/// the stanza's keys). Names match without regard to case, as qm.ini lookups do.
+pub fn check_key(stanza: &str, key: &str) -> Result<(), String> {
+    let Some((st, keys)) = KNOWN_KEYS
+        .iter()
+        .find(|(s, _)| s.eq_ignore_ascii_case(stanza))
+    else {
+        let all: Vec<&str> = KNOWN_KEYS.iter().map(|(s, _)| *s).collect();
+        return Err(format!(
+            "unknown qm.ini stanza '{stanza}'; known stanzas: {}",
+            all.join(", ")
+        ));
+    };
+    if keys.iter().any(|k| k.eq_ignore_ascii_case(key)) {
+        return Ok(());
+    }
+    Err(format!(
+        "unknown qm.ini key '{key}' in stanza '{st}'; its keys: {}",
+        keys.join(", ")
+    ))
+}
+
+/// The stanzas and keys of `ini` that FerryMQ does not know, one line each.
+pub fn unknown_keys(ini: &Ini) -> Vec<String> {
+    let mut out = Vec::new();
+    for (stanza, kv) in &ini.stanzas {
+        if kv.is_empty()
+            && !KNOWN_KEYS
+                .iter()
+                .any(|(s, _)| s.eq_ignore_ascii_case(stanza))
+        {
+            if let Err(e) = check_key(stanza, "") {
+                out.push(e);
+            }
+        }
+        for (key, _) in kv {
+            if let Err(e) = check_key(stanza, key) {
+                out.push(e);
+            }
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// Reads a key the queue manager uses; the key must be in [`KNOWN_KEYS`].
+fn known<'a>(ini: &'a Ini, stanza: &str, key: &str) -> Option<&'a str> {
+    debug_assert!(
+        check_key(stanza, key).is_ok(),
+        "{stanza}:{key} not in KNOWN_KEYS"
+    );
+    ini.get(stanza, key)
 }
 
 /// An ordered list of stanzas, each an ordered list of key/value pairs.
@@ -250,7 +383,7 @@ pub fn parse_addr_list(text: &str) -> Result<Vec<String>, String> {
 
 impl DrConfig {
     fn from_ini(ini: &Ini) -> Result<Option<DrConfig>, String> {
-        let Some(role) = ini.get("DR", "Role") else {
+        let Some(role) = known(ini, "DR", "Role") else {
             return Ok(None);
         };
         let role = match role.to_ascii_lowercase().as_str() {
@@ -258,12 +391,11 @@ impl DrConfig {
             "secondary" => DrRole::Secondary,
             _ => return Err(format!("qm.ini DR:Role={role}: use Primary or Secondary")),
         };
-        let local = ini
-            .get("DR", "LocalAddress")
+        let local = known(ini, "DR", "LocalAddress")
             .map(parse_addr)
             .transpose()
             .map_err(|e| format!("qm.ini DR:LocalAddress: {e}"))?;
-        let remote = match ini.get("DR", "RemoteAddresses") {
+        let remote = match known(ini, "DR", "RemoteAddresses") {
             None => Vec::new(),
             Some(l) => parse_addr_list(l).map_err(|e| format!("qm.ini DR:RemoteAddresses: {e}"))?,
         };
@@ -358,21 +490,20 @@ impl HaConfig {
     }
 
     fn from_ini(ini: &Ini) -> Result<Option<HaConfig>, String> {
-        let Some(list) = ini.get("NativeHA", "Instances") else {
+        let Some(list) = known(ini, "NativeHA", "Instances") else {
             return Ok(None);
         };
         let instances = HaConfig::parse_instances(list)
             .map_err(|e| format!("qm.ini NativeHA:Instances: {e}"))?;
-        let local = ini
-            .get("NativeHA", "LocalName")
+        let local = known(ini, "NativeHA", "LocalName")
             .ok_or("qm.ini NativeHA: has Instances= but no LocalName=")?
             .to_string();
         let cfg = HaConfig {
             local,
             instances,
-            local_bind: ini.get("NativeHA", "LocalAddress").map(str::to_string),
-            preferred: ini.get("NativeHA", "PreferredInstance").map(str::to_string),
-            max_in_flight: match ini.get("NativeHA", "MaxInFlight") {
+            local_bind: known(ini, "NativeHA", "LocalAddress").map(str::to_string),
+            preferred: known(ini, "NativeHA", "PreferredInstance").map(str::to_string),
+            max_in_flight: match known(ini, "NativeHA", "MaxInFlight") {
                 None => None,
                 Some(v) => Some(
                     v.parse::<usize>()
@@ -393,7 +524,7 @@ impl HaConfig {
 }
 
 fn num<T: std::str::FromStr>(ini: &Ini, stanza: &str, key: &str, default: T) -> Result<T, String> {
-    match ini.get(stanza, key) {
+    match known(ini, stanza, key) {
         None => Ok(default),
         Some(v) => v
             .parse()
@@ -403,11 +534,10 @@ fn num<T: std::str::FromStr>(ini: &Ini, stanza: &str, key: &str, default: T) -> 
 
 impl QmConfig {
     pub fn from_ini(ini: &Ini) -> Result<QmConfig, String> {
-        let name = ini
-            .get("QueueManager", "Name")
+        let name = known(ini, "QueueManager", "Name")
             .ok_or("qm.ini has no QueueManager: Name=")?
             .to_string();
-        let durability = match ini.get("Log", "Durability") {
+        let durability = match known(ini, "Log", "Durability") {
             None => Durability::Fsync,
             Some(v) => v
                 .parse()
@@ -416,8 +546,7 @@ impl QmConfig {
         Ok(QmConfig {
             name,
             port: num(ini, "QueueManager", "Port", 1414)?,
-            bind_address: ini
-                .get("QueueManager", "IPAddress")
+            bind_address: known(ini, "QueueManager", "IPAddress")
                 .unwrap_or("0.0.0.0")
                 .to_string(),
             log_primary_files: num(
@@ -460,11 +589,11 @@ impl QmConfig {
             checkpoint_interval_ms: num(ini, "Log", "CheckpointIntervalMs", 30_000u64)?,
             ha: HaConfig::from_ini(ini)?,
             dr: DrConfig::from_ini(ini)?,
-            metrics: match ini.get("Metrics", "Port") {
+            metrics: match known(ini, "Metrics", "Port") {
                 None => None,
                 Some(_) => {
                     let port: u16 = num(ini, "Metrics", "Port", 0)?;
-                    let addr = ini.get("Metrics", "Address").unwrap_or("127.0.0.1");
+                    let addr = known(ini, "Metrics", "Address").unwrap_or("127.0.0.1");
                     (port != 0).then(|| format!("{addr}:{port}"))
                 }
             },
@@ -502,6 +631,19 @@ mod tests {
             QmConfig::from_ini(&Ini::parse("QueueManager:\n   Name=Q\n   Port=abc\n").unwrap())
                 .unwrap_err();
         assert!(err.contains("Port=abc"), "{err}");
+    }
+
+    #[test]
+    fn misspelt_stanzas_and_keys_are_named_with_the_valid_ones() {
+        assert!(check_key("metrics", "port").is_ok());
+        let e = check_key("Metric", "Port").unwrap_err();
+        assert!(e.contains("Metric'") && e.contains("Metrics"), "{e}");
+        assert!(check_key("TuningParameters", "DefaultPQBufferSize").is_ok());
+        assert!(is_kept_not_used("tuningparameters", "defaultqbuffersize"));
+        let e = check_key("Metrics", "Prot").unwrap_err();
+        assert!(e.contains("Prot") && e.contains("Port, Address"), "{e}");
+        let ini = Ini::parse("QueueManager:\n   Name=Q\nMetrics:\n   Prot=1\nMetric:\n").unwrap();
+        assert_eq!(unknown_keys(&ini).len(), 2, "{:?}", unknown_keys(&ini));
     }
 
     #[test]

@@ -201,7 +201,12 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
     }
     let status = EndStatus::begin(paths);
     let r = Ini::load(&paths.ini())
-        .and_then(|ini| QmConfig::from_ini(&ini))
+        .and_then(|ini| {
+            for e in crate::config::unknown_keys(&ini) {
+                crate::qm_log!("ferrymq: WARNING: qm.ini: {e}; it is ignored");
+            }
+            QmConfig::from_ini(&ini)
+        })
         .and_then(|cfg| {
             if cfg.ha.is_some() {
                 run_ha(paths, cfg)

@@ -754,7 +754,7 @@ mod tests {
     #[test]
     fn an_exported_checkpoint_is_installed_whole_elsewhere() {
         let tmp = tempfile::tempdir().unwrap();
-        let leader = Storage::open_store(&QmPaths::new(tmp.path(), "A")).unwrap();
+        let leader = Storage::open_store(&QmPaths::new(tmp.path(), "A").unwrap()).unwrap();
         assert!(leader.export_latest().unwrap().is_none(), "nothing yet");
         let mut e = Engine::new(ecfg(), Box::new(MemoryLog::default()));
         e.install_defaults().unwrap();
@@ -792,7 +792,7 @@ mod tests {
         assert_eq!(meta, b"meta");
 
         let image = decode_export(&data).unwrap();
-        let replica = Storage::open_store(&QmPaths::new(tmp.path(), "B")).unwrap();
+        let replica = Storage::open_store(&QmPaths::new(tmp.path(), "B").unwrap()).unwrap();
         replica.write_checkpoint(9, image, meta.clone()).unwrap();
         let (key, loaded, meta2) = replica.load_latest().unwrap();
         assert_eq!((key, meta2), (9, meta));

@@ -311,9 +311,90 @@ pub fn validate_object_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Checks a queue manager name: MQ's character set (A-Z a-z 0-9 . / _ %), 1 to
+/// [`QMGR_NAME_LEN_MAX`](crate::limits::QMGR_NAME_LEN_MAX) characters, and not `.` or `..`.
+pub fn validate_qmgr_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("the queue manager name is empty".into());
+    }
+    if name.len() > crate::limits::QMGR_NAME_LEN_MAX {
+        return Err(format!(
+            "queue manager name '{name}' is longer than {} characters",
+            crate::limits::QMGR_NAME_LEN_MAX
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "._/%".contains(*c)))
+    {
+        return Err(format!(
+            "queue manager name '{name}' contains '{c}'; names use A-Z, a-z, 0-9, '.', '/', '_' and '%'"
+        ));
+    }
+    if name.chars().all(|c| c == '.') {
+        return Err(format!("queue manager name '{name}' is made of dots only"));
+    }
+    Ok(())
+}
+
+/// The name of a queue manager's directory under `$FERRYMQ_HOME/qmgrs`, as MQ maps it: `/`
+/// becomes `&` and a leading `.` becomes `!`. Neither `&` nor `!` can appear in a valid name, so
+/// the mapping is one-to-one, and its result is always one path component that is neither `.`,
+/// `..` nor hidden: no name can reach another queue manager's files.
+pub fn qmgr_dir_name(name: &str) -> Result<String, String> {
+    validate_qmgr_name(name)?;
+    let mut out: String = name.replace('/', "&");
+    if out.starts_with('.') {
+        out.replace_range(0..1, "!");
+    }
+    Ok(out)
+}
+
+/// The queue manager name a directory under `$FERRYMQ_HOME/qmgrs` stands for (the inverse of
+/// [`qmgr_dir_name`]); None for a directory no valid name maps to.
+pub fn qmgr_name_from_dir(dir: &str) -> Option<String> {
+    let mut name = dir.replace('&', "/");
+    if name.starts_with('!') {
+        name.replace_range(0..1, ".");
+    }
+    (qmgr_dir_name(&name).ok()? == dir).then_some(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn qmgr_names_map_to_one_safe_directory_each() {
+        for (name, dir) in [
+            ("QM1", "QM1"),
+            ("SITE/log", "SITE&log"),
+            ("a/b/c", "a&b&c"),
+            (".hidden", "!hidden"),
+            ("x.y%_z", "x.y%_z"),
+        ] {
+            assert_eq!(qmgr_dir_name(name).unwrap(), dir);
+            assert_eq!(qmgr_name_from_dir(dir).as_deref(), Some(name));
+        }
+        for bad in [
+            "",
+            ".",
+            "..",
+            "...",
+            "a b",
+            "a&b",
+            "!x",
+            "a\\b",
+            &"Q".repeat(49),
+        ] {
+            assert!(qmgr_dir_name(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(qmgr_dir_name(&"Q".repeat(48)).is_ok());
+        // Directories no name maps to are not queue managers.
+        for dir in [".x", "a/b", "a!b", "..", "x y"] {
+            assert_eq!(qmgr_name_from_dir(dir), None, "{dir}");
+        }
+    }
 
     #[test]
     fn every_queue_kind_round_trips() {

@@ -104,7 +104,8 @@ fn server_pid(a: &Args, qm: usize) -> Option<u32> {
         return Some(*p);
     }
     let home = ferrymq_client::ferrymq_home();
-    let pid = std::fs::read_to_string(home.join("qmgrs").join(&a.qms[qm]).join("qm.pid")).ok()?;
+    let dir = ferrymq_types::objects::qmgr_dir_name(&a.qms[qm]).ok()?;
+    let pid = std::fs::read_to_string(home.join("qmgrs").join(dir).join("qm.pid")).ok()?;
     pid.trim().parse().ok()
 }
 

@@ -139,7 +139,7 @@ impl FakeServer {
 
     /// Listens on the bindings socket of `cfg.qmgr` under `home`.
     pub async fn start_unix(cfg: Config, home: &Path) -> FakeServer {
-        let path = ferrymq_client::bindings_socket_path(home, &cfg.qmgr);
+        let path = ferrymq_client::bindings_socket_path(home, &cfg.qmgr).unwrap();
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         let listener = tokio::net::UnixListener::bind(&path).unwrap();
         let shared = new_shared(cfg);

@@ -176,7 +176,10 @@ impl<'h> Qm<'h> {
     }
 
     pub fn dir(&self) -> PathBuf {
-        self.home.path().join("qmgrs").join(&self.name)
+        self.home
+            .path()
+            .join("qmgrs")
+            .join(ferrymq_types::objects::qmgr_dir_name(&self.name).unwrap())
     }
 
     pub fn conname(&self) -> String {
