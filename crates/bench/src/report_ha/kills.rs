@@ -43,6 +43,8 @@ pub(super) struct KillsResult {
     /// Persistent puts the background load completed during the whole step.
     pub(super) load_puts: u64,
     pub(super) elapsed_s: f64,
+    /// Why the step stopped before `kills` kills (the kills made so far are kept).
+    pub(super) error: Option<String>,
 }
 
 impl KillsResult {
@@ -72,7 +74,8 @@ impl KillsResult {
 
     /// Every kill measured, and the median and maximum within the targets.
     pub(super) fn met(&self) -> bool {
-        self.rounds.len() == self.kills
+        self.error.is_none()
+            && self.rounds.len() == self.kills
             && self.rounds.iter().all(|r| r.kill_to_put_ms.is_some())
             && self.median_ms().is_some_and(|m| m < TARGET_KILLS_MEDIAN_MS)
             && self.max_ms().is_some_and(|m| m < TARGET_KILLS_MAX_MS)
@@ -177,12 +180,12 @@ fn kills_inner(g: &mut HaGroup, kills: usize) -> Result<KillsResult, String> {
         }));
     }
     let mut rounds = Vec::new();
-    let mut result = Ok(());
+    let mut error = None;
     for round in 0..kills {
         match kill_once(g, &rt, &prober, &h, round) {
             Ok(r) => rounds.push(r),
             Err(e) => {
-                result = Err(format!("kill {}: {e}", round + 1));
+                error = Some(format!("kill {}: {e}", round + 1));
                 break;
             }
         }
@@ -192,12 +195,12 @@ fn kills_inner(g: &mut HaGroup, kills: usize) -> Result<KillsResult, String> {
         let _ = rt.block_on(l);
     }
     let _ = rt.block_on(prober.disconnect());
-    result?;
     Ok(KillsResult {
         kills,
         rounds,
         load_puts: load_puts.load(Ordering::Relaxed),
         elapsed_s: started.elapsed().as_secs_f64(),
+        error,
     })
 }
 
@@ -329,6 +332,9 @@ pub(super) fn kills_md(k: &KillsResult) -> String {
             r.interrupted_puts,
             if r.all_in_sync_before { "yes" } else { "no" }
         );
+    }
+    if let Some(e) = &k.error {
+        let _ = writeln!(md, "\nStopped early: {e}");
     }
     md
 }

@@ -346,6 +346,9 @@ fn steps(o: &Opts, home: &Path, rep: &mut Report, started: Instant) -> Result<()
     if o.step("kills") {
         match kills(&home.join(format!("kills-{}", o.kills)), o.kills, rep) {
             Ok(k) => {
+                if let Some(e) = &k.error {
+                    rep.errors.push(format!("kills: {e}"));
+                }
                 if !k.met() {
                     rep.errors.push(format!(
                         "kills: kill -> put median {} ms, max {} ms over {} kills: targets are < {TARGET_KILLS_MEDIAN_MS:.0} and < {TARGET_KILLS_MAX_MS:.0} ms",
