@@ -278,3 +278,62 @@ async fn a_reconnect_skips_addresses_of_another_queue_manager() {
     })
     .await
 }
+
+/// An HA group's next active instance starts listening about a second after the old one dies;
+/// a client must be back within a few tens of milliseconds of that, not at the next step of a
+/// doubling back-off (the old schedule retried at 0.05, 0.15, 0.35, 0.75, 1.55, 3.15 s after the
+/// break, so a server listening from 1.6 s was reached only at 3.15 s).
+#[tokio::test]
+async fn a_server_that_starts_listening_during_the_reconnect_is_reached_within_tens_of_ms() {
+    bounded(async {
+        let a = FakeServer::start(Config::default()).await;
+        // A port nobody listens on yet: the "replica" that becomes active later.
+        let later_port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let mut o = reconnecting_options(&[&a], Duration::from_secs(20));
+        o.transport = ferrymq_client::Transport::Client {
+            conn_names: ferrymq_client::parse_conn_name(&format!(
+                "{}, 127.0.0.1({later_port})",
+                a.conn_name()
+            ))
+            .unwrap(),
+        };
+        let c = Connection::connect(o).await.unwrap();
+        let q = c.open("Q1", open::OUTPUT).await.unwrap();
+        a.kill().await;
+        let killed = std::time::Instant::now();
+        let starter = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1600)).await;
+            let b = FakeServer::start_on(Config::default(), later_port).await;
+            (b, std::time::Instant::now())
+        });
+        // Written before the client saw the break, the put is interrupted (answered once the
+        // client has reconnected); otherwise it waits for the reconnect and is sent there.
+        let put = c
+            .put(
+                &q,
+                &md(),
+                &none(),
+                Bytes::from_static(b"after"),
+                &PutOptions::default(),
+            )
+            .await;
+        let done = std::time::Instant::now();
+        let (b, listening) = starter.await.unwrap();
+        let after_listening = done.saturating_duration_since(listening);
+        assert!(
+            after_listening < Duration::from_millis(250),
+            "the put completed {after_listening:?} after the server started listening \
+             ({:?} after the break)",
+            done - killed
+        );
+        assert_eq!(c.reconnects(), 1);
+        match put {
+            Ok(_) => assert_eq!(b.depth("Q1"), 1),
+            Err(e) => assert_eq!(e.reason, Reason::CALL_INTERRUPTED, "{e}"),
+        }
+    })
+    .await;
+}

@@ -183,6 +183,13 @@ pub fn crtmqm(args: &[String]) -> Res {
             }
             ini.set("NativeHA", "LocalName", local);
             ini.set("NativeHA", "Instances", list);
+            if let Some(range) = ferrymq_server::config::ephemeral_port_range() {
+                for (name, addr) in &instances {
+                    if let Some(w) = ferrymq_server::config::ephemeral_port_warning(addr, range) {
+                        eprintln!("crtmqm: warning: instance {name}: {w}");
+                    }
+                }
+            }
         }
         _ => {
             return Err(other(

@@ -438,6 +438,36 @@ pub struct HaConfig {
     pub max_in_flight: Option<usize>,
 }
 
+/// The kernel's range of ephemeral ports (`/proc/sys/net/ipv4/ip_local_port_range`): the local
+/// ports it hands to outgoing connections and to listeners bound to port 0. `None` where it cannot
+/// be read (not Linux).
+pub fn ephemeral_port_range() -> Option<(u16, u16)> {
+    let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    parse_port_range(&text)
+}
+
+fn parse_port_range(text: &str) -> Option<(u16, u16)> {
+    let mut it = text.split_whitespace().map(|w| w.parse::<u16>().ok());
+    let lo = it.next()??;
+    let hi = it.next()??;
+    (lo <= hi).then_some((lo, hi))
+}
+
+/// Why a replication address (`host:port`) is a poor choice: its port lies in the kernel's
+/// ephemeral range `range`, so any outgoing connection on the host may hold it while the instance
+/// is down and the instance then cannot listen on it when it restarts.
+pub fn ephemeral_port_warning(addr: &str, range: (u16, u16)) -> Option<String> {
+    let port: u16 = addr.rsplit_once(':')?.1.parse().ok()?;
+    (range.0..=range.1).contains(&port).then(|| {
+        format!(
+            "replication port {port} ({addr}) is inside the kernel's ephemeral port range \
+             {}-{} (/proc/sys/net/ipv4/ip_local_port_range): an outgoing connection may hold it \
+             while the instance is down and stop it from restarting; use a port below {}",
+            range.0, range.1, range.0
+        )
+    })
+}
+
 impl HaConfig {
     /// Parses `name=host(port),name=host(port),...`.
     pub fn parse_instances(text: &str) -> Result<Vec<(String, String)>, String> {
@@ -604,6 +634,20 @@ impl QmConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replication_ports_in_the_ephemeral_range_are_flagged() {
+        assert_eq!(parse_port_range("32768\t60999\n"), Some((32768, 60999)));
+        assert_eq!(parse_port_range("x 1"), None);
+        let r = (32768, 60999);
+        assert!(ephemeral_port_warning("127.0.0.1:40000", r)
+            .unwrap()
+            .contains("below 32768"));
+        assert!(ephemeral_port_warning("127.0.0.1:32768", r).is_some());
+        assert!(ephemeral_port_warning("127.0.0.1:60999", r).is_some());
+        assert!(ephemeral_port_warning("127.0.0.1:32767", r).is_none());
+        assert!(ephemeral_port_warning("[::1]:9414", r).is_none());
+    }
 
     #[test]
     fn ini_round_trips_and_keeps_unknown_keys() {

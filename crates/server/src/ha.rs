@@ -888,7 +888,7 @@ pub async fn start(paths: &QmPaths, cfg: &QmConfig, ecfg: EngineConfig) -> Resul
         preferred: Mutex::new(ha.preferred.clone()),
         raft: std::sync::OnceLock::new(),
     });
-    let listener = tokio::net::TcpListener::bind(ha.bind_addr())
+    let listener = replication_listener(ha.bind_addr())
         .await
         .map_err(|e| format!("cannot listen for replication on {}: {e}", ha.bind_addr()))?;
     let replica = Replica::start(rcfg, listener, app.clone())
@@ -1116,4 +1116,37 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
             _ = tokio::time::sleep(Duration::from_millis(50)) => {}
         }
     }
+}
+
+/// The replication listener, with SO_REUSEADDR so that an instance restarted at once (by itself,
+/// after losing the role, or by an operator) can listen again while connections of its previous
+/// life are still in TIME_WAIT. Warns (once per start) when the port is in the kernel's ephemeral
+/// range, where an unrelated outgoing connection can hold it while the instance is down.
+async fn replication_listener(addr: &str) -> std::io::Result<tokio::net::TcpListener> {
+    let mut last = None;
+    for sa in tokio::net::lookup_host(addr).await? {
+        let sock = if sa.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        sock.set_reuseaddr(true)?;
+        match sock.bind(sa).and_then(|()| sock.listen(1024)) {
+            Ok(l) => {
+                if let Some(w) = crate::config::ephemeral_port_range()
+                    .and_then(|r| crate::config::ephemeral_port_warning(&sa.to_string(), r))
+                {
+                    crate::qm_log!("ferrymq: warning: {w}");
+                }
+                return Ok(l);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "the address resolves to nothing",
+        )
+    }))
 }

@@ -69,6 +69,7 @@ pub(super) struct Report {
     pub(super) ha2: Option<Comparison>,
     pub(super) distance: Vec<DistanceRow>,
     pub(super) failover: Vec<FailoverResult>,
+    pub(super) kills: Option<KillsResult>,
     /// Notable lines from the instances' logs.
     pub(super) log_findings: Vec<String>,
     pub(super) errors: Vec<String>,

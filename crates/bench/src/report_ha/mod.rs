@@ -1,6 +1,6 @@
 //! `ferrymq report ha [--quick] [--out DIR] [--rtts 0,1,2,5,10] [--failover-messages 0,500000]
-//! [--requesters 1,2,4,...] [--distance-requesters 16,64,256] [--steps ha1,ha2,distance,failover]
-//! [--repeats N]`:
+//! [--requesters 1,2,4,...] [--distance-requesters 16,64,256]
+//! [--steps ha1,ha2,distance,failover,kills] [--repeats N] [--kills N]`:
 //! the HA benchmark report. In a private $FERRYMQ_HOME it creates standalone queue managers and
 //! groups of three HA instances (each instance its own home directory, client port and
 //! replication address, all on this machine) and measures:
@@ -15,7 +15,10 @@
 //!    replication port adding 0, 1, 2, 5, 10 ms of round trip, against a group without relays;
 //! 4. failover: N persistent messages loaded, a marker put, the active instance killed with
 //!    SIGKILL, and the time until an already connected client gets the marker from the new active
-//!    instance, with the loaded queue's depth checked afterwards.
+//!    instance, with the loaded queue's depth checked afterwards;
+//! 5. kills: one group under a persistent put load, its active instance killed `--kills` times
+//!    (20; 3 with `--quick`), each time the time until a client connected before the kill puts
+//!    again (median < 1 s, max < 1.5 s).
 //!
 //! It writes README.md (tables), one SVG chart per sweep and runs.json (every raw run) to DIR.
 //! Every queue manager, instance and relay it starts is stopped again (also when a step fails)
@@ -39,10 +42,12 @@ use crate::cph::{self, Args, RunResult};
 use crate::qm::{ferrymq_bin, free_port, mq};
 use crate::report::Qms;
 
+pub(crate) mod kills;
 pub(crate) mod measure;
 pub(crate) mod procs;
 pub(crate) mod render;
 
+use kills::*;
 use measure::*;
 use procs::*;
 use render::*;
@@ -90,9 +95,9 @@ const TARGET_FAILOVER_MS: f64 = 2000.0;
 
 const USAGE: &str = "usage: ferrymq report ha [--quick] [--out DIR] [--rtts 0,1,2,5,10] \
 [--failover-messages 0,500000] [--requesters 1,2,4,8,...] [--distance-requesters 16,64,256] \
-[--steps ha1,ha2,distance,failover] [--repeats N]";
+[--steps ha1,ha2,distance,failover,kills] [--repeats N] [--kills N]";
 
-const STEPS: [&str; 4] = ["ha1", "ha2", "distance", "failover"];
+const STEPS: [&str; 5] = ["ha1", "ha2", "distance", "failover", "kills"];
 
 #[derive(Debug, Clone, PartialEq)]
 struct Opts {
@@ -104,6 +109,8 @@ struct Opts {
     requesters: Vec<usize>,
     distance_requesters: Vec<usize>,
     steps: Vec<String>,
+    /// Kills of the active instance in the `kills` step.
+    kills: usize,
     /// Windows per side at each requester count in HA1 and HA2, run alternately; a row shows
     /// each side's median window.
     repeats: usize,
@@ -180,6 +187,7 @@ impl Opts {
                 .filter(|s| !quick || **s != "ha2")
                 .map(|s| s.to_string())
                 .collect(),
+            kills: if quick { 3 } else { 20 },
             warmup: Duration::from_secs(if quick { 1 } else { 2 }),
             repeats: if quick { 1 } else { 3 },
             duration: Duration::from_secs(if quick { 3 } else { 8 }),
@@ -204,6 +212,16 @@ impl Opts {
                 "--failover-messages" => o.failover_messages = parse_list(flag, value)?,
                 "--requesters" => o.requesters = parse_list(flag, value)?,
                 "--distance-requesters" => o.distance_requesters = parse_list(flag, value)?,
+                "--kills" => {
+                    o.kills = value
+                        .trim()
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=1000).contains(n))
+                        .ok_or_else(|| {
+                            format!("--kills: '{value}' is not a number from 1 to 1000")
+                        })?
+                }
                 "--repeats" => {
                     o.repeats = value
                         .trim()
@@ -255,6 +273,7 @@ pub fn main(argv: &[String]) -> Result<(), String> {
         ha2: None,
         distance: Vec::new(),
         failover: Vec::new(),
+        kills: None,
         log_findings: Vec::new(),
         errors: Vec::new(),
     };
@@ -323,6 +342,26 @@ fn steps(o: &Opts, home: &Path, rep: &mut Report, started: Instant) -> Result<()
             }
             checkpoint(rep)?;
         }
+    }
+    if o.step("kills") {
+        match kills(&home.join(format!("kills-{}", o.kills)), o.kills, rep) {
+            Ok(k) => {
+                if let Some(e) = &k.error {
+                    rep.errors.push(format!("kills: {e}"));
+                }
+                if !k.met() {
+                    rep.errors.push(format!(
+                        "kills: kill -> put median {} ms, max {} ms over {} kills: targets are < {TARGET_KILLS_MEDIAN_MS:.0} and < {TARGET_KILLS_MAX_MS:.0} ms",
+                        fmt_opt(k.median_ms(), 0),
+                        fmt_opt(k.max_ms(), 0),
+                        k.rounds.len()
+                    ));
+                }
+                rep.kills = Some(k);
+            }
+            Err(e) => rep.errors.push(format!("kills: {e}")),
+        }
+        checkpoint(rep)?;
     }
     Ok(())
 }

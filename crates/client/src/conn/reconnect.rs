@@ -1,6 +1,6 @@
 //! Automatic reconnect (MQCNO_RECONNECT) of one conversation: when its socket breaks, a new
-//! conversation is drawn from the pool (trying the connection name list in order, with backoff,
-//! until the timeout), Connect is sent again and every open handle is reopened, so that the
+//! conversation is drawn from the pool (trying the connection name list in order, every
+//! [`RECONNECT_RETRY`] for [`RECONNECT_FAST_FOR`], then with back-off, until the timeout), Connect is sent again and every open handle is reopened, so that the
 //! application's handles stay valid. Whether a unit of work died with the socket is recorded for
 //! the next commit to report.
 
@@ -14,9 +14,31 @@ use super::{failure, status, Binding, Conv, Uow};
 use crate::options::Reconnect;
 use crate::socket::CallError;
 
-/// First pause between reconnect attempts; doubled after each failed round up to the maximum.
-const RECONNECT_BACKOFF_MIN: Duration = Duration::from_millis(50);
+/// Pause between rounds over the connection name list during the first [`RECONNECT_FAST_FOR`]
+/// of a break. An HA group elects a new active instance about a second after its active one dies,
+/// and only the active instance listens: a client retrying this often connects within this
+/// interval of the new instance listening, instead of at the next step of a doubling back-off
+/// (which made applications wait up to twice the election time). A round against instances that
+/// refuse connections costs a few connect calls, so this is not a hot spin.
+const RECONNECT_RETRY: Duration = Duration::from_millis(25);
+/// How long a break is retried every [`RECONNECT_RETRY`]: longer than an election normally takes
+/// (elections that need a second vote included).
+const RECONNECT_FAST_FOR: Duration = Duration::from_secs(5);
+/// After that, the pause starts here and doubles after each failed round up to the maximum, so a
+/// queue manager that is down for a long time is not polled 40 times a second by every client.
+const RECONNECT_BACKOFF_MIN: Duration = Duration::from_millis(100);
 const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(2);
+
+/// The pause before the next round of a reconnect that began at `started` and has paused
+/// `backoff` last (updated).
+fn next_pause(started: Instant, now: Instant, backoff: &mut Duration) -> Duration {
+    if now.saturating_duration_since(started) < RECONNECT_FAST_FOR {
+        return RECONNECT_RETRY;
+    }
+    let pause = *backoff;
+    *backoff = (*backoff * 2).min(RECONNECT_BACKOFF_MAX);
+    pause
+}
 
 /// Errors a reconnect does not retry: trying again would only repeat them.
 fn is_fatal(e: &MqError) -> bool {
@@ -41,7 +63,8 @@ impl Conv {
             return Ok(());
         }
         tracing::info!(qmgr = %self.qmgr_name, error = %err, "connection broken; reconnecting");
-        let deadline = Instant::now() + timeout;
+        let started = Instant::now();
+        let deadline = started + timeout;
         let mut backoff = RECONNECT_BACKOFF_MIN;
         let last = loop {
             match self.rebind(seen, deadline).await {
@@ -49,12 +72,13 @@ impl Conv {
                 Err(e) if is_fatal(&e) => break e,
                 Err(e) => {
                     tracing::debug!(error = %e, "reconnect attempt failed");
-                    let left = deadline.saturating_duration_since(Instant::now());
+                    let now = Instant::now();
+                    let left = deadline.saturating_duration_since(now);
                     if left.is_zero() {
                         break e;
                     }
-                    tokio::time::sleep(backoff.min(left)).await;
-                    backoff = (backoff * 2).min(RECONNECT_BACKOFF_MAX);
+                    let pause = next_pause(started, now, &mut backoff);
+                    tokio::time::sleep(pause.min(left)).await;
                 }
             }
         };
@@ -159,5 +183,33 @@ impl Conv {
         self.reconnects.fetch_add(1, Ordering::Relaxed);
         tracing::info!(qmgr = %self.qmgr_name, "reconnected");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_are_fixed_and_short_while_a_group_elects_then_back_off_to_a_bound() {
+        let t0 = Instant::now();
+        let mut b = RECONNECT_BACKOFF_MIN;
+        let mut now = t0;
+        let mut pauses = Vec::new();
+        while now < t0 + Duration::from_secs(20) {
+            let p = next_pause(t0, now, &mut b);
+            pauses.push((now - t0, p));
+            now += p;
+        }
+        for (at, p) in &pauses {
+            if *at < RECONNECT_FAST_FOR {
+                assert_eq!(*p, RECONNECT_RETRY, "at {at:?}");
+            } else {
+                assert!(*p >= RECONNECT_BACKOFF_MIN && *p <= RECONNECT_BACKOFF_MAX);
+            }
+        }
+        // Bounded: about 200 rounds in the first 5 s, then a handful more.
+        assert!(pauses.len() < 230, "{} rounds", pauses.len());
+        assert_eq!(pauses.last().unwrap().1, RECONNECT_BACKOFF_MAX);
     }
 }

@@ -123,7 +123,14 @@ pub struct FakeServer {
 
 impl FakeServer {
     pub async fn start(cfg: Config) -> FakeServer {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        FakeServer::start_on(cfg, 0).await
+    }
+
+    /// Listens on `port` of 127.0.0.1 (0: any free port).
+    pub async fn start_on(cfg: Config, port: u16) -> FakeServer {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap();
         let port = listener.local_addr().unwrap().port();
         let shared = new_shared(cfg);
         let sh = shared.clone();
