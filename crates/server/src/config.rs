@@ -92,7 +92,12 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
     ),
     (
         "Channels",
-        &["ShareConversations", "HeartbeatMs", "MaxChannels"],
+        &[
+            "ShareConversations",
+            "HeartbeatMs",
+            "MaxChannels",
+            "MaxConnMemory",
+        ],
     ),
     (
         "NativeHA",

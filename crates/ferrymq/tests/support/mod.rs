@@ -116,45 +116,8 @@ pub fn free_port() -> u16 {
     })
 }
 
-/// Ports handed out by this process (a port checked free is handed out once).
-static PORTS_GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-
-/// A loopback TCP port free right now and below the kernel's ephemeral range
-/// (`/proc/sys/net/ipv4/ip_local_port_range`), so that no outgoing connection on this machine can
-/// be holding it when a process restarts and listens on it again (a port the kernel picks for
-/// `bind(0)` comes from that range). Chosen pseudo-randomly in [10000, start of the range), so
-/// processes running at once rarely try the same one; bound once to check that it is free.
-pub fn free_port_outside_ephemeral() -> Option<u16> {
-    use std::hash::{BuildHasher, Hasher};
-    let start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|t| {
-            t.split_whitespace()
-                .next()
-                .and_then(|w| w.parse::<u16>().ok())
-        })
-        .unwrap_or(32768);
-    let (lo, hi) = (10000u16, start);
-    if hi <= lo + 100 {
-        return None;
-    }
-    let seed = std::collections::hash_map::RandomState::new();
-    for attempt in 0u32..500 {
-        let mut h = seed.build_hasher();
-        h.write_u32(std::process::id());
-        h.write_u32(attempt);
-        let p = lo + (h.finish() % u64::from(hi - lo)) as u16;
-        let mut given = PORTS_GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-        if given.contains(&p) {
-            continue;
-        }
-        if std::net::TcpListener::bind(("127.0.0.1", p)).is_ok() {
-            given.push(p);
-            return Some(p);
-        }
-    }
-    None
-}
+/// A loopback port below the kernel's ephemeral range (the harness's own choice of ports).
+pub use ferrymq_bench::qm::free_port_outside_ephemeral;
 
 /// A queue manager created in a `Home`, ended and deleted on drop.
 pub struct Qm<'h> {
