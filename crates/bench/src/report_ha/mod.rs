@@ -422,7 +422,8 @@ pub(crate) mod tests {
         assert_eq!(o.failover_messages, vec![0, 500_000]);
         assert_eq!(o.steps, vec!["failover"]);
         assert_eq!(o.out, PathBuf::from("ha-report"));
-        assert_eq!(Opts::parse(&[]).unwrap().steps.len(), 4);
+        assert_eq!(Opts::parse(&[]).unwrap().steps.len(), 5);
+        assert!(Opts::parse(&[]).unwrap().step("kills"));
         assert_eq!(Opts::parse(&[]).unwrap().repeats, 3);
         assert_eq!(Opts::parse(&v("--quick")).unwrap().repeats, 1);
         assert_eq!(Opts::parse(&v("--repeats 5")).unwrap().repeats, 5);
