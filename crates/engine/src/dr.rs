@@ -7,14 +7,17 @@
 //! - `DR_STREAM`: the id of the stream this queue manager ships as a primary (chosen once);
 //! - `DR_MARK`: how far into a primary's stream this state reaches — written after every applied
 //!   chunk, so a restarted secondary asks for exactly what it lacks;
-//! - `DR_RESET`: a full copy starts; the state before it is dropped;
+//! - `DR_RESET`: a full copy starts and the state before it is dropped (a recovery HA group's
+//!   way; a standalone secondary stages the copy apart and installs it whole as a checkpoint,
+//!   [`Engine::replace_with_image`], so it never holds half a copy);
 //! - `DR_ACKED`: how far the secondary has acknowledged this primary's stream — written now and
 //!   then, so a restarted primary, or the next active instance of an HA group (which gets it
 //!   through Raft), bounds the lag from there before its own link is up.
 //!
 //! A full copy is itself a stream of ordinary records ([`Image::copy_records`]): the queue manager's
-//! attributes, its queues and objects, then every persistent message in `COMMIT` records. So a
-//! recovery HA group replicates a full copy through Raft exactly as it replicates normal work.
+//! attributes, its queues and objects, then every persistent message in `COMMIT` records, applied
+//! to a staging engine on a standalone secondary, and replicated through Raft like normal work
+//! by a recovery HA group.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use ferrymq_types::codec::{DecodeError, Reader};
