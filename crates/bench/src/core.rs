@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::{ConnectOptions, Transport};
-use ferrymq_types::options::{open, PutOptions, Syncpoint};
+use ferrymq_types::options::{open, PutOptions};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties};
 
 use ferrymq_bench::qm::mq;
@@ -163,23 +163,11 @@ fn measure(home: &Path, o: &Opts) -> Result<(), String> {
         let n = if k == 3 { o.messages - 3 * per } else { per };
         threads.push(std::thread::spawn(move || -> Result<(), String> {
             let c = connect(&home, "BENCH")?;
-            let h = c.open("DEEP", open::OUTPUT).map_err(|e| e.to_string())?;
             let md = MessageDescriptor {
                 persistence: Persistence::Persistent,
                 ..Default::default()
             };
-            let sp = PutOptions {
-                syncpoint: Syncpoint::Yes,
-                ..Default::default()
-            };
-            for i in 0..n {
-                c.put(&h, &md, &Properties::default(), body.clone(), &sp)
-                    .map_err(|e| e.to_string())?;
-                if i % 100 == 99 || i == n - 1 {
-                    c.commit().map_err(|e| e.to_string())?;
-                }
-            }
-            c.disconnect().map_err(|e| e.to_string())
+            ferrymq_bench::qm::put_batched(c, "DEEP", &md, body, n)
         }));
     }
     for th in threads {

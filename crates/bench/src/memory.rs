@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::{ConnectOptions, Transport};
-use ferrymq_types::options::{open, PutOptions, Syncpoint};
-use ferrymq_types::{MessageDescriptor, Persistence, Properties};
+use ferrymq_types::options::open;
+use ferrymq_types::{MessageDescriptor, Persistence};
 
 use ferrymq_bench::qm::mq;
 
@@ -72,7 +72,6 @@ fn fill(home: &Path, n: usize, size: usize, persistent: bool) -> Result<(), Stri
         };
         threads.push(std::thread::spawn(move || -> Result<(), String> {
             let c = connect(&home)?;
-            let h = c.open("DEEP", open::OUTPUT).map_err(|e| e.to_string())?;
             let md = MessageDescriptor {
                 persistence: if persistent {
                     Persistence::Persistent
@@ -81,19 +80,8 @@ fn fill(home: &Path, n: usize, size: usize, persistent: bool) -> Result<(), Stri
                 },
                 ..Default::default()
             };
-            let sp = PutOptions {
-                syncpoint: Syncpoint::Yes,
-                ..Default::default()
-            };
             let body = Bytes::from(vec![b'm'; size]);
-            for i in 0..count {
-                c.put(&h, &md, &Properties::default(), body.clone(), &sp)
-                    .map_err(|e| e.to_string())?;
-                if i % 100 == 99 || i == count - 1 {
-                    c.commit().map_err(|e| e.to_string())?;
-                }
-            }
-            c.disconnect().map_err(|e| e.to_string())
+            ferrymq_bench::qm::put_batched(c, "DEEP", &md, body, count)
         }));
     }
     for t in threads {

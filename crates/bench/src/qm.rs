@@ -84,3 +84,29 @@ pub fn free_port_outside_ephemeral() -> Option<u16> {
     }
     None
 }
+
+/// Puts `n` copies of `body` on `queue` through `c` in units of work of 100 (the last one
+/// shorter), then disconnects: how the benchmarks fill a deep queue.
+pub fn put_batched(
+    c: ferrymq_client::blocking::Connection,
+    queue: &str,
+    md: &ferrymq_types::MessageDescriptor,
+    body: bytes::Bytes,
+    n: usize,
+) -> Result<(), String> {
+    use ferrymq_types::options::{open, PutOptions, Syncpoint};
+    let h = c.open(queue, open::OUTPUT).map_err(|e| e.to_string())?;
+    let sp = PutOptions {
+        syncpoint: Syncpoint::Yes,
+        ..Default::default()
+    };
+    let props = ferrymq_types::Properties::default();
+    for i in 0..n {
+        c.put(&h, md, &props, body.clone(), &sp)
+            .map_err(|e| e.to_string())?;
+        if i % 100 == 99 || i + 1 == n {
+            c.commit().map_err(|e| e.to_string())?;
+        }
+    }
+    c.disconnect().map_err(|e| e.to_string())
+}

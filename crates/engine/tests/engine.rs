@@ -1,29 +1,13 @@
 //! Behaviour of the queue engine through its public verbs, with an in-memory log.
 
-use std::sync::{Arc, Mutex};
-
 use bytes::Bytes;
-use ferrymq_engine::{Engine, EngineConfig, GetOutcome, Got, Image, LogSink, Lsn, MemoryLog};
+use ferrymq_engine::{Engine, GetOutcome, Got, Image, MemoryLog};
 use ferrymq_types::options::{close, open, Browse, GetOptions, PutOptions, Syncpoint, Wait};
 use ferrymq_types::{MessageDescriptor, MqError, Persistence, Properties, QueueDef, Reason};
 
-/// A log whose records the test can read after handing the sink to the engine.
-#[derive(Clone, Default)]
-struct SharedLog(Arc<Mutex<MemoryLog>>);
+mod common;
 
-impl LogSink for SharedLog {
-    fn append(&mut self, kind: u8, parts: &[&[u8]]) -> Result<Lsn, MqError> {
-        self.0.lock().unwrap().append(kind, parts)
-    }
-}
-
-fn cfg() -> EngineConfig {
-    EngineConfig {
-        qmgr_name: "QM1".into(),
-        max_handles: 16,
-        instance_id: 42,
-    }
-}
+use common::{cfg, SharedLog};
 
 fn engine() -> (Engine, SharedLog) {
     let log = SharedLog::default();

@@ -4,32 +4,17 @@
 //! exactly the persistent messages the live engine holds, in the same delivery order, and replay
 //! never meets a logged get that matches nothing.
 
-use std::sync::{Arc, Mutex};
-
 use bytes::Bytes;
-use ferrymq_engine::{Engine, EngineConfig, GetOutcome, Image, LogSink, Lsn, MemoryLog};
+use ferrymq_engine::{Engine, GetOutcome, Image, MemoryLog};
 use ferrymq_types::options::{open, GetOptions, PutOptions, Syncpoint};
 use ferrymq_types::{
-    MessageDescriptor, MqError, MsgDeliverySequence, Persistence, Properties, QueueDef, Reason,
+    MessageDescriptor, MsgDeliverySequence, Persistence, Properties, QueueDef, Reason,
 };
 use proptest::prelude::*;
 
-#[derive(Clone, Default)]
-struct SharedLog(Arc<Mutex<MemoryLog>>);
+mod common;
 
-impl LogSink for SharedLog {
-    fn append(&mut self, kind: u8, parts: &[&[u8]]) -> Result<Lsn, MqError> {
-        self.0.lock().unwrap().append(kind, parts)
-    }
-}
-
-fn cfg() -> EngineConfig {
-    EngineConfig {
-        qmgr_name: "QM1".into(),
-        max_handles: 16,
-        instance_id: 42,
-    }
-}
+use common::{cfg, SharedLog};
 
 #[derive(Clone, Debug)]
 enum Op {

@@ -251,15 +251,7 @@ fn kill_once(
     // Timed from just before the kill command runs, so the figures are upper bounds.
     let t0 = Instant::now();
     kill9(g.pids[active])?;
-    let watcher = std::thread::spawn(move || {
-        while t0.elapsed() < Duration::from_secs(30) {
-            if others.iter().any(|p| is_listening(*p)) {
-                return Some(t0.elapsed().as_secs_f64() * 1000.0);
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        None
-    });
+    let watcher = watch_listening(others, t0);
     loop {
         match put() {
             Ok(_) => {

@@ -534,15 +534,7 @@ pub(super) fn failover_inner(
         .filter(|i| *i != active)
         .map(|i| g.client_ports[i])
         .collect();
-    let watcher = std::thread::spawn(move || {
-        while t0.elapsed() < Duration::from_secs(30) {
-            if others.iter().any(|p| is_listening(*p)) {
-                return Some(t0.elapsed().as_secs_f64() * 1000.0);
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        None
-    });
+    let watcher = watch_listening(others, t0);
     let got = rt.block_on(getter.get(
         &h,
         &GetOptions {
@@ -581,4 +573,21 @@ pub(super) fn failover_inner(
         ));
     }
     Ok(())
+}
+
+/// Watches `ports` from `t0` on (up to 30 s): the milliseconds until one of them accepts
+/// connections (the new active instance listens), or `None`.
+pub(super) fn watch_listening(
+    ports: Vec<u16>,
+    t0: Instant,
+) -> std::thread::JoinHandle<Option<f64>> {
+    std::thread::spawn(move || {
+        while t0.elapsed() < Duration::from_secs(30) {
+            if ports.iter().any(|p| is_listening(*p)) {
+                return Some(t0.elapsed().as_secs_f64() * 1000.0);
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        None
+    })
 }
