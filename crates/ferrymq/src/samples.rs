@@ -1,29 +1,337 @@
-//! Sample programs in the spirit of MQ's amqsput, amqsget and amqsbcg: put each line of standard
-//! input as a message, get (print and remove) messages, browse (print and leave) them.
+//! Sample programs in the spirit of MQ's amqsput, amqsget and amqsbcg: `put` puts each line of
+//! standard input (or each `--file`) as a message with the descriptor fields and properties its
+//! options give; `get` prints and removes messages, `browse` prints them and leaves them, as text,
+//! hex dump, descriptor (`--md`) or JSON lines. Both end with an exit status scripts can use: the
+//! class of the MQ reason code they stopped on ([`exit_code`], the table in `--help`).
 
-use std::io::BufRead;
+use std::io::{BufRead, Read, Write};
+use std::path::PathBuf;
 
 use bytes::Bytes;
+use clap::error::ErrorKind;
+use clap::Parser;
 use ferrymq_client::blocking::Connection;
-use ferrymq_client::ConnectOptions;
-use ferrymq_types::descriptor::msg_type;
+use ferrymq_client::{ConnectOptions, Message};
+use ferrymq_types::descriptor::{msg_type, EXPIRY_UNLIMITED, PRIORITY_AS_Q_DEF};
+use ferrymq_types::limits::GET_WAIT_MAX_MS;
 use ferrymq_types::options::{open, Browse, GetOptions, PutOptions, Syncpoint, Wait};
-use ferrymq_types::{MessageDescriptor, Persistence, Properties, Reason};
+use ferrymq_types::{MessageDescriptor, MqError, MsgId, Persistence, Properties, PropertyValue};
+use ferrymq_types::{Reason, Reason as R};
 
 use crate::lifecycle::{Fail, Res};
-use crate::mqargs::{parse, Flag};
+
+/// Exit status: any other failure, an MQ reason outside the classes below or a local one.
+pub const EXIT_OTHER: i32 = 1;
+/// Exit status: the command line is wrong.
+pub const EXIT_USAGE: i32 = 2;
+/// Exit status: no message available (get/browse found none to write).
+pub const EXIT_NO_MSG: i32 = 3;
+/// Exit status: not authorised.
+pub const EXIT_NOT_AUTHORIZED: i32 = 4;
+/// Exit status: the queue (or queue manager it names) is not known.
+pub const EXIT_UNKNOWN_OBJECT: i32 = 5;
+/// Exit status: the queue manager cannot be reached or is ending.
+pub const EXIT_QMGR_UNAVAILABLE: i32 = 6;
+
+/// The reason classes with an exit status of their own, in the order `--help` lists them.
+const CLASSES: &[(i32, &str, &[Reason])] = &[
+    (EXIT_NO_MSG, "no message available", &[R::NO_MSG_AVAILABLE]),
+    (
+        EXIT_NOT_AUTHORIZED,
+        "not authorised",
+        &[
+            R::NOT_AUTHORIZED,
+            R::CONNECTION_NOT_AUTHORIZED,
+            R::SECURITY_ERROR,
+        ],
+    ),
+    (
+        EXIT_UNKNOWN_OBJECT,
+        "unknown object",
+        &[
+            R::UNKNOWN_OBJECT_NAME,
+            R::UNKNOWN_OBJECT_Q_MGR,
+            R::UNKNOWN_REMOTE_Q_MGR,
+            R::UNKNOWN_ALIAS_BASE_Q,
+            R::Q_DELETED,
+        ],
+    ),
+    (
+        EXIT_QMGR_UNAVAILABLE,
+        "queue manager unavailable",
+        &[
+            R::Q_MGR_NOT_AVAILABLE,
+            R::CONNECTION_BROKEN,
+            R::HOST_NOT_AVAILABLE,
+            R::STANDBY_Q_MGR,
+            R::RECONNECT_FAILED,
+            R::CHANNEL_NOT_AVAILABLE,
+            R::Q_MGR_NAME_ERROR,
+            R::Q_MGR_QUIESCING,
+            R::Q_MGR_STOPPING,
+            R::CONNECTION_QUIESCING,
+            R::CONNECTION_STOPPING,
+        ],
+    ),
+];
+
+/// The exit status for an MQ reason: its class's, or [`EXIT_OTHER`].
+pub fn exit_code(reason: Reason) -> i32 {
+    CLASSES
+        .iter()
+        .find(|(_, _, rs)| rs.contains(&reason))
+        .map_or(EXIT_OTHER, |(code, _, _)| *code)
+}
+
+/// The exit status table as `--help` prints it.
+fn exit_table() -> String {
+    let mut s = String::from(
+        "Exit status (on an MQ error standard error says `COMMAND: MQRC_NAME (number): what happened`):\n\
+         \x20 0  success; get/browse wrote at least one message (fewer than --count is not an error)\n\
+         \x20 1  any other MQ reason, or a local failure (unreadable file, standard output)\n\
+         \x20 2  usage error (unknown option, missing or malformed value)\n",
+    );
+    for (code, what, reasons) in CLASSES {
+        let mut line = format!("  {code}  {what}:");
+        for (i, r) in reasons.iter().enumerate() {
+            let comma = if i + 1 < reasons.len() { "," } else { "" };
+            let item = format!("{} ({}){comma}", r.mq_name(), r.code());
+            if line.len() + 1 + item.len() > 96 {
+                s.push_str(&line);
+                s.push('\n');
+                line = String::from("     ");
+            }
+            line.push(' ');
+            line.push_str(&item);
+        }
+        s.push_str(&line);
+        s.push('\n');
+    }
+    s
+}
+
+const ID_HELP: &str = "\
+ID (--msg-id, --correl-id): up to 24 bytes as hex, `0x` optional (e.g. 0A1B2C), or text after
+`text:` (e.g. text:ORDER-42); a shorter id is padded with zero bytes. Ids print as 48 hex digits.";
+
+const PUT_EXAMPLES: &str = "\
+Examples:
+  echo hello | ferrymq put QM1 APP.IN --persistent
+  seq 100 | ferrymq put QM1 APP.IN --conn 'mq1(1414),mq2(1414)'
+  ferrymq put QM1 APP.IN --file invoice.pdf --correl-id text:INV-2024-17 --property kind=pdf
+  echo ping | ferrymq put QM1 APP.REQ --reply-to APP.REPLY@QM1 --expiry 300 --priority 7 \\
+      --property attempt:int=1 --property urgent:bool=true
+
+One message per line of standard input (the newline removed, Format MQSTR), or one per --file
+(binary-safe, any size up to the queue manager's MAXMSGL, Format blank). Messages are put outside
+syncpoint, one by one: if a put fails, the ones before it stay put and the count is reported.
+";
+
+const GET_EXAMPLES: &str = "\
+Examples:
+  ferrymq get QM1 APP.IN                           print each body as a line, remove it
+  ferrymq get QM1 APP.IN --count 1 --wait-ms 5000  wait up to 5 s for one message
+  ferrymq get QM1 APP.REPLY --correl-id text:INV-2024-17 --md
+  ferrymq browse QM1 APP.IN --json | jq -r .body   leave the messages, one JSON object each
+  ferrymq get QM1 APP.IN --hex > dump.txt
+
+A get removes a message only once it is written (to a pipe: once its reader has read it);
+if the reader closes the pipe (`| head -1`) the command ends with status 0 and the rest stay
+queued. --json prints, per line, the descriptor, the properties, `body` (UTF-8 text) or
+`body_base64` (when the body is not UTF-8).
+";
+
+/// `ferrymq put`: options of the put sample.
+#[derive(Parser, Debug)]
+#[command(
+    bin_name = "ferrymq put",
+    about = "Put messages to a queue: each line of standard input, or each --file, is one message"
+)]
+struct PutArgs {
+    /// Queue manager name (bindings mode, unless --conn)
+    qmgr: String,
+    /// Queue to put to
+    queue: String,
+    /// Make the messages persistent (default: the queue's DEFPSIST)
+    #[arg(long)]
+    persistent: bool,
+    /// Priority 0-9 (default: the queue's DEFPRTY)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(0..=9))]
+    priority: Option<i32>,
+    /// Correlation id (see ID below)
+    #[arg(long, value_name = "ID", value_parser = parse_id)]
+    correl_id: Option<MsgId>,
+    /// Message id (see ID below; default: a new one per message)
+    #[arg(long, value_name = "ID", value_parser = parse_id)]
+    msg_id: Option<MsgId>,
+    /// Reply-to queue, optionally @ its queue manager; makes the messages requests (MsgType 1)
+    #[arg(long, value_name = "Q[@QMGR]")]
+    reply_to: Option<String>,
+    /// Expiry in tenths of a second, as MQ counts it (default: unlimited)
+    #[arg(long, value_name = "TENTHS", value_parser = clap::value_parser!(i32).range(1..))]
+    expiry: Option<i32>,
+    /// A property; repeatable. TYPE: string (default), int, float, bool, or bytes (hex)
+    #[arg(long = "property", value_name = "NAME[:TYPE]=VALUE", value_parser = parse_property)]
+    properties: Vec<(String, PropertyValue)>,
+    /// Put the whole file as one message (repeatable; standard input is then not read)
+    #[arg(long, value_name = "PATH")]
+    file: Vec<PathBuf>,
+    /// Client mode: MQ connection name list, e.g. 'host(1414),host2(1414)'
+    #[arg(long, value_name = "CONNAME")]
+    conn: Option<String>,
+}
+
+/// `ferrymq get` / `ferrymq browse`: options of the get and browse samples.
+#[derive(Parser, Debug)]
+struct GetArgs {
+    /// Queue manager name (bindings mode, unless --conn)
+    qmgr: String,
+    /// Queue to read
+    queue: String,
+    /// Print the message descriptor and properties before each body
+    #[arg(long)]
+    md: bool,
+    /// Print each body as a hex dump
+    #[arg(long)]
+    hex: bool,
+    /// Print one JSON object per message (descriptor, properties, body)
+    #[arg(long, conflicts_with_all = ["md", "hex"])]
+    json: bool,
+    /// Stop after N messages
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    count: Option<u64>,
+    /// Only messages with this correlation id (see ID below)
+    #[arg(long, value_name = "ID", value_parser = parse_id)]
+    correl_id: Option<MsgId>,
+    /// Wait up to MS milliseconds for each message; 0 does not wait
+    #[arg(long, value_name = "MS", default_value_t = 0,
+          value_parser = clap::value_parser!(u64).range(0..=GET_WAIT_MAX_MS))]
+    wait_ms: u64,
+    /// Client mode: MQ connection name list, e.g. 'host(1414),host2(1414)'
+    #[arg(long, value_name = "CONNAME")]
+    conn: Option<String>,
+}
+
+/// Parses `rest` (the arguments after the command name) with `T`'s derived parser, the examples
+/// and the exit status table added to its help. `Ok(None)`: help was printed.
+fn parse_args<T: Parser>(
+    bin: &'static str,
+    about: Option<&'static str>,
+    examples: &str,
+    rest: &[String],
+) -> Result<Option<T>, Fail> {
+    let mut cmd = T::command()
+        .bin_name(bin)
+        .after_help(format!("{ID_HELP}\n\n{examples}\n{}", exit_table()));
+    if let Some(a) = about {
+        cmd = cmd.about(a);
+    }
+    let argv = std::iter::once(bin.to_string()).chain(rest.iter().cloned());
+    match cmd
+        .try_get_matches_from(argv)
+        .and_then(|m| T::from_arg_matches(&m))
+    {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            // A closed standard output is no reason to panic.
+            let _ = write!(std::io::stdout(), "{}", e.render());
+            Ok(None)
+        }
+        Err(e) => Err(Fail {
+            code: EXIT_USAGE,
+            message: e.render().to_string().trim_end().to_string(),
+        }),
+    }
+}
+
+/// An identifier from the command line: hex (optionally `0x`), or `text:` and the bytes of the
+/// text; at most 24 bytes, padded with zeros.
+fn parse_id(s: &str) -> Result<MsgId, String> {
+    let bytes = match s.strip_prefix("text:") {
+        Some(t) => t.as_bytes().to_vec(),
+        None => {
+            let h = s
+                .strip_prefix("0x")
+                .or_else(|| s.strip_prefix("0X"))
+                .unwrap_or(s);
+            from_hex(h).ok_or_else(|| {
+                format!("'{s}' is neither hex (an even number of 0-9 A-F) nor text:TEXT")
+            })?
+        }
+    };
+    if bytes.len() > 24 {
+        return Err(format!(
+            "'{s}' is {} bytes; an id holds at most 24",
+            bytes.len()
+        ));
+    }
+    let mut id = [0u8; 24];
+    id[..bytes.len()].copy_from_slice(&bytes);
+    Ok(id)
+}
+
+fn from_hex(h: &str) -> Option<Vec<u8>> {
+    if h.is_empty() || h.len() % 2 != 0 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).ok())
+        .collect()
+}
+
+/// `NAME=VALUE` (a string) or `NAME:TYPE=VALUE`.
+fn parse_property(s: &str) -> Result<(String, PropertyValue), String> {
+    let (left, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not NAME=VALUE or NAME:TYPE=VALUE"))?;
+    let (name, ty) = left.split_once(':').unwrap_or((left, "string"));
+    if name.is_empty() {
+        return Err(format!("'{s}' has no property name"));
+    }
+    let bad = |what: &str| format!("'{value}' is not {what} (property '{name}')");
+    let v = match ty {
+        "string" => PropertyValue::String(value.to_string()),
+        "int" => PropertyValue::Int(value.parse().map_err(|_| bad("an integer"))?),
+        "float" => PropertyValue::Float(value.parse().map_err(|_| bad("a number"))?),
+        "bool" => PropertyValue::Bool(match value {
+            "true" => true,
+            "false" => false,
+            _ => return Err(bad("true or false")),
+        }),
+        "bytes" => PropertyValue::Bytes(if value.is_empty() {
+            Vec::new()
+        } else {
+            from_hex(value).ok_or_else(|| bad("hex"))?
+        }),
+        t => {
+            return Err(format!(
+                "property type '{t}' is not one of string, int, float, bool, bytes"
+            ))
+        }
+    };
+    Ok((name.to_string(), v))
+}
 
 fn other(m: impl Into<String>) -> Fail {
     Fail {
-        code: 1,
+        code: EXIT_OTHER,
         message: m.into(),
     }
 }
 
-fn mq(e: ferrymq_types::MqError) -> Fail {
+fn mq(e: MqError) -> Fail {
     Fail {
-        code: e.reason.code().min(255) as i32,
+        code: exit_code(e.reason),
         message: e.to_string(),
+    }
+}
+
+/// The same failure, its message prefixed with the command's name.
+fn named(cmd: &str) -> impl Fn(Fail) -> Fail + '_ {
+    move |f| Fail {
+        code: f.code,
+        message: format!("{cmd}: {}", f.message),
     }
 }
 
@@ -36,53 +344,130 @@ pub fn connect(qmgr: &str, conn: Option<&str>, app: &str) -> Result<Connection, 
     Connection::connect(opts).map_err(mq)
 }
 
-fn queue_args(
-    cmd: &str,
-    args: &[String],
-    extra: &[Flag],
-) -> Result<(crate::mqargs::Parsed, String, String), Fail> {
-    let mut flags = vec![Flag::Value("--conn")];
-    flags.extend_from_slice(extra);
-    let p = parse(cmd, args, &flags).map_err(other)?;
-    match p.positional.as_slice() {
-        [qm, q] => {
-            let (qm, q) = (qm.clone(), q.clone());
-            Ok((p, qm, q))
-        }
-        _ => Err(other(format!("{cmd}: usage: ferrymq {cmd} QMNAME QUEUE"))),
-    }
+/// `ferrymq put QMNAME QUEUE [options]`.
+pub fn put(rest: &[String]) -> Res {
+    let Some(a) = parse_args::<PutArgs>("ferrymq put", None, PUT_EXAMPLES, rest)? else {
+        return Ok(());
+    };
+    put_with(&a).map_err(named("put"))
 }
 
-pub fn put(args: &[String]) -> Res {
-    let (p, qm, q) = queue_args("put", args, &[Flag::Switch("--persistent")])?;
-    let c = connect(&qm, p.value("--conn"), "ferrymq put")?;
-    let h = c.open(&q, open::OUTPUT).map_err(mq)?;
+fn put_with(a: &PutArgs) -> Res {
+    let (reply_to_q, reply_to_qmgr) = match a.reply_to.as_deref() {
+        None => (String::new(), String::new()),
+        Some(r) => {
+            let (q, qm) = r.split_once('@').unwrap_or((r, ""));
+            if q.is_empty() {
+                return Err(Fail {
+                    code: EXIT_USAGE,
+                    message: format!("--reply-to '{r}' names no queue; expected Q or Q@QMGR"),
+                });
+            }
+            (q.to_string(), qm.to_string())
+        }
+    };
     let md = MessageDescriptor {
-        persistence: if p.has("--persistent") {
+        persistence: if a.persistent {
             Persistence::Persistent
         } else {
             Persistence::AsQueueDef
         },
-        format: "MQSTR".into(),
-        msg_type: msg_type::DATAGRAM,
+        priority: a.priority.unwrap_or(PRIORITY_AS_Q_DEF),
+        expiry: a.expiry.unwrap_or(EXPIRY_UNLIMITED),
+        msg_id: a.msg_id.unwrap_or_default(),
+        correl_id: a.correl_id.unwrap_or_default(),
+        msg_type: if reply_to_q.is_empty() {
+            msg_type::DATAGRAM
+        } else {
+            msg_type::REQUEST
+        },
+        format: if a.file.is_empty() {
+            "MQSTR".into()
+        } else {
+            String::new()
+        },
+        reply_to_q,
+        reply_to_qmgr,
         ..Default::default()
     };
-    let mut n = 0;
-    for line in std::io::stdin().lock().lines() {
-        let line = line.map_err(|e| other(format!("put: reading stdin: {e}")))?;
-        c.put(
-            &h,
-            &md,
-            &Properties::default(),
-            Bytes::from(line),
-            &PutOptions::default(),
-        )
-        .map_err(mq)?;
-        n += 1;
+    let mut props = Properties::default();
+    for (k, v) in &a.properties {
+        props.set(k.clone(), v.clone());
+    }
+    let opts = PutOptions {
+        new_msg_id: a.msg_id.is_none(),
+        ..PutOptions::default()
+    };
+
+    let c = connect(&a.qmgr, a.conn.as_deref(), "ferrymq put")?;
+    // Files are checked before anything is put, so that a file too big puts nothing.
+    let max = c.max_msg_len() as u64;
+    for f in &a.file {
+        let len = std::fs::metadata(f)
+            .map_err(|e| other(format!("cannot read {}: {e}", f.display())))?
+            .len();
+        if len > max {
+            return Err(Fail {
+                code: exit_code(Reason::MSG_TOO_BIG_FOR_Q_MGR),
+                message: format!(
+                    "{}: {} is {len} bytes; queue manager '{}' takes messages of at most {max} bytes (its MAXMSGL); nothing was put",
+                    Reason::MSG_TOO_BIG_FOR_Q_MGR,
+                    f.display(),
+                    a.qmgr
+                ),
+            });
+        }
+    }
+    let h = c.open(&a.queue, open::OUTPUT).map_err(mq)?;
+    let mut n: u64 = 0;
+    let stopped = |f: Fail, n: u64| Fail {
+        code: f.code,
+        message: format!(
+            "{}\nput: stopped after {n} message(s) put to '{}'; the rest were not put",
+            f.message, a.queue
+        ),
+    };
+    let put_one = |body: Vec<u8>| {
+        c.put(&h, &md, &props, Bytes::from(body), &opts)
+            .map(|_| ())
+            .map_err(mq)
+    };
+    if a.file.is_empty() {
+        let mut input = std::io::stdin().lock();
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match input.read_until(b'\n', &mut line) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => return Err(stopped(other(format!("reading stdin: {e}")), n)),
+            }
+            if line.last() == Some(&b'\n') {
+                line.pop();
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+            }
+            put_one(std::mem::take(&mut line)).map_err(|f| stopped(f, n))?;
+            n += 1;
+        }
+    } else {
+        for f in &a.file {
+            let mut body = Vec::new();
+            std::fs::File::open(f)
+                .and_then(|mut file| file.read_to_end(&mut body))
+                .map_err(|e| stopped(other(format!("cannot read {}: {e}", f.display())), n))?;
+            put_one(body).map_err(|f| stopped(f, n))?;
+            n += 1;
+        }
     }
     c.close(&h, 0).map_err(mq)?;
     c.disconnect().map_err(mq)?;
-    eprintln!("put: {n} message(s) put to '{q}'");
+    let _ = writeln!(
+        std::io::stderr(),
+        "put: {n} message(s) put to '{}'",
+        a.queue
+    );
     Ok(())
 }
 
@@ -90,29 +475,128 @@ fn hex(id: &[u8]) -> String {
     id.iter().map(|b| format!("{b:02X}")).collect()
 }
 
-/// What `get` and `browse` write for one message.
-fn render(m: &ferrymq_client::Message, browse: bool) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    if browse {
-        let (date, time) = m.md.put_date_time();
-        let _ = writeln!(
-            out,
-            "MsgId({}) CorrelId({}) Persistence({}) Priority({}) PutDate({date}) PutTime({time}) ReplyToQ({}) BackoutCount({}) Length({})",
-            hex(&m.md.msg_id),
-            hex(&m.md.correl_id),
-            m.md.persistence.to_i32(),
-            m.md.priority,
-            m.md.reply_to_q,
-            m.md.backout_count,
-            m.data_len
-        );
-        for (k, v) in &m.props.0 {
-            let _ = writeln!(out, "  property {k} = {v:?}");
+/// A classic hex dump: offset, 16 bytes in hex, the printable ones as text.
+fn hex_dump(body: &[u8], out: &mut String) {
+    use std::fmt::Write as _;
+    for (i, chunk) in body.chunks(16).enumerate() {
+        let _ = write!(out, "{:08X} ", i * 16);
+        for j in 0..16 {
+            if j == 8 {
+                out.push(' ');
+            }
+            match chunk.get(j) {
+                Some(b) => {
+                    let _ = write!(out, " {b:02X}");
+                }
+                None => out.push_str("   "),
+            }
         }
-        let _ = writeln!(out, "  {}", String::from_utf8_lossy(&m.body));
+        out.push_str("  |");
+        out.extend(chunk.iter().map(|&b| {
+            if b.is_ascii_graphic() || b == b' ' {
+                b as char
+            } else {
+                '.'
+            }
+        }));
+        out.push_str("|\n");
+    }
+}
+
+fn property_text(v: &PropertyValue) -> String {
+    match v {
+        PropertyValue::String(s) => format!("String({s})"),
+        PropertyValue::Int(i) => format!("Int({i})"),
+        PropertyValue::Float(f) => format!("Float({f})"),
+        PropertyValue::Bool(b) => format!("Bool({b})"),
+        PropertyValue::Bytes(b) => format!("Bytes({})", hex(b)),
+    }
+}
+
+fn property_json(v: &PropertyValue) -> serde_json::Value {
+    use serde_json::json;
+    match v {
+        PropertyValue::String(s) => json!(s),
+        PropertyValue::Int(i) => json!(i),
+        PropertyValue::Float(f) => json!(f),
+        PropertyValue::Bool(b) => json!(b),
+        PropertyValue::Bytes(b) => json!({ "hex": hex(b) }),
+    }
+}
+
+/// How `get` and `browse` print messages.
+#[derive(Clone, Copy)]
+struct Style {
+    md: bool,
+    hex: bool,
+    json: bool,
+}
+
+/// What `get` and `browse` write for message number `n` (from 1).
+fn render(m: &Message, n: u64, style: Style) -> String {
+    use std::fmt::Write as _;
+    let md = &m.md;
+    let (date, time) = md.put_date_time();
+    if style.json {
+        let mut o = serde_json::json!({
+            "msg_id": hex(&md.msg_id),
+            "correl_id": hex(&md.correl_id),
+            "persistence": md.persistence.to_i32(),
+            "priority": md.priority,
+            "expiry": md.expiry,
+            "msg_type": md.msg_type,
+            "format": md.format,
+            "reply_to_q": md.reply_to_q,
+            "reply_to_qmgr": md.reply_to_qmgr,
+            "put_date": date,
+            "put_time": time,
+            "put_time_ms": md.put_time_ms,
+            "backout_count": md.backout_count,
+            "put_appl_name": md.put_appl_name,
+            "user_id": md.user_id,
+            "length": m.data_len,
+            "properties": serde_json::Map::from_iter(
+                m.props.0.iter().map(|(k, v)| (k.clone(), property_json(v)))
+            ),
+        });
+        match std::str::from_utf8(&m.body) {
+            Ok(t) => o["body"] = t.into(),
+            Err(_) => {
+                use base64::Engine as _;
+                o["body_base64"] = base64::engine::general_purpose::STANDARD
+                    .encode(&m.body)
+                    .into();
+            }
+        }
+        return format!("{o}\n");
+    }
+    let mut out = String::new();
+    if style.md {
+        let _ = writeln!(out, "Message {n} ({} bytes)", m.data_len);
+        let _ = writeln!(out, "  MsgId({})", hex(&md.msg_id));
+        let _ = writeln!(out, "  CorrelId({})", hex(&md.correl_id));
+        let _ = writeln!(out, "  Persistence({})", md.persistence.to_i32());
+        let _ = writeln!(out, "  Priority({})", md.priority);
+        let _ = writeln!(out, "  Expiry({})", md.expiry);
+        let _ = writeln!(out, "  MsgType({})", md.msg_type);
+        let _ = writeln!(out, "  Format({})", md.format);
+        let _ = writeln!(out, "  ReplyToQ({})", md.reply_to_q);
+        let _ = writeln!(out, "  ReplyToQMgr({})", md.reply_to_qmgr);
+        let _ = writeln!(out, "  PutDate({date}) PutTime({time})");
+        let _ = writeln!(out, "  PutApplName({})", md.put_appl_name);
+        let _ = writeln!(out, "  BackoutCount({})", md.backout_count);
+        for (k, v) in &m.props.0 {
+            let _ = writeln!(out, "  Property({k}) {}", property_text(v));
+        }
+    }
+    if style.hex {
+        hex_dump(&m.body, &mut out);
     } else {
-        let _ = writeln!(out, "{}", String::from_utf8_lossy(&m.body));
+        out.push_str(&String::from_utf8_lossy(&m.body));
+        out.push('\n');
+    }
+    if style.md || style.hex {
+        out.push('\n');
     }
     out
 }
@@ -151,21 +635,40 @@ fn handed_over(out: &std::io::StdoutLock<'_>) -> std::io::Result<bool> {
     }
 }
 
+const GET_ABOUT: &str =
+    "Get messages from a queue: print each one, then remove it (committed once written)";
+const BROWSE_ABOUT: &str = "Browse messages on a queue: print each one and leave it there";
+
 /// `get` prints and removes messages, `browse` prints them and leaves them. A get never removes a
 /// message it could not hand over: each message is got under syncpoint, written and flushed to
 /// standard output, and only then committed — to a pipe, once its reader has read it
 /// ([`handed_over`]); if the write fails or the reader closes the pipe first (as `| head -1`
 /// does) the get is backed out, the message stays on the queue, and the command ends quietly
-/// with exit status 0.
-pub fn get(args: &[String], browse: bool) -> Res {
-    use std::io::Write;
+/// with exit status 0. Finding no message at all ends with [`EXIT_NO_MSG`].
+pub fn get(rest: &[String], browse: bool) -> Res {
     let cmd = if browse { "browse" } else { "get" };
-    let (p, qm, q) = queue_args(cmd, args, &[Flag::Value("--wait-ms")])?;
-    let wait_ms: u64 = p.num("--wait-ms").map_err(other)?.unwrap_or(0);
-    let c = connect(&qm, p.value("--conn"), &format!("ferrymq {cmd}"))?;
+    let parsed = if browse {
+        parse_args::<GetArgs>("ferrymq browse", Some(BROWSE_ABOUT), GET_EXAMPLES, rest)?
+    } else {
+        parse_args::<GetArgs>("ferrymq get", Some(GET_ABOUT), GET_EXAMPLES, rest)?
+    };
+    let Some(a) = parsed else {
+        return Ok(());
+    };
+    get_with(&a, browse, cmd).map_err(named(cmd))
+}
+
+fn get_with(a: &GetArgs, browse: bool, cmd: &str) -> Res {
+    let style = Style {
+        md: a.md,
+        hex: a.hex,
+        json: a.json,
+    };
+    let q = &a.queue;
+    let c = connect(&a.qmgr, a.conn.as_deref(), &format!("ferrymq {cmd}"))?;
     let h = c
         .open(
-            &q,
+            q,
             if browse {
                 open::BROWSE
             } else {
@@ -175,12 +678,13 @@ pub fn get(args: &[String], browse: bool) -> Res {
         .map_err(mq)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let mut n = 0;
+    let mut n: u64 = 0;
     let mut closed = None;
-    loop {
+    let mut empty = None;
+    while a.count.is_none_or(|max| n < max) {
         let opts = GetOptions {
-            wait: if wait_ms > 0 {
-                Wait::Ms(wait_ms)
+            wait: if a.wait_ms > 0 {
+                Wait::Ms(a.wait_ms)
             } else {
                 Wait::NoWait
             },
@@ -194,11 +698,12 @@ pub fn get(args: &[String], browse: bool) -> Res {
             } else {
                 Syncpoint::Yes
             },
+            match_correl_id: a.correl_id,
             ..GetOptions::any()
         };
         match c.get(&h, &opts) {
             Ok(m) => {
-                let text = render(&m, browse);
+                let text = render(&m, n + 1, style);
                 if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
                     if !browse {
                         c.backout().map_err(mq)?;
@@ -217,13 +722,16 @@ pub fn get(args: &[String], browse: bool) -> Res {
                 }
                 n += 1;
             }
-            Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => break,
+            Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => {
+                empty = Some(e);
+                break;
+            }
             Err(e) => {
                 if !browse {
                     // Nothing uncommitted should remain, but never leave a got message behind.
                     let _ = c.backout();
                 }
-                return Err(mq(e));
+                return Err(stopped_after(mq(e), cmd, n, q));
             }
         }
     }
@@ -240,12 +748,96 @@ pub fn get(args: &[String], browse: bool) -> Res {
         }
         Some(e) => {
             return Err(other(format!(
-                "{cmd}: {n} message(s) from '{q}'; cannot write standard output ({e}), the next message was left on the queue"
+                "{n} message(s) from '{q}'; cannot write standard output ({e}), the next message was left on the queue"
             )))
         }
-        None => {
-            let _ = writeln!(err, "{cmd}: {n} message(s) from '{q}'");
-        }
+        None => match empty {
+            Some(e) if n == 0 => return Err(mq(e)),
+            _ => {
+                let _ = writeln!(err, "{cmd}: {n} message(s) from '{q}'");
+            }
+        },
     }
     Ok(())
+}
+
+fn stopped_after(f: Fail, cmd: &str, n: u64, q: &str) -> Fail {
+    Fail {
+        code: f.code,
+        message: format!(
+            "{}\n{cmd}: stopped after {n} message(s) from '{q}'",
+            f.message
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_reason_has_its_class_and_others_exit_1() {
+        for (code, _, reasons) in CLASSES {
+            for r in *reasons {
+                assert_eq!(exit_code(*r), *code, "{}", r.mq_name());
+            }
+        }
+        assert_eq!(exit_code(Reason::Q_FULL), EXIT_OTHER);
+        assert_eq!(exit_code(Reason::MSG_TOO_BIG_FOR_Q_MGR), EXIT_OTHER);
+        let table = exit_table();
+        for r in [2033, 2035, 2085, 2059, 2009, 2538, 2543] {
+            assert!(table.contains(&format!("({r})")), "{r} missing:\n{table}");
+        }
+    }
+
+    #[test]
+    fn ids_are_hex_or_prefixed_text_and_at_most_24_bytes() {
+        let id = parse_id("0A1b").unwrap();
+        assert_eq!(&id[..3], &[0x0A, 0x1B, 0]);
+        assert_eq!(parse_id("0x0A1B").unwrap(), id);
+        assert_eq!(&parse_id("text:AB").unwrap()[..3], b"AB\0");
+        assert!(parse_id("ABC").is_err());
+        assert!(parse_id("zz").is_err());
+        assert!(parse_id(&"00".repeat(25)).is_err());
+        assert!(parse_id(&format!("text:{}", "x".repeat(25))).is_err());
+        assert_eq!(parse_id(&"FF".repeat(24)).unwrap(), [0xFF; 24]);
+    }
+
+    #[test]
+    fn properties_take_a_type() {
+        assert_eq!(
+            parse_property("a=b=c").unwrap(),
+            ("a".into(), PropertyValue::String("b=c".into()))
+        );
+        assert_eq!(
+            parse_property("n:int=-4").unwrap().1,
+            PropertyValue::Int(-4)
+        );
+        assert_eq!(
+            parse_property("f:float=1.5").unwrap().1,
+            PropertyValue::Float(1.5)
+        );
+        assert_eq!(
+            parse_property("b:bool=true").unwrap().1,
+            PropertyValue::Bool(true)
+        );
+        assert_eq!(
+            parse_property("x:bytes=0aff").unwrap().1,
+            PropertyValue::Bytes(vec![0x0A, 0xFF])
+        );
+        for bad in ["novalue", "=v", "n:int=x", "b:bool=yes", "t:date=1"] {
+            assert!(parse_property(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn hex_dump_lines() {
+        let mut s = String::new();
+        hex_dump(b"Hello, world!\n\x00\xffAB", &mut s);
+        assert_eq!(
+            s,
+            "00000000  48 65 6C 6C 6F 2C 20 77  6F 72 6C 64 21 0A 00 FF  |Hello, world!...|\n\
+             00000010  41 42                                             |AB|\n"
+        );
+    }
 }

@@ -136,7 +136,7 @@ fn sample_programs_put_browse_and_get_lines() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let browsed = home.ok(&["browse", "QMS", "SYSTEM.DEFAULT.LOCAL.QUEUE"]);
+    let browsed = home.ok(&["browse", "QMS", "SYSTEM.DEFAULT.LOCAL.QUEUE", "--md"]);
     assert!(
         browsed.contains("Persistence(1)") && browsed.contains("two"),
         "{browsed}"
@@ -150,7 +150,10 @@ fn sample_programs_put_browse_and_get_lines() {
         &qm.conname(),
     ]);
     assert_eq!(got, "one\ntwo\nthree\n");
-    assert_eq!(home.ok(&["get", "QMS", "SYSTEM.DEFAULT.LOCAL.QUEUE"]), "");
+    // An empty queue: nothing printed, and the exit status says "no message" (3).
+    let out = home.run(&["get", "QMS", "SYSTEM.DEFAULT.LOCAL.QUEUE"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
 }
 
 #[test]
