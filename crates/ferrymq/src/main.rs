@@ -50,12 +50,17 @@ Administration:
                                         and damage, and the message store's; --salvage (ended
                                         queue manager) makes recovery keep the records after damage
 
-Sample programs (bindings mode by queue manager name, or --conn 'host(port),...' for client mode):
-  ferrymq put QMNAME QUEUE [--persistent] [--conn CONNAME]     one message per line of stdin
-  ferrymq get QMNAME QUEUE [--wait-ms N] [--conn CONNAME]      print and remove messages (each
-                                          committed once written, to a pipe once read; exit 0
-                                          if the reader closes the pipe, the rest stay queued)
-  ferrymq browse QMNAME QUEUE [--conn CONNAME]                 print messages, leave them
+Sample programs (bindings mode by queue manager name, or --conn 'host(port),...' for client mode;
+`ferrymq put --help` for every option; exit 3 no message, 4 not authorised, 5 unknown object,
+6 queue manager unavailable, 1 any other failure, 2 usage):
+  ferrymq put QMNAME QUEUE [--persistent] [--priority N] [--correl-id ID] [--msg-id ID]
+                [--reply-to Q[@QMGR]] [--expiry TENTHS] [--property K[:TYPE]=V]... [--file PATH]
+                                          one message per line of stdin, or per --file
+  ferrymq get QMNAME QUEUE [--md] [--hex] [--json] [--count N] [--correl-id ID] [--wait-ms N]
+                                          print and remove messages (each committed once
+                                          written, to a pipe once read; exit 0 if the reader
+                                          closes the pipe, the rest stay queued)
+  ferrymq browse QMNAME QUEUE [same options as get]   print messages, leave them
 
 Performance (MQ-CPH equivalent; the workload is described in ARCHITECTURE.md, 'The hot path and
 what it costs', and in the ferrymq-bench crate's docs, crates/bench/src/lib.rs):

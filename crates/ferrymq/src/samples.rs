@@ -164,7 +164,7 @@ struct PutArgs {
     /// Message id (see ID below; default: a new one per message)
     #[arg(long, value_name = "ID", value_parser = parse_id)]
     msg_id: Option<MsgId>,
-    /// Reply-to queue, optionally @ its queue manager; makes the messages requests (MsgType 1)
+    /// Reply-to queue, @ its queue manager (default: this one); makes the messages requests (MsgType 1)
     #[arg(long, value_name = "Q[@QMGR]")]
     reply_to: Option<String>,
     /// Expiry in tenths of a second, as MQ counts it (default: unlimited)
@@ -271,7 +271,7 @@ fn parse_id(s: &str) -> Result<MsgId, String> {
 }
 
 fn from_hex(h: &str) -> Option<Vec<u8>> {
-    if h.is_empty() || h.len() % 2 != 0 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if h.is_empty() || !h.len().is_multiple_of(2) || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     (0..h.len())
@@ -400,6 +400,11 @@ fn put_with(a: &PutArgs) -> Res {
     };
 
     let c = connect(&a.qmgr, a.conn.as_deref(), "ferrymq put")?;
+    let mut md = md;
+    if !md.reply_to_q.is_empty() && md.reply_to_qmgr.is_empty() {
+        // As MQ does for a blank ReplyToQMgr: the queue manager the message is put on.
+        md.reply_to_qmgr = c.qmgr_name().to_string();
+    }
     // Files are checked before anything is put, so that a file too big puts nothing.
     let max = c.max_msg_len() as u64;
     for f in &a.file {

@@ -95,6 +95,12 @@ fn every_put_option_shows_in_get_md_and_json() {
     assert!(err.contains("put: 1 message(s) put to"), "{err}");
     // Without options: the queue's defaults, a datagram, a new msg id.
     ok_with_input(&home, &["put", "QMSAMP", Q], "plain\n");
+    // A reply-to queue alone: on the queue manager put to, as MQ fills in a blank ReplyToQMgr.
+    ok_with_input(
+        &home,
+        &["put", "QMSAMP", Q, "--reply-to", "MY.REPLY"],
+        "ask\n",
+    );
 
     let msg_id = format!("0A0B0C{}", "00".repeat(21));
     let correl_id = text_id_hex("ORDER-42");
@@ -120,6 +126,7 @@ fn every_put_option_shows_in_get_md_and_json() {
         "Persistence(0)".into(),
         "MsgType(8)".into(),
         "\nplain\n".into(),
+        "ReplyToQ(MY.REPLY)\n  ReplyToQMgr(QMSAMP)".into(),
     ] {
         assert!(md.contains(&field), "{field} missing:\n{md}");
     }
@@ -131,11 +138,11 @@ fn every_put_option_shows_in_get_md_and_json() {
         .unwrap_or_else(|| panic!("no Expiry in:\n{md}"));
     assert!(0 < expiry && expiry <= 60000, "{md}");
     assert!(md.contains("Expiry(-1)"), "the second never expires:\n{md}");
-    // Browse left both; get --json removes them and shows the same.
-    assert_eq!(depth(&qm, Q), 2);
+    // Browse left them all; get --json removes them and shows the same.
+    assert_eq!(depth(&qm, Q), 3);
 
     let all = json_lines(&home.ok(&["get", "QMSAMP", Q, "--json"]));
-    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(all.len(), 3, "{all:?}");
     let m = &all[0];
     assert_eq!(m["msg_id"], msg_id.as_str());
     assert_eq!(m["correl_id"], correl_id.as_str());
@@ -167,6 +174,8 @@ fn every_put_option_shows_in_get_md_and_json() {
     assert_eq!(m["msg_type"], 8);
     assert_ne!(m["msg_id"], msg_id.as_str());
     assert_eq!(m["correl_id"], "00".repeat(24));
+    assert_eq!(all[2]["reply_to_qmgr"], "QMSAMP");
+    assert_eq!(all[2]["msg_type"], 1);
     assert_eq!(depth(&qm, Q), 0);
 
     // Malformed values are usage errors (2), refused before anything is put.
@@ -465,12 +474,37 @@ fn help_shows_usage_examples_and_the_exit_status_table() {
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    for want in [
-        "--correl-id",
-        "--json",
-        "MQRC_NO_MSG_AVAILABLE (2033)",
-        "| 6 |",
-    ] {
-        assert!(readme.contains(want), "README lacks {want}");
+    // The README's table lists what --help lists, class by class.
+    let help = home.ok(&["get", "--help"]);
+    let table = help.split("Exit status").nth(1).unwrap();
+    let mut classes = 0;
+    for line in table.lines() {
+        let line = line.trim();
+        let Some((code, rest)) = line.split_once("  ") else {
+            continue;
+        };
+        if code.parse::<u8>().is_err() || !rest.contains("MQRC_") {
+            continue;
+        }
+        classes += 1;
+        let row = readme
+            .lines()
+            .find(|l| l.starts_with(&format!("| {code} |")))
+            .unwrap_or_else(|| panic!("README has no row for exit status {code}"));
+        // The class's reasons continue on the following help lines.
+        let mut reasons: Vec<&str> = rest.split("MQRC_").skip(1).collect();
+        for more in table
+            .lines()
+            .skip_while(|l| l.trim() != line)
+            .skip(1)
+            .take_while(|l| l.starts_with("      "))
+        {
+            reasons.extend(more.split("MQRC_").skip(1));
+        }
+        for r in reasons {
+            let r = format!("MQRC_{}", r.trim_end_matches([',', ' ']));
+            assert!(row.contains(&r), "README's row {code} lacks {r}: {row}");
+        }
     }
+    assert_eq!(classes, 4, "{help}");
 }
