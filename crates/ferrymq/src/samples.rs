@@ -13,7 +13,10 @@ use clap::Parser;
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::{ConnectOptions, Message};
 use ferrymq_types::descriptor::{msg_type, EXPIRY_UNLIMITED, PRIORITY_AS_Q_DEF};
-use ferrymq_types::limits::GET_WAIT_MAX_MS;
+use ferrymq_types::limits::{
+    GET_WAIT_MAX_MS, OBJECT_NAME_LEN_MAX, PROPERTIES_PER_MSG_MAX, QMGR_NAME_LEN_MAX,
+    STRING_LEN_MAX_BYTES,
+};
 use ferrymq_types::options::{open, Browse, GetOptions, PutOptions, Syncpoint, Wait};
 use ferrymq_types::{MessageDescriptor, MqError, MsgId, Persistence, Properties, PropertyValue};
 use ferrymq_types::{Reason, Reason as R};
@@ -289,6 +292,12 @@ fn parse_property(s: &str) -> Result<(String, PropertyValue), String> {
     if name.is_empty() {
         return Err(format!("'{s}' has no property name"));
     }
+    if name.len() > STRING_LEN_MAX_BYTES || value.len() > STRING_LEN_MAX_BYTES {
+        return Err(format!(
+            "property '{}': names and values are at most {STRING_LEN_MAX_BYTES} bytes",
+            name.chars().take(40).collect::<String>()
+        ));
+    }
     let bad = |what: &str| format!("'{value}' is not {what} (property '{name}')");
     let v = match ty {
         "string" => PropertyValue::String(value.to_string()),
@@ -357,10 +366,12 @@ fn put_with(a: &PutArgs) -> Res {
         None => (String::new(), String::new()),
         Some(r) => {
             let (q, qm) = r.split_once('@').unwrap_or((r, ""));
-            if q.is_empty() {
+            if q.is_empty() || q.len() > OBJECT_NAME_LEN_MAX || qm.len() > QMGR_NAME_LEN_MAX {
                 return Err(Fail {
                     code: EXIT_USAGE,
-                    message: format!("--reply-to '{r}' names no queue; expected Q or Q@QMGR"),
+                    message: format!(
+                        "--reply-to '{r}': expected Q or Q@QMGR, a queue name of 1 to {OBJECT_NAME_LEN_MAX} characters and a queue manager name of at most {QMGR_NAME_LEN_MAX}"
+                    ),
                 });
             }
             (q.to_string(), qm.to_string())
@@ -393,6 +404,15 @@ fn put_with(a: &PutArgs) -> Res {
     let mut props = Properties::default();
     for (k, v) in &a.properties {
         props.set(k.clone(), v.clone());
+    }
+    if props.0.len() > PROPERTIES_PER_MSG_MAX {
+        return Err(Fail {
+            code: EXIT_USAGE,
+            message: format!(
+                "{} properties; a message carries at most {PROPERTIES_PER_MSG_MAX}",
+                props.0.len()
+            ),
+        });
     }
     let opts = PutOptions {
         new_msg_id: a.msg_id.is_none(),
@@ -830,9 +850,12 @@ mod tests {
             parse_property("x:bytes=0aff").unwrap().1,
             PropertyValue::Bytes(vec![0x0A, 0xFF])
         );
-        for bad in ["novalue", "=v", "n:int=x", "b:bool=yes", "t:date=1"] {
+        let long = format!("k={}", "v".repeat(STRING_LEN_MAX_BYTES + 1));
+        for bad in ["novalue", "=v", "n:int=x", "b:bool=yes", "t:date=1", &long] {
             assert!(parse_property(bad).is_err(), "{bad}");
         }
+        let longest = format!("k={}", "v".repeat(STRING_LEN_MAX_BYTES));
+        assert!(parse_property(&longest).is_ok());
     }
 
     #[test]

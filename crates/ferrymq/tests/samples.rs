@@ -186,6 +186,7 @@ fn every_put_option_shows_in_get_md_and_json() {
         &["--expiry", "0"],
         &["--property", "n:int=x"],
         &["--reply-to", "@QM"],
+        &["--reply-to", &"Q".repeat(49)],
         &["--bogus"],
     ] {
         let mut args = vec!["put", "QMSAMP", Q];
@@ -193,6 +194,20 @@ fn every_put_option_shows_in_get_md_and_json() {
         let out = home.run_with_input(&args, "never\n");
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", show(&out));
     }
+    // More properties than a message carries (256): refused, not sent.
+    let props: Vec<String> = (0..257).map(|i| format!("p{i}={i}")).collect();
+    let mut args = vec!["put", "QMSAMP", Q];
+    for p in &props {
+        args.extend(["--property", p.as_str()]);
+    }
+    let out = home.run_with_input(&args, "never\n");
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert!(text(&out.stderr).contains("at most 256"), "{}", show(&out));
+    args.truncate(args.len() - 2);
+    ok_with_input(&home, &args, "many\n");
+    let m = &json_lines(&home.ok(&["get", "QMSAMP", Q, "--json"]))[0];
+    assert_eq!(m["properties"].as_object().map(|o| o.len()), Some(256));
+    assert_eq!(m["properties"]["p255"], "255");
     assert_eq!(depth(&qm, Q), 0);
 }
 
