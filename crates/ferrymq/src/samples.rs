@@ -377,7 +377,7 @@ fn put_with(a: &PutArgs) -> Res {
             (q.to_string(), qm.to_string())
         }
     };
-    let md = MessageDescriptor {
+    let mut md = MessageDescriptor {
         persistence: if a.persistent {
             Persistence::Persistent
         } else {
@@ -420,7 +420,6 @@ fn put_with(a: &PutArgs) -> Res {
     };
 
     let c = connect(&a.qmgr, a.conn.as_deref(), "ferrymq put")?;
-    let mut md = md;
     if !md.reply_to_q.is_empty() && md.reply_to_qmgr.is_empty() {
         // As MQ does for a blank ReplyToQMgr: the queue manager the message is put on.
         md.reply_to_qmgr = c.qmgr_name().to_string();
