@@ -222,7 +222,7 @@ fn measure(home: &Path, o: &Opts) -> Result<(), String> {
         o.messages,
         clean.as_secs_f64()
     );
-    let log = std::fs::read_to_string(dir.join("errors").join("qm.log")).unwrap_or_default();
+    let log = ferrymq_bench::qm::error_log(&dir);
     for line in log.lines().filter(|l| l.contains("recovered in")) {
         println!("  queue manager log: {line}");
     }

@@ -110,3 +110,17 @@ pub fn put_batched(
     }
     c.disconnect().map_err(|e| e.to_string())
 }
+
+/// Everything a queue manager (directory `qm_dir`) wrote to its error log, oldest first (the
+/// rotated `FMQERR03..02.LOG`, the current `FMQERR01.LOG`), then what its process printed outside
+/// the log (`console.log`: a panic's message). Files that cannot be read count as empty.
+pub fn error_log(qm_dir: &Path) -> String {
+    use ferrymq_types::objects::{CONSOLE_LOG, ERROR_LOG_FILES};
+    let errors = qm_dir.join("errors");
+    ERROR_LOG_FILES
+        .iter()
+        .rev()
+        .chain(std::iter::once(&CONSOLE_LOG))
+        .filter_map(|f| std::fs::read_to_string(errors.join(f)).ok())
+        .collect()
+}

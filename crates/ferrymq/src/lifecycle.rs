@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ferrymq_server::{ferrymq_home, storage, Ini, QmConfig, QmPaths};
+use ferrymq_server::{errlog, ferrymq_home, storage, Ini, QmConfig, QmPaths};
 use ferrymq_types::limits;
 use ferrymq_types::objects::{qmgr_name_from_dir, validate_qmgr_name};
 
@@ -248,16 +248,19 @@ pub fn strmqm(args: &[String]) -> Res {
         }
     }
     let log = paths.error_log();
-    std::fs::create_dir_all(log.parent().expect("has parent")).map_err(|e| other(e.to_string()))?;
+    let console = paths.console_log();
+    std::fs::create_dir_all(paths.errors_dir()).map_err(|e| other(e.to_string()))?;
+    // The process's own stdout and stderr: whatever does not go through its error log (a panic).
     let out = File::options()
         .create(true)
         .append(true)
-        .open(&log)
-        .map_err(|e| other(format!("strmqm: {}: {e}", log.display())))?;
+        .open(&console)
+        .map_err(|e| other(format!("strmqm: {}: {e}", console.display())))?;
     let err = out.try_clone().map_err(|e| other(e.to_string()))?;
-    // Where this start's output begins: measured before the child can write (its recovery report
+    // Where this start's entries begin: measured before the child can write (its recovery report
     // or its failure may come before this process gets to look).
     let log_start = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+    let console_start = std::fs::metadata(&console).map(|m| m.len()).unwrap_or(0);
     let exe = std::env::current_exe().map_err(|e| other(e.to_string()))?;
     let mut child = Command::new(exe)
         .arg("run-qmgr")
@@ -275,7 +278,8 @@ pub fn strmqm(args: &[String]) -> Res {
     let started = Instant::now();
     loop {
         if let Some(status) = child.try_wait().map_err(|e| other(e.to_string()))? {
-            let tail = read_tail(&log, log_start);
+            let mut tail = log_since(&paths, log_start);
+            tail.push_str(&read_tail(&console, console_start));
             return Err(other(format!(
                 "strmqm: queue manager '{name}' failed to start ({status}):\n{tail}"
             )));
@@ -286,26 +290,29 @@ pub fn strmqm(args: &[String]) -> Res {
                 child.id()
             );
             // Recovery wrote what it discarded to the error log before the socket opened.
-            let tail = read_tail(&log, log_start);
-            let lines_from = |at: usize| -> Vec<&str> {
-                tail[at..]
-                    .lines()
-                    .take_while(|l| l.starts_with("ferrymq:"))
+            let tail = log_since(&paths, log_start);
+            let entries = |id: errlog::MsgId| -> Vec<String> {
+                let code = id.code();
+                tail.lines()
+                    .filter_map(errlog::parse_entry)
+                    .filter(|e| e.id == code)
+                    .map(|e| e.message)
                     .collect()
             };
-            if let Some(at) = tail.find(storage::RECOVERY_NOTE_MARK) {
+            let note = entries(errlog::ids::RECOVERY_NOTE);
+            if !note.is_empty() {
                 // A torn tail only: reported, not a failure.
-                eprintln!("strmqm: {}", lines_from(at).join("\n"));
+                eprintln!("strmqm: {}", note.join("\n"));
             }
-            if let Some(at) = tail.find(storage::RECOVERY_LOSS_MARK) {
-                let lines = lines_from(at);
+            let loss = entries(errlog::ids::RECOVERY_LOSS);
+            if !loss.is_empty() {
                 return Err(fail(
                     EXIT_RECOVERY_LOSS,
                     format!(
-                        "strmqm: WARNING: queue manager '{name}' is running, but recovery discarded data that may \
-                         have been acknowledged (details in {}):\n{}",
+                        "strmqm: WARNING: queue manager '{name}' is running, but {} (details in {}):\n{}",
+                        loss[0].trim_end_matches(':'),
                         log.display(),
-                        lines.join("\n")
+                        loss[1..].join("\n")
                     ),
                 ));
             }
@@ -350,6 +357,19 @@ fn predecessor_gone(paths: &QmPaths) -> bool {
         std::thread::sleep(Duration::from_millis(10));
     }
     true
+}
+
+/// The error log's entries since the current file was `from` bytes long (reading the rotated
+/// file too if the log was rotated meanwhile).
+fn log_since(paths: &QmPaths, from: u64) -> String {
+    let cur = paths.error_log();
+    let len = std::fs::metadata(&cur).map(|m| m.len()).unwrap_or(0);
+    if len >= from {
+        return read_tail(&cur, from);
+    }
+    let mut s = read_tail(&paths.errors_dir().join(errlog::FILES[1]), from);
+    s.push_str(&read_tail(&cur, 0));
+    s
 }
 
 fn read_tail(path: &Path, from: u64) -> String {

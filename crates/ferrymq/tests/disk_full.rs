@@ -6,7 +6,7 @@
 //! its recovered log is full. Mounting needs root: CI runs as root; elsewhere these tests say
 //! loudly that they did not run.
 //!
-//! Also here: a warning of the storage crate reaches `errors/qm.log` (no root needed).
+//! Also here: a warning of the storage crate reaches the error log (no root needed).
 
 mod support;
 
@@ -296,7 +296,7 @@ fn newest_manifest(qm: &Qm) -> Option<String> {
 }
 
 fn error_log(qm: &Qm) -> String {
-    std::fs::read_to_string(qm.dir().join("errors").join("qm.log")).unwrap_or_default()
+    support::error_log(&qm.dir())
 }
 
 #[test]
@@ -318,7 +318,7 @@ fn a_full_disk_stops_persistence_truthfully_and_it_resumes_by_itself_when_space_
 
     let ballast = Ballast::fill(home.path());
     // Not a byte more fits in the error log either.
-    Ballast::fill_last_page_of(&qm.dir().join("errors").join("qm.log"));
+    Ballast::fill_last_page_of(&qm.dir().join("errors").join("FMQERR01.LOG"));
     let e = put_until_refused(&c, &h, &mut next, &mut ledger);
     assert_truthful_full_disk(&e);
     // Still refused the same way a while later, and the process is alive throughout.
@@ -378,7 +378,8 @@ fn a_full_disk_stops_persistence_truthfully_and_it_resumes_by_itself_when_space_
     );
     // What could not be written while the disk was full comes late, and says so.
     assert!(
-        log.contains("the error log could not be written for a while (No space left on device")
+        log.contains("FMQ9000W")
+            && log.contains("could not be written (No space left on device")
             && log.contains("checkpoint failed (1 in a row)")
             && log.contains("No space left on device (os error 28); retrying"),
         "the error log says nothing about the failed checkpoints:\n{log}"

@@ -59,8 +59,7 @@ fn copying_file(home: &Home) -> PathBuf {
 }
 
 fn qm_log(home: &Home) -> String {
-    std::fs::read_to_string(home.path().join("qmgrs").join(QM).join("errors/qm.log"))
-        .unwrap_or_default()
+    support::error_log(&home.path().join("qmgrs").join(QM))
 }
 
 /// Puts `n` persistent messages of producer `id` in units of work of 100.

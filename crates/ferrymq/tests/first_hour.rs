@@ -300,7 +300,7 @@ fn setmqini_refuses_misspelt_keys_and_strmqm_warns_about_them() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("warning") && err.contains("'Prot'"), "{err}");
-    let log = std::fs::read_to_string(qm.dir().join("errors/qm.log")).unwrap();
+    let log = support::error_log(&qm.dir());
     assert!(log.contains("'Prot'"), "{log}");
     qm.end();
 }

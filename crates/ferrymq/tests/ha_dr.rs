@@ -203,8 +203,7 @@ fn val(status: &str, name: &str) -> u64 {
 }
 
 fn qm_log(home: &Home) -> String {
-    std::fs::read_to_string(home.path().join("qmgrs").join(QM).join("errors/qm.log"))
-        .unwrap_or_default()
+    support::error_log(&home.path().join("qmgrs").join(QM))
 }
 
 /// The recovery site's secondary (in `rec`), the delaying DR link, and the HA group of DR

@@ -557,7 +557,7 @@ fn drain(conname: &str, queue: &str) -> Result<Vec<String>, String> {
 
 /// The role changes instance `i` logged, runs of the same line collapsed into one with a count.
 fn role_log(g: &HaGroup, i: usize) -> String {
-    let text = std::fs::read_to_string(g.dir(i).join("errors/qm.log")).unwrap_or_default();
+    let text = support::error_log(&g.dir(i));
     let mut runs: Vec<(usize, &str)> = Vec::new();
     for l in text.lines().filter(|l| {
         l.contains("restarting")

@@ -56,8 +56,17 @@ impl QmPaths {
     pub fn end_status(&self) -> PathBuf {
         self.dir.join("qm.end")
     }
+    /// The error log's directory (`crate::errlog`: FMQERR01..03.LOG, console.log).
+    pub fn errors_dir(&self) -> PathBuf {
+        self.dir.join("errors")
+    }
+    /// The current error-log file.
     pub fn error_log(&self) -> PathBuf {
-        self.dir.join("errors").join("qm.log")
+        self.errors_dir().join(crate::errlog::FILES[0])
+    }
+    /// The queue manager process's stderr: what did not go through the error log (a panic).
+    pub fn console_log(&self) -> PathBuf {
+        self.errors_dir().join(crate::errlog::CONSOLE)
     }
 }
 
@@ -120,6 +129,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
         ],
     ),
     ("Metrics", &["Port", "Address"]),
+    ("QMErrorLog", &["ErrorLogSize", "Format"]),
     (
         "TuningParameters",
         &[
@@ -636,9 +646,48 @@ impl QmConfig {
     }
 }
 
+/// The error log's settings (`QMErrorLog:ErrorLogSize`, bytes per file before rotation;
+/// `QMErrorLog:Format`, `text` or `json`), and a warning for each value that is not valid (the
+/// default is used for it: a typo must not stop the queue manager from reporting).
+pub fn error_log_settings(ini: &Ini) -> (crate::errlog::Settings, Vec<String>) {
+    use crate::errlog::{Settings, MIN_FILE_BYTES};
+    let mut s = Settings::default();
+    let mut warnings = Vec::new();
+    if let Some(v) = known(ini, "QMErrorLog", "ErrorLogSize") {
+        match v.trim().parse::<u64>() {
+            Ok(n) if n >= MIN_FILE_BYTES => s.file_bytes = n,
+            _ => warnings.push(format!(
+                "QMErrorLog:ErrorLogSize={v} is not a number of bytes >= {MIN_FILE_BYTES}; {} is used",
+                s.file_bytes
+            )),
+        }
+    }
+    if let Some(v) = known(ini, "QMErrorLog", "Format") {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "text" => s.json = false,
+            "json" => s.json = true,
+            _ => warnings.push(format!(
+                "QMErrorLog:Format={v} is neither text nor json; text is used"
+            )),
+        }
+    }
+    (s, warnings)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_log_settings_are_read_and_bad_ones_named() {
+        let ini = Ini::parse("QMErrorLog:\n   ErrorLogSize=65536\n   Format=JSON\n").unwrap();
+        let (s, w) = error_log_settings(&ini);
+        assert_eq!((s.file_bytes, s.json, w.len()), (65536, true, 0));
+        let ini = Ini::parse("QMErrorLog:\n   ErrorLogSize=12\n   Format=xml\n").unwrap();
+        let (s, w) = error_log_settings(&ini);
+        assert_eq!(s, crate::errlog::Settings::default());
+        assert_eq!(w.len(), 2, "{w:?}");
+    }
 
     #[test]
     fn replication_ports_in_the_ephemeral_range_are_flagged() {

@@ -211,6 +211,7 @@ impl Proposals {
                 st.trace.1 += at.elapsed().as_micros() as u64;
                 if st.trace.2.elapsed() > Duration::from_secs(2) {
                     crate::qm_log!(
+                        crate::errlog::ids::LOG_TRACE,
                         "trace: {} batches, {} records, avg commit {} us",
                         st.trace.0,
                         last - st.trace.3,
@@ -408,13 +409,20 @@ impl HaApp {
                             }
                         }
                         if let Err(e) = ini.save(&self.ini) {
-                            crate::qm_log!("ferrymq: cannot record the preferred instance: {e}");
+                            crate::qm_log!(
+                                crate::errlog::ids::HA_PREFERRED_UNRECORDED,
+                                "cannot record the preferred instance: {e}"
+                            );
                         }
                     }
-                    Err(e) => crate::qm_log!("ferrymq: cannot record the preferred instance: {e}"),
+                    Err(e) => crate::qm_log!(
+                        crate::errlog::ids::HA_PREFERRED_UNRECORDED,
+                        "cannot record the preferred instance: {e}"
+                    ),
                 }
                 crate::qm_log!(
-                    "ferrymq: preferred instance is now {}",
+                    crate::errlog::ids::HA_PREFERRED,
+                    "preferred instance is now {}",
                     name.as_deref().unwrap_or("none")
                 );
             }
@@ -440,7 +448,10 @@ impl HaApp {
                     });
                 }
             }
-            _ => crate::qm_log!("ferrymq: unknown HA control record '{text}'; ignored"),
+            _ => crate::qm_log!(
+                crate::errlog::ids::HA_UNKNOWN_CONTROL,
+                "unknown HA control record '{text}'; ignored"
+            ),
         }
     }
 }
@@ -496,7 +507,8 @@ impl Apply for HaApp {
         }
         if rec.kind != KIND_ENGINE_BATCH {
             crate::qm_log!(
-                "ferrymq: replicated entry {} has unknown kind {}; ignored",
+                crate::errlog::ids::HA_UNKNOWN_ENTRY,
+                "replicated entry {} has unknown kind {}; ignored",
                 log_id.index,
                 rec.kind
             );
@@ -514,7 +526,8 @@ impl Apply for HaApp {
                 // The group committed a record this engine cannot apply: its state can no longer
                 // be trusted. Restart and rebuild from the checkpoint and the log.
                 crate::qm_log!(
-                    "ferrymq: cannot apply replicated entry {}: {e}; restarting this instance",
+                    crate::errlog::ids::HA_APPLY_FAILED,
+                    "cannot apply replicated entry {}: {e}; restarting this instance",
                     log_id.index
                 );
                 restart_instance("state machine failure");
@@ -577,7 +590,10 @@ impl Apply for HaApp {
 /// can no longer trust its engine (deposed while active, Raft stopped). The pid stays the same.
 pub fn restart_instance(why: &str) -> ! {
     use std::os::unix::process::CommandExt;
-    crate::qm_log!("ferrymq: restarting this instance as a replica: {why}");
+    crate::qm_log!(
+        crate::errlog::ids::HA_RESTART,
+        "restarting this instance as a replica: {why}"
+    );
     let exe = std::env::current_exe();
     let err = match exe {
         Ok(exe) => std::process::Command::new(exe)
@@ -585,7 +601,10 @@ pub fn restart_instance(why: &str) -> ! {
             .exec(),
         Err(e) => e,
     };
-    crate::qm_log!("ferrymq: cannot restart ({err}); exiting");
+    crate::qm_log!(
+        crate::errlog::ids::HA_RESTART_FAILED,
+        "cannot restart ({err}); exiting"
+    );
     std::process::exit(1)
 }
 
@@ -1042,7 +1061,7 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
                     h.active.store(true, Ordering::Release);
                     activate();
                     crate::qm_log!(
-                        "ferrymq: instance '{}' is now the active instance (term {}, log index {}), {} ms after its election",
+                        crate::errlog::ids::HA_ACTIVE, "instance '{}' is now the active instance (term {}, log index {}), {} ms after its election",
                         h.cfg.local,
                         m.current_term,
                         applied.index,
@@ -1055,7 +1074,8 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
                     if failed_term != m.current_term {
                         failed_term = m.current_term;
                         crate::qm_log!(
-                            "ferrymq: instance '{}' leads term {} but cannot take over yet: {why}",
+                            crate::errlog::ids::HA_NOT_YET_ACTIVE,
+                            "instance '{}' leads term {} but cannot take over yet: {why}",
                             h.cfg.local,
                             m.current_term
                         );
@@ -1136,7 +1156,7 @@ async fn replication_listener(addr: &str) -> std::io::Result<tokio::net::TcpList
                 if let Some(w) = crate::config::ephemeral_port_range()
                     .and_then(|r| crate::config::ephemeral_port_warning(&sa.to_string(), r))
                 {
-                    crate::qm_log!("ferrymq: warning: {w}");
+                    crate::qm_log!(crate::errlog::ids::HA_WARNING, "{w}");
                 }
                 return Ok(l);
             }

@@ -224,8 +224,12 @@ pub fn start_controlled(shared: &Arc<Shared>, defs: Vec<ObjectDef>) {
             .cloned()
             .unwrap_or_else(|| shared.cfg.bind_address.clone());
         match start(shared, &d.name, &addr, port) {
-            Ok(m) => crate::qm_log!("ferrymq: {m}"),
-            Err(e) => crate::qm_log!("ferrymq: listener {} did not start: {e}", d.name),
+            Ok(m) => crate::qm_log!(crate::errlog::ids::LISTENER_STARTED, "{m}"),
+            Err(e) => crate::qm_log!(
+                crate::errlog::ids::LISTENER_FAILED,
+                "listener {} did not start: {e}",
+                d.name
+            ),
         }
     }
 }
@@ -239,7 +243,7 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
             }
             Err(e) => {
                 // Out of file descriptors and similar: back off instead of spinning.
-                crate::qm_log!("ferrymq: accept failed: {e}");
+                crate::qm_log!(crate::errlog::ids::ACCEPT_FAILED, "accept failed: {e}");
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             }
         }
@@ -254,7 +258,8 @@ where
     let slots: &Arc<Semaphore> = &shared.slots;
     let Ok(permit) = slots.clone().try_acquire_owned() else {
         crate::qm_log!(
-            "ferrymq: connection from {conname} refused: MaxChannels ({}) reached",
+            crate::errlog::ids::MAX_CHANNELS,
+            "connection from {conname} refused: MaxChannels ({}) reached",
             shared.cfg.max_sockets
         );
         return;

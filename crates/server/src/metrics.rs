@@ -35,14 +35,20 @@ pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
     let listener = TcpListener::bind(&addr)
         .await
         .map_err(|e| format!("cannot listen for metrics on {addr}: {e}"))?;
-    crate::qm_log!("ferrymq: Prometheus metrics on http://{addr}/metrics");
+    crate::qm_log!(
+        crate::errlog::ids::METRICS_STARTED,
+        "Prometheus metrics on http://{addr}/metrics"
+    );
     tokio::spawn(async move {
         loop {
             let (sock, _) = match listener.accept().await {
                 Ok(s) => s,
                 Err(e) => {
                     // Out of descriptors or similar: the queue manager carries on regardless.
-                    crate::qm_log!("ferrymq: accepting a metrics connection failed: {e}");
+                    crate::qm_log!(
+                        crate::errlog::ids::METRICS_ACCEPT_FAILED,
+                        "accepting a metrics connection failed: {e}"
+                    );
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }

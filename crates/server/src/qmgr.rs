@@ -199,11 +199,26 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
             return Err(format!("cannot lock {}: {e}", paths.lock_file().display()))
         }
     }
+    // From here on this process owns the queue manager: its entries go to its error log files.
+    let name = Ini::load(&paths.ini())
+        .ok()
+        .and_then(|ini| ini.get("QueueManager", "Name").map(str::to_string))
+        .unwrap_or_default();
+    let (settings, bad) = Ini::load(&paths.ini())
+        .map(|ini| crate::config::error_log_settings(&ini))
+        .unwrap_or_default();
+    crate::errlog::open(&paths.errors_dir(), &name, settings);
+    for w in bad {
+        crate::qm_log!(crate::errlog::ids::ERROR_LOG_CONFIG, "qm.ini: {w}");
+    }
     let status = EndStatus::begin(paths);
     let r = Ini::load(&paths.ini())
         .and_then(|ini| {
             for e in crate::config::unknown_keys(&ini) {
-                crate::qm_log!("ferrymq: WARNING: qm.ini: {e}; it is ignored");
+                crate::qm_log!(
+                    crate::errlog::ids::INI_UNKNOWN_KEY,
+                    "qm.ini: {e}; it is ignored"
+                );
             }
             QmConfig::from_ini(&ini)
         })
@@ -214,6 +229,12 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
                 run_standalone(paths, cfg)
             }
         });
+    if let Err(e) = &r {
+        crate::qm_log!(
+            crate::errlog::ids::QM_FAILED,
+            "queue manager '{name}' stops: {e}"
+        );
+    }
     // Recorded before the lock is released: `endmqm -w` reads it once the lock is free.
     status.record(&r);
     drop(lock);
@@ -243,7 +264,8 @@ impl EndStatus {
         if !s.write(&format!("RUNNING {}", std::process::id())) {
             // No space even for this: leave no stale record of an earlier run.
             crate::qm_log!(
-                "ferrymq: cannot write {}; endmqm -w will not know how this run ends",
+                crate::errlog::ids::END_STATUS_UNWRITTEN,
+                "cannot write {}; endmqm -w will not know how this run ends",
                 path.display()
             );
             let _ = std::fs::remove_file(&path);
@@ -271,7 +293,10 @@ impl EndStatus {
             Err(e) => format!("FAILED {e}"),
         };
         if self.0.is_some() && !self.write(&text) {
-            crate::qm_log!("ferrymq: cannot record how this run ended in qm.end");
+            crate::qm_log!(
+                crate::errlog::ids::END_STATUS_UNWRITTEN,
+                "cannot record how this run ended in qm.end"
+            );
         }
     }
 
@@ -338,7 +363,7 @@ fn checkpointer(
             Ok(rep) => {
                 if failures > 0 {
                     crate::qm_log!(
-                        "ferrymq: checkpoint succeeded after {failures} failed attempt(s) (LSN {}, {} persistent messages); the recovery log has room again",
+                        crate::errlog::ids::CHECKPOINT_RESUMED, "checkpoint succeeded after {failures} failed attempt(s) (LSN {}, {} persistent messages); the recovery log has room again",
                         rep.lsn, rep.messages
                     );
                 }
@@ -352,7 +377,7 @@ fn checkpointer(
                 // full must not fill the error log (it cannot be written to anyway).
                 if failures.is_power_of_two() || e != last_error {
                     crate::qm_log!(
-                        "ferrymq: checkpoint failed ({failures} in a row): {e}; retrying every {} s at most; persistent work stops once the recovery log is full",
+                        crate::errlog::ids::CHECKPOINT_FAILED, "checkpoint failed ({failures} in a row): {e}; retrying every {} s at most; persistent work stops once the recovery log is full",
                         CHECKPOINT_RETRY_MAX.as_secs()
                     );
                 }
@@ -399,7 +424,7 @@ fn run_standalone(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
         }),
     )?;
     crate::qm_log!(
-        "ferrymq: queue manager '{}' recovered in {} ms: checkpoint at LSN {}, {} persistent messages loaded, {} log records replayed{}",
+        crate::errlog::ids::RECOVERED, "queue manager '{}' recovered in {} ms: checkpoint at LSN {}, {} persistent messages loaded, {} log records replayed{}",
         cfg.name,
         report.elapsed_ms,
         report.checkpoint_lsn,
@@ -407,8 +432,10 @@ fn run_standalone(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
         report.records_replayed,
         report.tail_problem.as_ref().map(|t| format!("; log tail: {t}")).unwrap_or_default()
     );
-    for line in report.discard_lines() {
-        crate::qm_log!("{line}");
+    if let Some((id, lines)) = report.discard_lines() {
+        for line in lines {
+            crate::qm_log!(id, "{line}");
+        }
     }
     let (end_tx, end_rx) = watch::channel(None);
     let storage = Arc::new(storage);
@@ -441,14 +468,14 @@ fn run_standalone(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
             let pct = log.used_bytes() * 100 / log.capacity().max(1);
             match shared.checkpoint() {
                 Ok(r) => crate::qm_log!(
-                    "ferrymq: start-up checkpoint at LSN {} with {} persistent messages ({} newly stored): the recovered log was {}% full",
+                    crate::errlog::ids::STARTUP_CHECKPOINT, "start-up checkpoint at LSN {} with {} persistent messages ({} newly stored): the recovered log was {}% full",
                     r.lsn,
                     r.messages,
                     r.newly_stored,
                     pct
                 ),
                 Err(e) => {
-                    crate::qm_log!("ferrymq: start-up checkpoint failed: {e}; the checkpointer retries")
+                    crate::qm_log!(crate::errlog::ids::STARTUP_CHECKPOINT_FAILED, "start-up checkpoint failed: {e}; the checkpointer retries")
                 }
             }
         }
@@ -492,7 +519,8 @@ fn run_standalone(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
         )
     })?;
     crate::qm_log!(
-        "ferrymq: queue manager '{}' ended; final checkpoint at LSN {} with {} persistent messages",
+        crate::errlog::ids::QM_ENDED,
+        "queue manager '{}' ended; final checkpoint at LSN {} with {} persistent messages",
         cfg.name,
         r.lsn,
         r.messages
@@ -599,11 +627,18 @@ fn run_ha(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
             .map_err(|e| format!("starting the replica: {e}"))??;
         let h = started.handle.clone();
         crate::qm_log!(
-            "ferrymq: instance '{}' of queue manager '{}' started as a replica in {} ms (Raft log: {:?})",
+            crate::errlog::ids::HA_REPLICA_STARTED,
+            "instance '{}' of queue manager '{}' started as a replica in {} ms (Raft log: {})",
             h.cfg.local,
             cfg.name,
             began.elapsed().as_millis(),
-            h.replica.recovered().last_log_id,
+            h.replica
+                .recovered()
+                .last_log_id
+                .map_or("empty".to_string(), |l| format!(
+                    "last entry {} of term {}",
+                    l.index, l.leader_id.term
+                )),
         );
         let (end_tx, end_rx) = watch::channel(None);
         let dr = cfg
@@ -637,7 +672,11 @@ fn run_ha(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
     let _ = std::fs::remove_file(paths.socket());
     let _ = std::fs::remove_file(paths.pid_file());
     served?;
-    crate::qm_log!("ferrymq: instance of queue manager '{}' ended", cfg.name);
+    crate::qm_log!(
+        crate::errlog::ids::HA_INSTANCE_ENDED,
+        "instance of queue manager '{}' ended",
+        cfg.name
+    );
     Ok(())
 }
 
@@ -662,7 +701,7 @@ async fn serve(
             rt.spawn(ha::replicate(h.clone()));
             tokio::spawn(ha::monitor(h.clone(), move || {
                 if let Err(e) = start_listeners(&s2) {
-                    crate::qm_log!("ferrymq: {e}");
+                    crate::qm_log!(crate::errlog::ids::LISTENER_FAILED, "{e}");
                 }
                 let source = Source::Raft {
                     log: h.replica.storage().clone(),
@@ -676,7 +715,8 @@ async fn serve(
     std::fs::write(paths.pid_file(), format!("{}\n", std::process::id()))
         .map_err(|e| e.to_string())?;
     crate::qm_log!(
-        "ferrymq: queue manager '{}' running (pid {}), bindings socket {}, TCP port {}",
+        crate::errlog::ids::QM_RUNNING,
+        "queue manager '{}' running (pid {}), bindings socket {}, TCP port {}",
         shared.cfg.name,
         std::process::id(),
         sock.display(),
@@ -708,7 +748,10 @@ async fn serve(
     drop(unix);
     shared.control.lock().stop_all();
     if mode == AdminAction::ShutdownControlled {
-        crate::qm_log!("ferrymq: controlled end: waiting for applications to disconnect");
+        crate::qm_log!(
+            crate::errlog::ids::QM_ENDING,
+            "controlled end: waiting for applications to disconnect"
+        );
         // Applications keep working until they disconnect; an immediate end or a signal cuts it short.
         loop {
             if shared.core.lock().engine.connection_count() == 0 {

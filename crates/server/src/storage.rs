@@ -136,37 +136,41 @@ pub struct RecoveryReport {
     pub may_have_lost_acknowledged: bool,
 }
 
-/// Starts the error-log line that says recovery may have discarded acknowledged work; `strmqm`
-/// looks for it.
-pub const RECOVERY_LOSS_MARK: &str = "ferrymq: WARNING: recovery discarded";
-/// Starts the error-log line that says recovery discarded nothing acknowledged at this start (a
-/// torn tail, or records still unappliable after damage skipped and reported before).
-pub const RECOVERY_NOTE_MARK: &str = "ferrymq: recovery note:";
 /// `strmqm`'s exit status when the queue manager runs but recovery discarded what may have been
 /// acknowledged.
 pub const RECOVERY_LOSS_EXIT: i32 = 3;
 
 impl RecoveryReport {
-    /// The lines for the error log: one summary, then one per discarded item.
-    pub fn discard_lines(&self) -> Vec<String> {
+    /// The entries for the error log: one summary, then one per discarded item, all with one id
+    /// ([`ids::RECOVERY_LOSS`](crate::errlog::ids::RECOVERY_LOSS) when something acknowledged may
+    /// be among them, which `strmqm` looks for; else [`ids::RECOVERY_NOTE`](crate::errlog::ids::RECOVERY_NOTE)).
+    pub fn discard_lines(&self) -> Option<(crate::errlog::MsgId, Vec<String>)> {
+        use crate::errlog::ids;
         if self.discarded.is_empty() {
-            return Vec::new();
+            return None;
         }
-        let head = if self.may_have_lost_acknowledged {
-            format!(
-                "{RECOVERY_LOSS_MARK} {} item(s) that may have been acknowledged ({} log bytes in all):",
-                self.discarded.len(),
-                self.discarded_log_bytes
+        let (id, head) = if self.may_have_lost_acknowledged {
+            (
+                ids::RECOVERY_LOSS,
+                format!(
+                    "recovery discarded {} item(s) that may have been acknowledged ({} log bytes in all):",
+                    self.discarded.len(),
+                    self.discarded_log_bytes
+                ),
             )
         } else {
-            format!(
-                "{RECOVERY_NOTE_MARK} nothing acknowledged was lost at this start ({} log bytes of torn tail cut):",
-                self.discarded_log_bytes
+            (
+                ids::RECOVERY_NOTE,
+                format!(
+                    "recovery note: nothing acknowledged was lost at this start ({} log bytes of torn tail cut):",
+                    self.discarded_log_bytes
+                ),
             )
         };
-        std::iter::once(head)
-            .chain(self.discarded.iter().map(|d| format!("ferrymq:   {d}")))
-            .collect()
+        let lines = std::iter::once(head)
+            .chain(self.discarded.iter().map(|d| format!("  {d}")))
+            .collect();
+        Some((id, lines))
     }
 }
 
@@ -289,9 +293,18 @@ impl Storage {
             checkpoint_lsn: ckpt_lsn,
             messages_loaded: loaded,
             records_replayed: replayed,
-            tail_problem: recovered
-                .tail_problem
-                .map(|t| format!("{t:?} ({} bytes discarded)", recovered.discarded_tail_bytes)),
+            tail_problem: recovered.tail_problem.map(|t| {
+                let what = match t {
+                    ferrymq_log::TailProblem::Torn { at } => format!("a torn record at LSN {at}"),
+                    ferrymq_log::TailProblem::Corrupt { at } => {
+                        format!("a damaged record at LSN {at}")
+                    }
+                };
+                format!(
+                    "{what} ({} bytes discarded)",
+                    recovered.discarded_tail_bytes
+                )
+            }),
             elapsed_ms: started.elapsed().as_millis(),
             may_have_lost_acknowledged: recovered.may_have_lost_acknowledged()
                 || !lost.is_empty()

@@ -337,6 +337,12 @@ pub fn validate_qmgr_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The error log's files in a queue manager's `errors/` directory, newest first (rotated by size,
+/// as MQ keeps `AMQERR01..03.LOG`).
+pub const ERROR_LOG_FILES: [&str; 3] = ["FMQERR01.LOG", "FMQERR02.LOG", "FMQERR03.LOG"];
+/// The queue manager process's stderr in `errors/`: what did not go through the error log.
+pub const CONSOLE_LOG: &str = "console.log";
+
 /// The name of a queue manager's directory under `$FERRYMQ_HOME/qmgrs`, as MQ maps it: `/`
 /// becomes `&` and a leading `.` becomes `!`. Neither `&` nor `!` can appear in a valid name, so
 /// the mapping is one-to-one, and its result is always one path component that is neither `.`,

@@ -113,8 +113,7 @@ fn qms_findings(tag: &str, role: &str, qms: &Qms) -> Vec<String> {
     qms.names
         .iter()
         .flat_map(|n| {
-            let log = qms.home.join("qmgrs").join(n).join("errors").join("qm.log");
-            let text = std::fs::read_to_string(log).unwrap_or_default();
+            let text = crate::qm::error_log(&qms.home.join("qmgrs").join(n));
             log_lines(&format!("[{tag}] {n} ({role})"), &text)
         })
         .collect()

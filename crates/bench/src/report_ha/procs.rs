@@ -221,7 +221,7 @@ pub(super) fn parse_curdepth(text: &str) -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
-/// From an instance's qm.log: the last "is now the active instance ... N ms after its election".
+/// From an instance's error log: the last "is now the active instance ... N ms after its election".
 pub(super) fn parse_activation_ms(log: &str) -> Option<u64> {
     log.lines()
         .rev()
@@ -510,7 +510,7 @@ impl HaGroup {
     }
 
     pub(super) fn log(&self, i: usize) -> String {
-        std::fs::read_to_string(self.qm_dir(i).join("errors").join("qm.log")).unwrap_or_default()
+        crate::qm::error_log(&self.qm_dir(i))
     }
 
     /// Notable lines of the instances' logs (errors, warnings, restarts), at most 12 per instance.

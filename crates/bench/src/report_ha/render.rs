@@ -151,7 +151,7 @@ pub(super) fn failover_md(rows: &[FailoverResult]) -> String {
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "| Messages loaded | Load time (s) | Killed (SIGKILL) | New active | Kill -> marker got (ms) | Target | Met | Kill -> new active listening (ms) | Activation after election (ms, qm.log) | Depth after failover | Depth correct | Client reconnects |"
+        "| Messages loaded | Load time (s) | Killed (SIGKILL) | New active | Kill -> marker got (ms) | Target | Met | Kill -> new active listening (ms) | Activation after election (ms, error log) | Depth after failover | Depth correct | Client reconnects |"
     );
     let _ = writeln!(
         md,
@@ -341,7 +341,7 @@ pub(super) fn render(rep: &Report, requesters: &[usize], distance_requesters: &[
              `kill -9` runs until the get returns the marker from the new active instance; afterwards DISPLAY QLOCAL({LOAD_QUEUE}) \
              CURDEPTH must show N. \"New active listening\" is when another instance's client port is first seen listening \
              (/proc/net/tcp polled every 2 ms); the client retries the connection list every 25 ms for the first 5 s of a break, so it adds at most that to the get time. \
-             \"Activation after election\" is what the new active instance logs (qm.log: \"is now the active \
+             \"Activation after election\" is what the new active instance logs (error log: \"is now the active \
              instance ... N ms after its election\"); the election itself is not in the log.\n\n{}",
             rep.info.msg_size,
             failover_md(&rep.failover)

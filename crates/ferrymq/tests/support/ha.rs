@@ -150,7 +150,7 @@ impl HaGroup {
                 format!(
                     "--- instance {} ---\n{}",
                     NAMES[i],
-                    std::fs::read_to_string(self.dir(i).join("errors/qm.log")).unwrap_or_default()
+                    super::error_log(&self.dir(i))
                 )
             })
             .collect::<Vec<_>>()

@@ -119,6 +119,9 @@ pub fn free_port() -> u16 {
 /// A loopback port below the kernel's ephemeral range (the harness's own choice of ports).
 pub use ferrymq_bench::qm::free_port_outside_ephemeral;
 
+/// A queue manager's whole error log (rotated files, current file, console output).
+pub use ferrymq_bench::qm::error_log;
+
 /// A queue manager created in a `Home`, ended and deleted on drop.
 pub struct Qm<'h> {
     pub home: &'h Home,

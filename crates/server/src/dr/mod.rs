@@ -129,10 +129,10 @@ impl DrHandle {
         });
         match r {
             Ok(()) => crate::qm_log!(
-                "ferrymq: DR secondary: the primary's lag bound is {bytes} bytes; recorded in qm.ini (DR:MaxLagBytes), which makedrprimary keeps"
+                crate::errlog::ids::DR_BOUND_RECORDED, "DR secondary: the primary's lag bound is {bytes} bytes; recorded in qm.ini (DR:MaxLagBytes), which makedrprimary keeps"
             ),
             Err(e) => crate::qm_log!(
-                "ferrymq: DR secondary: cannot record the primary's lag bound ({bytes} bytes) in qm.ini: {e}"
+                crate::errlog::ids::DR_BOUND_UNRECORDED, "DR secondary: cannot record the primary's lag bound ({bytes} bytes) in qm.ini: {e}"
             ),
         }
     }

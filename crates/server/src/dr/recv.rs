@@ -79,12 +79,15 @@ pub async fn run_secondary(shared: Arc<Shared>, dr: Arc<DrHandle>) {
         Ok(l) => l,
         Err(e) => {
             let e = format!("cannot listen for the DR stream on {addr}: {e}");
-            crate::qm_log!("ferrymq: {e}");
+            crate::qm_log!(crate::errlog::ids::DR_RECEIVER_FAILED, "{e}");
             dr.set_error(e);
             return;
         }
     };
-    crate::qm_log!("ferrymq: DR secondary: waiting for the primary's stream on {addr}");
+    crate::qm_log!(
+        crate::errlog::ids::DR_WAITING,
+        "DR secondary: waiting for the primary's stream on {addr}"
+    );
     let mut current: Option<tokio::task::JoinHandle<()>> = None;
     let staging: Arc<Mutex<Option<Staging>>> = Arc::new(Mutex::new(None));
     note_copying(&shared, None);
@@ -99,7 +102,10 @@ pub async fn run_secondary(shared: Arc<Shared>, dr: Arc<DrHandle>) {
         current = Some(tokio::spawn(async move {
             let peer = peer.to_string();
             if let Err(e) = session(&shared, &dr, sock, &peer, &staging).await {
-                crate::qm_log!("ferrymq: DR stream from {peer}: {e}");
+                crate::qm_log!(
+                    crate::errlog::ids::DR_STREAM_ERROR,
+                    "DR stream from {peer}: {e}"
+                );
                 dr.set_error(e);
             }
             dr.set_link(LinkState::Disconnected, "");
@@ -144,8 +150,12 @@ async fn session(
         .map_err(io)?;
     dr.set_link(LinkState::Normal, peer);
     crate::qm_log!(
-        "ferrymq: DR secondary: primary connected from {peer} (stream {stream:016x}); this site holds {}",
-        state.mark.map_or("no position".to_string(), |m| format!("stream {:016x} to {}", m.stream, m.pos))
+        crate::errlog::ids::DR_PRIMARY_CONNECTED,
+        "DR secondary: primary connected from {peer} (stream {stream:016x}); this site holds {}",
+        state.mark.map_or("no position".to_string(), |m| format!(
+            "stream {:016x} to {}",
+            m.stream, m.pos
+        ))
     );
 
     // Acknowledgements go out as this site's log makes each position durable.
@@ -174,7 +184,7 @@ async fn session(
         };
         match f {
             Frame::Reset { stream, pos } if shared.ha.is_none() => {
-                crate::qm_log!("ferrymq: DR secondary: full copy from {peer} (stream {stream:016x} at {pos}); staged apart, this site's state stays until it is complete");
+                crate::qm_log!(crate::errlog::ids::DR_COPY_STARTED, "DR secondary: full copy from {peer} (stream {stream:016x} at {pos}); staged apart, this site's state stays until it is complete");
                 dr.set_link(LinkState::FullCopy, peer);
                 dr.set_resync("FullCopy");
                 cur = stream;
@@ -190,7 +200,7 @@ async fn session(
             }
             Frame::Reset { stream, pos } => {
                 // A recovery HA group takes the copy through its own replicated log.
-                crate::qm_log!("ferrymq: DR secondary: full copy from {peer} (stream {stream:016x} at {pos}); this site's state is replaced");
+                crate::qm_log!(crate::errlog::ids::DR_COPY_STARTED, "DR secondary: full copy from {peer} (stream {stream:016x} at {pos}); this site's state is replaced");
                 dr.set_link(LinkState::FullCopy, peer);
                 dr.set_resync("FullCopy");
                 cur = stream;
@@ -202,7 +212,10 @@ async fn session(
                 let mut g = staging.lock();
                 match g.as_ref() {
                     Some(s) if s.stream == stream && s.pos == pos && s.records == skip => {
-                        crate::qm_log!("ferrymq: DR secondary: the full copy from {peer} resumes after {skip} records");
+                        crate::qm_log!(
+                            crate::errlog::ids::DR_COPY_RESUMED,
+                            "DR secondary: the full copy from {peer} resumes after {skip} records"
+                        );
                         dr.set_link(LinkState::FullCopy, peer);
                         note_copying(shared, Some(s));
                         cur = stream;
@@ -262,7 +275,7 @@ async fn session(
                 note_copying(shared, None);
                 match installed {
                     Ok(msgs) => {
-                        crate::qm_log!("ferrymq: DR secondary: full copy installed ({records} records, {msgs} messages); this site holds stream {stream:016x} to {end}");
+                        crate::qm_log!(crate::errlog::ids::DR_COPY_INSTALLED, "DR secondary: full copy installed ({records} records, {msgs} messages); this site holds stream {stream:016x} to {end}");
                         dr.stream.store(stream, Ordering::Release);
                         dr.acked.store(end, Ordering::Release);
                         dr.set_link(LinkState::Normal, peer);

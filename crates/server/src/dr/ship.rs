@@ -219,7 +219,10 @@ pub async fn run_primary(shared: Arc<Shared>, dr: Arc<DrHandle>, gate: Arc<Gate>
     let stream = match ensure_stream(&shared) {
         Ok(s) => s,
         Err(e) => {
-            crate::qm_log!("ferrymq: DR: cannot record this queue manager's stream id: {e}");
+            crate::qm_log!(
+                crate::errlog::ids::DR_STREAM_ID_UNRECORDED,
+                "DR: cannot record this queue manager's stream id: {e}"
+            );
             dr.set_error(e);
             return;
         }
@@ -256,7 +259,7 @@ pub async fn run_primary(shared: Arc<Shared>, dr: Arc<DrHandle>, gate: Arc<Gate>
         let generation = dr.sessions.fetch_add(1, Ordering::AcqRel) + 1;
         if let Err(e) = r {
             if dr.st.lock().last_error.as_deref() != Some(e.as_str()) {
-                crate::qm_log!("ferrymq: DR: {e}");
+                crate::qm_log!(crate::errlog::ids::DR_SHIP_ERROR, "DR: {e}");
             }
             dr.set_error(e);
         }
@@ -384,7 +387,8 @@ async fn session(
             }
             dr.set_resync("Difference");
             crate::qm_log!(
-                "ferrymq: DR: {addr} holds the stream to position {}; sending the {} after it",
+                crate::errlog::ids::DR_SHIP_RESUMED,
+                "DR: {addr} holds the stream to position {}; sending the {} after it",
                 m.pos,
                 match src {
                     Source::Ring { .. } => format!("{} bytes", end - m.pos),
@@ -419,14 +423,18 @@ async fn session(
             let (copy, skip) = match resume {
                 Some(r) => {
                     crate::qm_log!(
-                        "ferrymq: DR: resuming the full copy to {addr} after its first {} of {} records",
+                        crate::errlog::ids::DR_SHIP_COPY,
+                        "DR: resuming the full copy to {addr} after its first {} of {} records",
                         r.1,
                         r.0.recs.len()
                     );
                     r
                 }
                 None => {
-                    crate::qm_log!("ferrymq: DR: sending a full copy to {addr}: {why}");
+                    crate::qm_log!(
+                        crate::errlog::ids::DR_SHIP_COPY,
+                        "DR: sending a full copy to {addr}: {why}"
+                    );
                     let (pos, recs) = src.full_copy(shared).await?;
                     let bytes = recs
                         .iter()
