@@ -363,3 +363,29 @@ fn crtmqm_x_is_max_uncommitted_relay_takes_host_port_and_help_points_at_real_fil
     let _ = relay.kill();
     let _ = relay.wait();
 }
+
+#[test]
+fn the_listener_binds_to_the_address_qm_ini_names() {
+    let home = Home::new();
+    let qm = Qm::create(&home, "QBIND", &[]);
+    qm.set_ini("QueueManager", "IPAddress", "127.0.0.2");
+    qm.restart();
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.2", qm.port)).is_ok(),
+        "nothing listens on 127.0.0.2({})",
+        qm.port
+    );
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", qm.port)).is_err(),
+        "the listener is bound to more than 127.0.0.2"
+    );
+    let out = home.run(&[
+        "browse",
+        "QBIND",
+        Q,
+        "--conn",
+        &format!("127.0.0.2({})", qm.port),
+    ]);
+    // An empty queue (exit 3), reached over TCP on the named address.
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+}
