@@ -8,6 +8,7 @@
 pub mod chart;
 pub mod cph;
 pub mod cpu;
+pub mod progress;
 pub mod qm;
 pub mod report;
 pub mod report_dr;

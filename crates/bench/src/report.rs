@@ -202,6 +202,8 @@ pub fn main(argv: &[String]) -> Result<(), String> {
 fn sweep(plan: &Plan, home: &Path, out_dir: &Path, quick: bool) -> Result<Vec<Scenario>, String> {
     let mut scenarios = Vec::new();
     let total = plan.qm_counts.len() * plan.sizes.len() * plan.persistence.len();
+    let mut progress =
+        crate::progress::Progress::new("report standalone", "scenarios", Some(total as u64));
     let mut n = 0;
     for &nqm in &plan.qm_counts {
         let qms = Qms::start(home, nqm)?;
@@ -218,7 +220,7 @@ fn sweep(plan: &Plan, home: &Path, out_dir: &Path, quick: bool) -> Result<Vec<Sc
                         "non-persistent"
                     }
                 );
-                eprintln!("report: scenario {n}/{total}: {name}");
+                progress.println(&format!("report: scenario {n}/{total}: {name}"));
                 let mut s = Scenario {
                     name,
                     size,
@@ -255,13 +257,13 @@ fn sweep(plan: &Plan, home: &Path, out_dir: &Path, quick: bool) -> Result<Vec<Sc
                         client_threads: 1,
                     };
                     let r = cph::run(&a)?;
-                    eprintln!(
+                    progress.println(&format!(
                         "report:   {req:>4} requesters: {:>9.0} RT/s  QM CPU {:>5.1}%  client CPU {:>5.1}%  p50 {:.2} ms",
                         r.round_trips_per_s,
                         r.server_cpu_pct.unwrap_or(0.0),
                         r.client_cpu_pct,
                         r.latency_ms_p50
-                    );
+                    ));
                     let rate = r.round_trips_per_s;
                     s.runs.push(r);
                     // The rate has stopped rising once two steps in a row add less than 5%.
@@ -277,9 +279,11 @@ fn sweep(plan: &Plan, home: &Path, out_dir: &Path, quick: bool) -> Result<Vec<Sc
                 }
                 scenarios.push(s);
                 write_report(out_dir, &scenarios, quick)?;
+                progress.inc(1);
             }
         }
     }
+    progress.finish();
     Ok(scenarios)
 }
 
@@ -293,7 +297,7 @@ fn write_report(out_dir: &Path, scenarios: &[Scenario], quick: bool) -> Result<(
     let _ = writeln!(
         md,
         "Produced by `ferrymq report standalone{}` with ferrymq {} on {} CPU cores (client and queue managers share them). \
-         Workload as in BENCHMARK.md: requesters put a request under syncpoint and commit, then get the reply by CorrelId; \
+         Workload (the ferrymq-bench crate's docs, as the seed reports count it): requesters put a request under syncpoint and commit, then get the reply by CorrelId; \
          10 responders per queue manager get under syncpoint, put the reply and commit. Requesters connect over TCP (SHARECNV 1). \
          CPU is percent of one core. Latency is the median round trip at that load; the 1-requester row is the single-requester latency.\n",
         if quick { " --quick" } else { "" },

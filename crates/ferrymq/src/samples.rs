@@ -4,7 +4,7 @@
 //! hex dump, descriptor (`--md`) or JSON lines. Both end with an exit status scripts can use: the
 //! class of the MQ reason code they stopped on ([`exit_code`], the table in `--help`).
 
-use std::io::{BufRead, Read, Write};
+use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::PathBuf;
 
 use bytes::Bytes;
@@ -456,6 +456,11 @@ fn put_with(a: &PutArgs) -> Res {
             .map(|_| ())
             .map_err(mq)
     };
+    let mut progress = ferrymq_bench::progress::Progress::new(
+        &format!("put '{}'", a.queue),
+        "messages",
+        (!a.file.is_empty()).then_some(a.file.len() as u64),
+    );
     if a.file.is_empty() {
         let mut input = std::io::stdin().lock();
         let mut line = Vec::new();
@@ -474,6 +479,7 @@ fn put_with(a: &PutArgs) -> Res {
             }
             put_one(std::mem::take(&mut line)).map_err(|f| stopped(f, n))?;
             n += 1;
+            progress.inc(1);
         }
     } else {
         for f in &a.file {
@@ -483,8 +489,10 @@ fn put_with(a: &PutArgs) -> Res {
                 .map_err(|e| stopped(other(format!("cannot read {}: {e}", f.display())), n))?;
             put_one(body).map_err(|f| stopped(f, n))?;
             n += 1;
+            progress.inc(1);
         }
     }
+    progress.finish();
     c.close(&h, 0).map_err(mq)?;
     c.disconnect().map_err(mq)?;
     let _ = writeln!(
@@ -701,6 +709,11 @@ fn get_with(a: &GetArgs, browse: bool, cmd: &str) -> Res {
         )
         .map_err(mq)?;
     let stdout = std::io::stdout();
+    // Progress on standard error for a long get into a file or pipe; on a terminal the messages
+    // themselves show it.
+    let mut progress = (!stdout.is_terminal()).then(|| {
+        ferrymq_bench::progress::Progress::new(&format!("{cmd} '{q}'"), "messages", a.count)
+    });
     let mut out = stdout.lock();
     let mut n: u64 = 0;
     let mut closed = None;
@@ -745,6 +758,9 @@ fn get_with(a: &GetArgs, browse: bool, cmd: &str) -> Res {
                     c.commit().map_err(mq)?;
                 }
                 n += 1;
+                if let Some(p) = progress.as_mut() {
+                    p.inc(1);
+                }
             }
             Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => {
                 empty = Some(e);
@@ -758,6 +774,9 @@ fn get_with(a: &GetArgs, browse: bool, cmd: &str) -> Res {
                 return Err(stopped_after(mq(e), cmd, n, q));
             }
         }
+    }
+    if let Some(p) = progress {
+        p.finish();
     }
     c.close(&h, 0).map_err(mq)?;
     c.disconnect().map_err(mq)?;
