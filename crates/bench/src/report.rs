@@ -99,6 +99,21 @@ impl Qms {
             }
             args.push(name);
             mq(home, &args)?;
+            // The measurements set their queues up over TCP (`cph`'s setup).
+            mq(
+                home,
+                &[
+                    "setmqini",
+                    "-m",
+                    name,
+                    "-s",
+                    "Channels",
+                    "-k",
+                    "RemoteAdmin",
+                    "-v",
+                    "yes",
+                ],
+            )?;
             mq(home, &["strmqm", name])?;
             let pid_file = home.join("qmgrs").join(name).join("qm.pid");
             let pid = std::fs::read_to_string(&pid_file)

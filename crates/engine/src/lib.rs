@@ -132,6 +132,9 @@ pub struct Engine {
     waiters: Waiters,
     deliveries: Vec<Delivery>,
     dr: dr::DrState,
+    /// The end of the last administrative record logged (definitions, deletions, clears, the
+    /// queue manager's attributes): what a reply that shows definitions must wait for.
+    admin_lsn: Lsn,
 }
 
 impl std::fmt::Debug for Engine {
@@ -160,6 +163,7 @@ impl Engine {
             waiters: Waiters::default(),
             deliveries: Vec::new(),
             dr: dr::DrState::default(),
+            admin_lsn: 0,
         }
     }
 

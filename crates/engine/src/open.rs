@@ -298,7 +298,17 @@ impl Engine {
     pub(crate) fn log_record(&mut self, rec: &Record) -> Result<Lsn, MqError> {
         let mut buf = bytes::BytesMut::with_capacity(128);
         let kind = rec.encode_small(&mut buf);
-        self.log.append(kind, &[&buf])
+        let lsn = self.log.append(kind, &[&buf])?;
+        self.admin_lsn = self.admin_lsn.max(lsn);
+        Ok(lsn)
+    }
+
+    /// The end of the last administrative record this engine logged (0: none since it was
+    /// made). A reply that reveals definitions — an MQSC command's, even a DISPLAY's — waits
+    /// until the log is durable up to here, so no administrator sees a change a crash or an HA
+    /// failover could take back.
+    pub fn admin_lsn(&self) -> Lsn {
+        self.admin_lsn
     }
 
     /// The definition of a queue, if it exists.

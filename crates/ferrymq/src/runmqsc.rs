@@ -8,6 +8,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::ConnectOptions;
 use ferrymq_mqsc::{echo_line, parse, split_commands, Command, Tally};
+use ferrymq_types::Reason;
 
 use crate::lifecycle::{Fail, Res};
 use crate::mqargs::{parse as parse_args, Flag};
@@ -103,7 +104,7 @@ pub fn run(args: &[String]) -> Res {
                 verify_only,
                 &mut tally,
                 &mut out,
-            ) {
+            )? {
                 ended = true;
                 break;
             }
@@ -125,7 +126,7 @@ pub fn run(args: &[String]) -> Res {
                 verify_only,
                 &mut tally,
                 &mut out,
-            ) {
+            )? {
                 break;
             }
         }
@@ -144,7 +145,9 @@ pub fn run(args: &[String]) -> Res {
     }
 }
 
-/// Runs one command; returns true at END.
+/// Runs one command; returns true at END. A queue manager that refuses administration over
+/// this connection (MQRC_NOT_AUTHORIZED) ends the session: every other command would be
+/// refused the same way.
 fn run_one(
     text: &str,
     conn: Option<&Connection>,
@@ -152,12 +155,12 @@ fn run_one(
     verify_only: bool,
     tally: &mut Tally,
     out: &mut impl Write,
-) -> bool {
+) -> Result<bool, Fail> {
     tally.read += 1;
     if echo {
         let _ = writeln!(out, "{}", echo_line(tally.read, text));
     }
-    match parse(text) {
+    Ok(match parse(text) {
         Err(e) => {
             tally.syntax_errors += 1;
             let _ = writeln!(
@@ -180,13 +183,35 @@ fn run_one(
                 Ok(reply) => {
                     let _ = writeln!(out, "{reply}");
                 }
-                Err(e) => {
+                Err(e) if e.reason == Reason::NOT_AUTHORIZED => {
+                    let _ = writeln!(out, "{}", e.message);
+                    let _ = out.flush();
+                    return Err(Fail {
+                        code: 20,
+                        message: format!("runmqsc: {}", e.message.lines().next().unwrap_or("")),
+                    });
+                }
+                // The queue manager's own answer to a command that failed.
+                Err(e) if e.reason == Reason::COMMAND_FAILED => {
                     tally.failed += 1;
                     let _ = writeln!(out, "{}", e.message);
+                }
+                // No answer (the connection broke, e.g. an HA instance that lost its majority
+                // restarted): the command may or may not have taken effect.
+                Err(e) => {
+                    tally.failed += 1;
+                    let _ = writeln!(
+                        out,
+                        "{}: {} not confirmed: {}; whether it took effect is not known: DISPLAY it once the queue manager answers again.\n   Reason: {}",
+                        ferrymq_mqsc::messages::NOT_CONFIRMED,
+                        text.split_whitespace().collect::<Vec<_>>().join(" "),
+                        e.message,
+                        e.reason
+                    );
                 }
             }
             let _ = writeln!(out);
             false
         }
-    }
+    })
 }

@@ -377,7 +377,7 @@ fn a_message_over_maxmsgl_is_refused_with_a_reason_and_nothing_changes() {
 #[test]
 fn a_message_over_the_queues_own_maxmsgl_gets_msg_too_big_for_q_naming_the_queue() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QBAD8", &[]);
+    let qm = Qm::start_remote_admin(&home, "QBAD8", &[]);
     let c = qm.connect();
     c.admin("MQSC DEFINE QLOCAL(SMALL.MSGS) MAXMSGL(10)")
         .unwrap();

@@ -59,7 +59,7 @@ impl Raw {
 #[test]
 fn small_queued_messages_cost_about_their_size() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QMMEM", &[]);
+    let qm = Qm::start_remote_admin(&home, "QMMEM", &[]);
     let pid = qm.pid().expect("queue manager pid");
     let c = qm.connect();
     c.admin("MQSC DEFINE QLOCAL(SMALL) MAXDEPTH(999999999)")

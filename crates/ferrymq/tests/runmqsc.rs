@@ -208,7 +208,7 @@ fn deleting_a_queue_in_use_fails_and_verify_mode_changes_nothing() {
 #[test]
 fn runmqsc_in_client_mode_administers_over_tcp() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QM4", &[]);
+    let qm = Qm::start_remote_admin(&home, "QM4", &[]);
     let out = home.run_with_input(
         &["runmqsc", "-c", "--conn", &qm.conname(), "-e", "QM4"],
         "DEFINE QLOCAL(REMOTE.ADMIN)\nDIS QSTATUS(REMOTE.ADMIN)\n",

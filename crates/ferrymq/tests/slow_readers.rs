@@ -193,7 +193,7 @@ fn good_rate(qm: &Qm, secs: f64) -> f64 {
 #[test]
 fn clients_that_never_read_are_paused_then_closed_and_others_keep_their_rate() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QMSLOW", &[]);
+    let qm = Qm::start_remote_admin(&home, "QMSLOW", &[]);
     // A one-second heartbeat interval, so a client that does not read is found within seconds.
     home.ok(&["endmqm", "-w", "QMSLOW"]);
     home.ok(&[

@@ -42,7 +42,7 @@ const IO: u32 = open::INPUT_SHARED | open::OUTPUT | open::BROWSE | open::INQUIRE
 #[test]
 fn put1_and_get_by_msg_id_and_correl_id() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QV1", &[]);
+    let qm = Qm::start_remote_admin(&home, "QV1", &[]);
     let c = qm.connect();
     mqsc(&c, "DEFINE QLOCAL(V.Q)");
     let m1 = MessageDescriptor {
@@ -102,7 +102,7 @@ fn put1_and_get_by_msg_id_and_correl_id() {
 #[test]
 fn a_waiting_get_is_answered_when_a_matching_message_arrives() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QV2", &[]);
+    let qm = Qm::start_remote_admin(&home, "QV2", &[]);
     let getter = qm.connect();
     mqsc(&getter, "DEFINE QLOCAL(V.REPLY)");
     let h = getter.open("V.REPLY", open::INPUT_SHARED).unwrap();
@@ -144,7 +144,7 @@ fn a_waiting_get_is_answered_when_a_matching_message_arrives() {
 #[test]
 fn a_wait_that_runs_out_returns_no_msg_available_after_the_interval() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QV3", &[]);
+    let qm = Qm::start_remote_admin(&home, "QV3", &[]);
     let c = qm.connect();
     let h = c
         .open("SYSTEM.DEFAULT.LOCAL.QUEUE", open::INPUT_SHARED)
@@ -170,7 +170,7 @@ fn a_wait_that_runs_out_returns_no_msg_available_after_the_interval() {
 #[test]
 fn a_unit_of_work_spans_queues_and_backs_out_as_one() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QV4", &[]);
+    let qm = Qm::start_remote_admin(&home, "QV4", &[]);
     let c = qm.connect();
     mqsc(&c, "DEFINE QLOCAL(V.IN)");
     mqsc(&c, "DEFINE QLOCAL(V.OUT)");
@@ -230,7 +230,7 @@ fn a_unit_of_work_spans_queues_and_backs_out_as_one() {
 #[test]
 fn browse_first_and_next_read_without_removing_and_inquire_reports_depth() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QV5", &[]);
+    let qm = Qm::start_remote_admin(&home, "QV5", &[]);
     let c = qm.connect();
     mqsc(&c, "DEFINE QLOCAL(V.B)");
     let h = c.open("V.B", IO).unwrap();
@@ -278,7 +278,7 @@ fn browse_first_and_next_read_without_removing_and_inquire_reports_depth() {
 #[test]
 fn priority_order_properties_and_persistence_as_queue_default() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QV6", &[]);
+    let qm = Qm::start_remote_admin(&home, "QV6", &[]);
     let c = qm.connect();
     mqsc(&c, "DEFINE QLOCAL(V.P) DEFPSIST(YES) DEFPRTY(3)");
     mqsc(&c, "DEFINE QLOCAL(V.F) MSGDLVSQ(FIFO)");
@@ -340,7 +340,7 @@ fn priority_order_properties_and_persistence_as_queue_default() {
 #[test]
 fn alias_queues_resolve_to_their_target_and_honour_their_own_inhibits() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QV7", &[]);
+    let qm = Qm::start_remote_admin(&home, "QV7", &[]);
     let c = qm.connect();
     mqsc(&c, "DEFINE QLOCAL(V.BASE)");
     mqsc(&c, "DEFINE QALIAS(V.ALIAS) TARGET(V.BASE)");
@@ -370,7 +370,7 @@ fn alias_queues_resolve_to_their_target_and_honour_their_own_inhibits() {
 #[test]
 fn model_queues_create_temporary_and_permanent_dynamic_queues() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QV8", &[]);
+    let qm = Qm::start_remote_admin(&home, "QV8", &[]);
     let c = qm.connect();
     mqsc(&c, "DEFINE QMODEL(V.PERM.MODEL) DEFTYPE(PERMDYN)");
     let t = c
@@ -430,7 +430,7 @@ fn model_queues_create_temporary_and_permanent_dynamic_queues() {
 #[test]
 fn a_poison_message_moves_to_the_backout_queue_after_bothresh_backouts() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QV9", &[]);
+    let qm = Qm::start_remote_admin(&home, "QV9", &[]);
     let c = qm.connect();
     mqsc(&c, "DEFINE QLOCAL(V.POISON.BO)");
     mqsc(
@@ -470,7 +470,7 @@ fn a_poison_message_moves_to_the_backout_queue_after_bothresh_backouts() {
 #[test]
 fn inhibited_queues_and_wrong_open_options_give_mq_reasons() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QV10", &[]);
+    let qm = Qm::start_remote_admin(&home, "QV10", &[]);
     let c = qm.connect();
     mqsc(&c, "DEFINE QLOCAL(V.INH) PUT(DISABLED) GET(DISABLED)");
     let h = c.open("V.INH", IO).unwrap();
@@ -531,7 +531,7 @@ fn inhibited_queues_and_wrong_open_options_give_mq_reasons() {
 #[test]
 fn expired_messages_are_never_delivered_and_long_ones_truncate_only_when_asked() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QV11", &[]);
+    let qm = Qm::start_remote_admin(&home, "QV11", &[]);
     let c = qm.connect();
     mqsc(&c, "DEFINE QLOCAL(V.E)");
     let h = c.open("V.E", IO).unwrap();
@@ -576,7 +576,7 @@ fn expired_messages_are_never_delivered_and_long_ones_truncate_only_when_asked()
 #[test]
 fn bindings_mode_and_client_mode_see_the_same_queue_manager() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QV12", &[]);
+    let qm = Qm::start_remote_admin(&home, "QV12", &[]);
     let local = qm.connect_bindings();
     let h = local
         .open("SYSTEM.DEFAULT.LOCAL.QUEUE", open::OUTPUT)
@@ -595,7 +595,7 @@ fn bindings_mode_and_client_mode_see_the_same_queue_manager() {
 #[test]
 fn a_hundred_megabyte_message_round_trips() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QV13", &["-lp", "3", "-lf", "65535"]);
+    let qm = Qm::start_remote_admin(&home, "QV13", &["-lp", "3", "-lf", "65535"]);
     let c = qm.connect();
     mqsc(&c, "ALTER QMGR MAXMSGL(104857600)");
     mqsc(&c, "DEFINE QLOCAL(V.BIG) MAXMSGL(104857600)");
@@ -624,7 +624,7 @@ fn a_hundred_megabyte_message_round_trips() {
 #[test]
 fn an_asynchronous_consumer_receives_pushed_messages_in_order() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QV14", &[]);
+    let qm = Qm::start_remote_admin(&home, "QV14", &[]);
     let c = qm.connect();
     mqsc(&c, "DEFINE QLOCAL(V.CONS)");
     let h = c.open("V.CONS", open::INPUT_SHARED).unwrap();
@@ -677,7 +677,7 @@ fn an_asynchronous_consumer_receives_pushed_messages_in_order() {
 #[test]
 fn put_commit_get_sends_a_request_and_waits_for_its_reply_in_one_call() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QV15", &[]);
+    let qm = Qm::start_remote_admin(&home, "QV15", &[]);
     let c = qm.connect();
     mqsc(&c, "DEFINE QLOCAL(V.REQ)");
     mqsc(&c, "DEFINE QLOCAL(V.REP)");
@@ -740,7 +740,7 @@ fn put_commit_get_sends_a_request_and_waits_for_its_reply_in_one_call() {
 #[test]
 fn disconnect_commits_like_mqdisc_but_a_dropped_connection_backs_out() {
     let home = Home::new();
-    let qm = Qm::start(&home, "QV16", &[]);
+    let qm = Qm::start_remote_admin(&home, "QV16", &[]);
     let sp = PutOptions {
         syncpoint: Syncpoint::Yes,
         ..Default::default()

@@ -16,6 +16,11 @@ pub const NO_MATCH: &str = "FMQ8420I";
 pub const SECURITY_REFRESHED: &str = "FMQ8560I";
 pub const NOT_ACTED_ON: &str = "FMQ8890W";
 pub const SYNTAX_ERROR: &str = "FMQ8405E";
+/// MQSC refused: the connection may not administer this queue manager.
+pub const NOT_AUTHORIZED: &str = "FMQ8135E";
+/// A command's log record was not durable (HA: not committed by the group) in time, so the
+/// command is not reported done.
+pub const NOT_CONFIRMED: &str = "FMQ8199E";
 
 pub const QMGR_DETAILS: &str = "FMQ8408I";
 pub const QSTATUS_DETAILS: &str = "FMQ8450I";
@@ -70,6 +75,7 @@ pub fn failure(reason: Reason) -> &'static str {
         Reason::OBJECT_IN_USE => "FMQ8148E",
         Reason::Q_NOT_EMPTY => "FMQ8143E",
         Reason::OBJECT_TYPE_ERROR | Reason::Q_TYPE_ERROR => "FMQ8149E",
+        Reason::NOT_AUTHORIZED => NOT_AUTHORIZED,
         _ => "FMQ8101E",
     }
 }

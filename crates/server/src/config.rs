@@ -106,6 +106,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "HeartbeatMs",
             "MaxChannels",
             "MaxConnMemory",
+            "RemoteAdmin",
         ],
     ),
     (
@@ -325,6 +326,10 @@ pub struct QmConfig {
     /// `Channels:MaxConnMemory`); reading its requests pauses at a quarter of this (at most
     /// `CONN_OUTBOUND_PAUSE_BYTES`).
     pub max_conn_memory: u64,
+    /// MQSC over client (TCP) connections is accepted (qm.ini `Channels:RemoteAdmin=yes`; off
+    /// by default: until connections are authenticated, anyone who can reach the port could
+    /// otherwise define, alter, clear and delete objects).
+    pub remote_admin: bool,
     /// A checkpoint is taken at least this often while anything is being logged.
     pub checkpoint_interval_ms: u64,
     /// Set when this queue manager is one instance of a replicated (HA) group.
@@ -632,6 +637,18 @@ impl QmConfig {
                 v
             },
             checkpoint_interval_ms: num(ini, "Log", "CheckpointIntervalMs", 30_000u64)?,
+            remote_admin: match known(ini, "Channels", "RemoteAdmin") {
+                None => false,
+                Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    _ => {
+                        return Err(format!(
+                            "qm.ini Channels:RemoteAdmin={v}: use 'yes' or 'no'"
+                        ))
+                    }
+                },
+            },
             ha: HaConfig::from_ini(ini)?,
             dr: DrConfig::from_ini(ini)?,
             metrics: match known(ini, "Metrics", "Port") {

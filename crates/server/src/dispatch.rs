@@ -295,6 +295,33 @@ fn connect(
     status_ok()
 }
 
+/// How long an MQSC response waits for its record to be durable (HA: committed) before the
+/// command is reported as not confirmed.
+const ADMIN_CONFIRM: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The reply to MQSC over a client (TCP) connection that remote administration does not allow.
+fn remote_admin_refused(qm: &str) -> String {
+    format!(
+        "{}: MQSC over a client (TCP) connection is refused: queue manager '{qm}' does not allow remote administration. Run runmqsc without -c on the queue manager's host, or allow it with qm.ini Channels:RemoteAdmin=yes (ferrymq setmqini -m {qm} -s Channels -k RemoteAdmin -v yes, then restart the queue manager); connections are not authenticated yet, so anyone who reaches the port could then administer it.\n   Reason: {}",
+        ferrymq_mqsc::messages::NOT_AUTHORIZED,
+        Reason::NOT_AUTHORIZED
+    )
+}
+
+/// The response of a command whose record did not become durable in time.
+fn not_confirmed(what: &str, why: &str, ha: bool) -> String {
+    format!(
+        "{}: {what} not confirmed: {why}. Whether it takes effect is not known: {}; DISPLAY the object once the queue manager is healthy again.\n   Reason: {}",
+        ferrymq_mqsc::messages::NOT_CONFIRMED,
+        if ha {
+            "an active instance that loses its majority restarts and drops what the group did not commit, but a record that reached another instance may still be committed"
+        } else {
+            "the record may still reach the disk"
+        },
+        Reason::CALL_INTERRUPTED
+    )
+}
+
 fn admin(core: &mut Core, shared: &Arc<Shared>, s: &Session, command: &str, now_ms: u64) -> Action {
     let reply = |reason, text: &str| Response::AdminReply {
         text: text.to_string(),
@@ -303,19 +330,55 @@ fn admin(core: &mut Core, shared: &Arc<Shared>, s: &Session, command: &str, now_
     // MQSC travels as "MQSC <command>"; the queue manager parses it again (the client only checked
     // its syntax), so what runs is exactly what this server understands.
     if let Some(mqsc) = command.strip_prefix("MQSC ") {
+        if !s.bindings && !shared.cfg.remote_admin {
+            return Action::Reply(
+                reply(
+                    Reason::NOT_AUTHORIZED,
+                    &remote_admin_refused(&shared.cfg.name),
+                ),
+                0,
+            );
+        }
         let r = ferrymq_mqsc::execute_text(mqsc, &mut core.engine, &mut Ops { shared }, now_ms);
         core.flush_deliveries();
-        return Action::Reply(
-            reply(
-                if r.ok {
-                    Reason::NONE
-                } else {
-                    Reason::COMMAND_FAILED
-                },
-                &r.text,
-            ),
-            0,
+        let resp = reply(
+            if r.ok {
+                Reason::NONE
+            } else {
+                Reason::COMMAND_FAILED
+            },
+            &r.text,
         );
+        // The response waits, as a persistent put's does, until the log is durable (HA:
+        // committed by a majority) up to the command's own record and every earlier definition
+        // change it may show; but for a bounded time, after which it says the change is not
+        // confirmed rather than leave the administrator waiting on a group without a majority.
+        let need = r.lsn.max(core.engine.admin_lsn());
+        if need <= shared.durable.get() {
+            return Action::Reply(resp, need);
+        }
+        let durable = shared.durable.clone();
+        let what = mqsc.split_whitespace().collect::<Vec<_>>().join(" ");
+        let ha = shared.ha.is_some();
+        return Action::Later(Box::pin(async move {
+            let why = match tokio::time::timeout(ADMIN_CONFIRM, durable.wait(need)).await {
+                Ok(Ok(())) => return resp,
+                Ok(Err(_)) => "the recovery log stopped before its record was durable".to_string(),
+                Err(_) => format!(
+                    "its record was not {} within {} s",
+                    if ha {
+                        "committed by a majority of the HA group's instances"
+                    } else {
+                        "written to disk"
+                    },
+                    ADMIN_CONFIRM.as_secs()
+                ),
+            };
+            Response::AdminReply {
+                text: not_confirmed(&what, &why, ha),
+                reason: Reason::COMMAND_FAILED,
+            }
+        }));
     }
     let words: Vec<String> = command
         .split_whitespace()

@@ -99,6 +99,49 @@ fn connect_options(a: &Args, qm: usize) -> Result<ConnectOptions, String> {
     Ok(o)
 }
 
+/// Defines the queue pairs on queue manager `qm`. An identical existing definition is accepted; a
+/// different one is left alone. A queue manager that refuses MQSC over TCP (qm.ini
+/// `Channels:RemoteAdmin` off, its default) is set up through its bindings socket when it runs
+/// on this machine; otherwise the run stops with the reason rather than use queues that may not
+/// exist.
+async fn setup_queues(a: &Args, qm: usize) -> Result<(), String> {
+    let define_all = |c: Connection| async move {
+        for j in 0..a.queues {
+            for prefix in [&a.request_prefix, &a.reply_prefix] {
+                let r = c
+                    .admin(&format!("MQSC DEFINE QLOCAL({prefix}{j}) MAXDEPTH(5000)"))
+                    .await;
+                if let Err(e) = r.as_ref() {
+                    if e.reason == ferrymq_types::Reason::NOT_AUTHORIZED {
+                        let _ = c.disconnect().await;
+                        return Err(e.message.lines().next().unwrap_or_default().to_string());
+                    }
+                }
+            }
+        }
+        let _ = c.disconnect().await;
+        Ok(())
+    };
+    let c = Connection::connect(connect_options(a, qm)?)
+        .await
+        .map_err(|e| format!("{}: {e}", a.qms[qm]))?;
+    let refused = match define_all(c).await {
+        Ok(()) => return Ok(()),
+        Err(why) => why,
+    };
+    let mut local = ConnectOptions::bindings(&a.qms[qm]);
+    local.app_name = "ferrymq cph".into();
+    match Connection::connect(local).await {
+        Ok(c) => define_all(c)
+            .await
+            .map_err(|e| format!("{}: cannot define the queues: {e}", a.qms[qm])),
+        Err(e) => Err(format!(
+            "{}: cannot define the queues over TCP ({refused}) nor through a local bindings connection ({e}); define them beforehand and pass --no-setup",
+            a.qms[qm]
+        )),
+    }
+}
+
 fn server_pid(a: &Args, qm: usize) -> Option<u32> {
     if let Some(p) = a.server_pids.get(qm) {
         return Some(*p);
@@ -132,18 +175,7 @@ async fn run_async(a: &Args) -> Result<RunResult, String> {
     let nqm = a.qms.len();
     if a.setup {
         for qm in 0..nqm {
-            let c = Connection::connect(connect_options(a, qm)?)
-                .await
-                .map_err(|e| format!("{}: {e}", a.qms[qm]))?;
-            for j in 0..a.queues {
-                for prefix in [&a.request_prefix, &a.reply_prefix] {
-                    // An identical existing definition is accepted; a different one is left alone.
-                    let _ = c
-                        .admin(&format!("MQSC DEFINE QLOCAL({prefix}{j}) MAXDEPTH(5000)"))
-                        .await;
-                }
-            }
-            let _ = c.disconnect().await;
+            setup_queues(a, qm).await?;
         }
     }
     let pace = if a.rate > 0 {

@@ -400,6 +400,21 @@ impl HaGroup {
             args.push(qm);
             mq(&home, &args)?;
             g.created += 1;
+            // The measurements administer the group through its connection list.
+            mq(
+                &home,
+                &[
+                    "setmqini",
+                    "-m",
+                    qm,
+                    "-s",
+                    "Channels",
+                    "-k",
+                    "RemoteAdmin",
+                    "-v",
+                    "yes",
+                ],
+            )?;
             if rtt_ms.is_some() {
                 mq(
                     &home,

@@ -33,7 +33,7 @@ impl HaGroup {
     }
 
     /// Creates three instances without starting them; `host(i)` is the replication host of
-    /// instance `i`.
+    /// instance `i`. Each allows MQSC over TCP (qm.ini `Channels:RemoteAdmin=yes`).
     pub fn create(name: &str, extra: &[&str], host: impl Fn(usize) -> String) -> HaGroup {
         let homes: Vec<Home> = (0..3).map(|_| Home::new()).collect();
         let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
@@ -48,6 +48,19 @@ impl HaGroup {
             args.extend_from_slice(extra);
             args.push(name);
             homes[i].ok(&args);
+            // The tests administer the group through the connection list (only the active
+            // instance listens), so MQSC over TCP must be allowed.
+            homes[i].ok(&[
+                "setmqini",
+                "-m",
+                name,
+                "-s",
+                "Channels",
+                "-k",
+                "RemoteAdmin",
+                "-v",
+                "yes",
+            ]);
         }
         HaGroup {
             name: name.to_string(),

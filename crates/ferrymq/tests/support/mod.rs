@@ -137,6 +137,15 @@ impl<'h> Qm<'h> {
         qm
     }
 
+    /// Like [`Qm::start`], with MQSC over TCP allowed (qm.ini `Channels:RemoteAdmin=yes`; off
+    /// by default), for tests that administer through client connections or `runmqsc -c`.
+    pub fn start_remote_admin(home: &'h Home, name: &str, crtmqm_flags: &[&str]) -> Qm<'h> {
+        let qm = Qm::create(home, name, crtmqm_flags);
+        qm.set_ini("Channels", "RemoteAdmin", "yes");
+        qm.restart();
+        qm
+    }
+
     /// Creates a queue manager on a free port without starting it (`restart` starts it).
     pub fn create(home: &'h Home, name: &str, crtmqm_flags: &[&str]) -> Qm<'h> {
         let port = free_port();

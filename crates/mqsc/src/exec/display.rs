@@ -250,6 +250,7 @@ pub(crate) fn display(
         reason: ferrymq_types::Reason::NONE,
         text: String::new(),
         rows: Vec::new(),
+        lsn: 0,
     };
     for (header, fields) in shown {
         r.push_object(header, fields);

@@ -7,7 +7,7 @@ mod object;
 mod queue;
 pub(crate) mod status;
 
-use ferrymq_engine::Engine;
+use ferrymq_engine::{Engine, Lsn};
 use ferrymq_types::{MqError, ObjectDef, ObjectKind, Reason};
 
 use crate::command::{Command, ObjType, Setting};
@@ -41,6 +41,10 @@ pub struct Response {
     pub text: String,
     /// For DISPLAY: each object shown, as its attribute pairs in display order.
     pub rows: Vec<Vec<(String, String)>>,
+    /// The end of the last log record the command wrote (0: it wrote none). The change is not
+    /// done until the log is durable up to here (HA: committed by the group), so the queue
+    /// manager holds the response until then, as it holds a persistent put's.
+    pub lsn: Lsn,
 }
 
 impl Response {
@@ -51,6 +55,7 @@ impl Response {
             reason: Reason::NONE,
             text: format!("{id}: {}", line.as_ref()),
             rows: Vec::new(),
+            lsn: 0,
         }
     }
 
@@ -66,6 +71,7 @@ impl Response {
                 err.message, err.reason
             ),
             rows: Vec::new(),
+            lsn: 0,
         }
     }
 
@@ -103,8 +109,22 @@ impl Response {
 }
 
 /// Runs one parsed command. `now_ms` is the current time (for message ages); the engine has no
-/// clock of its own.
+/// clock of its own. The response's `lsn` is where the records the command logged end.
 pub fn execute(
+    cmd: &Command,
+    engine: &mut Engine,
+    ops: &mut dyn ServerOps,
+    now_ms: u64,
+) -> Response {
+    let before = engine.admin_lsn();
+    let mut r = execute_command(cmd, engine, ops, now_ms);
+    if engine.admin_lsn() > before {
+        r.lsn = engine.admin_lsn();
+    }
+    r
+}
+
+fn execute_command(
     cmd: &Command,
     engine: &mut Engine,
     ops: &mut dyn ServerOps,
@@ -203,6 +223,7 @@ pub fn execute_text(
                 e.pointer(text)
             ),
             rows: Vec::new(),
+            lsn: 0,
         },
     }
 }
