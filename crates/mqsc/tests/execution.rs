@@ -376,3 +376,23 @@ fn attributes_not_acted_on_are_stored_displayed_and_flagged() {
     let r = qm.ok("ALT QL(W.Q) MAXDEPTH(10)");
     assert!(!r.text.contains("FMQ8890W"), "{}", r.text);
 }
+
+/// A command that logs a record carries where it ends, so the queue manager can hold the answer
+/// until it is durable; one that logs nothing carries 0.
+#[test]
+fn changes_carry_the_position_of_their_log_record() {
+    let mut qm = Qm::new();
+    let d = qm.ok("DEFINE QLOCAL(POS.Q)");
+    assert!(d.lsn > 0, "{d:?}");
+    let a = qm.ok("ALTER QLOCAL(POS.Q) MAXDEPTH(10)");
+    assert!(a.lsn > d.lsn, "{a:?}");
+    let c = qm.ok("CLEAR QLOCAL(POS.Q)");
+    assert!(c.lsn > a.lsn, "{c:?}");
+    let q = qm.ok("ALTER QMGR DESCR('x')");
+    assert!(q.lsn > c.lsn, "{q:?}");
+    let x = qm.ok("DELETE QLOCAL(POS.Q)");
+    assert!(x.lsn > q.lsn, "{x:?}");
+    assert_eq!(qm.ok("DISPLAY QMGR").lsn, 0);
+    assert_eq!(qm.run("DEFINE QLOCAL(SYSTEM.DEFAULT.LOCAL.QUEUE)").lsn, 0);
+    assert_eq!(qm.engine.admin_lsn(), x.lsn);
+}

@@ -322,6 +322,35 @@ fn not_confirmed(what: &str, why: &str, ha: bool) -> String {
     )
 }
 
+/// `resp` once the log is durable up to `need`, or — after `bound`, or if the log stops first —
+/// the response saying the command `what` is not confirmed.
+async fn confirmed(
+    durable: crate::lsn::LsnWatch,
+    need: Lsn,
+    resp: Response,
+    what: String,
+    ha: bool,
+    bound: std::time::Duration,
+) -> Response {
+    let why = match tokio::time::timeout(bound, durable.wait(need)).await {
+        Ok(Ok(())) => return resp,
+        Ok(Err(_)) => "the recovery log stopped before its record was durable".to_string(),
+        Err(_) => format!(
+            "its record was not {} within {} s",
+            if ha {
+                "committed by a majority of the HA group's instances"
+            } else {
+                "written to disk"
+            },
+            bound.as_secs_f64()
+        ),
+    };
+    Response::AdminReply {
+        text: not_confirmed(&what, &why, ha),
+        reason: Reason::COMMAND_FAILED,
+    }
+}
+
 fn admin(core: &mut Core, shared: &Arc<Shared>, s: &Session, command: &str, now_ms: u64) -> Action {
     let reply = |reason, text: &str| Response::AdminReply {
         text: text.to_string(),
@@ -357,28 +386,15 @@ fn admin(core: &mut Core, shared: &Arc<Shared>, s: &Session, command: &str, now_
         if need <= shared.durable.get() {
             return Action::Reply(resp, need);
         }
-        let durable = shared.durable.clone();
         let what = mqsc.split_whitespace().collect::<Vec<_>>().join(" ");
-        let ha = shared.ha.is_some();
-        return Action::Later(Box::pin(async move {
-            let why = match tokio::time::timeout(ADMIN_CONFIRM, durable.wait(need)).await {
-                Ok(Ok(())) => return resp,
-                Ok(Err(_)) => "the recovery log stopped before its record was durable".to_string(),
-                Err(_) => format!(
-                    "its record was not {} within {} s",
-                    if ha {
-                        "committed by a majority of the HA group's instances"
-                    } else {
-                        "written to disk"
-                    },
-                    ADMIN_CONFIRM.as_secs()
-                ),
-            };
-            Response::AdminReply {
-                text: not_confirmed(&what, &why, ha),
-                reason: Reason::COMMAND_FAILED,
-            }
-        }));
+        return Action::Later(Box::pin(confirmed(
+            shared.durable.clone(),
+            need,
+            resp,
+            what,
+            shared.ha.is_some(),
+            ADMIN_CONFIRM,
+        )));
     }
     let words: Vec<String> = command
         .split_whitespace()
@@ -471,5 +487,81 @@ fn admin(core: &mut Core, shared: &Arc<Shared>, s: &Session, command: &str, now_
             ),
             0,
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn done() -> Response {
+        Response::AdminReply {
+            text: "FMQ8006I: QLOCAL(X) defined.".into(),
+            reason: Reason::NONE,
+        }
+    }
+
+    fn text(r: Response) -> String {
+        match r {
+            Response::AdminReply { text, reason } => format!("{reason}: {text}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_mqsc_answer_waits_for_its_record_and_is_not_confirmed_past_the_bound() {
+        let (tx, watch) = crate::lsn::channel(0);
+        // Durable in time: the command's own answer.
+        let waiting = tokio::spawn(confirmed(
+            watch.clone(),
+            5,
+            done(),
+            "DEFINE QLOCAL(X)".into(),
+            true,
+            Duration::from_secs(30),
+        ));
+        tokio::task::yield_now().await;
+        assert!(
+            !waiting.is_finished(),
+            "answered before its record was durable"
+        );
+        tx.advance(5);
+        assert!(text(waiting.await.unwrap()).contains("defined"));
+
+        // Never durable: not confirmed, with the reason, once the bound passes.
+        let t = text(
+            confirmed(
+                watch.clone(),
+                9,
+                done(),
+                "DEFINE QLOCAL(Y)".into(),
+                true,
+                Duration::from_millis(50),
+            )
+            .await,
+        );
+        assert!(t.contains("DEFINE QLOCAL(Y) not confirmed"), "{t}");
+        assert!(t.contains("majority"), "{t}");
+        assert!(t.contains("MQRC_CALL_INTERRUPTED (2549)"), "{t}");
+        assert!(!t.contains("defined."), "{t}");
+
+        // The log stops: not confirmed at once.
+        drop(tx);
+        let t = text(
+            confirmed(
+                watch,
+                9,
+                done(),
+                "CLEAR QLOCAL(Z)".into(),
+                false,
+                Duration::from_secs(30),
+            )
+            .await,
+        );
+        assert!(
+            t.contains("CLEAR QLOCAL(Z) not confirmed: the recovery log stopped"),
+            "{t}"
+        );
     }
 }
