@@ -129,7 +129,7 @@ fn a_queue_manager_name_never_reaches_another_queue_managers_files() {
 #[test]
 fn get_into_a_closed_pipe_removes_only_what_it_wrote() {
     let home = Home::new();
-    let qm = Qm::start_remote_admin(&home, "QMPIPE", &[]);
+    let qm = Qm::start(&home, "QMPIPE", &[]);
     let msgs: Vec<String> = (0..500).map(|i| format!("m{i:04}")).collect();
     put_lines(&home, "QMPIPE", &msgs);
     assert_eq!(depth(&qm), 500);

@@ -144,7 +144,7 @@ fn a_waiting_get_is_answered_when_a_matching_message_arrives() {
 #[test]
 fn a_wait_that_runs_out_returns_no_msg_available_after_the_interval() {
     let home = Home::new();
-    let qm = Qm::start_remote_admin(&home, "QV3", &[]);
+    let qm = Qm::start(&home, "QV3", &[]);
     let c = qm.connect();
     let h = c
         .open("SYSTEM.DEFAULT.LOCAL.QUEUE", open::INPUT_SHARED)
@@ -576,7 +576,7 @@ fn expired_messages_are_never_delivered_and_long_ones_truncate_only_when_asked()
 #[test]
 fn bindings_mode_and_client_mode_see_the_same_queue_manager() {
     let home = Home::new();
-    let qm = Qm::start_remote_admin(&home, "QV12", &[]);
+    let qm = Qm::start(&home, "QV12", &[]);
     let local = qm.connect_bindings();
     let h = local
         .open("SYSTEM.DEFAULT.LOCAL.QUEUE", open::OUTPUT)
@@ -740,7 +740,7 @@ fn put_commit_get_sends_a_request_and_waits_for_its_reply_in_one_call() {
 #[test]
 fn disconnect_commits_like_mqdisc_but_a_dropped_connection_backs_out() {
     let home = Home::new();
-    let qm = Qm::start_remote_admin(&home, "QV16", &[]);
+    let qm = Qm::start(&home, "QV16", &[]);
     let sp = PutOptions {
         syncpoint: Syncpoint::Yes,
         ..Default::default()
