@@ -48,6 +48,9 @@ fn mqsc_over_tcp_is_refused_by_default_and_allowed_by_the_switch() {
         .expect("MQI over TCP still works");
     c.close(&h, 0).unwrap();
     c.disconnect().unwrap();
+    // Each refused connection is reported once in the error log (runmqsc's and this one).
+    let log = support::error_log(&qm.dir());
+    assert_eq!(log.matches("FMQ3007W").count(), 2, "{log}");
 
     // Bindings mode is unchanged, and nothing was defined over TCP.
     let out = home.run_with_input(

@@ -66,6 +66,7 @@ where
         bindings,
         tx: tx.clone(),
         info,
+        admin_refusal_logged: false,
     };
     if let Err(e) = run(&mut rd, &shared, &mut session, &stall).await {
         // Tell the peer why before closing, when the socket can still carry it.

@@ -23,6 +23,8 @@ pub struct Session {
     pub bindings: bool,
     pub tx: Outbox,
     pub info: SocketInfo,
+    /// A refused MQSC command from this socket has been reported in the error log.
+    pub admin_refusal_logged: bool,
 }
 
 /// What the connection task does after a request.
@@ -345,13 +347,23 @@ async fn confirmed(
             bound.as_secs_f64()
         ),
     };
+    crate::qm_log!(
+        crate::errlog::ids::ADMIN_NOT_CONFIRMED,
+        "{what}: not confirmed to the administrator: {why}"
+    );
     Response::AdminReply {
         text: not_confirmed(&what, &why, ha),
         reason: Reason::COMMAND_FAILED,
     }
 }
 
-fn admin(core: &mut Core, shared: &Arc<Shared>, s: &Session, command: &str, now_ms: u64) -> Action {
+fn admin(
+    core: &mut Core,
+    shared: &Arc<Shared>,
+    s: &mut Session,
+    command: &str,
+    now_ms: u64,
+) -> Action {
     let reply = |reason, text: &str| Response::AdminReply {
         text: text.to_string(),
         reason,
@@ -360,6 +372,23 @@ fn admin(core: &mut Core, shared: &Arc<Shared>, s: &Session, command: &str, now_
     // its syntax), so what runs is exactly what this server understands.
     if let Some(mqsc) = command.strip_prefix("MQSC ") {
         if !s.bindings && !shared.cfg.remote_admin {
+            if !s.admin_refusal_logged {
+                s.admin_refusal_logged = true;
+                let verb: String = mqsc
+                    .split_whitespace()
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .chars()
+                    .filter(|c| !c.is_control())
+                    .take(60)
+                    .collect();
+                crate::qm_log!(
+                    crate::errlog::ids::REMOTE_ADMIN_REFUSED,
+                    "MQSC from client connection {} refused ({verb} ...): qm.ini Channels:RemoteAdmin is off",
+                    s.info.conname
+                );
+            }
             return Action::Reply(
                 reply(
                     Reason::NOT_AUTHORIZED,

@@ -106,6 +106,7 @@ pub mod ids {
         INI_UNKNOWN_KEY = 1005 Warning "qm.ini holds a stanza or key FerryMQ does not know; it is ignored (setmqini lists the valid ones).";
         END_STATUS_UNWRITTEN = 1006 Error "How this run ends cannot be recorded in qm.end; endmqm -w will not know.";
         ERROR_LOG_CONFIG = 1007 Warning "A QMErrorLog setting in qm.ini is not valid; the default is used.";
+        ADMIN_NOT_CONFIRMED = 1008 Warning "An MQSC command was answered 'not confirmed': its log record was not durable (HA: committed) within the bound; whether it takes effect is not known.";
         RECOVERED = 2001 Info "Restart recovery finished: checkpoint, messages loaded, log records replayed.";
         RECOVERY_LOSS = 2002 Error "Restart recovery discarded data that may have been acknowledged; each item follows. strmqm exits with status 3.";
         RECOVERY_NOTE = 2003 Info "Restart recovery cut a torn log tail; nothing acknowledged was lost.";
@@ -120,6 +121,7 @@ pub mod ids {
         MAX_CHANNELS = 3004 Warning "A connection was refused: Channels:MaxChannels reached.";
         METRICS_STARTED = 3005 Info "Prometheus metrics are served at the address named.";
         METRICS_ACCEPT_FAILED = 3006 Warning "Accepting a metrics connection failed.";
+        REMOTE_ADMIN_REFUSED = 3007 Warning "MQSC from a client (TCP) connection was refused because qm.ini Channels:RemoteAdmin is off (logged once per connection).";
         HA_PREFERRED = 4001 Info "The preferred instance of the HA group changed.";
         HA_PREFERRED_UNRECORDED = 4002 Error "The preferred instance cannot be recorded in qm.ini.";
         HA_UNKNOWN_CONTROL = 4003 Warning "An HA control record of an unknown kind was ignored (a newer version wrote it?).";
