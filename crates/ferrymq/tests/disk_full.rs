@@ -337,6 +337,27 @@ fn a_full_disk_stops_persistence_truthfully_and_it_resumes_by_itself_when_space_
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(alive(pid), "the queue manager died with the disk full");
+    // Administration meets the same full log: each change is either answered once durable or
+    // refused with the reason (and not made) once the log has no room even for its small record.
+    const DEFINES: usize = 200;
+    let script: String = (0..DEFINES)
+        .map(|n| format!("DEFINE QLOCAL(DURING.FULL.{n})\n"))
+        .collect();
+    let define = home.run_with_input(&["runmqsc", "-e", &qm.name], &script);
+    let define_out = String::from_utf8_lossy(&define.stdout).into_owned();
+    let defined: Vec<usize> = (0..DEFINES)
+        .filter(|n| define_out.contains(&format!("QLOCAL(DURING.FULL.{n}) defined.")))
+        .collect();
+    assert!(
+        defined.len() < DEFINES
+            && define_out.contains("failed: the recovery log is full")
+            && define_out.contains("Reason: MQRC_RESOURCE_PROBLEM (2102)"),
+        "no DEFINE was refused for a full log, or without a reason:\n{define_out}"
+    );
+    eprintln!(
+        "with the disk full, {} DEFINEs were answered done before the log refused them",
+        defined.len()
+    );
 
     // Space returns: persistent puts and commits work again by themselves, without a restart.
     ballast.free();
@@ -392,10 +413,14 @@ fn a_full_disk_stops_persistence_truthfully_and_it_resumes_by_itself_when_space_
     home.ok(&["endmqm", "-w", &qm.name]);
     qm.restart();
     drain_and_check(&qm, &ledger);
-    eprintln!(
-        "{} acknowledged, {} refused",
-        ledger.acked.len(),
-        ledger.refused.len()
+    let shown = home.run_with_input(&["runmqsc", &qm.name], "DISPLAY QLOCAL(DURING.FULL.*)\n");
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    let held: Vec<usize> = (0..DEFINES)
+        .filter(|n| shown.contains(&format!("QUEUE(DURING.FULL.{n})")))
+        .collect();
+    assert_eq!(
+        held, defined,
+        "the queues defined with the disk full are not those answered done:\n{shown}"
     );
 }
 
