@@ -266,6 +266,11 @@ fn unknown_flags_and_missing_values_are_errors_naming_the_flag() {
     let out = home.run(&["setmqini", "-m", "QM", "-s", "Log", "-k", "Durability"]);
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     assert!(text(&out.stderr).contains("-v <VALUE>"), "{}", show(&out));
+    // DR flags without a DR role (read before as switches, so never seen: accepted silently).
+    let out = home.run(&["crtmqm", "-p", "0", "-drlag", "10", "QM"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(text(&out.stderr).contains("go with -dr"), "{}", show(&out));
+    assert!(!home.path().join("qmgrs/QM").exists());
     // A value that is not a number.
     let out = home.run(&["crtmqm", "-lp", "many", "QM"]);
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
