@@ -191,6 +191,21 @@ const EXAMPLES_MAN: &str = "\
 Examples:
   ferrymq man --out ~/.local/share/man/man1 && man ferrymq-crtmqm";
 
+const EXAMPLES_CPH: &str = "\
+Examples:
+  ferrymq cph rr --qm QM1 --requesters 64 --size 2048 --persistent --duration-s 30
+  ferrymq cph rr --help              the options (the same for every module)";
+
+const EXAMPLES_REPORT: &str = "\
+Examples:
+  ferrymq report standalone --quick
+  ferrymq report ha --quick --out ha-report";
+
+const EXAMPLES_HELP: &str = "\
+Examples:
+  ferrymq help
+  ferrymq help report ha";
+
 const SAMPLE_NOTE: &str = "`ferrymq put --help` (get, browse) describes its options.";
 
 /// The whole command line.
@@ -279,11 +294,13 @@ pub enum Cmd {
     #[command(disable_help_flag = true, after_help = SAMPLE_NOTE)]
     Browse(Raw),
     /// MQ-CPH equivalent: request/reply and put/get workloads with rates and latencies
+    #[command(after_help = EXAMPLES_CPH)]
     Cph {
         #[command(subcommand)]
         module: ferrymq_bench::cph::CphCmd,
     },
     /// Benchmark reports: tables, charts and JSON (standalone, HA, DR)
+    #[command(after_help = EXAMPLES_REPORT)]
     Report {
         #[command(subcommand)]
         report: ferrymq_bench::report::ReportCmd,
@@ -309,18 +326,20 @@ pub enum Cmd {
         out: std::path::PathBuf,
     },
     /// Help on ferrymq or on one command
+    #[command(after_help = EXAMPLES_HELP)]
     Help {
         /// The command (e.g. `crtmqm`, `report ha`)
         command: Vec<String>,
     },
     /// Every command, one per line (for tests and scripts)
-    #[command(hide = true)]
+    #[command(hide = true, after_help = "Examples:\n  ferrymq commands")]
     Commands,
     /// The queue manager process itself, in the foreground (what strmqm starts)
     #[command(
         name = "run-qmgr",
         hide = true,
-        override_usage = "ferrymq run-qmgr QMNAME"
+        override_usage = "ferrymq run-qmgr QMNAME",
+        after_help = "Examples:\n  ferrymq run-qmgr QM1      (strmqm QM1 runs this in the background)"
     )]
     RunQmgr(QmName),
 }

@@ -67,6 +67,15 @@ fn every_command_answers_help_with_a_usage_line() {
             stdout.lines().any(|l| l.starts_with(&usage)),
             "{args:?}: no line starting '{usage}':\n{stdout}"
         );
+        assert!(
+            stdout.contains("Examples:"),
+            "{args:?}: no examples:\n{stdout}"
+        );
+        // A one-line description first.
+        assert!(
+            !stdout.lines().next().unwrap_or_default().trim().is_empty(),
+            "{args:?}:\n{stdout}"
+        );
     }
 }
 
