@@ -6,6 +6,7 @@
 //! it.
 
 pub mod chart;
+pub mod cli;
 pub mod cph;
 pub mod cpu;
 pub mod progress;

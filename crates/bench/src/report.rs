@@ -156,6 +156,44 @@ fn size_label(size: usize) -> String {
     }
 }
 
+/// `ferrymq report KIND`: the report and its options.
+#[derive(clap::Subcommand, Debug)]
+pub enum ReportCmd {
+    /// Standalone sweep (queue managers x message sizes): the seeds' tables, charts and JSON
+    #[command(
+        after_help = "Examples:\n  ferrymq report standalone --quick\n  ferrymq report standalone --qms 1,10 --sizes 2048,20480 --out standalone-report"
+    )]
+    Standalone(StandaloneArgs),
+    /// HA against standalone, replication distance, failover time
+    #[command(
+        after_help = "Examples:\n  ferrymq report ha --quick\n  ferrymq report ha --rtts 0,1,2,5,10 --failover-messages 0,500000 --out ha-report"
+    )]
+    Ha(crate::report_ha::HaArgs),
+    /// DR against no DR, HA+DR against HA, DR link latency, DR lag
+    #[command(
+        after_help = "Examples:\n  ferrymq report dr --quick\n  ferrymq report dr --rtts 10,20,50,100 --steps dr1,distance --out dr-report"
+    )]
+    Dr(crate::report_dr::DrArgs),
+}
+
+/// `ferrymq report standalone`'s options.
+#[derive(clap::Args, Debug)]
+pub struct StandaloneArgs {
+    /// Short runs and fewer points (minutes instead of hours)
+    #[arg(long)]
+    pub quick: bool,
+    /// Queue manager counts, e.g. 1,10
+    #[arg(long, value_name = "N,N...", allow_hyphen_values = true)]
+    pub qms: Option<String>,
+    /// Message sizes in bytes, e.g. 256,2048,20480,204800
+    #[arg(long, value_name = "BYTES,BYTES...", allow_hyphen_values = true)]
+    pub sizes: Option<String>,
+    /// Directory to write the report to (default ferrymq-report-standalone[-quick])
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
+    pub out: Option<PathBuf>,
+}
+
+/// `report KIND [options]` (the arguments after `ferrymq report`).
 pub fn main(argv: &[String]) -> Result<(), String> {
     match argv.first().map(String::as_str) {
         Some("standalone") => {}
@@ -168,21 +206,19 @@ pub fn main(argv: &[String]) -> Result<(), String> {
         }
         None => return Err("usage: ferrymq report standalone [--quick] [--qms 1,10] [--sizes 256,2048,20480,204800] [--out DIR]".into()),
     }
-    let quick = argv.iter().any(|a| a == "--quick");
-    let out_dir = match argv.iter().position(|a| a == "--out") {
-        Some(i) => PathBuf::from(argv.get(i + 1).ok_or("--out needs a directory")?),
-        None => PathBuf::from(format!(
+    let a: StandaloneArgs = crate::cli::parse_args("ferrymq report standalone", &argv[1..])?;
+    let quick = a.quick;
+    let out_dir = a.out.unwrap_or_else(|| {
+        PathBuf::from(format!(
             "ferrymq-report-standalone{}",
             if quick { "-quick" } else { "" }
-        )),
-    };
+        ))
+    });
     let mut plan = if quick { Plan::quick() } else { Plan::full() };
-    let list = |flag: &str| -> Result<Option<Vec<usize>>, String> {
-        match argv.iter().position(|a| a == flag) {
+    let list = |flag: &str, v: &Option<String>| -> Result<Option<Vec<usize>>, String> {
+        match v {
             None => Ok(None),
-            Some(i) => argv
-                .get(i + 1)
-                .ok_or(format!("{flag} needs a list, e.g. 1,10"))?
+            Some(v) => v
                 .split(',')
                 .map(|v| {
                     v.parse()
@@ -192,10 +228,10 @@ pub fn main(argv: &[String]) -> Result<(), String> {
                 .map(Some),
         }
     };
-    if let Some(q) = list("--qms")? {
+    if let Some(q) = list("--qms", &a.qms)? {
         plan.qm_counts = q;
     }
-    if let Some(s) = list("--sizes")? {
+    if let Some(s) = list("--sizes", &a.sizes)? {
         plan.sizes = s;
     }
     std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;

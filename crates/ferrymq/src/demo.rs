@@ -15,8 +15,8 @@ use ferrymq_types::descriptor::msg_type;
 use ferrymq_types::options::{open, GetOptions, PutOptions, Syncpoint, Wait};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties, Reason};
 
+use crate::cli;
 use crate::lifecycle::{self, Fail, Res};
-use crate::mqargs::{parse, Flag};
 use crate::samples::connect;
 
 const QMGR: &str = "DEMO";
@@ -89,22 +89,8 @@ fn free_port() -> Result<u16, Fail> {
     Ok(l.local_addr().map_err(|e| other(e.to_string()))?.port())
 }
 
-pub fn run(args: &[String]) -> Res {
-    let p = parse(
-        "demo",
-        args,
-        &[
-            Flag::Value("--seconds"),
-            Flag::Value("--requesters"),
-            Flag::Switch("--persistent"),
-            Flag::Value("--size"),
-        ],
-    )
-    .map_err(other)?;
-    let seconds: u64 = p.num("--seconds").map_err(other)?.unwrap_or(5);
-    let requesters: usize = p.num("--requesters").map_err(other)?.unwrap_or(4);
-    let size: usize = p.num("--size").map_err(other)?.unwrap_or(2048);
-    let persistent = p.has("--persistent");
+pub fn run(p: &cli::Demo) -> Res {
+    let (seconds, requesters, size, persistent) = (p.seconds, p.requesters, p.size, p.persistent);
     watch_signals()?;
     let home = std::env::temp_dir().join(format!("ferrymq-demo-{}", std::process::id()));
     std::fs::create_dir_all(&home).map_err(|e| other(format!("demo: {e}")))?;
@@ -113,13 +99,28 @@ pub fn run(args: &[String]) -> Res {
     say(&format!("demo: FERRYMQ_HOME={}", home.display()));
     let port = free_port()?;
     let result = (|| {
-        lifecycle::crtmqm(&["-p".into(), port.to_string(), QMGR.into()])?;
-        lifecycle::strmqm(&[QMGR.into()])?;
+        lifecycle::crtmqm(&cli::Crtmqm {
+            p: Some(port),
+            name: QMGR.into(),
+            ..Default::default()
+        })?;
+        lifecycle::strmqm(&cli::Strmqm {
+            name: QMGR.into(),
+            ..Default::default()
+        })?;
         let r = workload(port, seconds, requesters, size, persistent);
-        lifecycle::endmqm(&["-i".into(), "-w".into(), QMGR.into()])?;
+        lifecycle::endmqm(&cli::Endmqm {
+            i: true,
+            w: true,
+            name: QMGR.into(),
+            ..Default::default()
+        })?;
         r
     })();
-    let _ = lifecycle::dltmqm(&[QMGR.into()]);
+    let _ = lifecycle::dltmqm(&cli::Dltmqm {
+        name: QMGR.into(),
+        ..Default::default()
+    });
     let _ = std::fs::remove_dir_all(&home);
     if interrupted() {
         return Err(Fail {

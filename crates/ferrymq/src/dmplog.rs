@@ -9,16 +9,13 @@
 use ferrymq_log::inspect::{self, DumpStatus, FILLER};
 use ferrymq_log::SegmentStore;
 
+use crate::cli;
 use crate::lifecycle::{existing, is_running, other, Res, EXIT_RUNNING};
-use crate::mqargs::{parse, Flag};
 
-pub fn run(args: &[String]) -> Res {
-    let p = parse("dmplog", args, &[Flag::Switch("--salvage")]).map_err(other)?;
-    let [name] = p.positional.as_slice() else {
-        return Err(other("dmplog: give one queue manager name"));
-    };
+pub fn run(p: &cli::Dmplog) -> Res {
+    let name = &p.name;
     let paths = existing("dmplog", name)?;
-    let salvage = p.has("--salvage");
+    let salvage = p.salvage;
     if salvage && is_running(&paths) {
         return Err(crate::lifecycle::fail(
             EXIT_RUNNING,

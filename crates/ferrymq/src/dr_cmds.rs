@@ -6,20 +6,20 @@ use std::time::{Duration, Instant};
 use ferrymq_server::config::{parse_addr, parse_addr_list, DrRole};
 use ferrymq_server::{Ini, QmConfig};
 
+use crate::cli;
 use crate::lifecycle::{
     admin_command, existing, fail, is_running, other, qmgr_names, Res, EXIT_NOT_AVAILABLE,
     EXIT_RUNNING,
 };
-use crate::mqargs::{parse, Flag, Parsed};
 
 /// How long `makedrprimary` waits for a running secondary to end.
 const END_WAIT: Duration = Duration::from_secs(30);
 
 /// `crtmqm -dr primary|secondary [-drl host(port)] [-drr host(port),...] [-drlag BYTES]`:
 /// writes qm.ini's `DR:` stanza.
-pub fn dr_flags(p: &Parsed, ini: &mut Ini) -> Result<(), String> {
-    let Some(role) = p.value("-dr") else {
-        if ["-drl", "-drr", "-drlag"].iter().any(|f| p.has(f)) {
+pub fn dr_flags(p: &cli::Crtmqm, ini: &mut Ini) -> Result<(), String> {
+    let Some(role) = &p.dr else {
+        if p.drl.is_some() || p.drr.is_some() || p.drlag.is_some() {
             return Err("-drl, -drr and -drlag go with -dr primary|secondary".into());
         }
         return Ok(());
@@ -30,15 +30,15 @@ pub fn dr_flags(p: &Parsed, ini: &mut Ini) -> Result<(), String> {
         _ => return Err(format!("-dr {role}: use primary or secondary")),
     };
     ini.set("DR", "Role", role);
-    if let Some(l) = p.value("-drl") {
+    if let Some(l) = &p.drl {
         parse_addr(l).map_err(|e| format!("-drl: {e}"))?;
         ini.set("DR", "LocalAddress", l);
     }
-    if let Some(r) = p.value("-drr") {
+    if let Some(r) = &p.drr {
         parse_addr_list(r).map_err(|e| format!("-drr: {e}"))?;
         ini.set("DR", "RemoteAddresses", r);
     }
-    if let Some(b) = p.value("-drlag") {
+    if let Some(b) = &p.drlag {
         ini.set("DR", "MaxLagBytes", b);
     }
     Ok(())
@@ -46,25 +46,20 @@ pub fn dr_flags(p: &Parsed, ini: &mut Ini) -> Result<(), String> {
 
 /// `-drlag BYTES` on a role change: the lag bound (`DR:MaxLagBytes`) from now on. Without it
 /// the bound stays as qm.ini has it — on a former secondary, the bound its primary gave it.
-fn set_drlag(cmd: &str, p: &Parsed, ini: &mut Ini) -> Result<(), crate::lifecycle::Fail> {
-    if let Some(b) = p.value("-drlag") {
+fn set_drlag(cmd: &str, drlag: Option<&str>, ini: &mut Ini) -> Result<(), crate::lifecycle::Fail> {
+    if let Some(b) = drlag {
         ini.set("DR", "MaxLagBytes", b);
         QmConfig::from_ini(ini).map_err(|e| other(format!("{cmd}: -drlag: {e}")))?;
     }
     Ok(())
 }
 
-/// What a DR role change works on: the parsed flags, the name, paths, qm.ini and its settings.
-type Loaded = (Parsed, String, ferrymq_server::QmPaths, Ini, QmConfig);
+/// What a DR role change works on: the name, paths, qm.ini and its settings.
+type Loaded = (String, ferrymq_server::QmPaths, Ini, QmConfig);
 
-/// Parses `CMD -m QM [FLAG VALUE]` and loads the queue manager's qm.ini, which must give it a
-/// DR role.
-fn load(cmd: &str, args: &[String], flags: &[Flag]) -> Result<Loaded, crate::lifecycle::Fail> {
-    let mut all = vec![Flag::Value("-m")];
-    all.extend_from_slice(flags);
-    let p = parse(cmd, args, &all).map_err(other)?;
-    let name = p
-        .value("-m")
+/// Loads the qm.ini of queue manager `m` (`CMD -m QM`), which must give it a DR role.
+fn load(cmd: &str, m: Option<&str>) -> Result<Loaded, crate::lifecycle::Fail> {
+    let name = m
         .ok_or_else(|| other(format!("{cmd}: -m QMNAME is required")))?
         .to_string();
     let paths = existing(cmd, &name)?;
@@ -75,7 +70,7 @@ fn load(cmd: &str, args: &[String], flags: &[Flag]) -> Result<Loaded, crate::lif
             "{cmd}: queue manager '{name}' has no DR role (crtmqm -dr primary|secondary)"
         )));
     }
-    Ok((p, name, paths, ini, cfg))
+    Ok((name, paths, ini, cfg))
 }
 
 /// `makedrprimary -m QM [-r host(port),...] [-drlag BYTES]`: makes the recovery site's queue
@@ -87,18 +82,14 @@ fn load(cmd: &str, args: &[String], flags: &[Flag]) -> Result<Loaded, crate::lif
 /// The state promoted is the last complete one the secondary holds: a full copy still being
 /// received is left out (and named). A secondary that never completed a full copy holds no image
 /// of the primary at all; `makedrprimary` refuses it unless `-f` is given.
-pub fn makedrprimary(args: &[String]) -> Res {
-    let (p, name, paths, mut ini, cfg) = load(
-        "makedrprimary",
-        args,
-        &[Flag::Value("-r"), Flag::Switch("-f"), Flag::Value("-drlag")],
-    )?;
+pub fn makedrprimary(p: &cli::Makedrprimary) -> Res {
+    let (name, paths, mut ini, cfg) = load("makedrprimary", p.m.as_deref())?;
     let name = name.as_str();
-    if let Some(r) = p.value("-r") {
+    if let Some(r) = &p.r {
         parse_addr_list(r).map_err(|e| other(format!("makedrprimary: -r: {e}")))?;
         ini.set("DR", "RemoteAddresses", r);
     }
-    set_drlag("makedrprimary", &p, &mut ini)?;
+    set_drlag("makedrprimary", p.drlag.as_deref(), &mut ini)?;
     if cfg.dr.as_ref().map(|d| d.role) == Some(DrRole::Primary) {
         ini.save(&paths.ini()).map_err(other)?;
         println!("Queue manager '{name}' is already the DR primary.");
@@ -148,7 +139,7 @@ pub fn makedrprimary(args: &[String]) -> Res {
                     );
                 }
             }
-            None if p.has("-f") => eprintln!(
+            None if p.f => eprintln!(
                 "makedrprimary: warning: '{name}' holds no complete image of the primary (it never finished a full copy){partial}; promoted anyway (-f): it has none of the primary's messages or objects that the copy would have brought"
             ),
             None => {
@@ -172,12 +163,8 @@ pub fn makedrprimary(args: &[String]) -> Res {
 /// `makedrsecondary -m QM [-l host(port)] [-drlag BYTES]`: makes an ended queue manager a DR secondary, which
 /// takes the primary's stream once started. Its state is resynchronised by the primary: only the
 /// difference when its position is in the primary's stream, otherwise a full copy.
-pub fn makedrsecondary(args: &[String]) -> Res {
-    let (p, name, paths, mut ini, _) = load(
-        "makedrsecondary",
-        args,
-        &[Flag::Value("-l"), Flag::Value("-drlag")],
-    )?;
+pub fn makedrsecondary(p: &cli::Makedrsecondary) -> Res {
+    let (name, paths, mut ini, _) = load("makedrsecondary", p.m.as_deref())?;
     let name = name.as_str();
     if is_running(&paths) {
         return Err(fail(
@@ -187,11 +174,11 @@ pub fn makedrsecondary(args: &[String]) -> Res {
             ),
         ));
     }
-    if let Some(l) = p.value("-l") {
+    if let Some(l) = &p.l {
         parse_addr(l).map_err(|e| other(format!("makedrsecondary: -l: {e}")))?;
         ini.set("DR", "LocalAddress", l);
     }
-    set_drlag("makedrsecondary", &p, &mut ini)?;
+    set_drlag("makedrsecondary", p.drlag.as_deref(), &mut ini)?;
     ini.set("DR", "Role", "Secondary");
     QmConfig::from_ini(&ini).map_err(|e| other(format!("makedrsecondary: {e}")))?;
     ini.save(&paths.ini()).map_err(other)?;

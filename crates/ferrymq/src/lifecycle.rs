@@ -16,7 +16,7 @@ use ferrymq_server::{errlog, ferrymq_home, storage, Ini, QmConfig, QmPaths};
 use ferrymq_types::limits;
 use ferrymq_types::objects::{qmgr_name_from_dir, validate_qmgr_name};
 
-use crate::mqargs::{parse, Flag};
+use crate::cli;
 
 /// A failure with the exit status to end the process with.
 #[derive(Debug)]
@@ -48,18 +48,9 @@ pub const EXIT_BAD_NAME: i32 = 72;
 /// that may have been acknowledged (the error log lists them).
 pub const EXIT_RECOVERY_LOSS: i32 = storage::RECOVERY_LOSS_EXIT;
 
-fn one_name(cmd: &str, positional: &[String]) -> Result<String, Fail> {
-    match positional {
-        [name] => {
-            validate_qmgr_name(name).map_err(|e| fail(EXIT_BAD_NAME, format!("{cmd}: {e}")))?;
-            Ok(name.clone())
-        }
-        [] => Err(other(format!("{cmd}: give the queue manager name"))),
-        _ => Err(other(format!(
-            "{cmd}: expected one queue manager name, got {}",
-            positional.join(" ")
-        ))),
-    }
+fn one_name(cmd: &str, name: &str) -> Result<String, Fail> {
+    validate_qmgr_name(name).map_err(|e| fail(EXIT_BAD_NAME, format!("{cmd}: {e}")))?;
+    Ok(name.to_string())
 }
 
 /// The files of queue manager `name`: every command maps a name to its directory through this
@@ -90,46 +81,8 @@ pub fn is_running(paths: &QmPaths) -> bool {
     }
 }
 
-pub fn crtmqm(args: &[String]) -> Res {
-    let flags = [
-        Flag::Value("-p"),
-        Flag::Value("-lp"),
-        Flag::Value("-lf"),
-        Flag::Value("-h"),
-        Flag::Value("-fs"),
-        Flag::Value("-c"),
-        Flag::Switch("-lc"),
-        Flag::Value("-ha"),
-        Flag::Value("-hi"),
-        Flag::Value("-dr"),
-        Flag::Value("-drl"),
-        Flag::Value("-drr"),
-        Flag::Value("-drlag"),
-        Flag::IgnoredValue(
-            "-ls",
-            "secondary log files: the circular log is fixed at -lp files",
-        ),
-        Flag::IgnoredValue("-ld", "the log lives in the queue manager's directory"),
-        Flag::IgnoredValue("-md", "data lives under $FERRYMQ_HOME"),
-        Flag::IgnoredValue("-u", "the dead-letter queue is SYSTEM.DEAD.LETTER.QUEUE"),
-        Flag::IgnoredValue("-t", "trigger monitors are not supported yet"),
-        Flag::IgnoredValue(
-            "-x",
-            "the most uncommitted messages in a unit of work is the queue manager's MAXUMSGS \
-             (10000 by default): set it with ALTER QMGR MAXUMSGS(n) in runmqsc",
-        ),
-        Flag::IgnoredSwitch(
-            "-q",
-            "there is no default queue manager; name it on each command",
-        ),
-        Flag::IgnoredSwitch("-z", "FerryMQ has no verbose error suppression to turn off"),
-        Flag::Refused(
-            "-ll",
-            "only circular logging exists, as on the MQ Appliance",
-        ),
-    ];
-    let p = parse("crtmqm", args, &flags).map_err(other)?;
-    let name = one_name("crtmqm", &p.positional)?;
+pub fn crtmqm(p: &cli::Crtmqm) -> Res {
+    let name = one_name("crtmqm", &p.name)?;
     let paths = paths_of("crtmqm", &name)?;
     if paths.ini().exists() {
         return Err(fail(
@@ -137,14 +90,8 @@ pub fn crtmqm(args: &[String]) -> Res {
             format!("crtmqm: queue manager '{name}' already exists"),
         ));
     }
-    let lp: u32 = p
-        .num("-lp")
-        .map_err(other)?
-        .unwrap_or(limits::LOG_PRIMARY_FILES_DEFAULT);
-    let lf: u32 = p
-        .num("-lf")
-        .map_err(other)?
-        .unwrap_or(limits::LOG_FILE_PAGES_DEFAULT);
+    let lp: u32 = p.lp.unwrap_or(limits::LOG_PRIMARY_FILES_DEFAULT);
+    let lf: u32 = p.lf.unwrap_or(limits::LOG_FILE_PAGES_DEFAULT);
     if !(2..=254).contains(&lp) {
         return Err(other(format!(
             "crtmqm: -lp {lp}: the number of log files must be 2..254"
@@ -155,28 +102,25 @@ pub fn crtmqm(args: &[String]) -> Res {
             "crtmqm: -lf {lf}: log file pages must be 64..65535 (4 KiB each)"
         )));
     }
-    let port: u16 = p.num("-p").map_err(other)?.unwrap_or(1414);
-    let handles: u32 = p
-        .num("-h")
-        .map_err(other)?
-        .unwrap_or(limits::HANDLES_PER_CONN_DEFAULT);
+    let port: u16 = p.p.unwrap_or(1414);
+    let handles: u32 = p.h.unwrap_or(limits::HANDLES_PER_CONN_DEFAULT);
     let mut ini = Ini::default();
     ini.set("QueueManager", "Name", &name);
     ini.set("QueueManager", "Port", &port.to_string());
     ini.set("QueueManager", "MaxHandles", &handles.to_string());
-    if let Some(c) = p.value("-c") {
+    if let Some(c) = &p.c {
         ini.set("QueueManager", "Description", c);
     }
     ini.set("Log", "LogType", "CIRCULAR");
     ini.set("Log", "LogPrimaryFiles", &lp.to_string());
     ini.set("Log", "LogFilePages", &lf.to_string());
     ini.set("Log", "Durability", "fsync");
-    match (p.value("-ha"), p.value("-hi")) {
+    match (&p.ha, &p.hi) {
         (None, None) => {}
         (Some(list), Some(local)) => {
             let instances = ferrymq_server::config::HaConfig::parse_instances(list)
                 .map_err(|e| other(format!("crtmqm: -ha {list}: {e}")))?;
-            if !instances.iter().any(|(n, _)| n == local) {
+            if !instances.iter().any(|(n, _)| n == local.as_str()) {
                 return Err(other(format!(
                     "crtmqm: -hi {local} is not one of the instances named by -ha"
                 )));
@@ -197,8 +141,8 @@ pub fn crtmqm(args: &[String]) -> Res {
             ))
         }
     }
-    crate::dr_cmds::dr_flags(&p, &mut ini).map_err(|e| other(format!("crtmqm: {e}")))?;
-    if let Some(fs) = p.value("-fs") {
+    crate::dr_cmds::dr_flags(p, &mut ini).map_err(|e| other(format!("crtmqm: {e}")))?;
+    if let Some(fs) = &p.fs {
         // MQ's default queue file size; kept for dspmqini, as FerryMQ's message store grows by segments.
         ini.set("TuningParameters", "DefaultQFileSize", fs);
     }
@@ -218,17 +162,8 @@ pub fn crtmqm(args: &[String]) -> Res {
     Ok(())
 }
 
-pub fn strmqm(args: &[String]) -> Res {
-    let p = parse(
-        "strmqm",
-        args,
-        &[Flag::IgnoredSwitch(
-            "-x",
-            "standby instances arrive with high availability",
-        )],
-    )
-    .map_err(other)?;
-    let name = one_name("strmqm", &p.positional)?;
+pub fn strmqm(p: &cli::Strmqm) -> Res {
+    let name = one_name("strmqm", &p.name)?;
     let paths = existing("strmqm", &name)?;
     if is_running(&paths) && !predecessor_gone(&paths) {
         return Err(fail(
@@ -397,21 +332,8 @@ pub fn admin_command(paths: &QmPaths, name: &str, command: &str) -> Result<Strin
     c.admin(command).map_err(|e| e.to_string())
 }
 
-pub fn endmqm(args: &[String]) -> Res {
-    let flags = [
-        Flag::Switch("-c"),
-        Flag::Switch("-i"),
-        Flag::Switch("-p"),
-        Flag::Switch("-w"),
-        Flag::IgnoredSwitch(
-            "-r",
-            "clients reconnect by themselves when given several addresses",
-        ),
-        Flag::IgnoredSwitch("-s", "standby instances arrive with high availability"),
-        Flag::IgnoredSwitch("-x", "standby instances arrive with high availability"),
-    ];
-    let p = parse("endmqm", args, &flags).map_err(other)?;
-    let name = one_name("endmqm", &p.positional)?;
+pub fn endmqm(p: &cli::Endmqm) -> Res {
+    let name = one_name("endmqm", &p.name)?;
     let paths = existing("endmqm", &name)?;
     if !is_running(&paths) {
         return Err(fail(
@@ -419,7 +341,7 @@ pub fn endmqm(args: &[String]) -> Res {
             format!("endmqm: queue manager '{name}' is not running"),
         ));
     }
-    let immediate = p.has("-i") || p.has("-p");
+    let immediate = p.i || p.p;
     let cmd = if immediate {
         "SHUTDOWN IMMEDIATE"
     } else {
@@ -444,7 +366,7 @@ pub fn endmqm(args: &[String]) -> Res {
         "FerryMQ queue manager '{name}' {} end requested.",
         if immediate { "immediate" } else { "controlled" }
     );
-    if p.has("-w") {
+    if p.w {
         let started = Instant::now();
         while is_running(&paths) {
             if started.elapsed() > Duration::from_secs(600) {
@@ -474,14 +396,8 @@ pub fn endmqm(args: &[String]) -> Res {
     Ok(())
 }
 
-pub fn dltmqm(args: &[String]) -> Res {
-    let p = parse(
-        "dltmqm",
-        args,
-        &[Flag::IgnoredSwitch("-z", "nothing to suppress")],
-    )
-    .map_err(other)?;
-    let name = one_name("dltmqm", &p.positional)?;
+pub fn dltmqm(p: &cli::Dltmqm) -> Res {
+    let name = one_name("dltmqm", &p.name)?;
     let paths = existing("dltmqm", &name)?;
     if is_running(&paths) {
         return Err(fail(
@@ -522,30 +438,19 @@ pub(crate) fn qmgr_names() -> Vec<String> {
     names
 }
 
-pub fn dspmq(args: &[String]) -> Res {
-    let p = parse(
-        "dspmq",
-        args,
-        &[
-            Flag::Value("-m"),
-            Flag::Value("-o"),
-            Flag::IgnoredSwitch("-x", "standby instances arrive with high availability"),
-            Flag::IgnoredSwitch("-s", "status is always shown"),
-        ],
-    )
-    .map_err(other)?;
-    if let Some(o) = p.value("-o") {
+pub fn dspmq(p: &cli::Dspmq) -> Res {
+    if let Some(o) = &p.o {
         if o.eq_ignore_ascii_case("dr") {
-            return crate::dr_cmds::dspmq_dr(p.value("-m"));
+            return crate::dr_cmds::dspmq_dr(p.m.as_deref());
         }
         if !o.eq_ignore_ascii_case("ha") && !o.eq_ignore_ascii_case("nativeha") {
             return Err(other(format!(
                 "dspmq: -o {o}: '-o ha' and '-o dr' are known"
             )));
         }
-        let m = p
-            .value("-m")
-            .ok_or_else(|| other("dspmq: -o ha needs -m QMNAME"))?;
+        let m =
+            p.m.as_deref()
+                .ok_or_else(|| other("dspmq: -o ha needs -m QMNAME"))?;
         let paths = existing("dspmq", m)?;
         if !is_running(&paths) {
             return Err(fail(
@@ -562,7 +467,7 @@ pub fn dspmq(args: &[String]) -> Res {
         return Ok(());
     }
     let mut names = qmgr_names();
-    if let Some(m) = p.value("-m") {
+    if let Some(m) = &p.m {
         if !names.iter().any(|n| n == m) {
             return Err(fail(
                 EXIT_NO_QMGR,
@@ -623,20 +528,14 @@ fn ha_instance_status(paths: &QmPaths, name: &str) -> &'static str {
 /// `sethapreferred -m QM [-i INSTANCE]` / `clearhapreferred -m QM`: records, through the HA
 /// group's replicated log, which instance should be active whenever it is in sync (by default
 /// the instance this command runs beside). The active instance hands over by itself.
-pub fn hapreferred(args: &[String], set: bool) -> Res {
+/// `instance`: `Some` for sethapreferred (`-i`, if given), `None` for clearhapreferred.
+pub fn hapreferred(m: &str, instance: Option<Option<String>>) -> Res {
+    let set = instance.is_some();
     let cmd = if set {
         "sethapreferred"
     } else {
         "clearhapreferred"
     };
-    let mut flags = vec![Flag::Value("-m")];
-    if set {
-        flags.push(Flag::Value("-i"));
-    }
-    let p = parse(cmd, args, &flags).map_err(other)?;
-    let m = p
-        .value("-m")
-        .ok_or_else(|| other(format!("{cmd}: -m QMNAME is required")))?;
     let paths = existing(cmd, m)?;
     let cfg = Ini::load(&paths.ini())
         .and_then(|i| QmConfig::from_ini(&i))
@@ -653,7 +552,7 @@ pub fn hapreferred(args: &[String], set: bool) -> Res {
         ));
     }
     let command = if set {
-        format!("HA PREFER {}", p.value("-i").unwrap_or(&ha.local))
+        format!("HA PREFER {}", instance.flatten().unwrap_or(ha.local))
     } else {
         "HA PREFER".to_string()
     };
@@ -662,33 +561,18 @@ pub fn hapreferred(args: &[String], set: bool) -> Res {
     Ok(())
 }
 
-pub fn setmqini(args: &[String]) -> Res {
-    let p = parse(
-        "setmqini",
-        args,
-        &[
-            Flag::Value("-m"),
-            Flag::Value("-s"),
-            Flag::Value("-k"),
-            Flag::Value("-v"),
-            Flag::Switch("-d"),
-            Flag::Switch("-f"),
-        ],
-    )
-    .map_err(other)?;
-    let need = |f: &str| {
-        p.value(f).map(str::to_string).ok_or_else(|| {
-            other(format!(
-                "setmqini: {f} is required (setmqini -m QM -s STANZA -k KEY -v VALUE)"
-            ))
-        })
-    };
-    let (m, s, k) = (need("-m")?, need("-s")?, need("-k")?);
+pub fn setmqini(p: &cli::Setmqini) -> Res {
+    // clap requires -m, -s and -k, and -v unless -d.
+    let (m, s, k) = (
+        p.m.clone().unwrap_or_default(),
+        p.s.clone().unwrap_or_default(),
+        p.k.clone().unwrap_or_default(),
+    );
     let paths = existing("setmqini", &m)?;
     // A misspelt stanza or key would be kept and silently ignored: refuse it, or with -f keep it
     // with a warning (a key for a later version, say).
     if let Err(e) = ferrymq_server::config::check_key(&s, &k) {
-        if !p.has("-f") && !p.has("-d") {
+        if !p.f && !p.d {
             return Err(other(format!(
                 "setmqini: {e}\n(-f sets it anyway; FerryMQ does not use it)"
             )));
@@ -698,7 +582,7 @@ pub fn setmqini(args: &[String]) -> Res {
             std::io::stderr(),
             "setmqini: warning: {e}; FerryMQ does not use it"
         );
-    } else if ferrymq_server::config::is_kept_not_used(&s, &k) && !p.has("-d") {
+    } else if ferrymq_server::config::is_kept_not_used(&s, &k) && !p.d {
         use std::io::Write;
         let _ = writeln!(
             std::io::stderr(),
@@ -706,14 +590,14 @@ pub fn setmqini(args: &[String]) -> Res {
         );
     }
     let mut ini = Ini::load(&paths.ini()).map_err(other)?;
-    if p.has("-d") {
+    if p.d {
         for (st, kv) in ini.stanzas.iter_mut() {
             if st.eq_ignore_ascii_case(&s) {
                 kv.retain(|(key, _)| !key.eq_ignore_ascii_case(&k));
             }
         }
     } else {
-        let v = need("-v")?;
+        let v = p.v.clone().unwrap_or_default();
         ini.set(&s, &k, &v);
         // Refuse a value that would stop the queue manager from starting.
         QmConfig::from_ini(&ini).map_err(|e| other(format!("setmqini: {e}")))?;
@@ -725,21 +609,19 @@ pub fn setmqini(args: &[String]) -> Res {
     Ok(())
 }
 
-pub fn dspmqini(args: &[String]) -> Res {
-    let p = parse("dspmqini", args, &[Flag::Value("-m")]).map_err(other)?;
-    let m = p
-        .value("-m")
-        .map(str::to_string)
-        .or_else(|| p.positional.first().cloned())
-        .ok_or_else(|| other("dspmqini: -m QMNAME is required"))?;
+pub fn dspmqini(p: &cli::Dspmqini) -> Res {
+    let m =
+        p.m.clone()
+            .or_else(|| p.name.clone())
+            .ok_or_else(|| other("dspmqini: -m QMNAME is required"))?;
     let paths = existing("dspmqini", &m)?;
     print!("{}", Ini::load(&paths.ini()).map_err(other)?);
     Ok(())
 }
 
 /// Runs the queue manager in the foreground (what `strmqm` starts in the background).
-pub fn run_qmgr(args: &[String]) -> Res {
-    let name = one_name("run-qmgr", args)?;
+pub fn run_qmgr(name: &str) -> Res {
+    let name = one_name("run-qmgr", name)?;
     let paths = existing("run-qmgr", &name)?;
     ferrymq_server::run(&paths).map_err(|e| other(format!("ferrymq: queue manager '{name}': {e}")))
 }

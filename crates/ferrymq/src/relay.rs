@@ -14,8 +14,8 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::cli;
 use crate::lifecycle::{Fail, Res};
-use crate::mqargs::{parse, Flag};
 
 /// Chunks in flight per direction before the reader waits (bounds memory, keeps TCP backpressure).
 const CHUNKS_IN_FLIGHT_MAX: usize = 4096;
@@ -107,23 +107,8 @@ fn relay_one(
     Ok(())
 }
 
-pub fn run(args: &[String]) -> Res {
-    let p = parse(
-        "relay",
-        args,
-        &[
-            Flag::Value("--listen"),
-            Flag::Value("--target"),
-            Flag::Value("--rtt-ms"),
-            Flag::Value("--seconds"),
-            Flag::Value("--mbps"),
-        ],
-    )
-    .map_err(other)?;
-    let addr = |flag: &str| -> Result<String, Fail> {
-        let v = p
-            .value(flag)
-            .ok_or_else(|| other(format!("relay: {flag} host(port) or ADDR:PORT is required")))?;
+pub fn run(p: &cli::Relay) -> Res {
+    let addr = |flag: &str, v: &str| -> Result<String, Fail> {
         // host(port), as every other command takes addresses, or ADDR:PORT.
         if v.trim_end().ends_with(')') {
             ferrymq_server::config::parse_addr(v).map_err(|e| other(format!("relay: {flag} {e}")))
@@ -131,14 +116,14 @@ pub fn run(args: &[String]) -> Res {
             Ok(v.to_string())
         }
     };
-    let listen = addr("--listen")?;
-    let target = addr("--target")?;
-    let rtt_ms: f64 = p.num("--rtt-ms").map_err(other)?.unwrap_or(0.0);
+    let listen = addr("--listen", &p.listen)?;
+    let target = addr("--target", &p.target)?;
+    let rtt_ms = p.rtt_ms;
     if !(0.0..=60_000.0).contains(&rtt_ms) {
         return Err(other("relay: --rtt-ms must be 0..60000"));
     }
-    let seconds: Option<f64> = p.num("--seconds").map_err(other)?;
-    let mbps: Option<f64> = p.num("--mbps").map_err(other)?;
+    let seconds = p.seconds;
+    let mbps = p.mbps;
     if mbps.is_some_and(|m| !(m > 0.0 && m <= 1_000_000.0)) {
         return Err(other("relay: --mbps must be above 0 and at most 1000000"));
     }

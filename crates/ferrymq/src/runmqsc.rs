@@ -13,8 +13,8 @@ use ferrymq_client::ConnectOptions;
 use ferrymq_mqsc::{echo_line, parse, split_commands, Command, Tally};
 use ferrymq_types::Reason;
 
+use crate::cli;
 use crate::lifecycle::{Fail, Res};
-use crate::mqargs::{parse as parse_args, Flag};
 
 fn connect(qm: &str, client: bool, conn: Option<&str>) -> Result<Connection, String> {
     let mut opts = if client {
@@ -33,42 +33,17 @@ fn connect(qm: &str, client: bool, conn: Option<&str>) -> Result<Connection, Str
     Connection::connect(opts).map_err(|e| e.to_string())
 }
 
-pub fn run(args: &[String]) -> Res {
-    let p = parse_args(
-        "runmqsc",
-        args,
-        &[
-            Flag::Switch("-e"),
-            Flag::Switch("-v"),
-            Flag::Switch("-c"),
-            Flag::Value("--conn"),
-        ],
-    )
-    .map_err(|m| Fail {
-        code: 20,
-        message: m,
-    })?;
-    let qm =
-        match p.positional.as_slice() {
-            [q] => q.clone(),
-            _ => return Err(Fail {
-                code: 20,
-                message:
-                    "runmqsc: usage: ferrymq runmqsc [-e] [-v] [-c [--conn 'host(port)']] QMNAME"
-                        .into(),
-            }),
-        };
-    let echo = !p.has("-e");
-    let verify_only = p.has("-v");
+pub fn run(p: &cli::Runmqsc) -> Res {
+    let qm = p.name.clone();
+    let echo = !p.e;
+    let verify_only = p.v;
     let conn = if verify_only {
         None
     } else {
-        Some(
-            connect(&qm, p.has("-c"), p.value("--conn")).map_err(|e| Fail {
-                code: 20,
-                message: format!("runmqsc: queue manager '{qm}' is not available: {e}"),
-            })?,
-        )
+        Some(connect(&qm, p.c, p.conn.as_deref()).map_err(|e| Fail {
+            code: 20,
+            message: format!("runmqsc: queue manager '{qm}' is not available: {e}"),
+        })?)
     };
     println!(
         "FerryMQ MQSC for queue manager {qm}{}.",

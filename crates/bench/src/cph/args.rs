@@ -48,16 +48,108 @@ pub struct Args {
     pub client_threads: usize,
 }
 
-fn value<'a>(argv: &'a [String], i: &mut usize, name: &str) -> Result<&'a str, String> {
-    *i += 1;
-    argv.get(*i)
-        .map(String::as_str)
-        .ok_or_else(|| format!("{name} needs a value"))
+const EXAMPLES: &str = "\
+Examples:
+  ferrymq cph rr --qm QM1 --requesters 64 --size 2048 --persistent --duration-s 30
+  ferrymq cph rr --qm QM1 --conn 'localhost(1414)' --requesters 16 --json";
+
+/// `ferrymq cph MODULE`: the module and its options.
+#[derive(clap::Subcommand, Debug)]
+pub enum CphCmd {
+    /// Requesters and responders together, in one shot (the reports' workload)
+    #[command(after_help = EXAMPLES)]
+    Rr(CphOpts),
+    /// Requesters only: put a request, wait for its reply
+    #[command(after_help = EXAMPLES)]
+    Requester(CphOpts),
+    /// Responders only: get a request, put the reply
+    #[command(after_help = EXAMPLES)]
+    Responder(CphOpts),
+    /// Each thread puts a message and gets it back by MsgId
+    #[command(after_help = EXAMPLES)]
+    Putget(CphOpts),
+    /// Put only
+    #[command(after_help = EXAMPLES)]
+    Sender(CphOpts),
+    /// Get only
+    #[command(after_help = EXAMPLES)]
+    Receiver(CphOpts),
 }
 
-fn num<T: std::str::FromStr>(s: &str, name: &str) -> Result<T, String> {
-    s.parse()
-        .map_err(|_| format!("{name} {s}: not a valid number"))
+/// The options every `ferrymq cph` module takes.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CphOpts {
+    /// Queue managers to spread the work over (each gets its own queue pairs)
+    #[arg(
+        long,
+        value_name = "NAME[,NAME...]",
+        required = true,
+        value_delimiter = ','
+    )]
+    pub qm: Vec<String>,
+    /// Client mode: one connection name per queue manager, 'host(port)' (`;` between queue
+    /// managers when one has several addresses); bindings mode if not given
+    #[arg(long, value_name = "CONNAMES")]
+    pub conn: Option<String>,
+    /// Requester (or sender, putget) threads
+    #[arg(long, visible_alias = "threads", value_name = "N", default_value_t = 1)]
+    pub requesters: usize,
+    /// Responder threads (rr: one per queue pair if not given)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub responders: usize,
+    /// Message size in bytes
+    #[arg(long, value_name = "BYTES", default_value_t = 2048)]
+    pub size: usize,
+    /// Persistent messages
+    #[arg(long)]
+    pub persistent: bool,
+    /// putget/sender/receiver: put and get under syncpoint (default: when persistent)
+    #[arg(long, conflicts_with = "no_syncpoint")]
+    pub syncpoint: bool,
+    /// putget/sender/receiver: put and get outside syncpoint
+    #[arg(long)]
+    pub no_syncpoint: bool,
+    /// Length of the measured window, in seconds
+    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    pub duration_s: f64,
+    /// Warm-up before the measured window, in seconds
+    #[arg(long, value_name = "S", default_value_t = 2.0)]
+    pub warmup_s: f64,
+    /// Queue pairs per queue manager (REQUEST0..n-1 / REPLY0..n-1)
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub queues: usize,
+    /// Prefix of the request queues' names
+    #[arg(long, value_name = "PREFIX", default_value = "REQUEST")]
+    pub request_prefix: String,
+    /// Prefix of the reply queues' names
+    #[arg(long, value_name = "PREFIX", default_value = "REPLY")]
+    pub reply_prefix: String,
+    /// Total rate limit in round trips (or messages) per second; 0: as fast as possible
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub rate: u64,
+    /// The queue manager processes to measure the CPU of (default: found from $FERRYMQ_HOME)
+    #[arg(long, value_name = "PID[,PID...]", value_delimiter = ',')]
+    pub server_pid: Vec<u32>,
+    /// Do not define missing REQUESTn/REPLYn queues before starting
+    #[arg(long)]
+    pub no_setup: bool,
+    /// Client-side runtime threads
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub client_threads: usize,
+    /// Do not print the rate while running
+    #[arg(long)]
+    pub quiet: bool,
+    /// Print the result as one JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `ferrymq cph` as a command of its own (what [`Args::parse`] reads).
+#[derive(clap::Parser, Debug)]
+#[command(name = "ferrymq cph", no_binary_name = true)]
+struct CphCli {
+    #[command(subcommand)]
+    module: CphCmd,
 }
 
 pub const USAGE: &str = "usage: ferrymq cph rr|requester|responder|putget|sender|receiver --qm NAME[,NAME...] \
@@ -65,81 +157,50 @@ pub const USAGE: &str = "usage: ferrymq cph rr|requester|responder|putget|sender
 [--syncpoint|--no-syncpoint] [--duration-s S] [--warmup-s W] [--queues 10] [--request-prefix REQUEST] [--reply-prefix REPLY] [--rate N] \
 [--server-pid PID[,PID...]] [--no-setup] [--client-threads N] [--quiet] [--json]";
 
+fn seconds(flag: &str, s: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(s).map_err(|_| format!("{flag} {s}: not a valid number of seconds"))
+}
+
 impl Args {
+    /// Reads `MODULE [options]` (the arguments after `ferrymq cph`).
     pub fn parse(argv: &[String]) -> Result<Args, String> {
-        let module = match argv.first().map(String::as_str) {
-            Some("rr") => Module::Rr,
-            Some("requester") => Module::Requester,
-            Some("responder") => Module::Responder,
-            Some("putget") => Module::PutGet,
-            Some("sender") => Module::Sender,
-            Some("receiver") => Module::Receiver,
-            _ => return Err(USAGE.into()),
+        use clap::Parser;
+        let cli = CphCli::try_parse_from(argv).map_err(|e| e.to_string().trim_end().to_string())?;
+        let (module, o) = match cli.module {
+            CphCmd::Rr(o) => (Module::Rr, o),
+            CphCmd::Requester(o) => (Module::Requester, o),
+            CphCmd::Responder(o) => (Module::Responder, o),
+            CphCmd::Putget(o) => (Module::PutGet, o),
+            CphCmd::Sender(o) => (Module::Sender, o),
+            CphCmd::Receiver(o) => (Module::Receiver, o),
         };
         let mut a = Args {
             module,
-            qms: Vec::new(),
-            conns: Vec::new(),
-            requesters: 1,
-            responders: 0,
-            size: 2048,
-            persistent: false,
-            syncpoint: None,
-            duration: Duration::from_secs(10),
-            warmup: Duration::from_secs(2),
-            queues: 10,
-            request_prefix: "REQUEST".into(),
-            reply_prefix: "REPLY".into(),
-            rate: 0,
-            json: false,
-            live: true,
-            server_pids: Vec::new(),
-            setup: true,
-            client_threads: 1,
+            qms: o.qm,
+            conns: o.conn.as_deref().map(split_connames).unwrap_or_default(),
+            requesters: o.requesters,
+            responders: o.responders,
+            size: o.size,
+            persistent: o.persistent,
+            syncpoint: if o.syncpoint {
+                Some(true)
+            } else if o.no_syncpoint {
+                Some(false)
+            } else {
+                None
+            },
+            duration: seconds("--duration-s", o.duration_s)?,
+            warmup: seconds("--warmup-s", o.warmup_s)?,
+            queues: o.queues,
+            request_prefix: o.request_prefix,
+            reply_prefix: o.reply_prefix,
+            rate: o.rate,
+            json: o.json,
+            live: !o.quiet,
+            server_pids: o.server_pid,
+            setup: !o.no_setup,
+            client_threads: o.client_threads,
         };
-        let mut i = 1;
-        while i < argv.len() {
-            let flag = argv[i].as_str();
-            match flag {
-                "--qm" => {
-                    a.qms = value(argv, &mut i, flag)?
-                        .split(',')
-                        .map(str::to_string)
-                        .collect()
-                }
-                "--conn" => a.conns = split_connames(value(argv, &mut i, flag)?),
-                "--requesters" | "--threads" => {
-                    a.requesters = num(value(argv, &mut i, flag)?, flag)?
-                }
-                "--responders" => a.responders = num(value(argv, &mut i, flag)?, flag)?,
-                "--size" => a.size = num(value(argv, &mut i, flag)?, flag)?,
-                "--persistent" => a.persistent = true,
-                "--syncpoint" => a.syncpoint = Some(true),
-                "--no-syncpoint" => a.syncpoint = Some(false),
-                "--duration-s" => {
-                    a.duration = Duration::from_secs_f64(num(value(argv, &mut i, flag)?, flag)?)
-                }
-                "--warmup-s" => {
-                    a.warmup = Duration::from_secs_f64(num(value(argv, &mut i, flag)?, flag)?)
-                }
-                "--queues" => a.queues = num(value(argv, &mut i, flag)?, flag)?,
-                "--request-prefix" => a.request_prefix = value(argv, &mut i, flag)?.to_string(),
-                "--reply-prefix" => a.reply_prefix = value(argv, &mut i, flag)?.to_string(),
-                "--rate" => a.rate = num(value(argv, &mut i, flag)?, flag)?,
-                "--server-pid" => {
-                    a.server_pids = value(argv, &mut i, flag)?
-                        .split(',')
-                        .map(|p| num(p, flag))
-                        .collect::<Result<_, _>>()?
-                }
-                "--no-setup" => a.setup = false,
-                "--client-threads" => a.client_threads = num(value(argv, &mut i, flag)?, flag)?,
-                "--quiet" => a.live = false,
-                "--json" => a.json = true,
-                other => return Err(format!("unknown option '{other}'\n{USAGE}")),
-            }
-            i += 1;
-        }
         if a.qms.is_empty() {
             return Err(format!("--qm is required\n{USAGE}"));
         }

@@ -65,9 +65,37 @@ const DR_POLL: Duration = Duration::from_millis(100);
 const TARGET_DR_PCT: f64 = 90.0;
 const TARGET_DISTANCE: [(f64, f64); 1] = [(100.0, 80.0)];
 
-const USAGE: &str = "usage: ferrymq report dr [--quick] [--out DIR] [--rtts 10,20,50,100] \
-[--requesters 1,4,16,64,256] [--distance-requesters 64,256] [--steps dr1,dr2,hadr,distance] \
-[--dr2-qms N] [--max-lag BYTES] [--repeats N]";
+/// `ferrymq report dr`'s options (read as text, checked by [`Opts::parse`]).
+#[derive(clap::Args, Debug)]
+pub struct DrArgs {
+    /// Short runs and fewer points
+    #[arg(long)]
+    pub quick: bool,
+    /// Directory to write the report to (default dr-report)
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
+    pub out: Option<PathBuf>,
+    /// Round trips (ms) added on the DR link, one distance row each (default 10,20,50,100)
+    #[arg(long, value_name = "MS,MS...", allow_hyphen_values = true)]
+    pub rtts: Option<String>,
+    /// Requester counts of the DR1/DR2/HA+DR sweeps
+    #[arg(long, value_name = "N,N...", allow_hyphen_values = true)]
+    pub requesters: Option<String>,
+    /// Requester counts of the distance step (default 64,256)
+    #[arg(long, value_name = "N,N...", allow_hyphen_values = true)]
+    pub distance_requesters: Option<String>,
+    /// Steps to run, of dr1,dr2,hadr,distance (default all; --quick without dr2)
+    #[arg(long, value_name = "STEP,STEP...", allow_hyphen_values = true)]
+    pub steps: Option<String>,
+    /// Queue managers per side in DR2, 1-10 (default 2)
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub dr2_qms: Option<String>,
+    /// crtmqm -drlag of every DR primary (default: the queue manager's)
+    #[arg(long, value_name = "BYTES", allow_hyphen_values = true)]
+    pub max_lag: Option<String>,
+    /// Windows per side at each requester count, 1-9 (default 3; --quick 1)
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub repeats: Option<String>,
+}
 
 const STEPS: [&str; 4] = ["dr1", "dr2", "hadr", "distance"];
 
@@ -135,36 +163,36 @@ impl Opts {
                 .collect::<Vec<_>>()
                 .join(" "),
         };
-        let mut i = 0;
-        while i < argv.len() {
-            let flag = argv[i].as_str();
-            if flag == "--quick" {
-                i += 1;
-                continue;
+        let a: DrArgs = crate::cli::parse_args("ferrymq report dr", argv)?;
+        if let Some(v) = a.out {
+            o.out = v;
+        }
+        if let Some(v) = &a.rtts {
+            o.rtts = parse_rtts(v)?;
+        }
+        if let Some(v) = &a.requesters {
+            o.requesters = parse_list("--requesters", v)?;
+        }
+        if let Some(v) = &a.distance_requesters {
+            o.distance_requesters = parse_list("--distance-requesters", v)?;
+        }
+        if let Some(v) = &a.dr2_qms {
+            o.dr2_qms = in_range("--dr2-qms", v, 1, 10)?;
+        }
+        if let Some(v) = &a.max_lag {
+            o.max_lag = Some(in_range("--max-lag", v, 1, u64::MAX)?);
+        }
+        if let Some(v) = &a.repeats {
+            o.repeats = in_range("--repeats", v, 1, 9)?;
+        }
+        if let Some(value) = &a.steps {
+            o.steps = value.split(',').map(|s| s.trim().to_string()).collect();
+            if let Some(bad) = o.steps.iter().find(|s| !STEPS.contains(&s.as_str())) {
+                return Err(format!(
+                    "--steps: '{bad}' is not one of {}",
+                    STEPS.join(",")
+                ));
             }
-            let value = argv
-                .get(i + 1)
-                .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
-            match flag {
-                "--out" => o.out = PathBuf::from(value),
-                "--rtts" => o.rtts = parse_rtts(value)?,
-                "--requesters" => o.requesters = parse_list(flag, value)?,
-                "--distance-requesters" => o.distance_requesters = parse_list(flag, value)?,
-                "--dr2-qms" => o.dr2_qms = in_range(flag, value, 1, 10)?,
-                "--max-lag" => o.max_lag = Some(in_range(flag, value, 1, u64::MAX)?),
-                "--repeats" => o.repeats = in_range(flag, value, 1, 9)?,
-                "--steps" => {
-                    o.steps = value.split(',').map(|s| s.trim().to_string()).collect();
-                    if let Some(bad) = o.steps.iter().find(|s| !STEPS.contains(&s.as_str())) {
-                        return Err(format!(
-                            "--steps: '{bad}' is not one of {}",
-                            STEPS.join(",")
-                        ));
-                    }
-                }
-                _ => return Err(format!("unknown option '{flag}'\n{USAGE}")),
-            }
-            i += 2;
         }
         if o.requesters.contains(&0) || o.distance_requesters.contains(&0) {
             return Err("requester counts must be at least 1".into());

@@ -93,9 +93,47 @@ const TARGET_HA1_PCT: f64 = 85.0;
 const TARGET_DISTANCE: [(f64, f64); 2] = [(1.0, 60.0), (10.0, 20.0)];
 const TARGET_FAILOVER_MS: f64 = 2000.0;
 
-const USAGE: &str = "usage: ferrymq report ha [--quick] [--out DIR] [--rtts 0,1,2,5,10] \
-[--failover-messages 0,500000] [--requesters 1,2,4,8,...] [--distance-requesters 16,64,256] \
-[--steps ha1,ha2,distance,failover,kills] [--repeats N] [--kills N]";
+/// `ferrymq report ha`'s options (read as text, checked by [`Opts::parse`]).
+#[derive(clap::Args, Debug)]
+pub struct HaArgs {
+    /// Short runs and fewer points
+    #[arg(long)]
+    pub quick: bool,
+    /// Directory to write the report to
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "ha-report",
+        allow_hyphen_values = true
+    )]
+    pub out: Option<PathBuf>,
+    /// Round trips (ms) added on the replication links, one distance row each
+    #[arg(
+        long,
+        value_name = "MS,MS...",
+        default_value = "0,1,2,5,10",
+        allow_hyphen_values = true
+    )]
+    pub rtts: Option<String>,
+    /// Messages queued before each failover (default 0,500000; --quick 0,20000)
+    #[arg(long, value_name = "N,N...", allow_hyphen_values = true)]
+    pub failover_messages: Option<String>,
+    /// Requester counts of the HA1/HA2 sweeps
+    #[arg(long, value_name = "N,N...", allow_hyphen_values = true)]
+    pub requesters: Option<String>,
+    /// Requester counts of the distance step
+    #[arg(long, value_name = "N,N...", allow_hyphen_values = true)]
+    pub distance_requesters: Option<String>,
+    /// Steps to run, of ha1,ha2,distance,failover,kills (default all; --quick without ha2)
+    #[arg(long, value_name = "STEP,STEP...", allow_hyphen_values = true)]
+    pub steps: Option<String>,
+    /// Windows per side at each requester count, 1-9 (default 3; --quick 1)
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub repeats: Option<String>,
+    /// Kills of the active instance in the kills step, 1-1000 (default 20; --quick 3)
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub kills: Option<String>,
+}
 
 const STEPS: [&str; 5] = ["ha1", "ha2", "distance", "failover", "kills"];
 
@@ -196,54 +234,46 @@ impl Opts {
                 .collect::<Vec<_>>()
                 .join(" "),
         };
-        let mut i = 0;
-        while i < argv.len() {
-            let flag = argv[i].as_str();
-            if flag == "--quick" {
-                i += 1;
-                continue;
+        let a: HaArgs = crate::cli::parse_args("ferrymq report ha", argv)?;
+        if let Some(v) = a.out {
+            o.out = v;
+        }
+        if let Some(v) = &a.rtts {
+            o.rtts = parse_rtts(v)?;
+        }
+        if let Some(v) = &a.failover_messages {
+            o.failover_messages = parse_list("--failover-messages", v)?;
+        }
+        if let Some(v) = &a.requesters {
+            o.requesters = parse_list("--requesters", v)?;
+        }
+        if let Some(v) = &a.distance_requesters {
+            o.distance_requesters = parse_list("--distance-requesters", v)?;
+        }
+        if let Some(value) = &a.kills {
+            o.kills = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=1000).contains(n))
+                .ok_or_else(|| format!("--kills: '{value}' is not a number from 1 to 1000"))?
+        }
+        if let Some(value) = &a.repeats {
+            o.repeats = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=9).contains(n))
+                .ok_or_else(|| format!("--repeats: '{value}' is not a number from 1 to 9"))?
+        }
+        if let Some(value) = &a.steps {
+            o.steps = value.split(',').map(|s| s.trim().to_string()).collect();
+            if let Some(bad) = o.steps.iter().find(|s| !STEPS.contains(&s.as_str())) {
+                return Err(format!(
+                    "--steps: '{bad}' is not one of {}",
+                    STEPS.join(",")
+                ));
             }
-            let value = argv
-                .get(i + 1)
-                .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
-            match flag {
-                "--out" => o.out = PathBuf::from(value),
-                "--rtts" => o.rtts = parse_rtts(value)?,
-                "--failover-messages" => o.failover_messages = parse_list(flag, value)?,
-                "--requesters" => o.requesters = parse_list(flag, value)?,
-                "--distance-requesters" => o.distance_requesters = parse_list(flag, value)?,
-                "--kills" => {
-                    o.kills = value
-                        .trim()
-                        .parse()
-                        .ok()
-                        .filter(|n| (1..=1000).contains(n))
-                        .ok_or_else(|| {
-                            format!("--kills: '{value}' is not a number from 1 to 1000")
-                        })?
-                }
-                "--repeats" => {
-                    o.repeats = value
-                        .trim()
-                        .parse()
-                        .ok()
-                        .filter(|n| (1..=9).contains(n))
-                        .ok_or_else(|| {
-                            format!("--repeats: '{value}' is not a number from 1 to 9")
-                        })?
-                }
-                "--steps" => {
-                    o.steps = value.split(',').map(|s| s.trim().to_string()).collect();
-                    if let Some(bad) = o.steps.iter().find(|s| !STEPS.contains(&s.as_str())) {
-                        return Err(format!(
-                            "--steps: '{bad}' is not one of {}",
-                            STEPS.join(",")
-                        ));
-                    }
-                }
-                _ => return Err(format!("unknown option '{flag}'\n{USAGE}")),
-            }
-            i += 2;
         }
         if o.requesters.contains(&0) || o.distance_requesters.contains(&0) {
             return Err("requester counts must be at least 1".into());
@@ -447,8 +477,8 @@ pub(crate) mod tests {
             ("--rtts 1,,2", "'' is not a valid number"),
             ("--requesters 0,4", "at least 1"),
             ("--steps ha3", "'ha3' is not one of"),
-            ("--out", "needs a value"),
-            ("--bogus 1", "unknown option"),
+            ("--out", "a value is required"),
+            ("--bogus 1", "unexpected argument '--bogus'"),
             ("--repeats 0", "--repeats: '0' is not a number from 1 to 9"),
         ] {
             let e = Opts::parse(&v(args)).unwrap_err();
