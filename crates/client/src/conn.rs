@@ -347,7 +347,9 @@ impl Connection {
         Ok(())
     }
 
-    /// Puts a message; returns the (msg_id, correl_id) it was given.
+    /// Puts a message (MQPUT); returns the (msg_id, correl_id) it was given. As in MQ, the
+    /// descriptor's MsgId is kept unless `opts.new_msg_id` (MQPMO_NEW_MSG_ID) asks for a fresh
+    /// one or it is all zeros (then one is generated); the default options keep it.
     pub async fn put(
         &self,
         h: &ObjectHandle,
@@ -366,7 +368,8 @@ impl Connection {
         self.put_request(req, opts.syncpoint).await
     }
 
-    /// Opens `queue`, puts one message and closes it, in one call (MQPUT1).
+    /// Opens `queue`, puts one message and closes it, in one call (MQPUT1). The MsgId is kept
+    /// or generated as for [`Connection::put`].
     pub async fn put1(
         &self,
         queue: &str,

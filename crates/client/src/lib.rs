@@ -7,6 +7,12 @@
 //! with stable object handles. The API is async on tokio ([`Connection`]); [`blocking::Connection`]
 //! wraps it for threads that do not run an async runtime. Each socket has a reader and a writer
 //! task; calls wait for their own answer, so any number of calls may be outstanding at once.
+//!
+//! Puts follow MQ's put options: [`PutOptions::default()`] is MQPMO_DEFAULT, without
+//! MQPMO_NEW_MSG_ID, so the descriptor's MsgId is kept (set `new_msg_id: true` for a fresh one;
+//! an all-zero MsgId is always replaced by a generated one). Every put returns the MsgId and
+//! CorrelId the message was given. A get returns the descriptor with Expiry counted down: the time
+//! left, in tenths of a second.
 
 mod conn;
 mod options;

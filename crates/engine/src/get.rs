@@ -192,6 +192,12 @@ impl Engine {
             },
         };
         got.md.backout_count = entry.backout_count;
+        // As in MQ, Expiry counts down while the message waits: a get returns what is left, in
+        // tenths of a second (rounded up, so an unexpired message never shows 0).
+        if let Some(at) = entry.msg.expires_at_ms() {
+            let left_ms = at.saturating_sub(now_ms).max(1);
+            got.md.expiry = left_ms.div_ceil(100).min(i32::MAX as u64) as i32;
+        }
         let mut lsn = entry.msg.put_lsn();
 
         if opts.browse != Browse::No {

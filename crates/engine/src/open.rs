@@ -168,26 +168,41 @@ impl Engine {
         Ok((hobj, queue, lsn))
     }
 
-    /// Builds a dynamic queue name from a pattern whose trailing '*' is replaced by a unique suffix.
+    /// Builds a dynamic queue name from a pattern whose trailing '*' is replaced by 16 hex digits
+    /// unique to this queue manager: this run's random instance id plus a counter. A counter alone
+    /// would start again after a restart or an HA failover and repeat the names of permanent
+    /// dynamic queues that still exist (MQRC_OBJECT_ALREADY_EXISTS); the instance id differs in
+    /// every run of every instance. A name that happens to exist already is skipped.
     fn dynamic_queue_name(&mut self, pattern: &str) -> Result<String, MqError> {
-        let name = match pattern.strip_suffix('*') {
-            Some(prefix) => {
-                let id = self.new_id();
-                let suffix: String = id[12..20].iter().map(|b| format!("{b:02X}")).collect();
-                let room = ferrymq_types::limits::OBJECT_NAME_LEN_MAX.saturating_sub(prefix.len());
-                format!("{prefix}{}", &suffix[suffix.len().saturating_sub(room)..])
+        let Some(prefix) = pattern.strip_suffix('*') else {
+            ferrymq_types::objects::validate_object_name(pattern)
+                .map_err(|e| mqerr!(DYNAMIC_Q_NAME_ERROR, "dynamic queue name: {e}"))?;
+            if self.queues.contains_key(pattern) {
+                return Err(mqerr!(
+                    OBJECT_ALREADY_EXISTS,
+                    "dynamic queue name '{pattern}' is already in use"
+                ));
             }
-            None => pattern.to_string(),
+            return Ok(pattern.to_string());
         };
-        ferrymq_types::objects::validate_object_name(&name)
-            .map_err(|e| mqerr!(DYNAMIC_Q_NAME_ERROR, "dynamic queue name: {e}"))?;
-        if self.queues.contains_key(&name) {
-            return Err(mqerr!(
-                OBJECT_ALREADY_EXISTS,
-                "dynamic queue name '{name}' is already in use"
-            ));
+        let room = ferrymq_types::limits::OBJECT_NAME_LEN_MAX.saturating_sub(prefix.len());
+        for _ in 0..64 {
+            self.id_counter += 1;
+            let suffix = format!(
+                "{:016X}",
+                self.cfg.instance_id.wrapping_add(self.id_counter)
+            );
+            let name = format!("{prefix}{}", &suffix[suffix.len().saturating_sub(room)..]);
+            ferrymq_types::objects::validate_object_name(&name)
+                .map_err(|e| mqerr!(DYNAMIC_Q_NAME_ERROR, "dynamic queue name: {e}"))?;
+            if !self.queues.contains_key(&name) {
+                return Ok(name);
+            }
         }
-        Ok(name)
+        Err(mqerr!(
+            DYNAMIC_Q_NAME_ERROR,
+            "no unused dynamic queue name starts with '{prefix}': the prefix leaves {room} characters for the unique part; use a shorter prefix"
+        ))
     }
 
     /// Closes a handle (MQCLOSE). Closing the handle that created a temporary dynamic queue deletes

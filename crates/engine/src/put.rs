@@ -22,6 +22,21 @@ pub struct PutDone {
     pub wait_lsn: Lsn,
 }
 
+/// Resolves MQPRI_PRIORITY_AS_Q_DEF and MQPER_PERSISTENCE_AS_Q_DEF from `def` (DEFPRTY,
+/// DEFPSIST); explicit values are left as they are.
+fn apply_queue_defaults(md: &mut MessageDescriptor, def: &ferrymq_types::QueueDef) {
+    if md.priority == PRIORITY_AS_Q_DEF {
+        md.priority = def.def_priority.clamp(0, 9);
+    }
+    if md.persistence == Persistence::AsQueueDef {
+        md.persistence = if def.def_persistent {
+            Persistence::Persistent
+        } else {
+            Persistence::NotPersistent
+        };
+    }
+}
+
 impl Engine {
     /// Puts a message through an open handle (MQPUT).
     #[allow(clippy::too_many_arguments)]
@@ -44,12 +59,18 @@ impl Engine {
             ));
         }
         let queue = h.queue.clone();
+        let mut md = md;
         if let Some(alias) = h.alias.clone() {
-            if self.queues.get(&alias).is_some_and(|a| a.def.put_inhibited) {
-                return Err(mqerr!(
-                    PUT_INHIBITED,
-                    "puts to alias '{alias}' are inhibited (PUT(DISABLED))"
-                ));
+            if let Some(a) = self.queues.get(&alias) {
+                if a.def.put_inhibited {
+                    return Err(mqerr!(
+                        PUT_INHIBITED,
+                        "puts to alias '{alias}' are inhibited (PUT(DISABLED))"
+                    ));
+                }
+                // As in MQ, the defaults come from the first definition in the name resolution
+                // path: the alias, not its target.
+                apply_queue_defaults(&mut md, &a.def);
             }
         }
         self.put_to_queue(conn, &queue, opts, md, props, body, now_ms)
@@ -136,16 +157,7 @@ impl Engine {
                 md.expiry
             ));
         }
-        if md.priority == PRIORITY_AS_Q_DEF {
-            md.priority = def.def_priority.clamp(0, 9);
-        }
-        if md.persistence == Persistence::AsQueueDef {
-            md.persistence = if def.def_persistent {
-                Persistence::Persistent
-            } else {
-                Persistence::NotPersistent
-            };
-        }
+        apply_queue_defaults(&mut md, def);
         let persistent = md.persistence == Persistence::Persistent;
         if persistent && def.dynamic == Some(DynamicKind::Temporary) {
             return Err(mqerr!(

@@ -346,6 +346,35 @@ fn expired_messages_are_never_delivered() {
 }
 
 #[test]
+fn a_get_returns_the_expiry_left_in_tenths_rounded_up() {
+    let (mut e, _) = engine();
+    let c = e.connect("u", "app");
+    let h = open_io(&mut e, c, "Q1");
+    for body in ["a", "b"] {
+        let m = MessageDescriptor {
+            expiry: 100, // ten seconds
+            ..md(false)
+        };
+        e.put(
+            c,
+            h,
+            &PutOptions::default(),
+            m,
+            Properties::default(),
+            Bytes::from(body),
+            1000,
+        )
+        .unwrap();
+    }
+    let at = |e: &mut Engine, now: u64| match e.get(c, h, &GetOptions::any(), 1, now).unwrap() {
+        GetOutcome::Got(g, _) => g.md.expiry,
+        GetOutcome::Waiting(_) => panic!("unexpected wait"),
+    };
+    assert_eq!(at(&mut e, 3450), 76, "7.55 s left");
+    assert_eq!(at(&mut e, 10_999), 1, "1 ms left still shows as 1");
+}
+
+#[test]
 fn too_long_message_fails_or_truncates_as_asked() {
     let (mut e, _) = engine();
     let c = e.connect("u", "app");

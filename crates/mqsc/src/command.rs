@@ -152,8 +152,24 @@ pub enum Command {
         /// `TYPE(...)`, canonical (e.g. `QLOCAL`, `HANDLE`, `SVRCONN`).
         type_: Option<String>,
     },
-    StartListener(String),
-    StopListener(String),
+    /// START/STOP LISTENER and CHANNEL. `ignstate` (IGNSTATE(YES)): succeed when the object is
+    /// already in the state asked for, instead of failing with MQ's reason for that.
+    StartListener {
+        name: String,
+        ignstate: bool,
+    },
+    StopListener {
+        name: String,
+        ignstate: bool,
+    },
+    StartChannel {
+        name: String,
+        ignstate: bool,
+    },
+    StopChannel {
+        name: String,
+        ignstate: bool,
+    },
     RefreshSecurity {
         type_: String,
     },
@@ -175,8 +191,10 @@ impl Command {
                 format!("DISPLAY {}", what.keyword())
             }
             Command::Display { what, name, .. } => format!("DISPLAY {}({name})", what.keyword()),
-            Command::StartListener(n) => format!("START LISTENER({n})"),
-            Command::StopListener(n) => format!("STOP LISTENER({n})"),
+            Command::StartListener { name, .. } => format!("START LISTENER({name})"),
+            Command::StopListener { name, .. } => format!("STOP LISTENER({name})"),
+            Command::StartChannel { name, .. } => format!("START CHANNEL({name})"),
+            Command::StopChannel { name, .. } => format!("STOP CHANNEL({name})"),
             Command::RefreshSecurity { .. } => "REFRESH SECURITY".into(),
             Command::PingQmgr => "PING QMGR".into(),
             Command::End => "END".into(),

@@ -147,15 +147,22 @@ pub fn parse(text: &str) -> Result<Command, SyntaxError> {
         }
         Verb::Display => display(obj, rest),
         Verb::Start | Verb::Stop => {
-            if obj_type(&obj.word) != Some(ObjType::Listener) {
-                return Err(unknown_object(obj, "START and STOP work on LISTENER only"));
-            }
-            let name = required_name(obj, ObjType::Listener)?;
-            no_more(rest)?;
-            Ok(if v == Verb::Start {
-                Command::StartListener(name)
-            } else {
-                Command::StopListener(name)
+            let kind = match obj_type(&obj.word) {
+                Some(k @ (ObjType::Listener | ObjType::Channel)) => k,
+                _ => {
+                    return Err(unknown_object(
+                        obj,
+                        "START and STOP work on LISTENER and CHANNEL",
+                    ))
+                }
+            };
+            let name = required_name(obj, kind)?;
+            let ignstate = ignstate(rest)?;
+            Ok(match (v == Verb::Start, kind) {
+                (true, ObjType::Listener) => Command::StartListener { name, ignstate },
+                (false, ObjType::Listener) => Command::StopListener { name, ignstate },
+                (true, _) => Command::StartChannel { name, ignstate },
+                (false, _) => Command::StopChannel { name, ignstate },
             })
         }
         Verb::Refresh => refresh(obj, rest),
@@ -169,6 +176,47 @@ pub fn parse(text: &str) -> Result<Command, SyntaxError> {
         }
         Verb::End => unreachable!("handled above"),
     }
+}
+
+/// START and STOP's only option: IGNSTATE(YES) succeeds when the object is already in the
+/// state asked for; IGNSTATE(NO), the default, fails then.
+fn ignstate(rest: &[Item]) -> Result<bool, SyntaxError> {
+    let mut seen = None;
+    for item in rest {
+        if item.word != "IGNSTATE" {
+            return Err(SyntaxError::new(
+                format!(
+                    "unexpected '{}': this command takes IGNSTATE(YES|NO) only",
+                    item.text
+                ),
+                item.col,
+                &item.text,
+            ));
+        }
+        if seen.is_some() {
+            return Err(twice(item));
+        }
+        let Some(p) = &item.value else {
+            return Err(SyntaxError::new(
+                "IGNSTATE needs a value, YES or NO",
+                item.col,
+                &item.text,
+            ));
+        };
+        let s = crate::lexer::scalar(p)?;
+        seen = Some(match s.value.to_ascii_uppercase().as_str() {
+            "YES" => true,
+            "NO" => false,
+            _ => {
+                return Err(SyntaxError::new(
+                    "IGNSTATE must be YES or NO",
+                    s.col,
+                    s.written,
+                ))
+            }
+        });
+    }
+    Ok(seen.unwrap_or(false))
 }
 
 fn unknown_object(obj: &Item, hint: &str) -> SyntaxError {

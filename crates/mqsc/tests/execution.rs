@@ -325,6 +325,38 @@ fn listener_security_ping_and_end_reach_the_server_or_answer_directly() {
 }
 
 #[test]
+fn start_and_stop_channel_answer_for_what_ferrymq_runs() {
+    let mut qm = Qm::new();
+    qm.ok("DEF CHL(APP.SVRCONN) CHLTYPE(SVRCONN)");
+    qm.ok("DEF CHL(IDLE.SVRCONN) CHLTYPE(SVRCONN)");
+    qm.ok("DEF CHL(TO.QM2) CHLTYPE(SDR) CONNAME('qm2(1414)') XMITQ(QM2)");
+    assert_eq!(qm.ok("START CHANNEL(APP.SVRCONN)").msg_id, "FMQ8018I");
+    qm.fails(
+        "START CHANNEL(TO.QM2)",
+        ferrymq_types::Reason::COMMAND_FAILED,
+    );
+    qm.fails(
+        "START CHANNEL(NOPE)",
+        ferrymq_types::Reason::UNKNOWN_OBJECT_NAME,
+    );
+    // Instances running (the test server reports one on APP.SVRCONN): not stoppable yet.
+    let r = qm.fails(
+        "STOP CHANNEL(APP.SVRCONN)",
+        ferrymq_types::Reason::COMMAND_FAILED,
+    );
+    assert!(r.text.contains("1 running instance"), "{}", r.text);
+    let r = qm.fails(
+        "STOP CHL(IDLE.SVRCONN)",
+        ferrymq_types::Reason::CHANNEL_NOT_ACTIVE,
+    );
+    assert!(r.text.contains("IGNSTATE(YES)"), "{}", r.text);
+    assert_eq!(
+        qm.ok("STOP CHL(IDLE.SVRCONN) IGNSTATE(YES)").msg_id,
+        "FMQ8019I"
+    );
+}
+
+#[test]
 fn delete_and_clear_do_what_they_say() {
     let mut qm = Qm::new();
     qm.ok("DEF QL(D.Q)");

@@ -80,7 +80,17 @@ fn every_verb_parses_to_its_command() {
     );
     assert_eq!(
         parse("stop listener(l1)").unwrap(),
-        Command::StopListener("L1".into())
+        Command::StopListener {
+            name: "L1".into(),
+            ignstate: false
+        }
+    );
+    assert_eq!(
+        parse("sta chl(c1) ignstate(yes)").unwrap(),
+        Command::StartChannel {
+            name: "C1".into(),
+            ignstate: true
+        }
     );
     assert_eq!(
         parse("refresh security(*) type(connauth)").unwrap(),

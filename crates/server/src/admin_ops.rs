@@ -16,17 +16,7 @@ pub struct Ops<'a> {
 
 impl ServerOps for Ops<'_> {
     fn start_listener(&mut self, def: &ObjectDef) -> Result<String, MqError> {
-        let port: u16 = def
-            .attrs
-            .get("PORT")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(1414);
-        let addr = def
-            .attrs
-            .get("IPADDR")
-            .filter(|a| !a.is_empty())
-            .cloned()
-            .unwrap_or_else(|| self.shared.cfg.bind_address.clone());
+        let (addr, port) = listeners::address_of(self.shared, def);
         listeners::start(self.shared, &def.name, &addr, port)
     }
 

@@ -145,9 +145,9 @@ pub fn start(
     ctl.ports.retain(|_, p| !p.task.is_finished());
     if let Some(r) = ctl.listeners.get(name) {
         if ctl.ports.contains_key(&r.port) {
-            return Ok(format!(
-                "listener {name} is already running on port {}",
-                r.port
+            return Err(MqError::new(
+                Reason::LISTENER_STARTED,
+                format!("listener {name} is already running on port {}", r.port),
             ));
         }
     }
@@ -192,7 +192,7 @@ pub fn stop(shared: &Arc<Shared>, name: &str) -> Result<String, MqError> {
     let mut ctl = shared.control.lock();
     let r = ctl.listeners.remove(name).ok_or_else(|| {
         MqError::new(
-            Reason::OBJECT_CHANGED,
+            Reason::LISTENER_STOPPED,
             format!("listener {name} is not running"),
         )
     })?;
@@ -206,25 +206,38 @@ pub fn stop(shared: &Arc<Shared>, name: &str) -> Result<String, MqError> {
     Ok(format!("listener {name} stopped"))
 }
 
+/// The address and port a LISTENER object listens on. As in MQ, PORT(0) (the default) means
+/// the queue manager's own port (qm.ini `QueueManager:Port`), or MQ's 1414 when it has none; an
+/// empty IPADDR means the queue manager's bind address.
+pub fn address_of(shared: &Shared, def: &ObjectDef) -> (String, u16) {
+    let port = match def.attrs.get("PORT").and_then(|p| p.parse::<u16>().ok()) {
+        Some(p) if p != 0 => p,
+        _ if shared.cfg.port != 0 => shared.cfg.port,
+        _ => MQ_DEFAULT_PORT,
+    };
+    let addr = def
+        .attrs
+        .get("IPADDR")
+        .filter(|a| !a.is_empty())
+        .cloned()
+        .unwrap_or_else(|| shared.cfg.bind_address.clone());
+    (addr, port)
+}
+
+/// MQ's registered port, for a listener with PORT(0) on a queue manager without a port.
+const MQ_DEFAULT_PORT: u16 = 1414;
+
 /// Starts every LISTENER object defined with CONTROL(QMGR).
 pub fn start_controlled(shared: &Arc<Shared>, defs: Vec<ObjectDef>) {
     for d in defs {
         if d.attrs.get("CONTROL").map(String::as_str) != Some("QMGR") {
             continue;
         }
-        let port: u16 = d
-            .attrs
-            .get("PORT")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(1414);
-        let addr = d
-            .attrs
-            .get("IPADDR")
-            .filter(|a| !a.is_empty())
-            .cloned()
-            .unwrap_or_else(|| shared.cfg.bind_address.clone());
+        let (addr, port) = address_of(shared, &d);
         match start(shared, &d.name, &addr, port) {
             Ok(m) => crate::qm_log!(crate::errlog::ids::LISTENER_STARTED, "{m}"),
+            // Started when this instance became active before.
+            Err(e) if e.reason == Reason::LISTENER_STARTED => {}
             Err(e) => crate::qm_log!(
                 crate::errlog::ids::LISTENER_FAILED,
                 "listener {} did not start: {e}",

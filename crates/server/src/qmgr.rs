@@ -570,13 +570,18 @@ fn start_listeners(shared: &Arc<Shared>) -> Result<(), String> {
         return Ok(());
     }
     if shared.cfg.port != 0 {
-        listeners::start(
+        // Already running (this instance became active before) is fine.
+        match listeners::start(
             shared,
             listeners::QMGR_LISTENER,
             &shared.cfg.bind_address,
             shared.cfg.port,
-        )
-        .map_err(|e| e.to_string())?;
+        ) {
+            Err(e) if e.reason != ferrymq_types::Reason::LISTENER_STARTED => {
+                return Err(e.to_string())
+            }
+            _ => {}
+        }
     }
     let defined: Vec<_> = shared
         .core

@@ -56,12 +56,16 @@ impl Syncpoint {
     }
 }
 
-/// Put options (MQPMO).
+/// Put options (MQPMO). The default is MQ's MQPMO_DEFAULT: no syncpoint, and neither
+/// MQPMO_NEW_MSG_ID nor MQPMO_NEW_CORREL_ID, so the descriptor's MsgId and CorrelId are kept
+/// (an all-zero MsgId, MQMI_NONE, is replaced by a generated one, as in MQ).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PutOptions {
     pub syncpoint: Syncpoint,
-    /// Generate a fresh MsgId (MQPMO_NEW_MSG_ID); otherwise the descriptor's is kept, or generated when all zero.
+    /// Replace the descriptor's MsgId with a fresh one (MQPMO_NEW_MSG_ID). Off by default: the
+    /// descriptor's is kept, or generated when it is all zeros.
     pub new_msg_id: bool,
+    /// Replace the descriptor's CorrelId with a fresh one (MQPMO_NEW_CORREL_ID).
     pub new_correl_id: bool,
 }
 
@@ -69,7 +73,7 @@ impl Default for PutOptions {
     fn default() -> Self {
         PutOptions {
             syncpoint: Syncpoint::No,
-            new_msg_id: true,
+            new_msg_id: false,
             new_correl_id: false,
         }
     }

@@ -24,9 +24,9 @@ macro_rules! reasons {
                 match code { $( $code => Reason::$name, )* _ => Reason::UNEXPECTED_ERROR }
             }
 
-            /// The MQ constant name, e.g. `MQRC_Q_FULL` (PCF reasons, 3000-3999, are `MQRCCF_*`).
+            /// The MQ constant name, e.g. `MQRC_Q_FULL` (PCF reasons, 3000-4999, are `MQRCCF_*`).
             pub fn mq_name(self) -> &'static str {
-                match self { $( Reason::$name if $code >= 3000 && $code < 4000 => concat!("MQRCCF_", stringify!($name)), )* _ => self.table_name() }
+                match self { $( Reason::$name if $code >= 3000 && $code < 5000 => concat!("MQRCCF_", stringify!($name)), )* _ => self.table_name() }
             }
 
             fn table_name(self) -> &'static str {
@@ -117,6 +117,9 @@ reasons! {
     CHANNEL_NOT_AVAILABLE = 2537,
     BACKOUT_THRESHOLD_REACHED = 2362,
     COMMAND_FAILED = 3008,
+    LISTENER_STARTED = 3233,
+    LISTENER_STOPPED = 3234,
+    CHANNEL_NOT_ACTIVE = 4064,
 }
 
 /// Completion code of a call (MQCC_*).

@@ -168,21 +168,74 @@ fn execute_command(
             Err(e) => Response::failure(&label, &e),
         },
         Command::Display { .. } => display::display(cmd, engine, &*ops, now_ms),
-        Command::StartListener(name) => match engine.object(ObjectKind::Listener, name) {
-            None => Response::failure(&label, &object::not_defined(ObjType::Listener, name)),
-            Some(def) => match ops.start_listener(&def.clone()) {
-                Ok(m) => Response::success(msg::LISTENER_STARTED, format!("LISTENER({name}): {m}")),
-                Err(e) => Response::failure(&label, &e),
-            },
-        },
-        Command::StopListener(name) => {
+        Command::StartListener { name, ignstate } => {
+            match engine.object(ObjectKind::Listener, name) {
+                None => Response::failure(&label, &object::not_defined(ObjType::Listener, name)),
+                Some(def) => match ops.start_listener(&def.clone()) {
+                    Ok(m) => {
+                        Response::success(msg::LISTENER_STARTED, format!("LISTENER({name}): {m}"))
+                    }
+                    Err(e) => already(&label, e, Reason::LISTENER_STARTED, *ignstate, msg::LISTENER_STARTED),
+                },
+            }
+        }
+        Command::StopListener { name, ignstate } => {
             if engine.object(ObjectKind::Listener, name).is_none() {
                 return Response::failure(&label, &object::not_defined(ObjType::Listener, name));
             }
             match ops.stop_listener(name) {
                 Ok(m) => Response::success(msg::LISTENER_STOPPED, format!("LISTENER({name}): {m}")),
-                Err(e) => Response::failure(&label, &e),
+                Err(e) => already(&label, e, Reason::LISTENER_STOPPED, *ignstate, msg::LISTENER_STOPPED),
             }
+        }
+        Command::StartChannel { name, .. } => match channel_type(engine, name) {
+            Err(e) => Response::failure(&label, &e),
+            Ok(t) if t == "SVRCONN" => Response::success(
+                msg::CHANNEL_STARTED,
+                format!(
+                    "CHANNEL({name}): a SVRCONN channel takes client connections whenever a listener runs; FerryMQ never holds one STOPPED, so it is already available."
+                ),
+            ),
+            Ok(t) => Response::failure(
+                &label,
+                &MqError::new(
+                    Reason::COMMAND_FAILED,
+                    format!(
+                        "CHANNEL({name}) is a {t} channel; this release runs no channels to other queue managers, so it cannot be started"
+                    ),
+                ),
+            ),
+        },
+        Command::StopChannel { name, ignstate } => {
+            if let Err(e) = channel_type(engine, name) {
+                return Response::failure(&label, &e);
+            }
+            let instances = ops
+                .channel_status()
+                .iter()
+                .filter(|row| row.iter().any(|(k, v)| k == "CHANNEL" && v == name))
+                .count();
+            if instances > 0 {
+                return Response::failure(
+                    &label,
+                    &MqError::new(
+                        Reason::COMMAND_FAILED,
+                        format!(
+                            "CHANNEL({name}) has {instances} running instance(s); this release cannot stop client connections by channel"
+                        ),
+                    ),
+                );
+            }
+            already(
+                &label,
+                MqError::new(
+                    Reason::CHANNEL_NOT_ACTIVE,
+                    format!("channel {name} is not active: no connection uses it"),
+                ),
+                Reason::CHANNEL_NOT_ACTIVE,
+                *ignstate,
+                msg::CHANNEL_STOPPED,
+            )
         }
         Command::RefreshSecurity { type_ } => match ops.refresh_security(type_) {
             Ok(m) => Response::success(msg::SECURITY_REFRESHED, m),
@@ -226,4 +279,31 @@ pub fn execute_text(
             lsn: 0,
         },
     }
+}
+
+/// A START or STOP that failed: with IGNSTATE(YES), a failure because the object is already in
+/// the state asked for (`state`) is a success; otherwise the failure says how to accept it.
+fn already(
+    label: &str,
+    mut e: MqError,
+    state: Reason,
+    ignstate: bool,
+    ok_id: &'static str,
+) -> Response {
+    if e.reason != state {
+        return Response::failure(label, &e);
+    }
+    if ignstate {
+        return Response::success(ok_id, format!("{label}: {} (IGNSTATE(YES)).", e.message));
+    }
+    e.message.push_str("; IGNSTATE(YES) accepts that");
+    Response::failure(label, &e)
+}
+
+/// The CHLTYPE of a defined channel, or why there is none.
+fn channel_type(engine: &Engine, name: &str) -> Result<String, MqError> {
+    let def = engine
+        .object(ObjectKind::Channel, name)
+        .ok_or_else(|| object::not_defined(ObjType::Channel, name))?;
+    Ok(def.attrs.get("CHLTYPE").cloned().unwrap_or_default())
 }
