@@ -7,9 +7,10 @@
 //! the same file system.
 //!
 //! `ferrymq-bench memory [--messages N] [--large-messages N] [--sizes 64,2048,20480]
-//! [--persistence np,p]` measures the queue manager's resident memory per queued message and the
-//! overhead beyond the payload, for each size, non-persistent and persistent, before and after a
-//! restart.
+//! [--persistence np,p] [--hold-s N]` measures the queue manager's resident memory per queued
+//! message and the overhead beyond the payload, for each size, non-persistent and persistent,
+//! before and after a restart (`--hold-s` keeps the queue manager N seconds after each
+//! measurement, to inspect it).
 //!
 //! `ferrymq-bench cph ...` is the same harness as `ferrymq cph ...`.
 
@@ -21,7 +22,7 @@ fn main() {
     let r = match args.first().map(String::as_str) {
         Some("core") => core::run(&args[1..]),
         Some("memory") => memory::run(&args[1..]),
-        _ => Err("usage: ferrymq-bench core [--messages N] [--size BYTES] [--samples N]\n       ferrymq-bench memory [--messages N] [--large-messages N] [--sizes 64,2048,20480] [--persistence np,p]".to_string()),
+        _ => Err("usage: ferrymq-bench core [--messages N] [--size BYTES] [--samples N]\n       ferrymq-bench memory [--messages N] [--large-messages N] [--sizes 64,2048,20480] [--persistence np,p] [--hold-s N]".to_string()),
     };
     if let Err(e) = r {
         eprintln!("ferrymq-bench: {e}");

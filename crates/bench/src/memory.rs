@@ -122,7 +122,28 @@ fn per_msg(bytes: u64, base: u64, n: usize) -> f64 {
     bytes.saturating_sub(base) as f64 / n as f64
 }
 
-fn measure(home: &Path, n: usize, size: usize, persistent: bool) -> Result<Row, String> {
+/// With `--hold-s N`, keeps the queue manager as it is for N seconds after a measurement, so
+/// that its memory can be inspected (for instance glibc's `malloc_stats()` from gdb).
+fn hold(home: &Path, secs: u64, what: &str) {
+    if secs == 0 {
+        return;
+    }
+    let pid =
+        std::fs::read_to_string(home.join("qmgrs").join(QM).join("qm.pid")).unwrap_or_default();
+    println!(
+        "  holding {secs} s ({what}): queue manager pid {}",
+        pid.trim()
+    );
+    std::thread::sleep(Duration::from_secs(secs));
+}
+
+fn measure(
+    home: &Path,
+    n: usize,
+    size: usize,
+    persistent: bool,
+    hold_s: u64,
+) -> Result<Row, String> {
     let _ = std::fs::remove_dir_all(home);
     std::fs::create_dir_all(home).map_err(|e| e.to_string())?;
     // A 3 x 64 MiB circular log: persistent fills checkpoint into the message store as they go.
@@ -142,9 +163,11 @@ fn measure(home: &Path, n: usize, size: usize, persistent: bool) -> Result<Row, 
         return Err(format!("CURDEPTH {d} after putting {n}"));
     }
     let full = settled_rss(home)?;
+    hold(home, hold_s, "full");
     mq(home, &["endmqm", "-w", QM])?;
     mq(home, &["strmqm", QM])?;
     let restarted = settled_rss(home)?;
+    hold(home, hold_s, "after the restart");
     let depth_after = depth(home)?;
     mq(home, &["endmqm", "-i", "-w", QM])?;
     Ok(Row {
@@ -169,6 +192,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .map(|s| s.trim().parse().map_err(|_| format!("bad size {s:?}")))
         .collect::<Result<_, _>>()?;
     let pers: String = arg(args, "--persistence", "np,p".to_string())?;
+    let hold_s: u64 = arg(args, "--hold-s", 0)?;
     let home = std::env::temp_dir().join(format!("ferrymq-mem-{}", std::process::id()));
     println!(
         "ferrymq-bench memory: {n} messages ({n_large} of sizes over 16 KiB) per row, queue manager VmRSS; ferrymq {}",
@@ -197,7 +221,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 other => return Err(format!("--persistence takes np and p, not {other:?}")),
             };
             let count = if size > 16 * 1024 { n_large } else { n };
-            match measure(&home, count, size, persistent) {
+            match measure(&home, count, size, persistent, hold_s) {
                 Ok(r) => {
                     let b = per_msg(r.full, r.base, r.n);
                     let (rb, ro) = if r.persistent {

@@ -144,12 +144,12 @@ impl Engine {
                     continue;
                 }
                 if let Some(k) = h.browse_cursor {
-                    let rank = match q.key_of_seq(k.seq, k.rank) {
-                        Some(now) => now.rank,
+                    let rank = match q.key_of_seq(k.seq(), k.rank()) {
+                        Some(now) => now.rank(),
                         None if q.def.msg_delivery_sequence == MsgDeliverySequence::Fifo => 0,
-                        None => k.rank,
+                        None => k.rank(),
                     };
-                    h.browse_cursor = Some(Key { rank, seq: k.seq });
+                    h.browse_cursor = Some(Key::new(rank, k.seq()));
                 }
             }
         }

@@ -235,8 +235,8 @@ impl Engine {
                 let mut buf = BytesMut::with_capacity(64);
                 let rec = Record::Get(GetRec {
                     queue: queue.to_string(),
-                    seq: key.seq,
-                    rank: key.rank,
+                    seq: key.seq(),
+                    rank: key.rank(),
                 });
                 let kind = rec.encode_small(&mut buf);
                 lsn = lsn.max(self.log.append(kind, &[&buf])?);

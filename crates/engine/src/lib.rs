@@ -35,7 +35,7 @@ pub use admin::{queue_attributes, ConnInfo, HandleInfo, QueueStatus};
 pub use conn::ConnId;
 pub use message::{Lsn, Message};
 pub use put::PutDone;
-pub use recovery::{Image, ImageMsg, Manifest, ManifestRef};
+pub use recovery::{Image, ImageMsg, Manifest, ManifestRef, RefChunks};
 
 use crate::conn::Conn;
 use crate::queue::Queue;

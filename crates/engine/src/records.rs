@@ -276,11 +276,15 @@ impl Record {
     }
 }
 
-/// Encodes a stored message for the message store (a put record without the queue change).
-pub fn encode_stored(queue: &str, msg: &Message) -> (BytesMut, Bytes) {
+/// Encodes a stored message for the message store (a put record without the queue change): the
+/// head, and the body to write after it. The body is lent, not cloned: cloning a `Bytes` that owns
+/// its buffer outright (as a body copied out by `Message::new` does) allocates a shared header for
+/// it that then lives as long as the message — 32 bytes per queued persistent message, each time
+/// a checkpoint stored one.
+pub fn encode_stored<'m>(queue: &str, msg: &'m Message) -> (BytesMut, &'m [u8]) {
     let mut head = BytesMut::with_capacity(256);
     put_head(queue, msg, &mut head);
-    (head, msg.body.clone())
+    (head, &msg.body)
 }
 
 /// Decodes what `encode_stored` wrote (head and body concatenated).
@@ -361,7 +365,7 @@ mod tests {
             0,
         );
         let (mut head, body) = encode_stored("Q1", &m);
-        head.extend_from_slice(&body);
+        head.extend_from_slice(body);
         assert_eq!(decode_stored(head.freeze()).unwrap(), p);
     }
 }

@@ -34,11 +34,11 @@ impl Engine {
             .filter(|(_, _, e)| e.msg.persistent)
             .map(|(q, k, e)| GetRec {
                 queue: q.clone(),
-                seq: k.seq,
+                seq: k.seq(),
                 rank: self
                     .queues
                     .get(q)
-                    .map_or(k.rank, |q| q.key_for(e.msg.priority, k.seq).rank),
+                    .map_or(k.rank(), |q| q.key_for(e.msg.priority, k.seq()).rank()),
             })
             .collect();
         // Replies to the gets already waited for the messages' own put records.
@@ -167,8 +167,8 @@ impl Engine {
                     &[(target, &moved)],
                     &[GetRec {
                         queue: from.to_string(),
-                        seq: key.seq,
-                        rank: key.rank,
+                        seq: key.seq(),
+                        rank: key.rank(),
                     }],
                     &mut buf,
                 );

@@ -12,7 +12,7 @@ use std::time::Instant;
 use bytes::{BufMut, Bytes, BytesMut};
 use ferrymq_engine::records::{decode_stored, encode_stored};
 use ferrymq_engine::{
-    Engine, EngineConfig, Image, ImageMsg, LogSink, Lsn, Manifest, ManifestRef, Message,
+    Engine, EngineConfig, Image, ImageMsg, LogSink, Lsn, Manifest, ManifestRef, Message, RefChunks,
 };
 use ferrymq_log::checkpoint::remove_older_than;
 use ferrymq_log::{
@@ -436,47 +436,53 @@ impl Storage {
     ) -> Result<CheckpointReport, String> {
         let mut segs = self.segments.lock();
         let compact = self.segments_to_compact(&segs, &image.messages);
-        let mut refs = Vec::with_capacity(image.messages.len());
-        let mut newly: Vec<(Arc<Message>, u64)> = Vec::new();
-        let mut buf = BytesMut::new();
-        for m in &image.messages {
-            let mut loc = m.msg.store_loc();
-            if loc == 0 || compact.contains(&segment_of(loc)) {
-                buf.clear();
-                let (head, body) = encode_stored(&m.queue, &m.msg);
-                buf.extend_from_slice(&head);
-                buf.extend_from_slice(&body);
-                loc = segs.append(m.msg.seq, 1, &buf).map_err(io_err)?.pack();
-                newly.push((m.msg.clone(), loc));
-            }
-            refs.push(ManifestRef {
-                queue: m.queue.clone(),
-                seq: m.msg.seq,
-                loc,
-                backout_count: m.backout_count,
-            });
-        }
-        segs.sync().map_err(io_err)?;
-        let keep: HashSet<u32> = refs.iter().map(|r| segment_of(r.loc)).collect();
-        let report = CheckpointReport {
-            lsn,
-            messages: refs.len(),
-            newly_stored: newly.len(),
-            elapsed_ms: 0,
-        };
+        let messages = image.messages;
         let manifest = Manifest {
             attrs: image.attrs,
             queues: image.queues,
             objects: image.objects,
             next_seq: image.next_seq,
-            refs,
+            refs: Vec::new(),
             dr: image.dr,
             meta,
         };
+        // The manifest is written while the messages are stored, its references one chunk at a
+        // time (see RefChunks); it counts only once `finish` renames it, after the segments are
+        // synced. Dropped unfinished (any error below), it leaves no file behind.
         let mut w = CheckpointWriter::create(&self.store_dir, lsn).map_err(io_err)?;
         for chunk in manifest.encode() {
             w.write_chunk(&chunk).map_err(io_err)?;
         }
+        let mut refs = RefChunks::default();
+        let mut keep: HashSet<u32> = HashSet::new();
+        let mut newly: Vec<(Arc<Message>, u64)> = Vec::new();
+        let mut buf = BytesMut::new();
+        for m in &messages {
+            let mut loc = m.msg.store_loc();
+            if loc == 0 || compact.contains(&segment_of(loc)) {
+                buf.clear();
+                let (head, body) = encode_stored(&m.queue, &m.msg);
+                buf.extend_from_slice(&head);
+                buf.extend_from_slice(body);
+                loc = segs.append(m.msg.seq, 1, &buf).map_err(io_err)?.pack();
+                newly.push((m.msg.clone(), loc));
+            }
+            keep.insert(segment_of(loc));
+            if let Some(chunk) = refs.push(&m.queue, m.msg.seq, loc, m.backout_count) {
+                w.write_chunk(chunk).map_err(io_err)?;
+            }
+        }
+        if let Some(chunk) = refs.rest() {
+            w.write_chunk(chunk).map_err(io_err)?;
+        }
+        let report = CheckpointReport {
+            lsn,
+            messages: messages.len(),
+            newly_stored: newly.len(),
+            elapsed_ms: 0,
+        };
+        drop(messages);
+        segs.sync().map_err(io_err)?;
         w.finish().map_err(io_err)?;
         for (msg, loc) in newly {
             msg.set_store_loc(loc);
@@ -528,46 +534,52 @@ fn segment_of(loc: u64) -> u32 {
 /// Reads every message a manifest references from the message store.
 /// A message the store could not read back costs that message only: it is left out and described
 /// in the second list.
+///
+/// The references are put in store order (segment, then offset) and each segment's scan is
+/// matched against them by walking both in order: 4 bytes per message for the order, where a
+/// hash table of every reference cost about 35, freed again among the restored messages.
 fn load_messages(
     segs: &SegmentStore,
     refs: &[ManifestRef],
 ) -> Result<(Vec<ImageMsg>, Vec<String>), String> {
-    let mut by_segment: HashMap<u32, HashMap<u64, &ManifestRef>> = HashMap::new();
-    for r in refs {
-        by_segment
-            .entry(segment_of(r.loc))
-            .or_default()
-            .insert(r.seq, r);
-    }
+    let mut order: Vec<u32> = (0..refs.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| refs[i as usize].loc);
+    let r = |i: &u32| &refs[*i as usize];
     let mut out = Vec::with_capacity(refs.len());
     let mut lost = Vec::new();
-    for (seg, mut wanted) in by_segment {
+    for group in order.chunk_by(|a, b| segment_of(r(a).loc) == segment_of(r(b).loc)) {
+        let seg = segment_of(r(&group[0]).loc);
         let scan = segs
             .scan_report(seg)
             .map_err(|e| format!("message store segment {seg}: {e}"))?;
-        for (loc, id, _kind, payload) in scan.records {
-            let Some(r) = wanted.get(&id).copied() else {
+        let mut records = scan.records.into_iter().peekable();
+        let mut missing: Vec<&ManifestRef> = Vec::new();
+        for i in group {
+            let want = r(i);
+            while records.next_if(|(loc, ..)| loc.pack() < want.loc).is_some() {}
+            let Some((_, _, _, payload)) =
+                records.next_if(|(loc, id, ..)| loc.pack() == want.loc && *id == want.seq)
+            else {
+                missing.push(want);
                 continue;
             };
-            if loc.pack() != r.loc {
-                continue;
-            }
-            wanted.remove(&id);
-            let p = decode_stored(payload)
-                .map_err(|e| format!("message store segment {seg}: stored message {id}: {e}"))?;
+            let p = decode_stored(payload).map_err(|e| {
+                format!(
+                    "message store segment {seg}: stored message {}: {e}",
+                    want.seq
+                )
+            })?;
             // The payload is a slice of the whole segment read at once: copy the body out (small
             // bodies are copied by `Message::new`) so no queued message keeps a segment alive.
             let body = ferrymq_engine::message::detach_large(p.body);
             let msg = Message::new(p.seq, p.md, p.props, body, p.expires_at_ms, 0);
-            msg.set_store_loc(r.loc);
+            msg.set_store_loc(want.loc);
             out.push(ImageMsg {
-                queue: r.queue.clone(),
+                queue: want.queue.clone(),
                 msg: Arc::new(msg),
-                backout_count: r.backout_count,
+                backout_count: want.backout_count,
             });
         }
-        let mut missing: Vec<&ManifestRef> = wanted.into_values().collect();
-        missing.sort_by_key(|r| r.loc);
         for r in missing {
             let offset = StoreLoc::unpack(r.loc, 0).map_or(0, |l| l.offset);
             // Past damage the scan could not resynchronise on: read it where the manifest says.
@@ -701,7 +713,7 @@ impl Storage {
             out.put_u32_le(m.backout_count);
             out.put_u32_le((head.len() + body.len()) as u32);
             out.extend_from_slice(&head);
-            out.extend_from_slice(&body);
+            out.extend_from_slice(body);
         }
         Ok(Some((meta, out.to_vec())))
     }
