@@ -8,6 +8,7 @@
 //! means: an [`AppRecord`] is an opaque `(kind, payload)` pair, exactly as in the recovery log.
 
 mod error;
+mod failover;
 mod log_store;
 mod network;
 mod record;
@@ -17,6 +18,7 @@ mod state_machine;
 use serde::{Deserialize, Serialize};
 
 pub use error::ReplicationError;
+pub use failover::{FailoverStats, FastFailover};
 pub use log_store::{LogStorage, RecoveredLog};
 pub use network::{forward_write, serve, Contact, Contacts, Network, PeerConnection, REACH_WINDOW};
 pub use record::{RAFT_COMMITTED, RAFT_ENTRY, RAFT_PURGED, RAFT_TRUNCATE, RAFT_VOTE};
