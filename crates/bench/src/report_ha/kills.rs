@@ -110,12 +110,23 @@ fn in_sync_count(g: &HaGroup, active: usize) -> usize {
 
 fn restart(g: &mut HaGroup, i: usize) -> Result<(), String> {
     unregister(g.pids[i]);
+    // The killed process left its qm.pid behind, and strmqm can return before the new process
+    // has written its own: wait for a pid other than the killed one.
+    let file = g.qm_dir(i).join("qm.pid");
+    let old = g.pids[i];
     mq(&g.inst_home(i), &["strmqm", &g.qm])?;
-    let pid: u32 = std::fs::read_to_string(g.qm_dir(i).join("qm.pid"))
-        .map_err(|e| format!("instance {}: qm.pid: {e}", INSTANCES[i]))?
-        .trim()
-        .parse()
-        .map_err(|_| format!("instance {}: bad qm.pid", INSTANCES[i]))?;
+    let t = Instant::now();
+    let pid: u32 = loop {
+        let read = std::fs::read_to_string(&file);
+        match read.as_deref().map(|s| s.trim().parse::<u32>()) {
+            Ok(Ok(pid)) if pid > 0 && pid != old => break pid,
+            _ if t.elapsed() < Duration::from_secs(5) => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(e) => return Err(format!("instance {}: qm.pid: {e}", INSTANCES[i])),
+            Ok(_) => return Err(format!("instance {}: bad qm.pid", INSTANCES[i])),
+        }
+    };
     register(pid);
     g.pids[i] = pid;
     Ok(())
