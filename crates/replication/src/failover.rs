@@ -236,7 +236,14 @@ pub(crate) async fn run(
                 campaign = None;
             } else if c.retry_at.is_some_and(|t| Instant::now() >= t) {
                 c.retry_at = None;
-                retry(c, &m, &raft, &ff, "a voter still held the old leader's lease").await;
+                retry(
+                    c,
+                    &m,
+                    &raft,
+                    &ff,
+                    "a voter still held the old leader's lease",
+                )
+                .await;
             }
         }
     }

@@ -16,9 +16,7 @@ use tokio::task::JoinHandle;
 use crate::log_store::{LogStorage, RecoveredLog};
 use crate::network::{serve, Contacts, Network};
 use crate::state_machine::StateMachine;
-use crate::{
-    AppRecord, Apply, FastFailover, FerryRaft, LogId, Metrics, NodeId, ReplicationError,
-};
+use crate::{AppRecord, Apply, FastFailover, FerryRaft, LogId, Metrics, NodeId, ReplicationError};
 
 /// Where a replica keeps its state and how it runs Raft.
 #[derive(Debug, Clone)]

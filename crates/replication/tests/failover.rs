@@ -97,7 +97,11 @@ async fn switched_off_the_detector_leaves_the_election_to_the_timers() {
             .expect("no leader");
         cluster.write(record(0)).await;
         for m in cluster.running() {
-            m.replica.as_ref().unwrap().fast_failover().set_enabled(false);
+            m.replica
+                .as_ref()
+                .unwrap()
+                .fast_failover()
+                .set_enabled(false);
         }
         cluster.stop(old).await;
         let new = cluster
