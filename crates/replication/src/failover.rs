@@ -80,12 +80,15 @@ pub(crate) enum Event {
     },
 }
 
+/// What the embedding application does with the detector's sentences.
+type Reporter = Box<dyn Fn(&str) + Send + Sync>;
+
 struct Inner {
     enabled: AtomicBool,
     tx: mpsc::UnboundedSender<Event>,
     stats: parking_lot::Mutex<FailoverStats>,
     /// Called with a sentence whenever the detector acts (the embedding application logs it).
-    report: parking_lot::Mutex<Option<Box<dyn Fn(&str) + Send + Sync>>>,
+    report: parking_lot::Mutex<Option<Reporter>>,
 }
 
 /// The fast-failover detector of one replica: fed by its network (closed leader connections,
@@ -215,13 +218,10 @@ pub(crate) async fn run(
             },
         };
         match ev {
-            Some(Event::LinkClosed(leader)) => {
-                if campaign.is_none() {
-                    if let Some(c) = detect(me, leader, &raft, &log, &ff).await {
-                        campaign = Some(c);
-                    }
-                }
+            Some(Event::LinkClosed(leader)) if campaign.is_none() => {
+                campaign = detect(me, leader, &raft, &log, &ff).await;
             }
+            Some(Event::LinkClosed(_)) => {}
             Some(Event::VoteRejected { req, resp }) => {
                 if let Some(c) = campaign.as_mut() {
                     on_rejected(me, c, &req, &resp, &raft, &ff).await;

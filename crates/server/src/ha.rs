@@ -1164,7 +1164,7 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
                     let m = metrics.borrow();
                     m.state == ServerState::Leader && m.current_leader == Some(me)
                 };
-                if !(elected && !h.is_active()) {
+                if !elected || h.is_active() {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             }
