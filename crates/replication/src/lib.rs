@@ -3,11 +3,13 @@
 //! built on the engine's own circular recovery log (`ferrymq_log::RecoveryLog` — every Raft entry,
 //! vote, truncation and purge is one record in that ring, so group commit and the torn-tail
 //! recovery come for free), the state-machine adapter through which committed records reach the
-//! queue manager ([`Apply`]), the TCP network between instances, and [`Replica`], which bundles
-//! them into one running member of a replicated group. Nothing here knows what an engine record
+//! queue manager ([`Apply`]), the TCP network between instances, the fast-failover detector that
+//! calls an election as soon as a leader's process is known gone ([`FastFailover`]), and
+//! [`Replica`], which bundles them into one running member of a replicated group. Nothing here knows what an engine record
 //! means: an [`AppRecord`] is an opaque `(kind, payload)` pair, exactly as in the recovery log.
 
 mod error;
+mod failover;
 mod log_store;
 mod network;
 mod record;
@@ -17,6 +19,7 @@ mod state_machine;
 use serde::{Deserialize, Serialize};
 
 pub use error::ReplicationError;
+pub use failover::{FailoverStats, FastFailover};
 pub use log_store::{LogStorage, RecoveredLog};
 pub use network::{forward_write, serve, Contact, Contacts, Network, PeerConnection, REACH_WINDOW};
 pub use record::{RAFT_COMMITTED, RAFT_ENTRY, RAFT_PURGED, RAFT_TRUNCATE, RAFT_VOTE};

@@ -243,6 +243,12 @@ impl LogStorage {
         self.inner.state.lock().vote
     }
 
+    /// The highest index this replica has been told is committed (openraft saves it before
+    /// applying), if any.
+    pub fn committed_index(&self) -> Option<u64> {
+        self.inner.state.lock().committed.map(|l| l.index)
+    }
+
     /// The last purged log id.
     pub fn last_purged(&self) -> Option<LogId> {
         self.inner.state.lock().last_purged

@@ -29,7 +29,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::{FerryRaft, NodeId, TypeConfig};
+use crate::{FastFailover, FerryRaft, NodeId, TypeConfig};
 
 /// Largest frame accepted. Peers are trusted members of the group, so this guards against a
 /// stray connection (a port scanner, a misdirected client) making us allocate gigabytes, not
@@ -174,12 +174,23 @@ impl Contacts {
 pub struct Network {
     id: NodeId,
     contacts: Contacts,
+    failover: Option<FastFailover>,
 }
 
 impl Network {
     /// The factory of replica `id` (named in timeout errors), recording contact in `contacts`.
     pub fn new(id: NodeId, contacts: Contacts) -> Network {
-        Network { id, contacts }
+        Network {
+            id,
+            contacts,
+            failover: None,
+        }
+    }
+
+    /// Also tells `ff` of every vote of this replica that a peer rejects.
+    pub fn with_failover(mut self, ff: FastFailover) -> Network {
+        self.failover = Some(ff);
+        self
     }
 }
 
@@ -195,6 +206,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             conn: None,
             in_flight: false,
             contacts: self.contacts.clone(),
+            failover: self.failover.clone(),
         }
     }
 }
@@ -210,6 +222,7 @@ pub struct PeerConnection {
     /// discarded rather than read out of step.
     in_flight: bool,
     contacts: Contacts,
+    failover: Option<FastFailover>,
 }
 
 enum CallError {
@@ -352,8 +365,16 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
         let ttl = option.hard_ttl();
+        let sent = self.failover.as_ref().map(|_| rpc.clone());
         match self.call(&Request::Vote(rpc), ttl).await {
-            Ok(Response::Vote(r)) => self.remote(r),
+            Ok(Response::Vote(r)) => {
+                if let (Some(ff), Some(req), Ok(resp)) = (&self.failover, sent, &r) {
+                    if !resp.vote_granted {
+                        ff.vote_rejected(req, resp.clone());
+                    }
+                }
+                self.remote(r)
+            }
             Ok(_) => Err(self.mismatch()),
             Err(e) => Err(self.rpc_error(e, RPCTypes::Vote, ttl)),
         }
@@ -366,8 +387,14 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
 
 /// Serves Raft RPCs from peers on `listener`, one task per connection, until the returned task
 /// is aborted — which also aborts every connection task (they live in its `JoinSet`), so a
-/// stopped replica goes silent at once.
-pub fn serve(listener: TcpListener, raft: FerryRaft, contacts: Contacts) -> JoinHandle<()> {
+/// stopped replica goes silent at once. `failover`, if given, is told when a connection on which
+/// a peer sent AppendEntries ends (see [`FastFailover`]).
+pub fn serve(
+    listener: TcpListener,
+    raft: FerryRaft,
+    contacts: Contacts,
+    failover: Option<FastFailover>,
+) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut conns = JoinSet::new();
         loop {
@@ -375,9 +402,15 @@ pub fn serve(listener: TcpListener, raft: FerryRaft, contacts: Contacts) -> Join
                 accepted = listener.accept() => match accepted {
                     Ok((s, peer)) => {
                         let (raft, contacts) = (raft.clone(), contacts.clone());
+                        let failover = failover.clone();
                         conns.spawn(async move {
-                            if let Err(e) = serve_conn(s, raft, contacts).await {
+                            let mut appender = None;
+                            let r = serve_conn(s, raft, contacts, &mut appender).await;
+                            if let Err(e) = &r {
                                 tracing::debug!(%peer, error = %e, "Raft peer connection ended");
+                            }
+                            if let (Some(ff), Some(leader)) = (failover, appender) {
+                                ff.link_closed(leader);
                             }
                         });
                     }
@@ -393,9 +426,18 @@ pub fn serve(listener: TcpListener, raft: FerryRaft, contacts: Contacts) -> Join
     })
 }
 
-async fn serve_conn(mut s: TcpStream, raft: FerryRaft, contacts: Contacts) -> io::Result<()> {
+/// Serves one peer connection; `appender` is set to the peer that last sent AppendEntries on it.
+async fn serve_conn(
+    mut s: TcpStream,
+    raft: FerryRaft,
+    contacts: Contacts,
+    appender: &mut Option<NodeId>,
+) -> io::Result<()> {
     s.set_nodelay(true)?;
     while let Some(req) = read_frame::<Request>(&mut s).await? {
+        if let Request::Append(r) = &req {
+            *appender = r.vote.leader_id().voted_for();
+        }
         let from = match &req {
             Request::Append(r) => r.vote.leader_id().voted_for(),
             Request::Vote(r) => r.vote.leader_id().voted_for(),

@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 use crate::log_store::{LogStorage, RecoveredLog};
 use crate::network::{serve, Contacts, Network};
 use crate::state_machine::StateMachine;
-use crate::{AppRecord, Apply, FerryRaft, LogId, Metrics, NodeId, ReplicationError};
+use crate::{AppRecord, Apply, FastFailover, FerryRaft, LogId, Metrics, NodeId, ReplicationError};
 
 /// Where a replica keeps its state and how it runs Raft.
 #[derive(Debug, Clone)]
@@ -82,6 +82,8 @@ pub struct Replica {
     applied: tokio::sync::watch::Receiver<Option<LogId>>,
     server: Option<JoinHandle<()>>,
     contacts: Contacts,
+    failover: FastFailover,
+    detector: Option<JoinHandle<()>>,
 }
 
 impl Replica {
@@ -117,11 +119,24 @@ impl Replica {
         let applied = sm.applied_watch();
         export.store(false, std::sync::atomic::Ordering::Release);
         let contacts = Contacts::default();
-        let network = Network::new(cfg.id, contacts.clone());
+        let (failover, events) = FastFailover::new();
+        let network = Network::new(cfg.id, contacts.clone()).with_failover(failover.clone());
         let raft = Raft::new(cfg.id, raft_cfg, network, storage.clone(), sm).await;
         export.store(true, std::sync::atomic::Ordering::Release);
         let raft = raft.map_err(|e| ReplicationError::Raft(e.to_string()))?;
-        let server = serve(listener, raft.clone(), contacts.clone());
+        let detector = tokio::spawn(crate::failover::run(
+            cfg.id,
+            raft.clone(),
+            storage.clone(),
+            failover.clone(),
+            events,
+        ));
+        let server = serve(
+            listener,
+            raft.clone(),
+            contacts.clone(),
+            Some(failover.clone()),
+        );
         Ok(Replica {
             id: cfg.id,
             addr,
@@ -131,6 +146,8 @@ impl Replica {
             applied,
             server: Some(server),
             contacts,
+            failover,
+            detector: Some(detector),
         })
     }
 
@@ -224,6 +241,12 @@ impl Replica {
         &self.contacts
     }
 
+    /// The fast-failover detector (on by default): an election as soon as the leader's process
+    /// is known to be gone (see [`FastFailover`]).
+    pub fn fast_failover(&self) -> &FastFailover {
+        &self.failover
+    }
+
     pub fn metrics(&self) -> Metrics {
         self.raft.metrics().borrow().clone()
     }
@@ -259,6 +282,9 @@ impl Replica {
             server.abort();
             let _ = server.await;
         }
+        if let Some(d) = self.detector.take() {
+            d.abort();
+        }
         self.raft
             .shutdown()
             .await
@@ -274,6 +300,9 @@ impl Drop for Replica {
     fn drop(&mut self) {
         if let Some(server) = self.server.take() {
             server.abort();
+        }
+        if let Some(d) = self.detector.take() {
+            d.abort();
         }
     }
 }

@@ -51,3 +51,69 @@ async fn a_new_leader_takes_over_and_nothing_committed_is_lost() {
     })
     .await;
 }
+
+/// A leader whose process is gone (its connections end, its port refuses): a survivor probes it
+/// and stands for election at once rather than after the lease and an election timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusing_leader_is_replaced_by_an_immediate_election() {
+    bounded(Duration::from_secs(60), async {
+        let mut cluster = Cluster::start(3).await;
+        let old = cluster
+            .wait_leader(Duration::from_secs(10))
+            .await
+            .expect("no leader");
+        for i in 0..20 {
+            cluster.write(record(i)).await;
+        }
+        cluster.stop(old).await;
+        let new = cluster
+            .wait_leader(Duration::from_secs(10))
+            .await
+            .expect("no new leader");
+        assert_ne!(new, old);
+        let stats: Vec<_> = cluster
+            .running()
+            .map(|m| m.replica.as_ref().unwrap().fast_failover().stats())
+            .collect();
+        assert!(
+            stats.iter().any(|s| s.leader_gone >= 1 && s.elections >= 1),
+            "no survivor found the leader gone and stood at once: {stats:?}"
+        );
+        cluster.write(record(20)).await;
+        cluster.shutdown().await;
+    })
+    .await;
+}
+
+/// Switched off (as during a planned switch-over), a closed leader connection starts nothing:
+/// the survivors elect by openraft's timers alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switched_off_the_detector_leaves_the_election_to_the_timers() {
+    bounded(Duration::from_secs(60), async {
+        let mut cluster = Cluster::start(3).await;
+        let old = cluster
+            .wait_leader(Duration::from_secs(10))
+            .await
+            .expect("no leader");
+        cluster.write(record(0)).await;
+        for m in cluster.running() {
+            m.replica
+                .as_ref()
+                .unwrap()
+                .fast_failover()
+                .set_enabled(false);
+        }
+        cluster.stop(old).await;
+        let new = cluster
+            .wait_leader(Duration::from_secs(10))
+            .await
+            .expect("no new leader by the election timeout");
+        assert_ne!(new, old);
+        for m in cluster.running() {
+            let s = m.replica.as_ref().unwrap().fast_failover().stats();
+            assert_eq!(s.elections + s.retries, 0, "replica {}: {s:?}", m.id);
+        }
+        cluster.shutdown().await;
+    })
+    .await;
+}

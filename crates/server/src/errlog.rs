@@ -134,6 +134,7 @@ pub mod ids {
         HA_WARNING = 4010 Warning "A warning from the HA group (a replica's state, a peer's address).";
         HA_REPLICA_STARTED = 4011 Info "This instance started as a replica.";
         HA_INSTANCE_ENDED = 4012 Info "This instance ended.";
+        HA_FAST_ELECTION = 4013 Info "The active instance's connection ended: what a probe of its replication address found, and the election this instance called at once when nothing listens there.";
         DR_BOUND_RECORDED = 5001 Info "The DR secondary recorded the primary's lag bound in qm.ini (makedrprimary keeps it).";
         DR_BOUND_UNRECORDED = 5002 Error "The DR secondary cannot record the primary's lag bound in qm.ini.";
         DR_RECEIVER_FAILED = 5003 Error "The DR secondary's receiver failed.";

@@ -371,6 +371,7 @@ pub struct HaApp {
     /// The preferred instance (`sethapreferred`), as the group last agreed.
     preferred: Mutex<Option<String>>,
     raft: std::sync::OnceLock<ferrymq_replication::FerryRaft>,
+    fast_failover: std::sync::OnceLock<ferrymq_replication::FastFailover>,
 }
 
 impl HaApp {
@@ -434,6 +435,16 @@ impl HaApp {
                 let Some(raft) = self.raft.get().cloned() else {
                     return;
                 };
+                // The old active instance restarts itself next: its connections end and its
+                // port refuses, which must not start the immediate election of a replica
+                // failure (it would pre-empt the preferred instance's).
+                if let Some(ff) = self.fast_failover.get().cloned() {
+                    ff.set_enabled(false);
+                    tokio::spawn(async move {
+                        tokio::time::sleep(Duration::from_millis(SWITCHOVER_WINDOW_MS)).await;
+                        ff.set_enabled(true);
+                    });
+                }
                 if self.ha.node_id(to) == Some(self.me) {
                     // Stand for election once the old active's lease has run out.
                     tokio::spawn(async move {
@@ -906,6 +917,7 @@ pub async fn start(paths: &QmPaths, cfg: &QmConfig, ecfg: EngineConfig) -> Resul
         ini: paths.ini(),
         preferred: Mutex::new(ha.preferred.clone()),
         raft: std::sync::OnceLock::new(),
+        fast_failover: std::sync::OnceLock::new(),
     });
     let listener = replication_listener(ha.bind_addr())
         .await
@@ -914,6 +926,9 @@ pub async fn start(paths: &QmPaths, cfg: &QmConfig, ecfg: EngineConfig) -> Resul
         .await
         .map_err(|e| format!("cannot start the replica: {e}"))?;
     let _ = app.raft.set(replica.raft().clone());
+    let ff = replica.fast_failover().clone();
+    ff.on_report(|what| crate::qm_log!(crate::errlog::ids::HA_FAST_ELECTION, "{what}"));
+    let _ = app.fast_failover.set(ff);
     let fresh = replica.recovered().last_log_id.is_none() && replica.recovered().vote.is_none();
     // The first instance listed forms a brand-new group (the others join when it contacts them):
     // one initializer, so the group's first election is not contested.
@@ -1010,16 +1025,27 @@ pub async fn replicate(h: Arc<HaHandle>) {
 async fn activate_engine(
     h: &HaHandle,
     raft: &ferrymq_replication::FerryRaft,
-) -> Result<LogId, String> {
+) -> Result<(LogId, String), String> {
+    let t0 = Instant::now();
     raft.ensure_linearizable()
         .await
         .map_err(|e| format!("leadership not confirmed: {e}"))?;
-    let last = raft.metrics().borrow().last_log_index;
+    let confirmed = t0.elapsed();
+    let (applied_before, last) = {
+        let m = raft.metrics().borrow().clone();
+        (m.last_applied.map_or(0, |l| l.index), m.last_log_index)
+    };
     let m = raft
         .wait(Some(Duration::from_secs(30)))
         .applied_index_at_least(last, "activation")
         .await
         .map_err(|e| format!("the log was not applied: {e}"))?;
+    let timeline = format!(
+        "leadership confirmed in {} ms, {} entries applied in {} ms",
+        confirmed.as_millis(),
+        last.unwrap_or(0).saturating_sub(applied_before),
+        (t0.elapsed() - confirmed).as_millis()
+    );
     let applied = m
         .last_applied
         .ok_or_else(|| "nothing applied yet".to_string())?;
@@ -1029,7 +1055,7 @@ async fn activate_engine(
     h.props.st.lock().base = Some((seq, applied));
     h.app.own_from.store(applied.index + 1, Ordering::Release);
     drop(core);
-    Ok(applied)
+    Ok((applied, timeline))
 }
 
 /// Watches the replica's role: takes over when it becomes leader, restarts the instance when
@@ -1057,15 +1083,17 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
             let began = Instant::now();
             h.app.own_term.store(m.current_term, Ordering::Release);
             match activate_engine(&h, &raft).await {
-                Ok(applied) => {
+                Ok((applied, timeline)) => {
                     h.active.store(true, Ordering::Release);
+                    let listening = Instant::now();
                     activate();
                     crate::qm_log!(
-                        crate::errlog::ids::HA_ACTIVE, "instance '{}' is now the active instance (term {}, log index {}), {} ms after its election",
+                        crate::errlog::ids::HA_ACTIVE, "instance '{}' is now the active instance (term {}, log index {}), {} ms after its election ({timeline}, listeners started in {} ms)",
                         h.cfg.local,
                         m.current_term,
                         applied.index,
-                        began.elapsed().as_millis()
+                        began.elapsed().as_millis(),
+                        listening.elapsed().as_millis()
                     );
                 }
                 Err(why) => {
@@ -1131,7 +1159,14 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
                 if r.is_err() && !h.ending.load(Ordering::Acquire) {
                     restart_instance("the replica stopped");
                 }
-                tokio::time::sleep(Duration::from_millis(20)).await;
+                // Except when this instance has just been elected: taking over waits for nothing.
+                let elected = {
+                    let m = metrics.borrow();
+                    m.state == ServerState::Leader && m.current_leader == Some(me)
+                };
+                if !elected || h.is_active() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
             }
             _ = tokio::time::sleep(Duration::from_millis(50)) => {}
         }

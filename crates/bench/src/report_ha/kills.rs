@@ -82,11 +82,23 @@ impl KillsResult {
     }
 }
 
-/// Runs the step in a fresh group under `home`.
-pub(super) fn kills(home: &Path, kills: usize, rep: &mut Report) -> Result<KillsResult, String> {
+/// Runs the step in a fresh group under `home`; the instances' whole error logs are kept in
+/// `out/logs/kills-<instance>.log` (each takeover's timeline is there).
+pub(super) fn kills(
+    home: &Path,
+    kills: usize,
+    out: &Path,
+    rep: &mut Report,
+) -> Result<KillsResult, String> {
     let mut g = HaGroup::start(home, QM, None, &[])?;
     let r = kills_inner(&mut g, kills);
     rep.log_findings.extend(g.findings());
+    let logs = out.join("logs");
+    if std::fs::create_dir_all(&logs).is_ok() {
+        for (i, name) in INSTANCES.iter().enumerate() {
+            let _ = std::fs::write(logs.join(format!("kills-{name}.log")), g.log(i));
+        }
+    }
     r
 }
 
@@ -98,12 +110,23 @@ fn in_sync_count(g: &HaGroup, active: usize) -> usize {
 
 fn restart(g: &mut HaGroup, i: usize) -> Result<(), String> {
     unregister(g.pids[i]);
+    // The killed process left its qm.pid behind, and strmqm can return before the new process
+    // has written its own: wait for a pid other than the killed one.
+    let file = g.qm_dir(i).join("qm.pid");
+    let old = g.pids[i];
     mq(&g.inst_home(i), &["strmqm", &g.qm])?;
-    let pid: u32 = std::fs::read_to_string(g.qm_dir(i).join("qm.pid"))
-        .map_err(|e| format!("instance {}: qm.pid: {e}", INSTANCES[i]))?
-        .trim()
-        .parse()
-        .map_err(|_| format!("instance {}: bad qm.pid", INSTANCES[i]))?;
+    let t = Instant::now();
+    let pid: u32 = loop {
+        let read = std::fs::read_to_string(&file);
+        match read.as_deref().map(|s| s.trim().parse::<u32>()) {
+            Ok(Ok(pid)) if pid > 0 && pid != old => break pid,
+            _ if t.elapsed() < Duration::from_secs(5) => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(e) => return Err(format!("instance {}: qm.pid: {e}", INSTANCES[i])),
+            Ok(_) => return Err(format!("instance {}: bad qm.pid", INSTANCES[i])),
+        }
+    };
     register(pid);
     g.pids[i] = pid;
     Ok(())
@@ -249,6 +272,9 @@ fn kill_once(
         error: None,
     };
     // Timed from just before the kill command runs, so the figures are upper bounds.
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
     let t0 = Instant::now();
     kill9(g.pids[active])?;
     let watcher = watch_listening(others, t0);
@@ -269,9 +295,13 @@ fn kill_once(
         }
     }
     r.kill_to_listening_ms = watcher.join().ok().flatten();
+    // The time of the kill, to read the instances' logs (kept in logs/) against.
+    let at = crate::run_info::utc_string(wall.as_secs());
     eprintln!(
-        "report:   kill {}: instance {} killed; new active listening after {} ms; the connected client's put after {} ms{}",
+        "report:   kill {} at {}.{:03}: instance {} killed; new active listening after {} ms; the connected client's put after {} ms{}",
         round + 1,
+        at.trim_end_matches(" UTC"),
+        wall.subsec_millis(),
         INSTANCES[active],
         fmt_opt(r.kill_to_listening_ms, 0),
         fmt_opt(r.kill_to_put_ms, 0),

@@ -374,7 +374,12 @@ fn steps(o: &Opts, home: &Path, rep: &mut Report, started: Instant) -> Result<()
         }
     }
     if o.step("kills") {
-        match kills(&home.join(format!("kills-{}", o.kills)), o.kills, rep) {
+        match kills(
+            &home.join(format!("kills-{}", o.kills)),
+            o.kills,
+            &o.out,
+            rep,
+        ) {
             Ok(k) => {
                 if let Some(e) = &k.error {
                     rep.errors.push(format!("kills: {e}"));
