@@ -116,7 +116,9 @@ const EXAMPLES_DSPMQ: &str = "\
 Examples:
   ferrymq dspmq
   ferrymq dspmq -m QM1 -o ha     the HA group as this instance sees it
-  ferrymq dspmq -o dr            role, link, positions, LAGBYTES/HELDBYTES, lag in seconds";
+  ferrymq dspmq -o dr            role, link, positions, LAGBYTES/HELDBYTES, lag in seconds
+  ferrymq dspmq -o dr -m QM1 -w 600
+                                 wait for a resynchronisation to end, with its progress";
 
 const EXAMPLES_SETMQINI: &str = "\
 Examples:
@@ -509,6 +511,10 @@ pub struct Dspmq {
     /// ha: the HA group as this instance sees it (needs -m); dr: the DR status
     #[arg(long, value_name = "ha|dr")]
     pub o: Option<String>,
+    /// With -o dr -m QMNAME: wait up to SECONDS for the DR link to be streaming (a
+    /// resynchronisation over), showing the full copy's progress; exit 1 if it is not
+    #[arg(long, value_name = "SECONDS")]
+    pub w: Option<u64>,
     /// standby instances arrive with high availability
     #[arg(long, help_heading = IGNORED)]
     #[allow(dead_code)]

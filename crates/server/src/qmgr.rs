@@ -38,8 +38,11 @@ pub struct Shared {
     end_tx: watch::Sender<Option<AdminAction>>,
     /// Listeners, live sockets and connection tasks.
     pub control: Mutex<Control>,
-    /// Bounds the sockets served at once (qm.ini Channels:MaxChannels).
+    /// Bounds the client (TCP) connections served at once (qm.ini Channels:MaxChannels).
     pub slots: Arc<Semaphore>,
+    /// Bounds the bindings-mode (Unix socket) connections served at once
+    /// (`limits::BINDINGS_CONNECTIONS_MAX`): as in MQ, MaxChannels counts channels only.
+    pub bindings_slots: Arc<Semaphore>,
     pub started_ms: u64,
     /// Ends waiting gets whose interval ran out.
     pub wait_timer: WaitTimer,
@@ -99,6 +102,9 @@ impl Shared {
             end_tx,
             control: Mutex::new(Control::default()),
             slots: Arc::new(Semaphore::new(cfg.max_sockets)),
+            bindings_slots: Arc::new(Semaphore::new(
+                ferrymq_types::limits::BINDINGS_CONNECTIONS_MAX,
+            )),
             cfg,
             started_ms: now_ms(),
             wait_timer: WaitTimer::default(),
