@@ -75,7 +75,7 @@ pub const GROUPS: &[(&str, &[&str], &str)] = &[
     (
         "Performance",
         &["cph", "report"],
-        "The workload is described in ARCHITECTURE.md, 'The hot path and what it costs', and in\n\
+        "The workload is described in docs/internals/wire.md, 'The hot path and what it costs', and in\n\
          the ferrymq-bench crate's docs (crates/bench/src/lib.rs).",
     ),
     ("Network rehearsal and demo", &["relay", "demo"], ""),
