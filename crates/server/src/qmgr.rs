@@ -561,7 +561,9 @@ fn start_dr(shared: &Arc<Shared>, source: Option<Source>) {
             ring.keep_tail(SHIP_TAIL_BYTES);
             // Hold replies within the bound from the last recorded acknowledgement before the
             // listeners start (an HA instance does this as it becomes active).
-            if let Some(pos) = crate::dr::recorded_ack(shared.core.lock().engine.dr_state()) {
+            // (The engine lock is released before the gate is taken.)
+            let recorded = crate::dr::recorded_ack(shared.core.lock().engine.dr_state());
+            if let Some(pos) = recorded {
                 g.bound(Some(pos));
             }
         }
