@@ -5,6 +5,7 @@
 use crate::attrs::{self, lookup, lookup_any_queue, AttrSpec, QMGR};
 use crate::command::{Command, DisplayWhat, ObjType, Requested, Setting, SyntaxError};
 use crate::lexer::{lex, Item};
+use crate::security;
 use crate::values::{conn_id, filter, object_name, setting, CHANNEL_NAME_LEN_MAX};
 use ferrymq_types::limits::OBJECT_NAME_LEN_MAX;
 
@@ -20,6 +21,7 @@ enum Verb {
     Refresh,
     End,
     Ping,
+    Set,
 }
 
 fn verb(word: &str) -> Option<Verb> {
@@ -34,6 +36,7 @@ fn verb(word: &str) -> Option<Verb> {
         "REFRESH" | "REF" => Verb::Refresh,
         "END" => Verb::End,
         "PING" => Verb::Ping,
+        "SET" => Verb::Set,
         _ => return None,
     })
 }
@@ -85,7 +88,7 @@ pub fn parse(text: &str) -> Result<Command, SyntaxError> {
     let Some(v) = verb(&first.word) else {
         return Err(SyntaxError::new(
             format!(
-                "'{}' is not an MQSC command FerryMQ knows (DEFINE, ALTER, DELETE, DISPLAY, CLEAR, START, STOP, REFRESH, PING, END)",
+                "'{}' is not an MQSC command FerryMQ knows (DEFINE, ALTER, DELETE, DISPLAY, CLEAR, SET, START, STOP, REFRESH, PING, END)",
                 first.text
             ),
             first.col,
@@ -115,6 +118,29 @@ pub fn parse(text: &str) -> Result<Command, SyntaxError> {
     };
     let rest = &items[2..];
     match v {
+        Verb::Delete if obj.word == "AUTHREC" => {
+            no_name(obj)?;
+            Ok(Command::DeleteAuthRec(security::delete_authrec(rest)?))
+        }
+        Verb::Set => match obj.word.as_str() {
+            "CHLAUTH" => Ok(Command::SetChlAuth(security::set_chlauth(obj, rest)?)),
+            "AUTHREC" => {
+                no_name(obj)?;
+                Ok(Command::SetAuthRec(security::set_authrec(rest)?))
+            }
+            _ => Err(unknown_object(
+                obj,
+                "FerryMQ supports SET CHLAUTH and SET AUTHREC",
+            )),
+        },
+        Verb::Display if obj.word == "CHLAUTH" => {
+            let (profile, type_) = security::display_chlauth(obj, rest)?;
+            Ok(Command::DisplayChlAuth { profile, type_ })
+        }
+        Verb::Display if obj.word == "AUTHREC" => {
+            no_name(obj)?;
+            Ok(Command::DisplayAuthRec(security::display_authrec(rest)?))
+        }
         Verb::Define | Verb::Alter | Verb::Delete | Verb::Clear => {
             if v == Verb::Alter && obj.word == "QMGR" {
                 no_name(obj)?;
