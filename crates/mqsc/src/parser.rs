@@ -54,11 +54,22 @@ fn obj_type(word: &str) -> Option<ObjType> {
     })
 }
 
-/// MQ object keywords FerryMQ has no objects for yet: named so the error says "not supported"
-/// rather than "unknown".
-const UNSUPPORTED_OBJECTS: &[&str] = &[
-    "TOPIC", "NAMELIST", "NL", "PROCESS", "PRO", "SUB", "SERVICE", "COMMINFO", "CHLAUTH",
-    "AUTHREC", "SBSTATUS", "TPSTATUS", "SVSTATUS", "CLUSQMGR", "PUBSUB",
+/// MQ object keywords FerryMQ has no objects for yet, with the capability each belongs to: the
+/// error says what is not built rather than "unknown".
+const UNSUPPORTED_OBJECTS: &[(&str, &str)] = &[
+    ("TOPIC", "publish/subscribe"),
+    ("SUB", "publish/subscribe"),
+    ("SBSTATUS", "publish/subscribe"),
+    ("TPSTATUS", "publish/subscribe"),
+    ("PUBSUB", "publish/subscribe"),
+    ("NAMELIST", "namelist support"),
+    ("NL", "namelist support"),
+    ("CLUSQMGR", "clustering"),
+    ("PROCESS", "triggering (process definitions)"),
+    ("PRO", "triggering (process definitions)"),
+    ("SERVICE", "service object support"),
+    ("SVSTATUS", "service object support"),
+    ("COMMINFO", "multicast"),
 ];
 
 /// The longest name an object of this type may have.
@@ -246,11 +257,17 @@ fn ignstate(rest: &[Item]) -> Result<bool, SyntaxError> {
 }
 
 fn unknown_object(obj: &Item, hint: &str) -> SyntaxError {
+    let security = match obj.word.as_str() {
+        "CHLAUTH" => "channel authentication records are set with SET CHLAUTH and shown with DISPLAY CHLAUTH",
+        "AUTHREC" => "authority records are set with SET AUTHREC, removed with DELETE AUTHREC and shown with DISPLAY AUTHREC",
+        _ => "",
+    };
+    let hint = if security.is_empty() { hint } else { security };
     let msg = if !hint.is_empty() {
         format!("'{}' is not valid here: {hint}", obj.text)
-    } else if UNSUPPORTED_OBJECTS.contains(&obj.word.as_str()) {
+    } else if let Some((_, what)) = UNSUPPORTED_OBJECTS.iter().find(|(w, _)| *w == obj.word) {
         format!(
-            "FerryMQ does not support '{}' with this command yet",
+            "FerryMQ does not support '{}' with this command: {what} is not built yet",
             obj.text
         )
     } else {

@@ -204,7 +204,7 @@ fn execute_command(
                 &MqError::new(
                     Reason::COMMAND_FAILED,
                     format!(
-                        "CHANNEL({name}) is a {t} channel; this release runs no channels to other queue managers, so it cannot be started"
+                        "CHANNEL({name}) is a {t} channel: distributed queuing (channels between queue managers) is not built yet, so it cannot be started"
                     ),
                 ),
             ),
