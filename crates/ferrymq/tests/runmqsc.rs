@@ -498,3 +498,83 @@ fn set_chlauth_and_authrec_are_checked_stored_durably_and_shown_but_not_enforced
         "{text}"
     );
 }
+
+/// Copies the fixture queue manager `name` into `home`, padding its log files back to their
+/// preallocated size (the fixture stores them without trailing zeros).
+fn install_fixture(home: &Home, fixture: &str, name: &str, log_file_bytes: u64) {
+    fn copy(from: &std::path::Path, to: &std::path::Path, log_file_bytes: u64) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let target = to.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy(&e.path(), &target, log_file_bytes);
+            } else if e.file_name() != "README.md" {
+                std::fs::copy(e.path(), &target).unwrap();
+                if target.extension().is_some_and(|x| x == "LOG") {
+                    let f = std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(&target)
+                        .unwrap();
+                    f.set_len(log_file_bytes).unwrap();
+                }
+            }
+        }
+    }
+    let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(fixture);
+    copy(&from, &home.path().join("qmgrs").join(name), log_file_bytes);
+}
+
+#[test]
+fn a_queue_manager_logged_before_object_times_starts_with_blank_times_and_gets_a_qmid() {
+    let home = Home::new();
+    install_fixture(&home, "qm-before-object-times", "OLDQM", 64 * 4096);
+    let qm = Qm {
+        home: &home,
+        name: "OLDQM".into(),
+        port: 0,
+    };
+    qm.restart();
+    let (code, text) = mqsc(
+        &home,
+        "OLDQM",
+        "DISPLAY QLOCAL(OLD.Q) MAXDEPTH DESCR CRDATE ALTDATE\nDISPLAY QALIAS(OLD.ALIAS)\n\
+         DISPLAY CHANNEL(OLD.SVRCONN)\nDISPLAY LISTENER(OLD.L)\nDISPLAY AUTHINFO(OLD.AI)\n\
+         DISPLAY QMGR DESCR QMID CRDATE\n",
+    );
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("MAXDEPTH(42)"), "{text}");
+    assert!(
+        text.contains("DESCR(written before object times)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("CRDATE( )") && text.contains("ALTDATE( )"),
+        "{text}"
+    );
+    assert!(text.contains("DESCR(old queue manager)"), "{text}");
+    // Its first start under this version gave it an identity and a creation date.
+    let qmid = attr(&text[text.find("FMQ8408I").unwrap()..], "QMID");
+    assert!(qmid.starts_with("OLDQM_"), "{text}");
+    assert_eq!(
+        home.ok(&["get", "OLDQM", "OLD.Q"]),
+        "hello-from-before\n",
+        "the message logged before the change is still there"
+    );
+    let (code, text) = mqsc(
+        &home,
+        "OLDQM",
+        "ALTER QLOCAL(OLD.Q) MAXDEPTH(43)\nDISPLAY QLOCAL(OLD.Q) CRDATE ALTDATE\n",
+    );
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("CRDATE( )") && is_mq_date(&attr(&text, "ALTDATE")),
+        "{text}"
+    );
+    qm.kill9();
+    qm.restart();
+    let (_, text) = mqsc(&home, "OLDQM", "DISPLAY QMGR QMID\n");
+    assert_eq!(attr(&text, "QMID"), qmid, "the identity given once is kept");
+}
