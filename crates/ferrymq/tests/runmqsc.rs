@@ -281,7 +281,7 @@ fn wait_past(t: &str) {
 const EVERY_OBJECT: &[(&str, &str)] = &[
     ("QLOCAL(D.LQ)", "DEFINE QLOCAL(D.LQ) MAXDEPTH(10)"),
     ("QALIAS(D.AQ)", "DEFINE QALIAS(D.AQ) TARGET(D.LQ)"),
-    ("QMODEL(D.MQ)", "DEFINE QMODEL(D.MQ)"),
+    ("QMODEL(D.MQ)", "DEFINE QMODEL(D.MQ) DEFTYPE(PERMDYN)"),
     (
         "QREMOTE(D.RQ)",
         "DEFINE QREMOTE(D.RQ) RNAME(X) RQMNAME(QM9) XMITQ(D.LQ)",
@@ -352,12 +352,35 @@ fn objects_and_the_queue_manager_keep_their_creation_and_alteration_times_across
         assert_ne!(before[2..], after[2..], "{o}: ALTER records a new time");
     }
 
+    // A permanent dynamic queue records when MQOPEN created it.
+    let c = qm.connect_bindings();
+    let h = c.open_dynamic("D.MQ", "D.DYN.*", open::OUTPUT).unwrap();
+    let dyn_name = h.name.clone();
+    c.close(&h, ferrymq_types::options::close::NONE).unwrap();
+    drop(c);
+    let dyn_times = |home: &Home| {
+        let (code, text) = mqsc(
+            home,
+            "DATES",
+            &format!("DISPLAY QLOCAL({dyn_name}) CRDATE CRTIME\n"),
+        );
+        assert_eq!(code, 0, "{text}");
+        (attr(&text, "CRDATE"), attr(&text, "CRTIME"))
+    };
+    let created = dyn_times(&home);
+    assert!(
+        is_mq_date(&created.0) && is_mq_time(&created.1),
+        "{created:?}"
+    );
+
     // A crash right after the changes: replay restores the recorded times, not the clock's
     // time at replay; so does the checkpoint a controlled end writes.
     wait_past(&altered[0].1[3]);
+    wait_past(&created.1);
     qm.kill9();
     qm.restart();
     assert_eq!(object_times(&home, "DATES"), altered, "after kill -9");
+    assert_eq!(dyn_times(&home), created, "the dynamic queue after kill -9");
     qm.end();
     qm.restart();
     assert_eq!(object_times(&home, "DATES"), altered, "after a checkpoint");
