@@ -39,6 +39,7 @@ const MQ_STYLE: &[&str] = &[
     "makedrprimary",
     "makedrsecondary",
     "runmqsc",
+    "dmpmqcfg",
     "run-qmgr",
 ];
 
@@ -65,7 +66,11 @@ pub const GROUPS: &[(&str, &[&str], &str)] = &[
         "Main site: crtmqm ... -dr primary -drr 'host(p)[,host(p)...]' [-drlag BYTES] QMNAME;\n\
          recovery site: crtmqm ... -dr secondary -drl 'host(p)' QMNAME; dspmq -o dr shows both.",
     ),
-    ("Administration", &["runmqsc", "dmplog", "dspmqver"], ""),
+    (
+        "Administration",
+        &["runmqsc", "dmpmqcfg", "dmplog", "dspmqver"],
+        "",
+    ),
     (
         "Sample programs (bindings mode by queue manager name, or --conn 'host(port),...')",
         &["put", "get", "browse"],
@@ -161,6 +166,17 @@ Examples:
   ferrymq runmqsc -c --conn 'mq1(1414)' QM1 < setup.mqsc
 
 Exit 0: every command worked; 10: some failed; 20: none worked, or a usage error.";
+
+const EXAMPLES_DMPMQCFG: &str = "\
+Examples:
+  ferrymq dmpmqcfg -m QM1 > qm1.mqsc                  everything, as MQSC
+  ferrymq runmqsc QM2 < qm1.mqsc                      the same configuration on QM2
+  ferrymq dmpmqcfg -m QM1 -x chlauth                  channel authentication records only
+  ferrymq dmpmqcfg -m QM1 -o json | jq '.commands[].name'
+
+ALTER QMGR, then DEFINE ... REPLACE of every object that is not a SYSTEM one with all its
+attributes, then SET CHLAUTH and SET AUTHREC. Lines starting '*' are comments (queue manager
+name, QMID, time of the dump). Exit 0; 1: usage; 20: the queue manager is not available.";
 
 const EXAMPLES_DMPLOG: &str = "\
 Examples:
@@ -280,6 +296,12 @@ pub enum Cmd {
         override_usage = "ferrymq runmqsc [-e] [-v] [-c [--conn 'host(port)']] QMNAME"
     )]
     Runmqsc(Runmqsc),
+    /// Dump a queue manager's configuration as MQSC (or JSON) that runmqsc replays
+    #[command(
+        after_help = EXAMPLES_DMPMQCFG,
+        override_usage = "ferrymq dmpmqcfg -m QMNAME [-o mqsc|json] [-x all|object|authrec|chlauth]"
+    )]
+    Dmpmqcfg(Dmpmqcfg),
     /// List a queue manager's recovery log and message store records, and their damage
     #[command(after_help = EXAMPLES_DMPLOG)]
     Dmplog(Dmplog),
@@ -620,6 +642,19 @@ pub struct Runmqsc {
     /// The queue manager
     #[arg(value_name = "QMNAME")]
     pub name: String,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct Dmpmqcfg {
+    /// The queue manager (local: through its bindings socket)
+    #[arg(long, value_name = "QMNAME", required = true)]
+    pub m: Option<String>,
+    /// Output format
+    #[arg(long, value_name = "FORMAT", default_value = "mqsc", value_parser = ["mqsc", "json"])]
+    pub o: String,
+    /// What to dump
+    #[arg(long, value_name = "WHAT", default_value = "all", value_parser = ["all", "object", "authrec", "chlauth"])]
+    pub x: String,
 }
 
 #[derive(Args, Debug, Default)]

@@ -15,6 +15,7 @@ mod format;
 mod lexer;
 pub mod messages;
 mod parser;
+pub mod security;
 mod split;
 mod values;
 
@@ -22,7 +23,7 @@ pub use command::{
     Command, DisplayWhat, Filter, FilterOp, ObjType, Requested, Setting, SyntaxError,
 };
 pub use driver::{echo_line, Tally};
-pub use exec::{execute, execute_text, Response, ServerOps};
+pub use exec::{dump_config, execute, execute_text, DumpScope, Response, ServerOps};
 pub use format::format_attributes;
 pub use parser::parse;
 pub use split::{split_commands, SourceCommand};

@@ -228,7 +228,12 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
             }
             QmConfig::from_ini(&ini)
         })
-        .and_then(|cfg| {
+        .and_then(|mut cfg| {
+            // A relative AutoConfig directory is the queue manager directory's.
+            cfg.autoconfig_dir = Some(match cfg.autoconfig_dir.take() {
+                None => paths.autoconfig_dir(),
+                Some(d) => paths.dir.join(d),
+            });
             if cfg.ha.is_some() {
                 run_ha(paths, cfg)
             } else {
@@ -577,6 +582,22 @@ fn start_listeners(shared: &Arc<Shared>) -> Result<(), String> {
     if shared.is_dr_secondary() {
         return Ok(());
     }
+    // An HA group gets its QMID when its first instance becomes active (its instances are
+    // created apart, from identical state), and a queue manager created before FerryMQ kept
+    // one gets it now.
+    if let Some(Err(e)) = shared
+        .core
+        .lock()
+        .engine
+        .assign_identity(crate::storage::now_ms(), crate::storage::now_stamp())
+    {
+        crate::qm_log!(
+            crate::errlog::ids::QMID_NOT_RECORDED,
+            "the queue manager's identifier (QMID) could not be recorded: {e}; DISPLAY QMGR shows none until a later start records it"
+        );
+    }
+    // Declarative configuration: applied before applications can connect.
+    crate::autoconfig::apply(shared);
     if shared.cfg.port != 0 {
         // Already running (this instance became active before) is fine.
         match listeners::start(

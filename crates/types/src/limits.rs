@@ -11,6 +11,8 @@ pub const QUEUE_DEPTH_DEFAULT: u32 = 5000;
 pub const QUEUE_DEPTH_MAX: u32 = 999_999_999;
 /// Object names (queues, channels) are at most 48 characters, as in MQ.
 pub const OBJECT_NAME_LEN_MAX: usize = 48;
+/// Largest MQSC file the queue manager applies from its AutoConfig directory at start.
+pub const AUTOCONFIG_FILE_BYTES_MAX: u64 = 16 << 20;
 /// Queue manager names are at most 48 characters.
 pub const QMGR_NAME_LEN_MAX: usize = 48;
 /// Upper bound on one frame beyond the message body: descriptor, properties, names.

@@ -10,7 +10,7 @@ mod queue;
 
 pub use channel::CHANNEL;
 pub use other::{AUTHINFO, LISTENER};
-pub use qmgr::QMGR;
+pub use qmgr::{CMDLEVEL, QMGR};
 pub use queue::{QALIAS, QLOCAL, QMODEL, QREMOTE};
 
 use crate::command::ObjType;
@@ -143,6 +143,18 @@ pub fn lookup_any_queue(word: &str) -> Option<&'static AttrSpec> {
     [QLOCAL, QMODEL, QALIAS, QREMOTE]
         .into_iter()
         .find_map(|t| lookup(t, word))
+}
+
+/// When an object was created and last altered: shown by DISPLAY of every object type (MQ's
+/// formats, UTC), never set.
+pub(crate) const ALTDATE: AttrSpec = AttrSpec::acted("ALTDATE", ValueKind::ReadOnly);
+pub(crate) const ALTTIME: AttrSpec = AttrSpec::acted("ALTTIME", ValueKind::ReadOnly);
+pub(crate) const CRDATE: AttrSpec = AttrSpec::acted("CRDATE", ValueKind::ReadOnly);
+pub(crate) const CRTIME: AttrSpec = AttrSpec::acted("CRTIME", ValueKind::ReadOnly);
+
+/// Whether an attribute is one of the four creation and alteration times.
+pub fn is_time_attr(name: &str) -> bool {
+    matches!(name, "ALTDATE" | "ALTTIME" | "CRDATE" | "CRTIME")
 }
 
 /// Enumerated value lists shared by several tables.

@@ -3,10 +3,13 @@
 //! block runmqsc prints.
 
 mod display;
+mod dump;
 mod object;
 mod queue;
+mod security;
 pub(crate) mod status;
 
+pub use dump::{dump_config, DumpScope};
 use ferrymq_engine::{Engine, Lsn};
 use ferrymq_types::{MqError, ObjectDef, ObjectKind, Reason};
 
@@ -140,19 +143,19 @@ fn execute_command(
             replace,
         } => {
             if kind.is_queue() {
-                queue::define(engine, *kind, name, attrs, like.as_deref(), *replace)
+                queue::define(engine, *kind, name, attrs, like.as_deref(), *replace, now_ms)
             } else {
-                object::define(engine, *kind, name, attrs, like.as_deref(), *replace)
+                object::define(engine, *kind, name, attrs, like.as_deref(), *replace, now_ms)
             }
         }
         Command::Alter { kind, name, attrs } => {
             if kind.is_queue() {
-                queue::alter(engine, *kind, name, attrs)
+                queue::alter(engine, *kind, name, attrs, now_ms)
             } else {
-                object::alter(engine, *kind, name, attrs)
+                object::alter(engine, *kind, name, attrs, now_ms)
             }
         }
-        Command::AlterQmgr { attrs } => object::alter_qmgr(engine, attrs),
+        Command::AlterQmgr { attrs } => object::alter_qmgr(engine, attrs, now_ms),
         Command::Delete { kind, name, purge } => {
             if kind.is_queue() {
                 queue::delete(engine, *kind, name, *purge)
@@ -201,7 +204,7 @@ fn execute_command(
                 &MqError::new(
                     Reason::COMMAND_FAILED,
                     format!(
-                        "CHANNEL({name}) is a {t} channel; this release runs no channels to other queue managers, so it cannot be started"
+                        "CHANNEL({name}) is a {t} channel: distributed queuing (channels between queue managers) is not built yet, so it cannot be started"
                     ),
                 ),
             ),
@@ -241,6 +244,13 @@ fn execute_command(
             Ok(m) => Response::success(msg::SECURITY_REFRESHED, m),
             Err(e) => Response::failure(&label, &e),
         },
+        Command::SetChlAuth(s) => security::set_chlauth(engine, s, now_ms),
+        Command::SetAuthRec(s) => security::set_authrec(engine, s, now_ms),
+        Command::DeleteAuthRec(f) => security::delete_authrec(engine, f),
+        Command::DisplayChlAuth { profile, type_ } => {
+            security::display_chlauth(engine, profile, type_.as_deref())
+        }
+        Command::DisplayAuthRec(f) => security::display_authrec(engine, f),
         Command::PingQmgr => Response::success(
             msg::PING,
             format!(
