@@ -12,7 +12,7 @@ use support::{free_port, Home, Qm};
 /// The MQSC lines of the seed's Appendix B, with `$QMport` given and the loop expanded for
 /// j = 0..=10 as its `<=` bound runs (the fixture is shared with the MQSC crate's own test).
 fn appendix_b(port: u16) -> String {
-    include_str!("../../mqsc/tests/fixtures/appendix_b.mqsc").replace("$QMport", &port.to_string())
+    include_str!("../../admin/tests/fixtures/appendix_b.mqsc").replace("$QMport", &port.to_string())
 }
 
 #[test]

@@ -237,7 +237,7 @@ pub struct SyntaxError {
 }
 
 impl SyntaxError {
-    pub(crate) fn new(message: impl Into<String>, column: usize, token: impl Into<String>) -> Self {
+    pub fn new(message: impl Into<String>, column: usize, token: impl Into<String>) -> Self {
         SyntaxError {
             message: message.into(),
             column,

@@ -589,8 +589,8 @@ pub(crate) fn display_attr(what: DisplayWhat, word: &str) -> Option<String> {
                 .or_else(|| lookup(attrs::table(t), word).map(|a| a.name.to_string()));
         }
         DisplayWhat::Qmgr => return lookup(QMGR, word).map(|a| a.name.to_string()),
-        DisplayWhat::QStatus => crate::exec::status::QSTATUS_FIELDS,
-        DisplayWhat::Conn => crate::exec::status::CONN_FIELDS,
+        DisplayWhat::QStatus => attrs::QSTATUS_FIELDS,
+        DisplayWhat::Conn => attrs::CONN_FIELDS,
         // These rows come from the server, which decides their fields: any keyword may be asked for.
         DisplayWhat::ChStatus | DisplayWhat::LsStatus | DisplayWhat::QmStatus => {
             return (!word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric()))

@@ -8,7 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ferrymq_mqsc::{execute_text, split_commands};
+use ferrymq_admin::execute_text;
+use ferrymq_mqsc::split_commands;
 use ferrymq_types::limits::AUTOCONFIG_FILE_BYTES_MAX;
 
 use crate::admin_ops::Ops;

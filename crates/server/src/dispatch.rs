@@ -401,7 +401,7 @@ fn admin(
                 0,
             );
         }
-        let r = ferrymq_mqsc::execute_text(mqsc, &mut core.engine, &mut Ops { shared }, now_ms);
+        let r = ferrymq_admin::execute_text(mqsc, &mut core.engine, &mut Ops { shared }, now_ms);
         core.flush_deliveries();
         let resp = reply(
             if r.ok {
@@ -508,7 +508,7 @@ fn admin(
         // dmpmqcfg: the configuration as MQSC (or JSON), shown only once every definition change
         // it may include is durable, as a DISPLAY is.
         ["DMPMQCFG", scope, format @ ("MQSC" | "JSON")] => {
-            let Some(scope) = ferrymq_mqsc::DumpScope::from_word(scope) else {
+            let Some(scope) = ferrymq_admin::DumpScope::from_word(scope) else {
                 return Action::Reply(
                     reply(
                         Reason::COMMAND_FAILED,
@@ -517,7 +517,7 @@ fn admin(
                     0,
                 );
             };
-            let text = ferrymq_mqsc::dump_config(&core.engine, scope, *format == "JSON", now_ms);
+            let text = ferrymq_admin::dump_config(&core.engine, scope, *format == "JSON", now_ms);
             let resp = reply(Reason::NONE, &text);
             let need = core.engine.admin_lsn();
             if need <= shared.durable.get() {

@@ -9,9 +9,9 @@ use ferrymq_types::{mqerr, ObjectDef, ObjectKind, ObjectTimes, Reason};
 use super::display::matches;
 use super::object::time_value;
 use super::Response;
-use crate::format::Field;
-use crate::messages as msg;
-use crate::security::{
+use ferrymq_mqsc::format::Field;
+use ferrymq_mqsc::messages as msg;
+use ferrymq_mqsc::security::{
     authlist, authrec_key, chlauth_key_is, AuthRecFilter, AuthRecSet, ChlAuthAction, ChlAuthSet,
     Entity,
 };
@@ -238,7 +238,7 @@ pub(crate) fn set_authrec(engine: &mut Engine, s: &AuthRecSet, now_ms: u64) -> R
         }
     }
     // Keep the canonical order the parser gives (add is already in it).
-    let order: Vec<String> = crate::security::AUTHREC_ORDER
+    let order: Vec<String> = ferrymq_mqsc::security::AUTHREC_ORDER
         .iter()
         .map(|a| a.to_string())
         .collect();

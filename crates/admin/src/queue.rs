@@ -6,10 +6,10 @@ use ferrymq_types::{
 };
 
 use super::Response;
-use crate::attrs::{self, AttrSpec, ValueKind};
-use crate::command::{ObjType, Setting};
-use crate::format::{mq_date, mq_time, Field};
-use crate::messages as msg;
+use ferrymq_mqsc::attrs::{self, AttrSpec, ValueKind};
+use ferrymq_mqsc::format::{mq_date, mq_time, Field};
+use ferrymq_mqsc::messages as msg;
+use ferrymq_mqsc::{ObjType, Setting};
 
 /// The queue type of a definition.
 pub(crate) fn obj_type(kind: &QueueKind) -> ObjType {

@@ -1,6 +1,10 @@
-//! Server-side execution: runs a parsed command against the queue engine (and, for listeners,
-//! channel status and security, against the server through [`ServerOps`]) and builds the response
-//! block runmqsc prints.
+//! MQSC execution for FerryMQ: this crate owns applying a parsed MQSC command to the queue engine
+//! (and, for listeners, channel status and queue manager status, to the server through
+//! [`ServerOps`]), building the response block runmqsc prints, and the configuration dump
+//! (`dmpmqcfg`). The language itself — splitting, parsing, attribute tables, formatting — is
+//! `ferrymq-mqsc`, which knows nothing of the engine, so `runmqsc` checks syntax without linking it
+//! and the server runs exactly the commands the language crate parsed. The queue manager calls
+//! this crate under its engine lock and answers only once the records it wrote are durable.
 
 mod display;
 mod dump;
@@ -13,10 +17,10 @@ pub use dump::{dump_config, DumpScope};
 use ferrymq_engine::{Engine, Lsn};
 use ferrymq_types::{MqError, ObjectDef, ObjectKind, Reason};
 
-use crate::command::{Command, ObjType, Setting};
-use crate::format::{render_fields, Field};
-use crate::messages as msg;
-use crate::parser::parse;
+use ferrymq_mqsc::format::{render_fields, Field};
+use ferrymq_mqsc::messages as msg;
+use ferrymq_mqsc::parse;
+use ferrymq_mqsc::{Command, ObjType, Setting};
 
 /// What commands need from the server itself rather than from the engine.
 pub trait ServerOps {

@@ -9,8 +9,8 @@ use ferrymq_engine::Engine;
 use ferrymq_types::{ObjectDef, ObjectKind, QueueDef};
 
 use super::{object, queue};
-use crate::attrs::{self, AttrSpec, ValueKind, QMGR};
-use crate::format::{mq_date, mq_time};
+use ferrymq_mqsc::attrs::{self, AttrSpec, ValueKind, QMGR};
+use ferrymq_mqsc::format::{mq_date, mq_time};
 
 /// What a dump holds (`dmpmqcfg -x`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,10 +8,10 @@ use ferrymq_engine::Engine;
 use ferrymq_types::{mqerr, MqError, ObjectDef, ObjectKind, ObjectTimes, QmgrAttrs};
 
 use super::Response;
-use crate::attrs::{self, AttrSpec, ValueKind, QMGR};
-use crate::command::{ObjType, Setting};
-use crate::format::{mq_date, mq_time, Field};
-use crate::messages as msg;
+use ferrymq_mqsc::attrs::{self, AttrSpec, ValueKind, QMGR};
+use ferrymq_mqsc::format::{mq_date, mq_time, Field};
+use ferrymq_mqsc::messages as msg;
+use ferrymq_mqsc::{ObjType, Setting};
 
 pub(crate) fn object_kind(t: ObjType) -> ObjectKind {
     match t {
