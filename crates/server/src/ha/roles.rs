@@ -1,0 +1,220 @@
+//! Roles over time: the replicator that proposes batches while this instance leads, taking over
+//! when it becomes leader, giving up the role when it loses it, and snapshot requests as the
+//! ring fills.
+
+use super::*;
+
+/// Proposes the engine's batches to Raft, in order, until leadership is lost.
+pub async fn replicate(h: Arc<HaHandle>) {
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let freed = Arc::new(Notify::new());
+    let raft = h.replica.raft().clone();
+    loop {
+        // Room first, then the batch: whatever arrived while waiting goes into it.
+        loop {
+            let limit = h
+                .cfg
+                .max_in_flight
+                .unwrap_or_else(|| h.props.adaptive_in_flight());
+            let notified = freed.notified();
+            if in_flight.load(Ordering::Acquire) < limit {
+                break;
+            }
+            notified.await;
+        }
+        let (last, payload) = h.props.next_batch().await;
+        // Keep the ring from filling faster than snapshots free it — except for the batch a
+        // snapshot being built waits for (it is what frees the ring), within the headroom.
+        loop {
+            let (cap, _) = h.replica.storage().geometry();
+            let used = h.replica.storage().used_bytes().unwrap_or(0);
+            if cap == 0 || used * 100 < cap * RING_STOP_PCT {
+                break;
+            }
+            if h.props.snapshot_waiting.load(Ordering::Acquire) && used * 100 < cap * 95 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let rec = AppRecord {
+            kind: KIND_ENGINE_BATCH,
+            payload,
+        };
+        in_flight.fetch_add(1, Ordering::AcqRel);
+        match raft.client_write_ff(rec).await {
+            Ok(rx) => {
+                let props = h.props.clone();
+                let (in_flight, freed) = (in_flight.clone(), freed.clone());
+                tokio::spawn(async move {
+                    let r = rx.await;
+                    in_flight.fetch_sub(1, Ordering::AcqRel);
+                    freed.notify_one();
+                    match r {
+                        Ok(Ok(resp)) => props.committed(last, resp.log_id),
+                        _ => props.set_lost(),
+                    }
+                });
+            }
+            Err(_) => {
+                h.props.set_lost();
+                return;
+            }
+        }
+    }
+}
+
+/// Makes this (leading) instance's engine complete: confirms leadership with a quorum, waits
+/// until every entry in its log — including any it wrote in this term before a restart — is
+/// applied, and marks the point after which entries are its own. Returns the last applied id.
+pub(super) async fn activate_engine(
+    h: &HaHandle,
+    raft: &ferrymq_replication::FerryRaft,
+) -> Result<(LogId, String), String> {
+    let t0 = Instant::now();
+    raft.ensure_linearizable()
+        .await
+        .map_err(|e| format!("leadership not confirmed: {e}"))?;
+    let confirmed = t0.elapsed();
+    let (applied_before, last) = {
+        let m = raft.metrics().borrow().clone();
+        (m.last_applied.map_or(0, |l| l.index), m.last_log_index)
+    };
+    let m = raft
+        .wait(Some(Duration::from_secs(30)))
+        .applied_index_at_least(last, "activation")
+        .await
+        .map_err(|e| format!("the log was not applied: {e}"))?;
+    let timeline = format!(
+        "leadership confirmed in {} ms, {} entries applied in {} ms",
+        confirmed.as_millis(),
+        last.unwrap_or(0).saturating_sub(applied_before),
+        (t0.elapsed() - confirmed).as_millis()
+    );
+    let applied = m
+        .last_applied
+        .ok_or_else(|| "nothing applied yet".to_string())?;
+    let core = h.app.core.lock();
+    let seq = h.props.seal();
+    h.props.hold_dr_bound(core.engine.dr_state());
+    h.props.st.lock().base = Some((seq, applied));
+    h.app.own_from.store(applied.index + 1, Ordering::Release);
+    drop(core);
+    Ok((applied, timeline))
+}
+
+/// Watches the replica's role: takes over when it becomes leader, restarts the instance when
+/// it loses the role, and requests snapshots as the ring fills. `activate` starts the
+/// listeners of an instance that has just become active.
+pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
+    let raft = h.replica.raft().clone();
+    let me = h.cfg.local_id();
+    let mut metrics = raft.metrics();
+    let mut last_snapshot_request = Instant::now() - Duration::from_secs(10);
+    let mut snapshot_at_request = None;
+    let mut in_sync_since: Option<Instant> = None;
+    let mut failed_term = 0;
+    loop {
+        if h.ending.load(Ordering::Acquire) {
+            return;
+        }
+        let m = metrics.borrow().clone();
+        if m.state == ServerState::Shutdown {
+            restart_instance("the replica stopped");
+        }
+        let active = h.is_active();
+        let leading = m.state == ServerState::Leader && m.current_leader == Some(me);
+        if !active && leading {
+            let began = Instant::now();
+            h.app.own_term.store(m.current_term, Ordering::Release);
+            match activate_engine(&h, &raft).await {
+                Ok((applied, timeline)) => {
+                    h.active.store(true, Ordering::Release);
+                    let listening = Instant::now();
+                    activate();
+                    crate::qm_log!(
+                        crate::errlog::ids::HA_ACTIVE, "instance '{}' is now the active instance (term {}, log index {}), {} ms after its election ({timeline}, listeners started in {} ms)",
+                        h.cfg.local,
+                        m.current_term,
+                        applied.index,
+                        began.elapsed().as_millis(),
+                        listening.elapsed().as_millis()
+                    );
+                }
+                Err(why) => {
+                    // A restarted instance can find itself leader of its old term without a
+                    // quorum (a partition): say so once per term, then retry quietly.
+                    if failed_term != m.current_term {
+                        failed_term = m.current_term;
+                        crate::qm_log!(
+                            crate::errlog::ids::HA_NOT_YET_ACTIVE,
+                            "instance '{}' leads term {} but cannot take over yet: {why}",
+                            h.cfg.local,
+                            m.current_term
+                        );
+                    }
+                    h.app.own_term.store(0, Ordering::Release);
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+            }
+        } else if active {
+            if !leading || m.current_term != h.app.own_term.load(Ordering::Acquire) {
+                restart_instance("another instance became active");
+            }
+            if m.millis_since_quorum_ack
+                .is_some_and(|ms| ms > QUORUM_LOSS_MS)
+            {
+                restart_instance("lost contact with the majority of the group");
+            }
+            if h.props.lost.load(Ordering::Acquire) {
+                restart_instance("a replicated write failed (leadership lost)");
+            }
+            if let Some(to) = h.switch_over_due(&m, &mut in_sync_since) {
+                let rec = AppRecord {
+                    kind: KIND_CONTROL,
+                    payload: format!("SWITCHOVER {to} {}", now_ms()).into_bytes(),
+                };
+                if raft.client_write(rec).await.is_ok() {
+                    restart_instance(&format!("switching over to the preferred instance '{to}'"));
+                }
+            }
+        }
+        let (cap, _) = h.replica.storage().geometry();
+        let used = h.replica.storage().used_bytes().unwrap_or(0);
+        // Once the last snapshot requested is built, the next may be asked for at once if entries
+        // have been applied since: under a heavy load the ring fills in a fraction of a second,
+        // and a fixed gap between requests let it reach the proposal stop (a stall of every
+        // reply). A full ring the newest snapshot already covers is waiting for its purge, not
+        // for another snapshot.
+        let index = |l: Option<LogId>| l.map_or(0, |l| l.index);
+        let again = m.snapshot != snapshot_at_request
+            && index(m.last_applied) >= index(m.snapshot) + SNAPSHOT_AGAIN_ENTRIES;
+        if cap > 0
+            && used * 100 >= cap * RING_SNAPSHOT_PCT
+            && (again || last_snapshot_request.elapsed() > Duration::from_millis(500))
+        {
+            last_snapshot_request = Instant::now();
+            snapshot_at_request = m.snapshot;
+            let _ = raft.trigger().snapshot().await;
+        }
+        // Metrics change with every entry; acting on each change would cost more CPU than the
+        // decisions are worth. Look again after a change, at most every 20 ms, or every 50 ms.
+        tokio::select! {
+            r = metrics.changed() => {
+                if r.is_err() && !h.ending.load(Ordering::Acquire) {
+                    restart_instance("the replica stopped");
+                }
+                // Except when this instance has just been elected: taking over waits for nothing.
+                let elected = {
+                    let m = metrics.borrow();
+                    m.state == ServerState::Leader && m.current_leader == Some(me)
+                };
+                if !elected || h.is_active() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            _ = tokio::time::sleep(Duration::from_millis(
+                ferrymq_replication::timing::MONITOR_POLL_MAX_MS,
+            )) => {}
+        }
+    }
+}
