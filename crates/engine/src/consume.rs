@@ -101,11 +101,20 @@ impl Engine {
                 return;
             };
             let queue = h.queue.clone();
-            let sel = Selector::new(cons.opts.match_msg_id, cons.opts.match_correl_id);
+            let sel = Selector::for_get(&cons.opts);
             let inhibited = self.queues.get(&queue).is_none_or(|q| q.def.get_inhibited);
             if !inhibited {
-                if let Some(key) = self.find(&queue, &sel, None, now_ms) {
-                    let result = self.take(conn, hobj, &queue, key, &cons.opts, now_ms);
+                let found = if sel.searches_groups {
+                    self.find_grouped(conn, hobj, &queue, &cons.opts, None, now_ms)
+                } else {
+                    self.find(&queue, &sel, None, now_ms)
+                };
+                if let Some(key) = found {
+                    let result = if sel.searches_groups {
+                        self.take_grouped(conn, hobj, &queue, key, &cons.opts, now_ms)
+                    } else {
+                        self.take(conn, hobj, &queue, key, &cons.opts, now_ms)
+                    };
                     let ok = result.is_ok();
                     let (result, wait_lsn) = match result {
                         Ok((got, lsn)) => (Ok(got), lsn),

@@ -14,6 +14,7 @@ pub mod conn;
 mod consume;
 pub mod dr;
 mod get;
+pub mod group;
 pub mod message;
 mod open;
 mod put;

@@ -163,6 +163,7 @@ impl Engine {
                 options,
                 browse_cursor: None,
                 owns_temporary,
+                groups: Default::default(),
             },
         );
         Ok((hobj, queue, lsn))

@@ -73,7 +73,12 @@ impl Engine {
                 apply_queue_defaults(&mut md, &a.def);
             }
         }
-        self.put_to_queue(conn, &queue, opts, md, props, body, now_ms)
+        let pos = self.group_put_fields(conn, hobj, opts, &mut md, body.len())?;
+        let done = self.put_to_queue(conn, &queue, opts, md, props, body, now_ms)?;
+        if opts.logical_order {
+            self.group_put_done(conn, hobj, pos);
+        }
+        Ok(done)
     }
 
     /// Opens, puts one message and closes in one call (MQPUT1).
@@ -89,6 +94,12 @@ impl Engine {
         body: Bytes,
         now_ms: u64,
     ) -> Result<PutDone, MqError> {
+        if opts.logical_order {
+            return Err(mqerr!(
+                OPTIONS_ERROR,
+                "MQPMO_LOGICAL_ORDER needs an open handle to continue a group; MQPUT1 has none"
+            ));
+        }
         let (hobj, _, open_lsn) = self.open(conn, name, qmgr, open::OUTPUT, "")?;
         let res = self.put(conn, hobj, opts, md, props, body, now_ms);
         let close_lsn = self.close(conn, hobj, 0, now_ms).unwrap_or(0);

@@ -67,6 +67,9 @@ pub struct PutOptions {
     pub new_msg_id: bool,
     /// Replace the descriptor's CorrelId with a fresh one (MQPMO_NEW_CORREL_ID).
     pub new_correl_id: bool,
+    /// MQPMO_LOGICAL_ORDER: the queue manager gives the message its GroupId, MsgSeqNumber and
+    /// Offset, continuing the group (and logical message) last put through the same handle.
+    pub logical_order: bool,
 }
 
 impl Default for PutOptions {
@@ -75,6 +78,7 @@ impl Default for PutOptions {
             syncpoint: Syncpoint::No,
             new_msg_id: false,
             new_correl_id: false,
+            logical_order: false,
         }
     }
 }
@@ -84,6 +88,7 @@ impl Codec for PutOptions {
         out.put_u8(self.syncpoint.to_u8());
         out.put_bool(self.new_msg_id);
         out.put_bool(self.new_correl_id);
+        out.put_bool(self.logical_order);
     }
     fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let syncpoint = Syncpoint::from_u8(r.u8("put syncpoint")?)?;
@@ -97,6 +102,7 @@ impl Codec for PutOptions {
             syncpoint,
             new_msg_id: r.bool("new_msg_id")?,
             new_correl_id: r.bool("new_correl_id")?,
+            logical_order: r.bool("logical_order")?,
         })
     }
 }
@@ -132,6 +138,28 @@ pub struct GetOptions {
     pub max_len: u32,
     pub match_msg_id: Option<MsgId>,
     pub match_correl_id: Option<MsgId>,
+    /// MQMO_MATCH_GROUP_ID with the GroupId to match.
+    pub match_group_id: Option<MsgId>,
+    /// MQMO_MATCH_MSG_SEQ_NUMBER with the MsgSeqNumber to match.
+    pub match_msg_seq_number: Option<i32>,
+    /// MQMO_MATCH_OFFSET with the Offset to match.
+    pub match_offset: Option<i32>,
+    /// MQGMO_* group and segment options (`gmo`).
+    pub group_options: u32,
+}
+
+/// MQGMO_* options about groups and segments (MQ's numbers).
+pub mod gmo {
+    /// Return a group's messages, and a logical message's segments, in order.
+    pub const LOGICAL_ORDER: u32 = 0x8000;
+    /// Return a group's messages only once all of them are available.
+    pub const ALL_MSGS_AVAILABLE: u32 = 0x20000;
+    /// Return a logical message's segments only once all of them are available.
+    pub const ALL_SEGMENTS_AVAILABLE: u32 = 0x40000;
+    /// Return a segmented logical message whole, reassembled.
+    pub const COMPLETE_MSG: u32 = 0x10000;
+    pub const KNOWN: u32 =
+        LOGICAL_ORDER | ALL_MSGS_AVAILABLE | ALL_SEGMENTS_AVAILABLE | COMPLETE_MSG;
 }
 
 impl GetOptions {
@@ -162,6 +190,24 @@ fn get_opt_id(r: &mut Reader, what: &'static str) -> Result<Option<MsgId>, Decod
     }
 }
 
+fn put_opt_i32(out: &mut BytesMut, v: Option<i32>) {
+    match v {
+        Some(v) => {
+            out.put_u8(1);
+            out.put_i32_le(v);
+        }
+        None => out.put_u8(0),
+    }
+}
+
+fn get_opt_i32(r: &mut Reader, what: &'static str) -> Result<Option<i32>, DecodeError> {
+    match r.u8(what)? {
+        0 => Ok(None),
+        1 => Ok(Some(r.i32(what)?)),
+        v => Err(DecodeError::invalid(what, format!("presence byte {v}"))),
+    }
+}
+
 impl Codec for GetOptions {
     fn encode(&self, out: &mut BytesMut) {
         out.put_u8(self.syncpoint.to_u8());
@@ -182,6 +228,10 @@ impl Codec for GetOptions {
         out.put_u32_le(self.max_len);
         put_opt_id(out, &self.match_msg_id);
         put_opt_id(out, &self.match_correl_id);
+        put_opt_id(out, &self.match_group_id);
+        put_opt_i32(out, self.match_msg_seq_number);
+        put_opt_i32(out, self.match_offset);
+        out.put_u32_le(self.group_options);
     }
     fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let syncpoint = Syncpoint::from_u8(r.u8("get syncpoint")?)?;
@@ -205,6 +255,16 @@ impl Codec for GetOptions {
             max_len: r.u32("max_len")?,
             match_msg_id: get_opt_id(r, "match msg_id")?,
             match_correl_id: get_opt_id(r, "match correl_id")?,
+            match_group_id: get_opt_id(r, "match group_id")?,
+            match_msg_seq_number: get_opt_i32(r, "match msg_seq_number")?,
+            match_offset: get_opt_i32(r, "match offset")?,
+            group_options: {
+                let g = r.u32("group options")?;
+                if g & !gmo::KNOWN != 0 {
+                    return Err(DecodeError::invalid("group options", format!("{g:#x}")));
+                }
+                g
+            },
         })
     }
 }

@@ -59,12 +59,14 @@ pub fn descriptor() -> impl Strategy<Value = MessageDescriptor> {
             any::<i32>(),
             any::<i32>(),
         ),
+        group_fields(),
     )
         .prop_map(
             |(
                 (msg_id, correl_id, persistence, priority, expiry, msg_type),
                 (format, reply_to_q, reply_to_qmgr, backout_count, put_time_ms),
                 (user_id, appl_identity, put_appl_name, encoding, ccsid, feedback, report),
+                group,
             )| MessageDescriptor {
                 msg_id,
                 correl_id,
@@ -84,8 +86,21 @@ pub fn descriptor() -> impl Strategy<Value = MessageDescriptor> {
                 ccsid,
                 feedback,
                 report,
+                group_id: group.0,
+                msg_seq_number: group.1,
+                offset: group.2,
+                msg_flags: group.3,
+                original_length: group.4,
             },
         )
+}
+
+/// Group and segment fields: mostly the defaults (encoded without them), sometimes any values.
+fn group_fields() -> impl Strategy<Value = ([u8; 24], i32, i32, i32, i32)> {
+    prop_oneof![
+        2 => Just(([0u8; 24], 1, 0, 0, -1)),
+        1 => (id(), any::<i32>(), any::<i32>(), any::<i32>(), any::<i32>()),
+    ]
 }
 
 fn property_value() -> impl Strategy<Value = PropertyValue> {
@@ -119,12 +134,16 @@ pub fn put_options() -> impl Strategy<Value = PutOptions> {
         prop_oneof![Just(Syncpoint::No), Just(Syncpoint::Yes)],
         any::<bool>(),
         any::<bool>(),
+        any::<bool>(),
     )
-        .prop_map(|(syncpoint, new_msg_id, new_correl_id)| PutOptions {
-            syncpoint,
-            new_msg_id,
-            new_correl_id,
-        })
+        .prop_map(
+            |(syncpoint, new_msg_id, new_correl_id, logical_order)| PutOptions {
+                syncpoint,
+                new_msg_id,
+                new_correl_id,
+                logical_order,
+            },
+        )
 }
 
 pub fn get_options() -> impl Strategy<Value = GetOptions> {
@@ -160,6 +179,7 @@ pub fn get_options() -> impl Strategy<Value = GetOptions> {
                 max_len,
                 match_msg_id,
                 match_correl_id,
+                ..GetOptions::default()
             },
         )
 }
