@@ -158,6 +158,10 @@ impl Connection {
         runtime().block_on(self.inner.inquire(h, selectors))
     }
 
+    pub fn set(&self, h: &ObjectHandle, attrs: &[(&str, &str)]) -> Result<(), MqError> {
+        runtime().block_on(self.inner.set(h, attrs))
+    }
+
     pub fn admin(&self, command: &str) -> Result<String, MqError> {
         runtime().block_on(self.inner.admin(command))
     }

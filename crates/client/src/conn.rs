@@ -585,6 +585,20 @@ impl Connection {
         }
     }
 
+    /// Sets attributes of an open queue (MQSET), named by their MQSC keywords: GET, PUT,
+    /// TRIGGER, TRIGTYPE, TRIGDPTH, TRIGMPRI, TRIGDATA, e.g. `[("GET", "DISABLED")]`. The queue
+    /// must be open with MQOO_SET. The change is durable, like an ALTER.
+    pub async fn set(&self, h: &ObjectHandle, attrs: &[(&str, &str)]) -> Result<(), MqError> {
+        let req = Request::Set {
+            hobj: h.hobj,
+            attrs: attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        status("Set", self.inner.call1(req, Role::Plain).await?)
+    }
+
     /// Runs an administrative command and returns its output.
     pub async fn admin(&self, command: &str) -> Result<String, MqError> {
         let req = Request::Admin {
@@ -647,6 +661,7 @@ impl Conv {
             | Request::Put { hobj, .. }
             | Request::Get { hobj, .. }
             | Request::Inquire { hobj, .. }
+            | Request::Set { hobj, .. }
             | Request::RegisterConsumer { hobj, .. }
             | Request::CancelConsumer { hobj }
             | Request::Credit { hobj, .. } => Some(hobj),

@@ -21,6 +21,7 @@ mod put;
 pub mod queue;
 pub mod records;
 mod recovery;
+mod set;
 mod uow;
 pub mod waiters;
 

@@ -33,6 +33,7 @@ pub mod kind {
     pub const CANCEL_CONSUMER: u8 = 0x0E;
     pub const ADMIN: u8 = 0x0F;
     pub const CREDIT: u8 = 0x10;
+    pub const SET: u8 = 0x11;
 
     pub const HELLO_OK: u8 = 0x81;
     pub const STATUS: u8 = 0x82;
@@ -96,6 +97,12 @@ pub enum Request {
     Inquire {
         hobj: u32,
         selectors: Vec<String>,
+    },
+    /// MQSET: `(keyword, value)` pairs as MQSC writes them (GET, PUT, TRIGGER, TRIGTYPE,
+    /// TRIGDPTH, TRIGMPRI, TRIGDATA); answered with `Status`.
+    Set {
+        hobj: u32,
+        attrs: Vec<(String, String)>,
     },
     /// Either side may send one; the peer answers `HeartbeatAck`.
     Heartbeat,
@@ -187,6 +194,7 @@ impl Request {
             Request::Commit => kind::COMMIT,
             Request::Backout => kind::BACKOUT,
             Request::Inquire { .. } => kind::INQUIRE,
+            Request::Set { .. } => kind::SET,
             Request::Heartbeat => kind::HEARTBEAT,
             Request::RegisterConsumer { .. } => kind::REGISTER_CONSUMER,
             Request::CancelConsumer { .. } => kind::CANCEL_CONSUMER,
@@ -251,6 +259,13 @@ impl Request {
             }
             Request::Inquire { hobj: _, selectors } => {
                 4 + 2 + selectors.iter().map(|s| str16(s)).sum::<usize>()
+            }
+            Request::Set { hobj: _, attrs } => {
+                4 + 2
+                    + attrs
+                        .iter()
+                        .map(|(k, v)| str16(k) + str16(v))
+                        .sum::<usize>()
             }
             Request::CancelConsumer { .. } => 4,
             Request::Credit { .. } => 8,
@@ -327,6 +342,7 @@ fn request_name(k: u8) -> Option<&'static str> {
         kind::COMMIT => "Commit",
         kind::BACKOUT => "Backout",
         kind::INQUIRE => "Inquire",
+        kind::SET => "Set",
         kind::HEARTBEAT => "Heartbeat",
         kind::REGISTER_CONSUMER => "RegisterConsumer",
         kind::CANCEL_CONSUMER => "CancelConsumer",
@@ -446,6 +462,14 @@ pub fn encode_request(conv: u16, req: u32, r: &Request, out: &mut BytesMut) {
             let n = put_count(out, selectors.len());
             for s in &selectors[..n] {
                 out.put_str16(s);
+            }
+        }
+        Request::Set { hobj, attrs } => {
+            out.put_u32_le(*hobj);
+            let n = put_count(out, attrs.len());
+            for (k, v) in &attrs[..n] {
+                out.put_str16(k);
+                out.put_str16(v);
             }
         }
         Request::CancelConsumer { hobj } => out.put_u32_le(*hobj),
@@ -614,6 +638,15 @@ fn decode_request(k: u8, r: &mut Reader) -> Result<Request, DecodeError> {
                 selectors.push(r.str16("selector")?);
             }
             Request::Inquire { hobj, selectors }
+        }
+        kind::SET => {
+            let hobj = r.u32("hobj")?;
+            let n = r.u16("attribute count")?;
+            let mut attrs = Vec::new();
+            for _ in 0..n {
+                attrs.push((r.str16("attribute")?, r.str16("attribute value")?));
+            }
+            Request::Set { hobj, attrs }
         }
         kind::HEARTBEAT => Request::Heartbeat,
         kind::REGISTER_CONSUMER => Request::RegisterConsumer {

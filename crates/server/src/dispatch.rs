@@ -223,6 +223,7 @@ pub fn handle(
             Ok(attrs) => Action::Reply(Response::InquireReply { attrs }, 0),
             Err(err) => Action::Reply(error_response(err), 0),
         },
+        Q::Set { hobj, attrs } => done(e.set(conn, hobj, &attrs)),
         Q::RegisterConsumer { hobj, opts } => {
             match e.register_consumer(conn, hobj, &opts, req as u64) {
                 Ok(()) => Action::Reply(status_ok(), 0),

@@ -265,6 +265,8 @@ pub fn request() -> impl Strategy<Value = Request> {
         Just(Request::Backout),
         (any::<u32>(), vec(text(), 0..8))
             .prop_map(|(hobj, selectors)| Request::Inquire { hobj, selectors }),
+        (any::<u32>(), vec((text(), text()), 0..8))
+            .prop_map(|(hobj, attrs)| Request::Set { hobj, attrs }),
         Just(Request::Heartbeat),
         (any::<u32>(), get_options())
             .prop_map(|(hobj, opts)| Request::RegisterConsumer { hobj, opts }),
