@@ -15,7 +15,7 @@ use crate::{ConnectOptions, Message, ObjectHandle};
 /// One runtime for every blocking connection of the process, made on first use. A single worker
 /// is enough: it only moves bytes between sockets and waiting calls, and each calling thread
 /// drives its own call through `block_on`.
-fn runtime() -> &'static Runtime {
+pub(crate) fn runtime() -> &'static Runtime {
     static RT: OnceLock<Runtime> = OnceLock::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()

@@ -14,6 +14,7 @@
 //! CorrelId the message was given. A get returns the descriptor with Expiry counted down: the time
 //! left, in tenths of a second.
 
+mod callback;
 mod conn;
 mod options;
 mod socket;
@@ -23,6 +24,7 @@ pub mod blocking;
 use bytes::Bytes;
 use ferrymq_types::{MessageDescriptor, Properties};
 
+pub use callback::{CallbackConsumer, Flow};
 pub use conn::{unique_id, Connection, Consumer};
 pub use options::{
     bindings_socket_path, ferrymq_home, parse_conn_name, ConnectOptions, Reconnect, Transport,

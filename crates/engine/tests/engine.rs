@@ -656,20 +656,63 @@ fn a_consumer_receives_one_message_per_credit_and_no_more() {
 }
 
 #[test]
-fn consumers_under_syncpoint_are_refused_so_a_commit_never_takes_unseen_messages() {
+fn a_consumer_under_syncpoint_is_never_ahead_so_a_commit_never_takes_unseen_messages() {
     let (mut e, _) = engine();
     let c = e.connect("u", "consumer");
     let h = open_io(&mut e, c, "Q1");
-    for sp in [Syncpoint::Yes, Syncpoint::IfPersistent] {
-        let opts = GetOptions {
-            syncpoint: sp,
-            ..GetOptions::any()
-        };
-        assert_eq!(
-            e.register_consumer(c, h, &opts, 5).unwrap_err().reason,
-            Reason::OPTIONS_ERROR
-        );
+    for i in 0..3 {
+        put(&mut e, c, h, &format!("m{i}"), false, false);
     }
+    let opts = GetOptions {
+        syncpoint: Syncpoint::Yes,
+        ..GetOptions::any()
+    };
+    e.register_consumer(c, h, &opts, 5).unwrap();
+    e.add_credit(c, h, 10, 0);
+    let d = e.take_deliveries();
+    assert_eq!(d.len(), 1, "one message at a time under syncpoint");
+    assert_eq!(body(d[0].result.as_ref().unwrap()), "m0");
+    e.commit(c, 0).unwrap();
+    assert_eq!(
+        e.queue_status("Q1").unwrap().cur_depth,
+        2,
+        "only m0 was committed"
+    );
+    // A backout returns the delivered message, which comes again with its count raised.
+    e.add_credit(c, h, 1, 0);
+    assert_eq!(e.take_deliveries().len(), 1);
+    e.backout(c, 0).unwrap();
+    e.add_credit(c, h, 1, 0);
+    let d = e.take_deliveries();
+    let got = d[0].result.as_ref().unwrap();
+    assert_eq!((body(got).as_str(), got.md.backout_count), ("m1", 1));
+}
+
+/// A connection that ends without MQDISC backs out its unit of work; the messages that come
+/// back must not be taken again by the connection's own waiting consumer, whose unit of work
+/// ends with it.
+#[test]
+fn a_dropped_connection_does_not_hand_its_backed_out_messages_to_its_own_consumer() {
+    let (mut e, _) = engine();
+    let c = e.connect("u", "consumer");
+    let h = open_io(&mut e, c, "Q1");
+    put(&mut e, c, h, "only", true, false);
+    let opts = GetOptions {
+        syncpoint: Syncpoint::Yes,
+        ..GetOptions::any()
+    };
+    e.register_consumer(c, h, &opts, 5).unwrap();
+    e.add_credit(c, h, 1, 0);
+    assert_eq!(e.take_deliveries().len(), 1);
+    // The application asks for the next message: the queue is empty, the consumer waits.
+    e.add_credit(c, h, 1, 0);
+    assert!(e.take_deliveries().is_empty());
+    e.disconnect(c, 0);
+    let other = e.connect("u", "other");
+    let h2 = open_io(&mut e, other, "Q1");
+    let got =
+        get(&mut e, other, h2, GetOptions::any()).expect("the backed-out message is on the queue");
+    assert_eq!((body(&got).as_str(), got.md.backout_count), ("only", 1));
 }
 
 #[test]
