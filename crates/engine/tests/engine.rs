@@ -993,3 +993,69 @@ fn a_shipped_chunk_skips_messages_it_puts_and_removes_yet_ends_in_the_same_state
         "the secondary numbers on from where the primary was"
     );
 }
+
+/// A get waiting for a complete group is answered with the group's first message when its last
+/// one arrives, not with the message that arrived.
+#[test]
+fn a_get_waiting_for_a_whole_group_takes_its_first_message_when_the_last_arrives() {
+    use ferrymq_types::descriptor::msg_flags;
+    use ferrymq_types::options::gmo;
+    let (mut e, _) = engine();
+    let c = e.connect("u", "app");
+    let h = open_io(&mut e, c, "Q1");
+    let member = |seq: i32, last: bool| MessageDescriptor {
+        group_id: [6; 24],
+        msg_seq_number: seq,
+        msg_flags: if last {
+            msg_flags::LAST_MSG_IN_GROUP
+        } else {
+            msg_flags::MSG_IN_GROUP
+        },
+        ..md(false)
+    };
+    let put_member = |e: &mut Engine, seq, last| {
+        let body = Bytes::from(format!("m{seq}"));
+        e.put(
+            c,
+            h,
+            &PutOptions::default(),
+            member(seq, last),
+            Properties::default(),
+            body,
+            1000,
+        )
+        .unwrap();
+    };
+    put_member(&mut e, 1, false);
+    put_member(&mut e, 2, false);
+    let getter = e.connect("u", "getter");
+    let hg = open_io(&mut e, getter, "Q1");
+    let opts = GetOptions {
+        group_options: gmo::LOGICAL_ORDER | gmo::ALL_MSGS_AVAILABLE,
+        wait: Wait::Unlimited,
+        ..GetOptions::any()
+    };
+    assert!(matches!(
+        e.get(getter, hg, &opts, 9, 1000).unwrap(),
+        GetOutcome::Waiting(_)
+    ));
+    put_member(&mut e, 3, true);
+    let d = e.take_deliveries();
+    assert_eq!(d.len(), 1);
+    let got = d[0].result.as_ref().unwrap();
+    assert_eq!((body(got).as_str(), got.md.msg_seq_number), ("m1", 1));
+    // The rest follow in order through the same handle.
+    for want in ["m2", "m3"] {
+        let g = get(
+            &mut e,
+            getter,
+            hg,
+            GetOptions {
+                wait: Wait::NoWait,
+                ..opts.clone()
+            },
+        )
+        .unwrap();
+        assert_eq!(body(&g), want);
+    }
+}

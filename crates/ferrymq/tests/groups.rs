@@ -120,6 +120,7 @@ fn logical_order_round_trip(c: &Connection) {
     assert_eq!(groups[3], groups[4]);
     assert_ne!(groups[0], groups[3], "each group has a GroupId of its own");
     assert_eq!(get(c, &h, lo).unwrap_err(), Reason::NO_MSG_AVAILABLE);
+    c.close(&h, 0).unwrap();
 }
 
 #[test]
