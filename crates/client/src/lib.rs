@@ -1,8 +1,9 @@
 //! FerryMQ's native Rust client: this crate owns the application side of the native protocol —
 //! connecting by queue manager name (bindings mode, over the queue manager's Unix socket) or by
 //! connection name list (client mode, over TCP), conversations sharing a socket (SHARECNV), every
-//! MQI verb (open, close, put, put1, get, commit, backout, inquire, admin), asynchronous consume
-//! with flow control ([`Connection::consume`], MQ's MQCB), pipelining (a put and its commit in one
+//! MQI verb (open, close, put, put1, get, commit, backout, inquire, set, admin), asynchronous consume
+//! with flow control ([`Connection::consume`], MQ's MQCB; [`blocking::Connection::consume_with`]
+//! runs a function per message), pipelining (a put and its commit in one
 //! write), heartbeats in both directions and automatic reconnect (MQCNO_RECONNECT)
 //! with stable object handles. The API is async on tokio ([`Connection`]); [`blocking::Connection`]
 //! wraps it for threads that do not run an async runtime. Each socket has a reader and a writer
