@@ -48,7 +48,7 @@ pub(crate) fn properties(p: &Properties) -> usize {
 }
 
 pub(crate) fn put_options(_: &PutOptions) -> usize {
-    4
+    3
 }
 
 pub(crate) fn get_options(o: &GetOptions) -> usize {
@@ -58,14 +58,14 @@ pub(crate) fn get_options(o: &GetOptions) -> usize {
     };
     let id = |id: &Option<_>| if id.is_some() { 25 } else { 1 };
     let int = |v: &Option<i32>| if v.is_some() { 5 } else { 1 };
-    1 + wait
-        + 1
-        + 1
-        + 4
-        + id(&o.match_msg_id)
-        + id(&o.match_correl_id)
-        + id(&o.match_group_id)
-        + int(&o.match_msg_seq_number)
-        + int(&o.match_offset)
-        + 4
+    let group = o.match_group_id.is_some()
+        || o.match_msg_seq_number.is_some()
+        || o.match_offset.is_some()
+        || o.group_options != 0;
+    let group_block = if group {
+        id(&o.match_group_id) + int(&o.match_msg_seq_number) + int(&o.match_offset) + 4
+    } else {
+        0
+    };
+    1 + wait + 1 + 1 + 4 + id(&o.match_msg_id) + id(&o.match_correl_id) + group_block
 }

@@ -83,15 +83,26 @@ impl Default for PutOptions {
     }
 }
 
+/// Set in the encoded syncpoint byte of put and get options for the options added with message
+/// groups: a put's MQPMO_LOGICAL_ORDER, or a get's group block (after its match fields). Frames
+/// of peers that predate them never set it, so they keep decoding, and options that use none of
+/// these features are encoded as they always were.
+const SYNCPOINT_EXT_GROUP: u8 = 0x80;
+
 impl Codec for PutOptions {
     fn encode(&self, out: &mut BytesMut) {
-        out.put_u8(self.syncpoint.to_u8());
+        let ext = if self.logical_order {
+            SYNCPOINT_EXT_GROUP
+        } else {
+            0
+        };
+        out.put_u8(self.syncpoint.to_u8() | ext);
         out.put_bool(self.new_msg_id);
         out.put_bool(self.new_correl_id);
-        out.put_bool(self.logical_order);
     }
     fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let syncpoint = Syncpoint::from_u8(r.u8("put syncpoint")?)?;
+        let byte = r.u8("put syncpoint")?;
+        let syncpoint = Syncpoint::from_u8(byte & !SYNCPOINT_EXT_GROUP)?;
         if syncpoint == Syncpoint::IfPersistent {
             return Err(DecodeError::invalid(
                 "put syncpoint",
@@ -102,7 +113,7 @@ impl Codec for PutOptions {
             syncpoint,
             new_msg_id: r.bool("new_msg_id")?,
             new_correl_id: r.bool("new_correl_id")?,
-            logical_order: r.bool("logical_order")?,
+            logical_order: byte & SYNCPOINT_EXT_GROUP != 0,
         })
     }
 }
@@ -210,7 +221,12 @@ fn get_opt_i32(r: &mut Reader, what: &'static str) -> Result<Option<i32>, Decode
 
 impl Codec for GetOptions {
     fn encode(&self, out: &mut BytesMut) {
-        out.put_u8(self.syncpoint.to_u8());
+        let group = self.match_group_id.is_some()
+            || self.match_msg_seq_number.is_some()
+            || self.match_offset.is_some()
+            || self.group_options != 0;
+        let ext = if group { SYNCPOINT_EXT_GROUP } else { 0 };
+        out.put_u8(self.syncpoint.to_u8() | ext);
         match self.wait {
             Wait::NoWait => out.put_u8(0),
             Wait::Ms(ms) => {
@@ -228,13 +244,16 @@ impl Codec for GetOptions {
         out.put_u32_le(self.max_len);
         put_opt_id(out, &self.match_msg_id);
         put_opt_id(out, &self.match_correl_id);
-        put_opt_id(out, &self.match_group_id);
-        put_opt_i32(out, self.match_msg_seq_number);
-        put_opt_i32(out, self.match_offset);
-        out.put_u32_le(self.group_options);
+        if group {
+            put_opt_id(out, &self.match_group_id);
+            put_opt_i32(out, self.match_msg_seq_number);
+            put_opt_i32(out, self.match_offset);
+            out.put_u32_le(self.group_options);
+        }
     }
     fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let syncpoint = Syncpoint::from_u8(r.u8("get syncpoint")?)?;
+        let byte = r.u8("get syncpoint")?;
+        let syncpoint = Syncpoint::from_u8(byte & !SYNCPOINT_EXT_GROUP)?;
         let wait = match r.u8("wait kind")? {
             0 => Wait::NoWait,
             1 => Wait::Ms(r.u64("wait ms")?),
@@ -247,7 +266,7 @@ impl Codec for GetOptions {
             2 => Browse::Next,
             v => return Err(DecodeError::invalid("browse", format!("value {v}"))),
         };
-        Ok(GetOptions {
+        let mut o = GetOptions {
             syncpoint,
             wait,
             browse,
@@ -255,16 +274,60 @@ impl Codec for GetOptions {
             max_len: r.u32("max_len")?,
             match_msg_id: get_opt_id(r, "match msg_id")?,
             match_correl_id: get_opt_id(r, "match correl_id")?,
-            match_group_id: get_opt_id(r, "match group_id")?,
-            match_msg_seq_number: get_opt_i32(r, "match msg_seq_number")?,
-            match_offset: get_opt_i32(r, "match offset")?,
-            group_options: {
-                let g = r.u32("group options")?;
-                if g & !gmo::KNOWN != 0 {
-                    return Err(DecodeError::invalid("group options", format!("{g:#x}")));
-                }
-                g
+            ..GetOptions::default()
+        };
+        if byte & SYNCPOINT_EXT_GROUP != 0 {
+            o.match_group_id = get_opt_id(r, "match group_id")?;
+            o.match_msg_seq_number = get_opt_i32(r, "match msg_seq_number")?;
+            o.match_offset = get_opt_i32(r, "match offset")?;
+            let g = r.u32("group options")?;
+            if g & !gmo::KNOWN != 0 {
+                return Err(DecodeError::invalid("group options", format!("{g:#x}")));
+            }
+            o.group_options = g;
+        }
+        Ok(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Options that use no group feature encode exactly as before group options existed, so
+    /// frames from and to peers of that time keep working.
+    #[test]
+    fn options_without_group_features_keep_their_earlier_encoding() {
+        let put = PutOptions {
+            syncpoint: Syncpoint::Yes,
+            new_msg_id: true,
+            ..PutOptions::default()
+        };
+        assert_eq!(&put.to_bytes()[..], &[1, 1, 0]);
+        let get = GetOptions {
+            syncpoint: Syncpoint::Yes,
+            ..GetOptions::any()
+        };
+        let mut before = vec![1u8, 0, 0, 0];
+        before.extend_from_slice(&u32::MAX.to_le_bytes());
+        before.extend_from_slice(&[0, 0]);
+        assert_eq!(&get.to_bytes()[..], &before[..]);
+        for g in [
+            GetOptions {
+                group_options: gmo::LOGICAL_ORDER,
+                ..get.clone()
             },
-        })
+            GetOptions {
+                match_offset: Some(3),
+                ..get.clone()
+            },
+        ] {
+            assert_eq!(GetOptions::from_bytes(g.to_bytes()).unwrap(), g);
+        }
+        let lo = PutOptions {
+            logical_order: true,
+            ..put
+        };
+        assert_eq!(PutOptions::from_bytes(lo.to_bytes()).unwrap(), lo);
     }
 }

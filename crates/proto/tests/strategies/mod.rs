@@ -4,7 +4,7 @@
 
 use bytes::{Bytes, BytesMut};
 use ferrymq_proto::{encode_request, encode_response, Hello, Request, Response};
-use ferrymq_types::options::{Browse, GetOptions, PutOptions, Syncpoint, Wait};
+use ferrymq_types::options::{gmo, Browse, GetOptions, PutOptions, Syncpoint, Wait};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties, PropertyValue, Reason};
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -146,7 +146,7 @@ pub fn put_options() -> impl Strategy<Value = PutOptions> {
         )
 }
 
-pub fn get_options() -> impl Strategy<Value = GetOptions> {
+fn plain_get_options() -> impl Strategy<Value = GetOptions> {
     let wait = prop_oneof![
         Just(Wait::NoWait),
         any::<u64>().prop_map(Wait::Ms),
@@ -182,6 +182,40 @@ pub fn get_options() -> impl Strategy<Value = GetOptions> {
                 ..GetOptions::default()
             },
         )
+}
+
+/// Get options, sometimes with group match fields and group options.
+pub fn get_options() -> impl Strategy<Value = GetOptions> {
+    let group = prop_oneof![
+        2 => Just(None),
+        1 => (
+            proptest::option::of(id()),
+            proptest::option::of(any::<i32>()),
+            proptest::option::of(any::<i32>()),
+            0u32..16,
+        )
+            .prop_map(Some),
+    ];
+    (plain_get_options(), group).prop_map(|(o, g)| match g {
+        None => o,
+        Some((gid, seq, offset, bits)) => GetOptions {
+            match_group_id: gid,
+            match_msg_seq_number: seq,
+            match_offset: offset,
+            // Any combination of the four MQGMO group options.
+            group_options: [
+                gmo::LOGICAL_ORDER,
+                gmo::ALL_MSGS_AVAILABLE,
+                gmo::ALL_SEGMENTS_AVAILABLE,
+                gmo::COMPLETE_MSG,
+            ]
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| bits & (1 << i) != 0)
+            .fold(0, |acc, (_, b)| acc | b),
+            ..o
+        },
+    })
 }
 
 pub fn reason() -> impl Strategy<Value = Reason> {
