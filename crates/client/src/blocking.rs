@@ -89,6 +89,17 @@ impl Connection {
         runtime().block_on(self.inner.put(h, md, props, body, opts))
     }
 
+    pub fn put_md(
+        &self,
+        h: &ObjectHandle,
+        md: &mut MessageDescriptor,
+        props: &Properties,
+        body: Bytes,
+        opts: &PutOptions,
+    ) -> Result<(), MqError> {
+        runtime().block_on(self.inner.put_md(h, md, props, body, opts))
+    }
+
     pub fn put1(
         &self,
         queue: &str,

@@ -20,6 +20,8 @@ pub struct PutDone {
     pub correl_id: [u8; 24],
     /// Send the reply once the log is durable up to here (0: at once).
     pub wait_lsn: Lsn,
+    /// GroupId, MsgSeqNumber and Offset the queue manager gave a put in logical order.
+    pub group: Option<([u8; 24], i32, i32)>,
 }
 
 /// Resolves MQPRI_PRIORITY_AS_Q_DEF and MQPER_PERSISTENCE_AS_Q_DEF from `def` (DEFPRTY,
@@ -74,9 +76,11 @@ impl Engine {
             }
         }
         let pos = self.group_put_fields(conn, hobj, opts, &mut md, body.len())?;
-        let done = self.put_to_queue(conn, &queue, opts, md, props, body, now_ms)?;
+        let assigned = (md.group_id, md.msg_seq_number, md.offset);
+        let mut done = self.put_to_queue(conn, &queue, opts, md, props, body, now_ms)?;
         if opts.logical_order {
             self.group_put_done(conn, hobj, pos);
+            done.group = Some(assigned);
         }
         Ok(done)
     }
@@ -214,6 +218,7 @@ impl Engine {
                 msg_id,
                 correl_id,
                 wait_lsn: 0,
+                group: None,
             });
         }
 
@@ -241,6 +246,7 @@ impl Engine {
             msg_id,
             correl_id,
             wait_lsn,
+            group: None,
         })
     }
 }

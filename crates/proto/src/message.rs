@@ -130,6 +130,14 @@ pub enum Request {
     },
 }
 
+/// The group fields a put in logical order was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PutGroup {
+    pub group_id: MsgId,
+    pub msg_seq_number: i32,
+    pub offset: i32,
+}
+
 /// A response from server to client.
 // The descriptor makes the message-carrying variants large; boxing it would add an allocation to
 // every put and get (the hot path) to shrink the rare small variants, and values are short-lived.
@@ -155,9 +163,12 @@ pub enum Response {
         hobj: u32,
         name: String,
     },
+    /// `group`: the GroupId, MsgSeqNumber and Offset the queue manager gave a put in logical
+    /// order (MQPMO_LOGICAL_ORDER), encoded after the identifiers only when present.
     PutOk {
         msg_id: MsgId,
         correl_id: MsgId,
+        group: Option<PutGroup>,
     },
     /// A got (or browsed, or consumed) message. `reason` is `NONE`, or `TRUNCATED_MSG_ACCEPTED`
     /// when only the first `body.len()` of `data_len` bytes were returned.
@@ -309,7 +320,7 @@ impl Response {
             } => MAGIC.len() + 2 + 4 + 4 + 2 + str16(qmgr_name) + str16(server_id),
             Response::Status { reason: _, message } => 4 + str16(message),
             Response::Opened { hobj: _, name } => 4 + str16(name),
-            Response::PutOk { .. } => 24 + 24,
+            Response::PutOk { group, .. } => 24 + 24 + if group.is_some() { 32 } else { 0 },
             Response::Message {
                 reason: _,
                 data_len: _,
@@ -511,9 +522,18 @@ pub fn encode_response(conv: u16, req: u32, r: &Response, out: &mut BytesMut) {
             out.put_u32_le(*hobj);
             out.put_str16(name);
         }
-        Response::PutOk { msg_id, correl_id } => {
+        Response::PutOk {
+            msg_id,
+            correl_id,
+            group,
+        } => {
             out.put_slice(msg_id);
             out.put_slice(correl_id);
+            if let Some(g) = group {
+                out.put_slice(&g.group_id);
+                out.put_i32_le(g.msg_seq_number);
+                out.put_i32_le(g.offset);
+            }
         }
         Response::Message {
             reason,
@@ -707,6 +727,15 @@ fn decode_response(k: u8, r: &mut Reader) -> Result<Response, DecodeError> {
         kind::PUT_OK => Response::PutOk {
             msg_id: r.fixed::<24>("msg_id")?,
             correl_id: r.fixed::<24>("correl_id")?,
+            group: if r.remaining() > 0 {
+                Some(PutGroup {
+                    group_id: r.fixed::<24>("group_id")?,
+                    msg_seq_number: r.i32("msg_seq_number")?,
+                    offset: r.i32("offset")?,
+                })
+            } else {
+                None
+            },
         },
         kind::MESSAGE => {
             let code = r.u32("message reason")?;

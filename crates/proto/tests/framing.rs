@@ -78,6 +78,7 @@ fn a_frame_split_at_every_byte_decodes_only_once_complete() {
         &Response::PutOk {
             msg_id: [3; 24],
             correl_id: [0; 24],
+            group: None,
         },
         &mut whole,
     );

@@ -185,6 +185,13 @@ pub fn handle(
                 Response::PutOk {
                     msg_id: d.msg_id,
                     correl_id: d.correl_id,
+                    group: d.group.map(|(group_id, msg_seq_number, offset)| {
+                        ferrymq_proto::PutGroup {
+                            group_id,
+                            msg_seq_number,
+                            offset,
+                        }
+                    }),
                 },
                 d.wait_lsn,
             ),
@@ -202,6 +209,13 @@ pub fn handle(
                 Response::PutOk {
                     msg_id: d.msg_id,
                     correl_id: d.correl_id,
+                    group: d.group.map(|(group_id, msg_seq_number, offset)| {
+                        ferrymq_proto::PutGroup {
+                            group_id,
+                            msg_seq_number,
+                            offset,
+                        }
+                    }),
                 },
                 d.wait_lsn,
             ),

@@ -362,7 +362,22 @@ pub fn response() -> impl Strategy<Value = Response> {
             ),
         (reason(), text()).prop_map(|(reason, message)| Response::Status { reason, message }),
         (any::<u32>(), text()).prop_map(|(hobj, name)| Response::Opened { hobj, name }),
-        (id(), id()).prop_map(|(msg_id, correl_id)| Response::PutOk { msg_id, correl_id }),
+        (
+            id(),
+            id(),
+            proptest::option::of((id(), any::<i32>(), any::<i32>()))
+        )
+            .prop_map(|(msg_id, correl_id, g)| Response::PutOk {
+                msg_id,
+                correl_id,
+                group: g.map(
+                    |(group_id, msg_seq_number, offset)| ferrymq_proto::PutGroup {
+                        group_id,
+                        msg_seq_number,
+                        offset,
+                    }
+                ),
+            }),
         message(),
         vec((text(), text()), 0..8).prop_map(|attrs| Response::InquireReply { attrs }),
         (prop_oneof![text(), "\\PC{20000,40000}"], reason())
