@@ -82,9 +82,7 @@ impl Engine {
         }
         let sel = Selector::for_get(opts);
         if sel.searches_groups {
-            if opts.group_options & !ferrymq_types::options::gmo::KNOWN != 0 {
-                return Err(mqerr!(OPTIONS_ERROR, "unknown MQGMO_* group options"));
-            }
+            self.check_group_get(conn, hobj, opts)?;
             if let Some(key) = self.find_grouped(conn, hobj, &queue, opts, cursor, now_ms) {
                 let (got, lsn) = self.take_grouped(conn, hobj, &queue, key, opts, now_ms)?;
                 return Ok(GetOutcome::Got(got, lsn));

@@ -216,6 +216,30 @@ impl Engine {
         }
     }
 
+    /// Checks a get in logical order against the group or logical message under way on its
+    /// handle: all of it is got in one unit of work or all outside one.
+    pub(crate) fn check_group_get(
+        &self,
+        conn: ConnId,
+        hobj: u32,
+        opts: &GetOptions,
+    ) -> Result<(), MqError> {
+        if opts.group_options & !gmo::KNOWN != 0 {
+            return Err(mqerr!(OPTIONS_ERROR, "unknown MQGMO_* group options"));
+        }
+        if opts.group_options & gmo::LOGICAL_ORDER == 0 || opts.browse != Browse::No {
+            return Ok(());
+        }
+        let pos = self.handle(conn, hobj)?.groups.get;
+        if pos.is_some_and(|p| p.syncpoint != (opts.syncpoint == Syncpoint::Yes)) {
+            return Err(mqerr!(
+                INCONSISTENT_UOW,
+                "the group being got in logical order through this handle was started with another syncpoint option; get all of it in one unit of work or all outside one"
+            ));
+        }
+        Ok(())
+    }
+
     /// The message a get with group options (or group match fields) selects, discarding expired
     /// messages met on the way. `None` when none is eligible now.
     pub(crate) fn find_grouped(
@@ -303,7 +327,8 @@ impl Engine {
         if opts.group_options & gmo::LOGICAL_ORDER != 0 && opts.browse == Browse::No {
             let g = group_of(&got.md);
             // A reassembled message moves the position past all its segments.
-            let pos = Position::after(&g, got.data_len as usize, false, false);
+            let syncpoint = opts.syncpoint == Syncpoint::Yes;
+            let pos = Position::after(&g, got.data_len as usize, false, syncpoint);
             if let Some(h) = self
                 .conns
                 .get_mut(&conn)

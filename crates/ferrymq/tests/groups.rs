@@ -121,8 +121,16 @@ fn logical_order_round_trip(c: &Connection) {
     assert_eq!(m.md.group_status(), status::NOT_IN_GROUP);
     assert_eq!(m.md.group_id, ID_NONE);
     let mut groups = Vec::new();
+    let first = get(c, &h, lo.clone()).unwrap();
+    assert_eq!(text(&first), "a1");
+    groups.push(first.md.group_id);
+    // The rest of the group must be got outside a unit of work too, as a1 was.
+    let in_uow = GetOptions {
+        syncpoint: Syncpoint::Yes,
+        ..lo.clone()
+    };
+    assert_eq!(get(c, &h, in_uow).unwrap_err(), Reason::INCONSISTENT_UOW);
     for (want, seq, st) in [
-        ("a1", 1, status::MSG_IN_GROUP),
         ("a2", 2, status::MSG_IN_GROUP),
         ("a3", 3, status::LAST_MSG_IN_GROUP),
         ("b1", 1, status::MSG_IN_GROUP),
