@@ -294,6 +294,20 @@ impl Engine {
                     format!("message of {total} bytes on '{queue}' is longer than the {} bytes accepted; it stays on the queue", opts.max_len),
                 ));
             }
+            // Every segment is taken, or none: a unit of work with too little room left is
+            // refused before the first.
+            let max = self.attrs.max_uncommitted_msgs;
+            let held = self.conns.get(&conn).map_or(0, |c| c.uow.len());
+            if opts.syncpoint != Syncpoint::No
+                && opts.browse == Browse::No
+                && (held + keys.len()) as u64 > u64::from(max)
+            {
+                return Err(mqerr!(
+                    SYNCPOINT_LIMIT_REACHED,
+                    "the unit of work cannot take the {} segments of this message within MAXUMSGS {max}; commit first",
+                    keys.len()
+                ));
+            }
             let whole = GetOptions {
                 max_len: u32::MAX,
                 accept_truncated: false,

@@ -1059,3 +1059,60 @@ fn a_get_waiting_for_a_whole_group_takes_its_first_message_when_the_last_arrives
         assert_eq!(body(&g), want);
     }
 }
+
+/// MQGMO_COMPLETE_MSG takes every segment of a logical message or none: a unit of work without
+/// room for all of them is refused before the first is taken.
+#[test]
+fn a_whole_message_too_big_for_the_unit_of_work_leaves_every_segment_on_the_queue() {
+    use ferrymq_types::descriptor::msg_flags;
+    use ferrymq_types::options::gmo;
+    let (mut e, _) = engine();
+    let mut attrs = e.attrs().clone();
+    attrs.max_uncommitted_msgs = 2;
+    e.set_qmgr_attrs(attrs).unwrap();
+    let c = e.connect("u", "app");
+    let h = open_io(&mut e, c, "Q1");
+    let logical = PutOptions {
+        logical_order: true,
+        ..PutOptions::default()
+    };
+    for flags in [
+        msg_flags::SEGMENT,
+        msg_flags::SEGMENT,
+        msg_flags::LAST_SEGMENT,
+    ] {
+        let md = MessageDescriptor {
+            msg_flags: flags,
+            ..md(false)
+        };
+        e.put(
+            c,
+            h,
+            &logical,
+            md,
+            Properties::default(),
+            Bytes::from("ab"),
+            1000,
+        )
+        .unwrap();
+    }
+    let whole = GetOptions {
+        syncpoint: Syncpoint::Yes,
+        group_options: gmo::COMPLETE_MSG,
+        ..GetOptions::any()
+    };
+    let err = get(&mut e, c, h, whole).unwrap_err();
+    assert_eq!(err.reason, Reason::SYNCPOINT_LIMIT_REACHED);
+    assert_eq!(e.queue_status("Q1").unwrap().cur_depth, 3);
+    let got = get(
+        &mut e,
+        c,
+        h,
+        GetOptions {
+            group_options: gmo::COMPLETE_MSG,
+            ..GetOptions::any()
+        },
+    )
+    .unwrap();
+    assert_eq!(body(&got), "ababab");
+}
