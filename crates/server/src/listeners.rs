@@ -263,12 +263,17 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
     }
 }
 
-/// Serves an accepted socket, within the MaxChannels limit.
+/// Serves an accepted socket, within the MaxChannels limit (client and bindings connections are
+/// counted apart).
 pub fn spawn_conn<S>(shared: &Arc<Shared>, s: S, conname: String, bindings: bool)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
-    let slots: &Arc<Semaphore> = &shared.slots;
+    let slots: &Arc<Semaphore> = if bindings {
+        &shared.bindings_slots
+    } else {
+        &shared.slots
+    };
     let Ok(permit) = slots.clone().try_acquire_owned() else {
         crate::qm_log!(
             crate::errlog::ids::MAX_CHANNELS,
