@@ -15,7 +15,7 @@ use crate::{ConnectOptions, Message, ObjectHandle};
 /// One runtime for every blocking connection of the process, made on first use. A single worker
 /// is enough: it only moves bytes between sockets and waiting calls, and each calling thread
 /// drives its own call through `block_on`.
-fn runtime() -> &'static Runtime {
+pub(crate) fn runtime() -> &'static Runtime {
     static RT: OnceLock<Runtime> = OnceLock::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
@@ -89,6 +89,17 @@ impl Connection {
         runtime().block_on(self.inner.put(h, md, props, body, opts))
     }
 
+    pub fn put_md(
+        &self,
+        h: &ObjectHandle,
+        md: &mut MessageDescriptor,
+        props: &Properties,
+        body: Bytes,
+        opts: &PutOptions,
+    ) -> Result<(), MqError> {
+        runtime().block_on(self.inner.put_md(h, md, props, body, opts))
+    }
+
     pub fn put1(
         &self,
         queue: &str,
@@ -156,6 +167,10 @@ impl Connection {
         selectors: &[&str],
     ) -> Result<Vec<(String, String)>, MqError> {
         runtime().block_on(self.inner.inquire(h, selectors))
+    }
+
+    pub fn set(&self, h: &ObjectHandle, attrs: &[(&str, &str)]) -> Result<(), MqError> {
+        runtime().block_on(self.inner.set(h, attrs))
     }
 
     pub fn admin(&self, command: &str) -> Result<String, MqError> {

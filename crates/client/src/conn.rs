@@ -389,16 +389,58 @@ impl Connection {
         self.put_request(req, opts.syncpoint).await
     }
 
+    /// Puts a message as MQPUT does with its descriptor in and out: `md` receives the MsgId and
+    /// CorrelId the message was given and, for a put in logical order
+    /// (`opts.logical_order`), the GroupId, MsgSeqNumber and Offset the queue manager assigned.
+    pub async fn put_md(
+        &self,
+        h: &ObjectHandle,
+        md: &mut MessageDescriptor,
+        props: &Properties,
+        body: Bytes,
+        opts: &PutOptions,
+    ) -> Result<(), MqError> {
+        let req = Request::Put {
+            hobj: h.hobj,
+            opts: opts.clone(),
+            md: md.clone(),
+            props: props.clone(),
+            body,
+        };
+        let (msg_id, correl_id, group) = self.put_request_full(req, opts.syncpoint).await?;
+        md.msg_id = msg_id;
+        md.correl_id = correl_id;
+        if let Some(g) = group {
+            md.group_id = g.group_id;
+            md.msg_seq_number = g.msg_seq_number;
+            md.offset = g.offset;
+        }
+        Ok(())
+    }
+
     async fn put_request(&self, req: Request, sp: Syncpoint) -> Result<(MsgId, MsgId), MqError> {
+        let (msg_id, correl_id, _) = self.put_request_full(req, sp).await?;
+        Ok((msg_id, correl_id))
+    }
+
+    async fn put_request_full(
+        &self,
+        req: Request,
+        sp: Syncpoint,
+    ) -> Result<(MsgId, MsgId, Option<ferrymq_proto::PutGroup>), MqError> {
         let role = if sp == Syncpoint::No {
             Role::Plain
         } else {
             Role::Join
         };
         match self.inner.call1(req, role).await? {
-            Response::PutOk { msg_id, correl_id } => {
+            Response::PutOk {
+                msg_id,
+                correl_id,
+                group,
+            } => {
                 self.inner.joined(role);
-                Ok((msg_id, correl_id))
+                Ok((msg_id, correl_id, group))
             }
             other => Err(failure("Put", other)),
         }
@@ -434,7 +476,9 @@ impl Connection {
             return Err(backed_out());
         };
         let ids = match put {
-            Response::PutOk { msg_id, correl_id } => (msg_id, correl_id),
+            Response::PutOk {
+                msg_id, correl_id, ..
+            } => (msg_id, correl_id),
             other => return Err(failure("Put", other)),
         };
         status("Commit", commit)?;
@@ -481,7 +525,9 @@ impl Connection {
             return Err(backed_out());
         };
         let ids = match put {
-            Response::PutOk { msg_id, correl_id } => (msg_id, correl_id),
+            Response::PutOk {
+                msg_id, correl_id, ..
+            } => (msg_id, correl_id),
             other => return Err(failure("Put", other)),
         };
         status("Commit", commit)?;
@@ -585,6 +631,20 @@ impl Connection {
         }
     }
 
+    /// Sets attributes of an open queue (MQSET), named by their MQSC keywords: GET, PUT,
+    /// TRIGGER, TRIGTYPE, TRIGDPTH, TRIGMPRI, TRIGDATA, e.g. `[("GET", "DISABLED")]`. The queue
+    /// must be open with MQOO_SET. The change is durable, like an ALTER.
+    pub async fn set(&self, h: &ObjectHandle, attrs: &[(&str, &str)]) -> Result<(), MqError> {
+        let req = Request::Set {
+            hobj: h.hobj,
+            attrs: attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        status("Set", self.inner.call1(req, Role::Plain).await?)
+    }
+
     /// Runs an administrative command and returns its output.
     pub async fn admin(&self, command: &str) -> Result<String, MqError> {
         let req = Request::Admin {
@@ -647,6 +707,7 @@ impl Conv {
             | Request::Put { hobj, .. }
             | Request::Get { hobj, .. }
             | Request::Inquire { hobj, .. }
+            | Request::Set { hobj, .. }
             | Request::RegisterConsumer { hobj, .. }
             | Request::CancelConsumer { hobj }
             | Request::Credit { hobj, .. } => Some(hobj),

@@ -1,8 +1,9 @@
 //! FerryMQ's native Rust client: this crate owns the application side of the native protocol —
 //! connecting by queue manager name (bindings mode, over the queue manager's Unix socket) or by
 //! connection name list (client mode, over TCP), conversations sharing a socket (SHARECNV), every
-//! MQI verb (open, close, put, put1, get, commit, backout, inquire, admin), asynchronous consume
-//! with flow control ([`Connection::consume`], MQ's MQCB), pipelining (a put and its commit in one
+//! MQI verb (open, close, put, put1, get, commit, backout, inquire, set, admin), asynchronous consume
+//! with flow control ([`Connection::consume`], MQ's MQCB; [`blocking::Connection::consume_with`]
+//! runs a function per message), pipelining (a put and its commit in one
 //! write), heartbeats in both directions and automatic reconnect (MQCNO_RECONNECT)
 //! with stable object handles. The API is async on tokio ([`Connection`]); [`blocking::Connection`]
 //! wraps it for threads that do not run an async runtime. Each socket has a reader and a writer
@@ -14,6 +15,7 @@
 //! CorrelId the message was given. A get returns the descriptor with Expiry counted down: the time
 //! left, in tenths of a second.
 
+mod callback;
 mod conn;
 mod options;
 mod socket;
@@ -23,6 +25,7 @@ pub mod blocking;
 use bytes::Bytes;
 use ferrymq_types::{MessageDescriptor, Properties};
 
+pub use callback::{CallbackConsumer, Flow};
 pub use conn::{unique_id, Connection, Consumer};
 pub use options::{
     bindings_socket_path, ferrymq_home, parse_conn_name, ConnectOptions, Reconnect, Transport,

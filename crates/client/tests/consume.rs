@@ -212,7 +212,7 @@ async fn next_timeout_gives_up_with_no_msg_available_and_the_consumer_goes_on() 
 }
 
 #[tokio::test]
-async fn cancel_drops_what_was_pushed_and_late_frames_are_discarded() {
+async fn a_syncpoint_consumer_reads_nothing_ahead_and_late_frames_are_discarded() {
     bounded(async {
         let s = FakeServer::start(Config::default()).await;
         let c = connect(&s).await;
@@ -222,7 +222,14 @@ async fn cancel_drops_what_was_pushed_and_late_frames_are_discarded() {
         }
         let mut k = c.consume(&q, &syncpoint(), 5).await.unwrap();
         assert_eq!(body(&mut k).await, "m0");
-        eventually("all five were pushed", || s.pushed() == 5).await;
+        // Under syncpoint nothing is read ahead: the next credit goes with the next `next`.
+        assert_eq!(s.granted(), 1);
+        assert_eq!(
+            k.next_timeout(SHORT).await.map(|m| m.body).unwrap(),
+            &b"m1"[..]
+        );
+        assert_eq!(s.granted(), 2);
+        assert_eq!(s.pushed(), 2);
         k.cancel().await.unwrap();
         assert_eq!(s.count(kind::CANCEL_CONSUMER), 1);
         assert_eq!(s.consumers(), 0);

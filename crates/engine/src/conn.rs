@@ -23,6 +23,8 @@ pub struct Handle {
     pub browse_cursor: Option<Key>,
     /// This handle created a temporary dynamic queue: closing it deletes the queue.
     pub owns_temporary: bool,
+    /// Where puts and gets in logical order stand in a group or segmented message.
+    pub groups: crate::group::HandleGroups,
 }
 
 /// Work done under syncpoint and not yet committed.

@@ -1,8 +1,9 @@
 //! Asynchronous consume (MQ's MQCB): a consumer registered on an input handle receives messages
 //! pushed by the queue manager, one per credit the application has granted, so a slow consumer is
 //! never flooded. While nothing matches, a waiter stands in for the consumer; each delivery spends
-//! a credit and re-arms the waiter while credit remains. Consumers work outside syncpoint only:
-//! a pushed message is removed (and, if persistent, logged) when it is sent.
+//! a credit and re-arms the waiter while credit remains. A pushed message is removed when it is
+//! sent: outside syncpoint it is then gone (and, if persistent, its removal logged); under
+//! syncpoint it joins the connection's unit of work like a get's.
 
 use ferrymq_types::options::{open, Browse, GetOptions, Syncpoint};
 use ferrymq_types::{mqerr, MqError};
@@ -36,14 +37,11 @@ impl Engine {
                 "browsing consumers are not supported; consume destructively or browse with get"
             ));
         }
-        if opts.syncpoint != Syncpoint::No {
-            // Messages pushed ahead of the application would sit in its unit of work, and a commit
-            // would commit messages it never saw; MQ likewise reads ahead only outside syncpoint.
-            return Err(mqerr!(
-                OPTIONS_ERROR,
-                "consumers under syncpoint are not supported yet; use get with a wait interval under syncpoint"
-            ));
-        }
+        // Under syncpoint a delivery joins the connection's unit of work when it is pushed, so a
+        // message pushed ahead of the application would be committed by a commit it made without
+        // having seen it. A syncpoint consumer is therefore never ahead: its credit is at most
+        // one, and the client grants it as the application asks for each message (as MQ, which
+        // reads ahead only outside syncpoint).
         self.cancel_consumer(conn, hobj);
         let c = self.conns.get_mut(&conn).expect("checked");
         c.consumers.insert(
@@ -80,6 +78,9 @@ impl Engine {
             return;
         };
         cons.credit = cons.credit.saturating_add(n);
+        if cons.opts.syncpoint != Syncpoint::No {
+            cons.credit = cons.credit.min(1);
+        }
         if cons.waiter.is_none() {
             self.pump_consumer(conn, hobj, now_ms);
         }
@@ -101,11 +102,20 @@ impl Engine {
                 return;
             };
             let queue = h.queue.clone();
-            let sel = Selector::new(cons.opts.match_msg_id, cons.opts.match_correl_id);
+            let sel = Selector::for_get(&cons.opts);
             let inhibited = self.queues.get(&queue).is_none_or(|q| q.def.get_inhibited);
             if !inhibited {
-                if let Some(key) = self.find(&queue, &sel, None, now_ms) {
-                    let result = self.take(conn, hobj, &queue, key, &cons.opts, now_ms);
+                let found = if sel.searches_groups {
+                    self.find_grouped(conn, hobj, &queue, &cons.opts, None, now_ms)
+                } else {
+                    self.find(&queue, &sel, None, now_ms)
+                };
+                if let Some(key) = found {
+                    let result = if sel.searches_groups {
+                        self.take_grouped(conn, hobj, &queue, key, &cons.opts, now_ms)
+                    } else {
+                        self.take(conn, hobj, &queue, key, &cons.opts, now_ms)
+                    };
                     let ok = result.is_ok();
                     let (result, wait_lsn) = match result {
                         Ok((got, lsn)) => (Ok(got), lsn),

@@ -80,8 +80,14 @@ impl Engine {
                 "gets from queue '{queue}' are inhibited (GET(DISABLED))"
             ));
         }
-        let sel = Selector::new(opts.match_msg_id, opts.match_correl_id);
-        if let Some(key) = self.find(&queue, &sel, cursor, now_ms) {
+        let sel = Selector::for_get(opts);
+        if sel.searches_groups {
+            self.check_group_get(conn, hobj, opts)?;
+            if let Some(key) = self.find_grouped(conn, hobj, &queue, opts, cursor, now_ms) {
+                let (got, lsn) = self.take_grouped(conn, hobj, &queue, key, opts, now_ms)?;
+                return Ok(GetOutcome::Got(got, lsn));
+            }
+        } else if let Some(key) = self.find(&queue, &sel, cursor, now_ms) {
             let (got, lsn) = self.take(conn, hobj, &queue, key, opts, now_ms)?;
             return Ok(GetOutcome::Got(got, lsn));
         }
@@ -269,10 +275,36 @@ impl Engine {
             let Some(wid) = self.waiters.candidate(queue, &entry, &browsed) else {
                 return;
             };
+            // A get with group options takes what its own search chooses, once the arrival
+            // makes anything eligible (a group's last message completes the group: the getter
+            // takes its first).
+            let mut target = key;
+            let grouped = self.waiters.get(wid).is_some_and(|w| w.sel.searches_groups);
+            if grouped {
+                let w = self.waiters.get(wid).expect("candidate exists").clone();
+                let after = if w.opts.browse == Browse::Next {
+                    self.handle(w.conn, w.hobj)
+                        .ok()
+                        .and_then(|h| h.browse_cursor)
+                } else {
+                    None
+                };
+                match self.find_grouped(w.conn, w.hobj, queue, &w.opts, after, now_ms) {
+                    Some(k) => target = k,
+                    None => {
+                        browsed.push(wid);
+                        continue;
+                    }
+                }
+            }
             // The waiter stops waiting whatever the outcome: a getter whose get fails (a too-long
             // message) is answered with the failure, as MQ's MQGET would return it.
             let w = self.waiters.remove(wid).expect("candidate exists");
-            let result = self.take(w.conn, w.hobj, queue, key, &w.opts, now_ms);
+            let result = if grouped {
+                self.take_grouped(w.conn, w.hobj, queue, target, &w.opts, now_ms)
+            } else {
+                self.take(w.conn, w.hobj, queue, target, &w.opts, now_ms)
+            };
             let browse = w.opts.browse != Browse::No;
             if let Some(c) = self.conns.get_mut(&w.conn) {
                 if c.waiting == Some(wid) {
@@ -293,7 +325,7 @@ impl Engine {
             if w.consumer {
                 self.consumer_delivered(w.conn, w.hobj, delivered, now_ms);
             }
-            if delivered && !browse {
+            if delivered && !browse && target == key {
                 return;
             }
             browsed.push(wid);

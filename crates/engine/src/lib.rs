@@ -14,12 +14,14 @@ pub mod conn;
 mod consume;
 pub mod dr;
 mod get;
+pub mod group;
 pub mod message;
 mod open;
 mod put;
 pub mod queue;
 pub mod records;
 mod recovery;
+mod set;
 mod uow;
 pub mod waiters;
 
@@ -212,6 +214,12 @@ impl Engine {
         }
         if let Some(w) = self.conns.get_mut(&conn).and_then(|c| c.waiting.take()) {
             self.waiters.remove(w);
+        }
+        // Its consumers end first: the backout makes messages available again, and one of this
+        // connection's own consumers must not take them into a unit of work about to vanish.
+        let consumers: Vec<u32> = self.conns[&conn].consumers.keys().copied().collect();
+        for h in consumers {
+            self.cancel_consumer(conn, h);
         }
         // A failed backout log write leaves messages where they are, which is the safe outcome.
         let _ = self.backout(conn, now_ms);

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use ferrymq_types::descriptor::MsgId;
+use ferrymq_types::descriptor::{msg_flags, MsgId};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties};
 
 /// A log sequence number: the end position of a recovery-log record.
@@ -32,7 +32,58 @@ struct Text {
     backout_count: u32,
     feedback: i32,
     report: i32,
+    group: Group,
 }
+
+/// The descriptor's group and segment fields (MQ's GroupId, MsgSeqNumber, Offset, MsgFlags,
+/// OriginalLength): kept in the box with the other rarely set fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Group {
+    pub group_id: MsgId,
+    pub msg_seq_number: i32,
+    pub offset: i32,
+    pub msg_flags: i32,
+    pub original_length: i32,
+}
+
+impl Default for Group {
+    fn default() -> Group {
+        let md = MessageDescriptor::default();
+        Group {
+            group_id: md.group_id,
+            msg_seq_number: md.msg_seq_number,
+            offset: md.offset,
+            msg_flags: md.msg_flags,
+            original_length: md.original_length,
+        }
+    }
+}
+
+impl Group {
+    /// A member of a group (MQMF_MSG_IN_GROUP or MQMF_LAST_MSG_IN_GROUP).
+    pub fn in_group(&self) -> bool {
+        self.msg_flags & msg_flags::IN_GROUP != 0
+    }
+    /// The last message of its group.
+    pub fn last_in_group(&self) -> bool {
+        self.msg_flags & msg_flags::LAST_MSG_IN_GROUP != 0
+    }
+    /// A segment of a logical message (MQMF_SEGMENT or MQMF_LAST_SEGMENT).
+    pub fn is_segment(&self) -> bool {
+        self.msg_flags & msg_flags::SEGMENTED != 0
+    }
+    pub fn last_segment(&self) -> bool {
+        self.msg_flags & msg_flags::LAST_SEGMENT != 0
+    }
+}
+
+static NO_GROUP: Group = Group {
+    group_id: ferrymq_types::descriptor::ID_NONE,
+    msg_seq_number: 1,
+    offset: 0,
+    msg_flags: 0,
+    original_length: ferrymq_types::descriptor::ORIGINAL_LENGTH_UNDEFINED,
+};
 
 impl Text {
     fn is_empty(&self) -> bool {
@@ -46,6 +97,7 @@ impl Text {
             && self.backout_count == 0
             && self.feedback == 0
             && self.report == 0
+            && self.group == NO_GROUP
     }
 }
 
@@ -111,6 +163,11 @@ impl Message {
             ccsid,
             feedback,
             report,
+            group_id,
+            msg_seq_number,
+            offset,
+            msg_flags,
+            original_length,
         } = md;
         let text = Text {
             format,
@@ -123,6 +180,13 @@ impl Message {
             backout_count,
             feedback,
             report,
+            group: Group {
+                group_id,
+                msg_seq_number,
+                offset,
+                msg_flags,
+                original_length,
+            },
         };
         let empty = text.is_empty();
         Message {
@@ -151,6 +215,7 @@ impl Message {
         let t = self.text.as_deref();
         let s = |f: fn(&Text) -> &String| t.map_or_else(String::new, |t| f(t).clone());
         let n = |f: fn(&Text) -> i32| t.map_or(0, f);
+        let g = *self.group();
         MessageDescriptor {
             msg_id: self.msg_id,
             correl_id: self.correl_id,
@@ -170,7 +235,17 @@ impl Message {
             ccsid: self.ccsid,
             feedback: n(|t| t.feedback),
             report: n(|t| t.report),
+            group_id: g.group_id,
+            msg_seq_number: g.msg_seq_number,
+            offset: g.offset,
+            msg_flags: g.msg_flags,
+            original_length: g.original_length,
         }
+    }
+
+    /// The group and segment fields.
+    pub fn group(&self) -> &Group {
+        self.text.as_deref().map_or(&NO_GROUP, |t| &t.group)
     }
 
     pub fn props(&self) -> &Properties {
@@ -301,6 +376,22 @@ mod tests {
         assert_eq!(m.props(), &props);
         assert_eq!(m.expires_at_ms(), Some(5));
         assert!(m.is_expired(5) && !m.is_expired(4));
+        let grouped = MessageDescriptor {
+            group_id: [5; 24],
+            msg_seq_number: 3,
+            msg_flags: msg_flags::LAST_MSG_IN_GROUP,
+            ..md.clone()
+        };
+        let m = Message::new(
+            4,
+            grouped.clone(),
+            Properties::default(),
+            Bytes::new(),
+            None,
+            0,
+        );
+        assert!(m.group().last_in_group() && m.group().in_group());
+        assert_eq!(m.md(), grouped);
         // A rarely set number alone is kept too.
         let only_report = MessageDescriptor {
             report: 1 << 8,

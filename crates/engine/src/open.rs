@@ -164,6 +164,7 @@ impl Engine {
                 options,
                 browse_cursor: None,
                 owns_temporary,
+                groups: Default::default(),
             },
         );
         Ok((hobj, queue, lsn))

@@ -20,6 +20,8 @@ pub struct PutDone {
     pub correl_id: [u8; 24],
     /// Send the reply once the log is durable up to here (0: at once).
     pub wait_lsn: Lsn,
+    /// GroupId, MsgSeqNumber and Offset the queue manager gave a put in logical order.
+    pub group: Option<([u8; 24], i32, i32)>,
 }
 
 /// Resolves MQPRI_PRIORITY_AS_Q_DEF and MQPER_PERSISTENCE_AS_Q_DEF from `def` (DEFPRTY,
@@ -73,7 +75,14 @@ impl Engine {
                 apply_queue_defaults(&mut md, &a.def);
             }
         }
-        self.put_to_queue(conn, &queue, opts, md, props, body, now_ms)
+        let pos = self.group_put_fields(conn, hobj, opts, &mut md, body.len())?;
+        let assigned = (md.group_id, md.msg_seq_number, md.offset);
+        let mut done = self.put_to_queue(conn, &queue, opts, md, props, body, now_ms)?;
+        if opts.logical_order {
+            self.group_put_done(conn, hobj, pos);
+            done.group = Some(assigned);
+        }
+        Ok(done)
     }
 
     /// Opens, puts one message and closes in one call (MQPUT1).
@@ -89,6 +98,12 @@ impl Engine {
         body: Bytes,
         now_ms: u64,
     ) -> Result<PutDone, MqError> {
+        if opts.logical_order {
+            return Err(mqerr!(
+                OPTIONS_ERROR,
+                "MQPMO_LOGICAL_ORDER needs an open handle to continue a group; MQPUT1 has none"
+            ));
+        }
         let (hobj, _, open_lsn) = self.open(conn, name, qmgr, open::OUTPUT, "")?;
         let res = self.put(conn, hobj, opts, md, props, body, now_ms);
         let close_lsn = self.close(conn, hobj, 0, now_ms).unwrap_or(0);
@@ -203,6 +218,7 @@ impl Engine {
                 msg_id,
                 correl_id,
                 wait_lsn: 0,
+                group: None,
             });
         }
 
@@ -230,6 +246,7 @@ impl Engine {
             msg_id,
             correl_id,
             wait_lsn,
+            group: None,
         })
     }
 }

@@ -60,6 +60,12 @@ type Keys = SmallVec<[Key; 1]>;
 pub struct Selector {
     pub msg_id: Option<MsgId>,
     pub correl_id: Option<MsgId>,
+    pub group_id: Option<MsgId>,
+    pub msg_seq_number: Option<i32>,
+    pub offset: Option<i32>,
+    /// The get has group options or group match fields: the engine's group-aware search
+    /// (`group.rs`) chooses its message, which need not be the one that just arrived.
+    pub searches_groups: bool,
 }
 
 impl Selector {
@@ -68,12 +74,25 @@ impl Selector {
         Selector {
             msg_id: msg_id.filter(|id| *id != ID_NONE),
             correl_id: correl_id.filter(|id| *id != ID_NONE),
+            ..Selector::default()
+        }
+    }
+
+    /// The selector of a get's options: identifiers and group match fields.
+    pub fn for_get(opts: &ferrymq_types::options::GetOptions) -> Selector {
+        Selector {
+            group_id: opts.match_group_id.filter(|id| *id != ID_NONE),
+            msg_seq_number: opts.match_msg_seq_number,
+            offset: opts.match_offset,
+            searches_groups: crate::group::searches_groups(opts),
+            ..Selector::new(opts.match_msg_id, opts.match_correl_id)
         }
     }
 
     pub fn matches(&self, e: &Entry) -> bool {
         self.msg_id.is_none_or(|id| e.msg.msg_id == id)
             && self.correl_id.is_none_or(|id| e.msg.correl_id == id)
+            && (!self.searches_groups || crate::group::group_matches(self, e))
     }
 
     pub fn is_any(&self) -> bool {

@@ -56,7 +56,9 @@ impl Waiters {
         self.next_id += 1;
         w.id = self.next_id;
         let qw = self.per_queue.entry(w.queue.clone()).or_default();
-        if let Some(id) = w.sel.msg_id {
+        if w.sel.searches_groups {
+            qw.any.push_back(w.id);
+        } else if let Some(id) = w.sel.msg_id {
             qw.by_msg.entry(id).or_default().push_back(w.id);
         } else if let Some(id) = w.sel.correl_id {
             qw.by_correl.entry(id).or_default().push_back(w.id);
@@ -91,7 +93,9 @@ impl Waiters {
             self.deadlines.remove(&(d, id));
         }
         if let Some(qw) = self.per_queue.get_mut(&w.queue) {
-            if let Some(mid) = w.sel.msg_id {
+            if w.sel.searches_groups {
+                remove_from(&mut qw.any, id);
+            } else if let Some(mid) = w.sel.msg_id {
                 if let Some(l) = qw.by_msg.get_mut(&mid) {
                     remove_from(l, id);
                     if l.is_empty() {
@@ -124,7 +128,11 @@ impl Waiters {
     pub fn candidate(&self, queue: &str, entry: &Entry, skip: &[u64]) -> Option<u64> {
         let qw = self.per_queue.get(queue)?;
         let ok = |id: &u64| {
-            !skip.contains(id) && self.by_id.get(id).is_some_and(|w| w.sel.matches(entry))
+            !skip.contains(id)
+                && self
+                    .by_id
+                    .get(id)
+                    .is_some_and(|w| w.sel.searches_groups || w.sel.matches(entry))
         };
         let mut best: Option<u64> = None;
         let mut consider = |id: Option<&u64>| {

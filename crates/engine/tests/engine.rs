@@ -656,20 +656,63 @@ fn a_consumer_receives_one_message_per_credit_and_no_more() {
 }
 
 #[test]
-fn consumers_under_syncpoint_are_refused_so_a_commit_never_takes_unseen_messages() {
+fn a_consumer_under_syncpoint_is_never_ahead_so_a_commit_never_takes_unseen_messages() {
     let (mut e, _) = engine();
     let c = e.connect("u", "consumer");
     let h = open_io(&mut e, c, "Q1");
-    for sp in [Syncpoint::Yes, Syncpoint::IfPersistent] {
-        let opts = GetOptions {
-            syncpoint: sp,
-            ..GetOptions::any()
-        };
-        assert_eq!(
-            e.register_consumer(c, h, &opts, 5).unwrap_err().reason,
-            Reason::OPTIONS_ERROR
-        );
+    for i in 0..3 {
+        put(&mut e, c, h, &format!("m{i}"), false, false);
     }
+    let opts = GetOptions {
+        syncpoint: Syncpoint::Yes,
+        ..GetOptions::any()
+    };
+    e.register_consumer(c, h, &opts, 5).unwrap();
+    e.add_credit(c, h, 10, 0);
+    let d = e.take_deliveries();
+    assert_eq!(d.len(), 1, "one message at a time under syncpoint");
+    assert_eq!(body(d[0].result.as_ref().unwrap()), "m0");
+    e.commit(c, 0).unwrap();
+    assert_eq!(
+        e.queue_status("Q1").unwrap().cur_depth,
+        2,
+        "only m0 was committed"
+    );
+    // A backout returns the delivered message, which comes again with its count raised.
+    e.add_credit(c, h, 1, 0);
+    assert_eq!(e.take_deliveries().len(), 1);
+    e.backout(c, 0).unwrap();
+    e.add_credit(c, h, 1, 0);
+    let d = e.take_deliveries();
+    let got = d[0].result.as_ref().unwrap();
+    assert_eq!((body(got).as_str(), got.md.backout_count), ("m1", 1));
+}
+
+/// A connection that ends without MQDISC backs out its unit of work; the messages that come
+/// back must not be taken again by the connection's own waiting consumer, whose unit of work
+/// ends with it.
+#[test]
+fn a_dropped_connection_does_not_hand_its_backed_out_messages_to_its_own_consumer() {
+    let (mut e, _) = engine();
+    let c = e.connect("u", "consumer");
+    let h = open_io(&mut e, c, "Q1");
+    put(&mut e, c, h, "only", true, false);
+    let opts = GetOptions {
+        syncpoint: Syncpoint::Yes,
+        ..GetOptions::any()
+    };
+    e.register_consumer(c, h, &opts, 5).unwrap();
+    e.add_credit(c, h, 1, 0);
+    assert_eq!(e.take_deliveries().len(), 1);
+    // The application asks for the next message: the queue is empty, the consumer waits.
+    e.add_credit(c, h, 1, 0);
+    assert!(e.take_deliveries().is_empty());
+    e.disconnect(c, 0);
+    let other = e.connect("u", "other");
+    let h2 = open_io(&mut e, other, "Q1");
+    let got =
+        get(&mut e, other, h2, GetOptions::any()).expect("the backed-out message is on the queue");
+    assert_eq!((body(&got).as_str(), got.md.backout_count), ("only", 1));
 }
 
 #[test]
@@ -949,4 +992,127 @@ fn a_shipped_chunk_skips_messages_it_puts_and_removes_yet_ends_in_the_same_state
         newest(&mut src),
         "the secondary numbers on from where the primary was"
     );
+}
+
+/// A get waiting for a complete group is answered with the group's first message when its last
+/// one arrives, not with the message that arrived.
+#[test]
+fn a_get_waiting_for_a_whole_group_takes_its_first_message_when_the_last_arrives() {
+    use ferrymq_types::descriptor::msg_flags;
+    use ferrymq_types::options::gmo;
+    let (mut e, _) = engine();
+    let c = e.connect("u", "app");
+    let h = open_io(&mut e, c, "Q1");
+    let member = |seq: i32, last: bool| MessageDescriptor {
+        group_id: [6; 24],
+        msg_seq_number: seq,
+        msg_flags: if last {
+            msg_flags::LAST_MSG_IN_GROUP
+        } else {
+            msg_flags::MSG_IN_GROUP
+        },
+        ..md(false)
+    };
+    let put_member = |e: &mut Engine, seq, last| {
+        let body = Bytes::from(format!("m{seq}"));
+        e.put(
+            c,
+            h,
+            &PutOptions::default(),
+            member(seq, last),
+            Properties::default(),
+            body,
+            1000,
+        )
+        .unwrap();
+    };
+    put_member(&mut e, 1, false);
+    put_member(&mut e, 2, false);
+    let getter = e.connect("u", "getter");
+    let hg = open_io(&mut e, getter, "Q1");
+    let opts = GetOptions {
+        group_options: gmo::LOGICAL_ORDER | gmo::ALL_MSGS_AVAILABLE,
+        wait: Wait::Unlimited,
+        ..GetOptions::any()
+    };
+    assert!(matches!(
+        e.get(getter, hg, &opts, 9, 1000).unwrap(),
+        GetOutcome::Waiting(_)
+    ));
+    put_member(&mut e, 3, true);
+    let d = e.take_deliveries();
+    assert_eq!(d.len(), 1);
+    let got = d[0].result.as_ref().unwrap();
+    assert_eq!((body(got).as_str(), got.md.msg_seq_number), ("m1", 1));
+    // The rest follow in order through the same handle.
+    for want in ["m2", "m3"] {
+        let g = get(
+            &mut e,
+            getter,
+            hg,
+            GetOptions {
+                wait: Wait::NoWait,
+                ..opts.clone()
+            },
+        )
+        .unwrap();
+        assert_eq!(body(&g), want);
+    }
+}
+
+/// MQGMO_COMPLETE_MSG takes every segment of a logical message or none: a unit of work without
+/// room for all of them is refused before the first is taken.
+#[test]
+fn a_whole_message_too_big_for_the_unit_of_work_leaves_every_segment_on_the_queue() {
+    use ferrymq_types::descriptor::msg_flags;
+    use ferrymq_types::options::gmo;
+    let (mut e, _) = engine();
+    let mut attrs = e.attrs().clone();
+    attrs.max_uncommitted_msgs = 2;
+    e.set_qmgr_attrs(attrs).unwrap();
+    let c = e.connect("u", "app");
+    let h = open_io(&mut e, c, "Q1");
+    let logical = PutOptions {
+        logical_order: true,
+        ..PutOptions::default()
+    };
+    for flags in [
+        msg_flags::SEGMENT,
+        msg_flags::SEGMENT,
+        msg_flags::LAST_SEGMENT,
+    ] {
+        let md = MessageDescriptor {
+            msg_flags: flags,
+            ..md(false)
+        };
+        e.put(
+            c,
+            h,
+            &logical,
+            md,
+            Properties::default(),
+            Bytes::from("ab"),
+            1000,
+        )
+        .unwrap();
+    }
+    let whole = GetOptions {
+        syncpoint: Syncpoint::Yes,
+        group_options: gmo::COMPLETE_MSG,
+        ..GetOptions::any()
+    };
+    let err = get(&mut e, c, h, whole).unwrap_err();
+    assert_eq!(err.reason, Reason::SYNCPOINT_LIMIT_REACHED);
+    assert_eq!(e.queue_status("Q1").unwrap().cur_depth, 3);
+    let got = get(
+        &mut e,
+        c,
+        h,
+        GetOptions {
+            group_options: gmo::COMPLETE_MSG,
+            ..GetOptions::any()
+        },
+    )
+    .unwrap();
+    assert_eq!(body(&got), "ababab");
 }

@@ -667,11 +667,15 @@ fn an_asynchronous_consumer_receives_pushed_messages_in_order() {
         syncpoint: Syncpoint::Yes,
         ..GetOptions::any()
     };
-    assert_eq!(
-        c.consume(&h, &sp, 4).unwrap_err().reason,
-        Reason::OPTIONS_ERROR,
-        "consumers under syncpoint are refused"
-    );
+    // Under syncpoint a consumer takes one message at a time into the unit of work.
+    put(&p, &ph, "in a unit of work");
+    let mut consumer = c.consume(&h, &sp, 4).unwrap();
+    assert_eq!(text(&consumer.next().unwrap()), "in a unit of work");
+    c.backout().unwrap();
+    let again = consumer.next().unwrap();
+    assert_eq!(again.md.backout_count, 1);
+    c.commit().unwrap();
+    consumer.cancel().unwrap();
 }
 
 #[test]

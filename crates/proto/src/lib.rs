@@ -20,5 +20,6 @@ pub use handshake::{
     negotiate, Hello, MAGIC, PRE_HANDSHAKE_FRAME_MAX_BYTES, PROTOCOL_VERSION, PROTOCOL_VERSION_MIN,
 };
 pub use message::{
-    encode_request, encode_response, kind, parse_request, parse_response, Request, Response,
+    encode_request, encode_response, kind, parse_request, parse_response, PutGroup, Request,
+    Response,
 };

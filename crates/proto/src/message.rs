@@ -33,6 +33,7 @@ pub mod kind {
     pub const CANCEL_CONSUMER: u8 = 0x0E;
     pub const ADMIN: u8 = 0x0F;
     pub const CREDIT: u8 = 0x10;
+    pub const SET: u8 = 0x11;
 
     pub const HELLO_OK: u8 = 0x81;
     pub const STATUS: u8 = 0x82;
@@ -97,6 +98,12 @@ pub enum Request {
         hobj: u32,
         selectors: Vec<String>,
     },
+    /// MQSET: `(keyword, value)` pairs as MQSC writes them (GET, PUT, TRIGGER, TRIGTYPE,
+    /// TRIGDPTH, TRIGMPRI, TRIGDATA); answered with `Status`.
+    Set {
+        hobj: u32,
+        attrs: Vec<(String, String)>,
+    },
     /// Either side may send one; the peer answers `HeartbeatAck`.
     Heartbeat,
     /// Asynchronous consume (MQCB): registers (or replaces) the consumer of `hobj`; the server
@@ -121,6 +128,14 @@ pub enum Request {
     Admin {
         command: String,
     },
+}
+
+/// The group fields a put in logical order was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PutGroup {
+    pub group_id: MsgId,
+    pub msg_seq_number: i32,
+    pub offset: i32,
 }
 
 /// A response from server to client.
@@ -148,9 +163,12 @@ pub enum Response {
         hobj: u32,
         name: String,
     },
+    /// `group`: the GroupId, MsgSeqNumber and Offset the queue manager gave a put in logical
+    /// order (MQPMO_LOGICAL_ORDER), encoded after the identifiers only when present.
     PutOk {
         msg_id: MsgId,
         correl_id: MsgId,
+        group: Option<PutGroup>,
     },
     /// A got (or browsed, or consumed) message. `reason` is `NONE`, or `TRUNCATED_MSG_ACCEPTED`
     /// when only the first `body.len()` of `data_len` bytes were returned.
@@ -187,6 +205,7 @@ impl Request {
             Request::Commit => kind::COMMIT,
             Request::Backout => kind::BACKOUT,
             Request::Inquire { .. } => kind::INQUIRE,
+            Request::Set { .. } => kind::SET,
             Request::Heartbeat => kind::HEARTBEAT,
             Request::RegisterConsumer { .. } => kind::REGISTER_CONSUMER,
             Request::CancelConsumer { .. } => kind::CANCEL_CONSUMER,
@@ -252,6 +271,13 @@ impl Request {
             Request::Inquire { hobj: _, selectors } => {
                 4 + 2 + selectors.iter().map(|s| str16(s)).sum::<usize>()
             }
+            Request::Set { hobj: _, attrs } => {
+                4 + 2
+                    + attrs
+                        .iter()
+                        .map(|(k, v)| str16(k) + str16(v))
+                        .sum::<usize>()
+            }
             Request::CancelConsumer { .. } => 4,
             Request::Credit { .. } => 8,
             Request::Admin { command } => bytes32(command.as_bytes()),
@@ -294,7 +320,7 @@ impl Response {
             } => MAGIC.len() + 2 + 4 + 4 + 2 + str16(qmgr_name) + str16(server_id),
             Response::Status { reason: _, message } => 4 + str16(message),
             Response::Opened { hobj: _, name } => 4 + str16(name),
-            Response::PutOk { .. } => 24 + 24,
+            Response::PutOk { group, .. } => 24 + 24 + if group.is_some() { 32 } else { 0 },
             Response::Message {
                 reason: _,
                 data_len: _,
@@ -327,6 +353,7 @@ fn request_name(k: u8) -> Option<&'static str> {
         kind::COMMIT => "Commit",
         kind::BACKOUT => "Backout",
         kind::INQUIRE => "Inquire",
+        kind::SET => "Set",
         kind::HEARTBEAT => "Heartbeat",
         kind::REGISTER_CONSUMER => "RegisterConsumer",
         kind::CANCEL_CONSUMER => "CancelConsumer",
@@ -448,6 +475,14 @@ pub fn encode_request(conv: u16, req: u32, r: &Request, out: &mut BytesMut) {
                 out.put_str16(s);
             }
         }
+        Request::Set { hobj, attrs } => {
+            out.put_u32_le(*hobj);
+            let n = put_count(out, attrs.len());
+            for (k, v) in &attrs[..n] {
+                out.put_str16(k);
+                out.put_str16(v);
+            }
+        }
         Request::CancelConsumer { hobj } => out.put_u32_le(*hobj),
         Request::Credit { hobj, n } => {
             out.put_u32_le(*hobj);
@@ -487,9 +522,18 @@ pub fn encode_response(conv: u16, req: u32, r: &Response, out: &mut BytesMut) {
             out.put_u32_le(*hobj);
             out.put_str16(name);
         }
-        Response::PutOk { msg_id, correl_id } => {
+        Response::PutOk {
+            msg_id,
+            correl_id,
+            group,
+        } => {
             out.put_slice(msg_id);
             out.put_slice(correl_id);
+            if let Some(g) = group {
+                out.put_slice(&g.group_id);
+                out.put_i32_le(g.msg_seq_number);
+                out.put_i32_le(g.offset);
+            }
         }
         Response::Message {
             reason,
@@ -615,6 +659,15 @@ fn decode_request(k: u8, r: &mut Reader) -> Result<Request, DecodeError> {
             }
             Request::Inquire { hobj, selectors }
         }
+        kind::SET => {
+            let hobj = r.u32("hobj")?;
+            let n = r.u16("attribute count")?;
+            let mut attrs = Vec::new();
+            for _ in 0..n {
+                attrs.push((r.str16("attribute")?, r.str16("attribute value")?));
+            }
+            Request::Set { hobj, attrs }
+        }
         kind::HEARTBEAT => Request::Heartbeat,
         kind::REGISTER_CONSUMER => Request::RegisterConsumer {
             hobj: r.u32("hobj")?,
@@ -674,6 +727,15 @@ fn decode_response(k: u8, r: &mut Reader) -> Result<Response, DecodeError> {
         kind::PUT_OK => Response::PutOk {
             msg_id: r.fixed::<24>("msg_id")?,
             correl_id: r.fixed::<24>("correl_id")?,
+            group: if r.remaining() > 0 {
+                Some(PutGroup {
+                    group_id: r.fixed::<24>("group_id")?,
+                    msg_seq_number: r.i32("msg_seq_number")?,
+                    offset: r.i32("offset")?,
+                })
+            } else {
+                None
+            },
         },
         kind::MESSAGE => {
             let code = r.u32("message reason")?;

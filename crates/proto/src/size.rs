@@ -26,7 +26,8 @@ pub(crate) fn descriptor(md: &MessageDescriptor) -> usize {
         &md.appl_identity,
         &md.put_appl_name,
     ];
-    ids + ints + strings.iter().map(|s| str16(s)).sum::<usize>()
+    let group = if md.has_group_fields() { 24 + 4 * 4 } else { 0 };
+    ids + ints + group + strings.iter().map(|s| str16(s)).sum::<usize>()
 }
 
 pub(crate) fn properties(p: &Properties) -> usize {
@@ -56,5 +57,15 @@ pub(crate) fn get_options(o: &GetOptions) -> usize {
         Wait::NoWait | Wait::Unlimited => 1,
     };
     let id = |id: &Option<_>| if id.is_some() { 25 } else { 1 };
-    1 + wait + 1 + 1 + 4 + id(&o.match_msg_id) + id(&o.match_correl_id)
+    let int = |v: &Option<i32>| if v.is_some() { 5 } else { 1 };
+    let group = o.match_group_id.is_some()
+        || o.match_msg_seq_number.is_some()
+        || o.match_offset.is_some()
+        || o.group_options != 0;
+    let group_block = if group {
+        id(&o.match_group_id) + int(&o.match_msg_seq_number) + int(&o.match_offset) + 4
+    } else {
+        0
+    };
+    1 + wait + 1 + 1 + 4 + id(&o.match_msg_id) + id(&o.match_correl_id) + group_block
 }

@@ -78,6 +78,7 @@ fn a_frame_split_at_every_byte_decodes_only_once_complete() {
         &Response::PutOk {
             msg_id: [3; 24],
             correl_id: [0; 24],
+            group: None,
         },
         &mut whole,
     );
@@ -163,7 +164,7 @@ fn unknown_kinds_are_refused_and_requests_are_not_responses() {
         req: 1,
         body: Bytes::new(),
     };
-    for k in [0x00, 0x11, 0x80, 0x89, 0xff] {
+    for k in [0x00, 0x12, 0x80, 0x89, 0xff] {
         assert_eq!(parse_request(&f(k)), Err(ProtoError::UnknownKind(k)));
         assert_eq!(parse_response(&f(k)), Err(ProtoError::UnknownKind(k)));
     }

@@ -172,6 +172,16 @@ fn one_of_each_response() -> Vec<Response> {
         Response::PutOk {
             msg_id: [1; 24],
             correl_id: [2; 24],
+            group: None,
+        },
+        Response::PutOk {
+            msg_id: [1; 24],
+            correl_id: [2; 24],
+            group: Some(ferrymq_proto::PutGroup {
+                group_id: [5; 24],
+                msg_seq_number: 3,
+                offset: 100,
+            }),
         },
         Response::Message {
             reason: Reason::TRUNCATED_MSG_ACCEPTED,

@@ -189,6 +189,13 @@ pub fn handle(
                 Response::PutOk {
                     msg_id: d.msg_id,
                     correl_id: d.correl_id,
+                    group: d.group.map(|(group_id, msg_seq_number, offset)| {
+                        ferrymq_proto::PutGroup {
+                            group_id,
+                            msg_seq_number,
+                            offset,
+                        }
+                    }),
                 },
                 d.wait_lsn,
             ),
@@ -206,6 +213,13 @@ pub fn handle(
                 Response::PutOk {
                     msg_id: d.msg_id,
                     correl_id: d.correl_id,
+                    group: d.group.map(|(group_id, msg_seq_number, offset)| {
+                        ferrymq_proto::PutGroup {
+                            group_id,
+                            msg_seq_number,
+                            offset,
+                        }
+                    }),
                 },
                 d.wait_lsn,
             ),
@@ -227,6 +241,7 @@ pub fn handle(
             Ok(attrs) => Action::Reply(Response::InquireReply { attrs }, 0),
             Err(err) => Action::Reply(error_response(err), 0),
         },
+        Q::Set { hobj, attrs } => done(e.set(conn, hobj, &attrs)),
         Q::RegisterConsumer { hobj, opts } => {
             match e.register_consumer(conn, hobj, &opts, req as u64) {
                 Ok(()) => Action::Reply(status_ok(), 0),

@@ -47,6 +47,43 @@ impl Persistence {
     }
 }
 
+/// MQMF_* message flags: membership of a group and segmentation (MQ's numbers).
+pub mod msg_flags {
+    pub const SEGMENTATION_INHIBITED: i32 = 0;
+    pub const SEGMENTATION_ALLOWED: i32 = 0x1;
+    pub const SEGMENT: i32 = 0x2;
+    pub const LAST_SEGMENT: i32 = 0x4;
+    pub const MSG_IN_GROUP: i32 = 0x8;
+    pub const LAST_MSG_IN_GROUP: i32 = 0x10;
+    /// Every flag a put may carry.
+    pub const KNOWN: i32 =
+        SEGMENTATION_ALLOWED | SEGMENT | LAST_SEGMENT | MSG_IN_GROUP | LAST_MSG_IN_GROUP;
+    /// The flags that make a message a member of a group.
+    pub const IN_GROUP: i32 = MSG_IN_GROUP | LAST_MSG_IN_GROUP;
+    /// The flags that make a message a segment of a logical message.
+    pub const SEGMENTED: i32 = SEGMENT | LAST_SEGMENT;
+}
+
+/// MQOL_UNDEFINED: the OriginalLength of a message that is not a segment.
+pub const ORIGINAL_LENGTH_UNDEFINED: i32 = -1;
+
+/// MQGS_* group status and MQSS_* segment status, as a get reports them (MQ's characters).
+pub mod status {
+    pub const NOT_IN_GROUP: u8 = b' ';
+    pub const MSG_IN_GROUP: u8 = b'G';
+    pub const LAST_MSG_IN_GROUP: u8 = b'L';
+    pub const NOT_A_SEGMENT: u8 = b' ';
+    pub const SEGMENT: u8 = b'S';
+    pub const LAST_SEGMENT: u8 = b'L';
+}
+
+/// Set in the encoded persistence word when the group and segment fields follow the descriptor's
+/// last fixed field. Encodings written before these fields existed never set it (persistence is
+/// 0..=2), so they decode unchanged, and a message outside any group pays nothing for them.
+const EXT_GROUP: i32 = 1 << 8;
+/// The persistence value itself; the bits above it flag optional trailing parts.
+const PERSISTENCE_MASK: i32 = 0xff;
+
 /// MQPRI_PRIORITY_AS_Q_DEF.
 pub const PRIORITY_AS_Q_DEF: i32 = -1;
 /// MQEI_UNLIMITED.
@@ -76,6 +113,16 @@ pub struct MessageDescriptor {
     pub ccsid: i32,
     pub feedback: i32,
     pub report: i32,
+    /// Identifies the group the message belongs to (MQ's GroupId; all zeros outside a group).
+    pub group_id: MsgId,
+    /// Position of the (logical) message in its group, from 1 (MQ's MsgSeqNumber).
+    pub msg_seq_number: i32,
+    /// Position in bytes of this segment's data in its logical message (MQ's Offset).
+    pub offset: i32,
+    /// MQMF_* flags (`msg_flags`).
+    pub msg_flags: i32,
+    /// Length of the logical message a segment was cut from, or `ORIGINAL_LENGTH_UNDEFINED`.
+    pub original_length: i32,
 }
 
 impl Default for MessageDescriptor {
@@ -99,11 +146,48 @@ impl Default for MessageDescriptor {
             ccsid: 1208,
             feedback: 0,
             report: 0,
+            group_id: ID_NONE,
+            msg_seq_number: 1,
+            offset: 0,
+            msg_flags: 0,
+            original_length: ORIGINAL_LENGTH_UNDEFINED,
         }
     }
 }
 
 impl MessageDescriptor {
+    /// Whether any group or segment field differs from its default (the encoding then carries
+    /// them).
+    pub fn has_group_fields(&self) -> bool {
+        self.group_id != ID_NONE
+            || self.msg_seq_number != 1
+            || self.offset != 0
+            || self.msg_flags != 0
+            || self.original_length != ORIGINAL_LENGTH_UNDEFINED
+    }
+
+    /// MQ's GroupStatus of a got message (`status::*`).
+    pub fn group_status(&self) -> u8 {
+        if self.msg_flags & msg_flags::LAST_MSG_IN_GROUP != 0 {
+            status::LAST_MSG_IN_GROUP
+        } else if self.msg_flags & msg_flags::MSG_IN_GROUP != 0 {
+            status::MSG_IN_GROUP
+        } else {
+            status::NOT_IN_GROUP
+        }
+    }
+
+    /// MQ's SegmentStatus of a got message (`status::*`).
+    pub fn segment_status(&self) -> u8 {
+        if self.msg_flags & msg_flags::LAST_SEGMENT != 0 {
+            status::LAST_SEGMENT
+        } else if self.msg_flags & msg_flags::SEGMENT != 0 {
+            status::SEGMENT
+        } else {
+            status::NOT_A_SEGMENT
+        }
+    }
+
     /// MQ's PutDate (`YYYYMMDD`) and PutTime (`HHMMSSTH`), in UTC.
     pub fn put_date_time(&self) -> (String, String) {
         let secs = self.put_time_ms / 1000;
@@ -128,7 +212,8 @@ impl Codec for MessageDescriptor {
     fn encode(&self, out: &mut BytesMut) {
         out.put_slice(&self.msg_id);
         out.put_slice(&self.correl_id);
-        out.put_i32_le(self.persistence.to_i32());
+        let group = self.has_group_fields();
+        out.put_i32_le(self.persistence.to_i32() | if group { EXT_GROUP } else { 0 });
         out.put_i32_le(self.priority);
         out.put_i32_le(self.expiry);
         out.put_i32_le(self.msg_type);
@@ -144,12 +229,28 @@ impl Codec for MessageDescriptor {
         out.put_i32_le(self.ccsid);
         out.put_i32_le(self.feedback);
         out.put_i32_le(self.report);
+        if group {
+            out.put_slice(&self.group_id);
+            out.put_i32_le(self.msg_seq_number);
+            out.put_i32_le(self.offset);
+            out.put_i32_le(self.msg_flags);
+            out.put_i32_le(self.original_length);
+        }
     }
     fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        Ok(MessageDescriptor {
-            msg_id: r.fixed::<24>("msg_id")?,
-            correl_id: r.fixed::<24>("correl_id")?,
-            persistence: Persistence::from_i32(r.i32("persistence")?)?,
+        let msg_id = r.fixed::<24>("msg_id")?;
+        let correl_id = r.fixed::<24>("correl_id")?;
+        let word = r.i32("persistence")?;
+        if word & !(PERSISTENCE_MASK | EXT_GROUP) != 0 {
+            return Err(DecodeError::invalid(
+                "persistence",
+                format!("unknown flags in {word:#x}"),
+            ));
+        }
+        let mut md = MessageDescriptor {
+            msg_id,
+            correl_id,
+            persistence: Persistence::from_i32(word & PERSISTENCE_MASK)?,
             priority: r.i32("priority")?,
             expiry: r.i32("expiry")?,
             msg_type: r.i32("msg_type")?,
@@ -165,7 +266,16 @@ impl Codec for MessageDescriptor {
             ccsid: r.i32("ccsid")?,
             feedback: r.i32("feedback")?,
             report: r.i32("report")?,
-        })
+            ..MessageDescriptor::default()
+        };
+        if word & EXT_GROUP != 0 {
+            md.group_id = r.fixed::<24>("group_id")?;
+            md.msg_seq_number = r.i32("msg_seq_number")?;
+            md.offset = r.i32("offset")?;
+            md.msg_flags = r.i32("msg_flags")?;
+            md.original_length = r.i32("original_length")?;
+        }
+        Ok(md)
     }
 }
 
@@ -287,7 +397,75 @@ mod tests {
     }
 
     #[test]
+    fn group_fields_round_trip_and_cost_nothing_when_unset() {
+        let plain = MessageDescriptor::default();
+        let grouped = MessageDescriptor {
+            group_id: [3; 24],
+            msg_seq_number: 7,
+            offset: 100,
+            msg_flags: msg_flags::MSG_IN_GROUP | msg_flags::SEGMENT,
+            original_length: 400,
+            ..Default::default()
+        };
+        assert_eq!(
+            MessageDescriptor::from_bytes(grouped.to_bytes()).unwrap(),
+            grouped
+        );
+        assert_eq!(grouped.to_bytes().len(), plain.to_bytes().len() + 40);
+        assert_eq!(grouped.group_status(), status::MSG_IN_GROUP);
+        assert_eq!(grouped.segment_status(), status::SEGMENT);
+        assert_eq!(plain.group_status(), status::NOT_IN_GROUP);
+    }
+
+    /// The encoding as it was before the group and segment fields existed (and as it still is for
+    /// a message outside any group): it must keep decoding, as logs and checkpoints hold it.
+    #[test]
+    fn a_descriptor_encoded_before_group_fields_existed_still_decodes() {
+        let mut old = BytesMut::new();
+        old.put_slice(&[7; 24]);
+        old.put_slice(&[9; 24]);
+        for v in [1, 4, 5, 8] {
+            old.put_i32_le(v); // persistence, priority, expiry, msg_type
+        }
+        for s in ["MQSTR", "REPLY1", ""] {
+            old.put_str16(s);
+        }
+        old.put_u32_le(2); // backout count
+        old.put_u64_le(1_700_000_000_000);
+        for s in ["app", "", "prog"] {
+            old.put_str16(s);
+        }
+        for v in [546, 1208, 0, 0] {
+            old.put_i32_le(v); // encoding, ccsid, feedback, report
+        }
+        let md = MessageDescriptor::from_bytes(old.freeze()).unwrap();
+        assert_eq!(md.persistence, Persistence::Persistent);
+        assert_eq!((md.priority, md.expiry, md.msg_type), (4, 5, 8));
+        assert_eq!(md.reply_to_q, "REPLY1");
+        assert_eq!(md.put_appl_name, "prog");
+        assert_eq!(md.group_id, ID_NONE);
+        assert_eq!(md.msg_seq_number, 1);
+        assert_eq!(md.original_length, ORIGINAL_LENGTH_UNDEFINED);
+        assert!(!md.has_group_fields());
+    }
+
+    #[test]
+    fn unknown_flags_in_the_persistence_word_are_refused() {
+        let mut b = BytesMut::from(&MessageDescriptor::default().to_bytes()[..]);
+        b[48..52].copy_from_slice(&(2i32 | (1 << 9)).to_le_bytes());
+        assert!(MessageDescriptor::from_bytes(b.freeze()).is_err());
+    }
+
+    #[test]
     fn truncated_descriptor_is_an_error_not_a_panic() {
+        let grouped = MessageDescriptor {
+            group_id: [3; 24],
+            ..Default::default()
+        }
+        .to_bytes();
+        for cut in 0..grouped.len() {
+            assert!(MessageDescriptor::from_bytes(grouped.slice(..cut)).is_err());
+        }
         let b = MessageDescriptor::default().to_bytes();
         for cut in 0..b.len() {
             assert!(

@@ -67,6 +67,9 @@ pub struct PutOptions {
     pub new_msg_id: bool,
     /// Replace the descriptor's CorrelId with a fresh one (MQPMO_NEW_CORREL_ID).
     pub new_correl_id: bool,
+    /// MQPMO_LOGICAL_ORDER: the queue manager gives the message its GroupId, MsgSeqNumber and
+    /// Offset, continuing the group (and logical message) last put through the same handle.
+    pub logical_order: bool,
 }
 
 impl Default for PutOptions {
@@ -75,18 +78,31 @@ impl Default for PutOptions {
             syncpoint: Syncpoint::No,
             new_msg_id: false,
             new_correl_id: false,
+            logical_order: false,
         }
     }
 }
 
+/// Set in the encoded syncpoint byte of put and get options for the options added with message
+/// groups: a put's MQPMO_LOGICAL_ORDER, or a get's group block (after its match fields). Frames
+/// of peers that predate them never set it, so they keep decoding, and options that use none of
+/// these features are encoded as they always were.
+const SYNCPOINT_EXT_GROUP: u8 = 0x80;
+
 impl Codec for PutOptions {
     fn encode(&self, out: &mut BytesMut) {
-        out.put_u8(self.syncpoint.to_u8());
+        let ext = if self.logical_order {
+            SYNCPOINT_EXT_GROUP
+        } else {
+            0
+        };
+        out.put_u8(self.syncpoint.to_u8() | ext);
         out.put_bool(self.new_msg_id);
         out.put_bool(self.new_correl_id);
     }
     fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let syncpoint = Syncpoint::from_u8(r.u8("put syncpoint")?)?;
+        let byte = r.u8("put syncpoint")?;
+        let syncpoint = Syncpoint::from_u8(byte & !SYNCPOINT_EXT_GROUP)?;
         if syncpoint == Syncpoint::IfPersistent {
             return Err(DecodeError::invalid(
                 "put syncpoint",
@@ -97,6 +113,7 @@ impl Codec for PutOptions {
             syncpoint,
             new_msg_id: r.bool("new_msg_id")?,
             new_correl_id: r.bool("new_correl_id")?,
+            logical_order: byte & SYNCPOINT_EXT_GROUP != 0,
         })
     }
 }
@@ -132,6 +149,28 @@ pub struct GetOptions {
     pub max_len: u32,
     pub match_msg_id: Option<MsgId>,
     pub match_correl_id: Option<MsgId>,
+    /// MQMO_MATCH_GROUP_ID with the GroupId to match.
+    pub match_group_id: Option<MsgId>,
+    /// MQMO_MATCH_MSG_SEQ_NUMBER with the MsgSeqNumber to match.
+    pub match_msg_seq_number: Option<i32>,
+    /// MQMO_MATCH_OFFSET with the Offset to match.
+    pub match_offset: Option<i32>,
+    /// MQGMO_* group and segment options (`gmo`).
+    pub group_options: u32,
+}
+
+/// MQGMO_* options about groups and segments (MQ's numbers).
+pub mod gmo {
+    /// Return a group's messages, and a logical message's segments, in order.
+    pub const LOGICAL_ORDER: u32 = 0x8000;
+    /// Return a group's messages only once all of them are available.
+    pub const ALL_MSGS_AVAILABLE: u32 = 0x20000;
+    /// Return a logical message's segments only once all of them are available.
+    pub const ALL_SEGMENTS_AVAILABLE: u32 = 0x40000;
+    /// Return a segmented logical message whole, reassembled.
+    pub const COMPLETE_MSG: u32 = 0x10000;
+    pub const KNOWN: u32 =
+        LOGICAL_ORDER | ALL_MSGS_AVAILABLE | ALL_SEGMENTS_AVAILABLE | COMPLETE_MSG;
 }
 
 impl GetOptions {
@@ -162,9 +201,32 @@ fn get_opt_id(r: &mut Reader, what: &'static str) -> Result<Option<MsgId>, Decod
     }
 }
 
+fn put_opt_i32(out: &mut BytesMut, v: Option<i32>) {
+    match v {
+        Some(v) => {
+            out.put_u8(1);
+            out.put_i32_le(v);
+        }
+        None => out.put_u8(0),
+    }
+}
+
+fn get_opt_i32(r: &mut Reader, what: &'static str) -> Result<Option<i32>, DecodeError> {
+    match r.u8(what)? {
+        0 => Ok(None),
+        1 => Ok(Some(r.i32(what)?)),
+        v => Err(DecodeError::invalid(what, format!("presence byte {v}"))),
+    }
+}
+
 impl Codec for GetOptions {
     fn encode(&self, out: &mut BytesMut) {
-        out.put_u8(self.syncpoint.to_u8());
+        let group = self.match_group_id.is_some()
+            || self.match_msg_seq_number.is_some()
+            || self.match_offset.is_some()
+            || self.group_options != 0;
+        let ext = if group { SYNCPOINT_EXT_GROUP } else { 0 };
+        out.put_u8(self.syncpoint.to_u8() | ext);
         match self.wait {
             Wait::NoWait => out.put_u8(0),
             Wait::Ms(ms) => {
@@ -182,9 +244,16 @@ impl Codec for GetOptions {
         out.put_u32_le(self.max_len);
         put_opt_id(out, &self.match_msg_id);
         put_opt_id(out, &self.match_correl_id);
+        if group {
+            put_opt_id(out, &self.match_group_id);
+            put_opt_i32(out, self.match_msg_seq_number);
+            put_opt_i32(out, self.match_offset);
+            out.put_u32_le(self.group_options);
+        }
     }
     fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let syncpoint = Syncpoint::from_u8(r.u8("get syncpoint")?)?;
+        let byte = r.u8("get syncpoint")?;
+        let syncpoint = Syncpoint::from_u8(byte & !SYNCPOINT_EXT_GROUP)?;
         let wait = match r.u8("wait kind")? {
             0 => Wait::NoWait,
             1 => Wait::Ms(r.u64("wait ms")?),
@@ -197,7 +266,7 @@ impl Codec for GetOptions {
             2 => Browse::Next,
             v => return Err(DecodeError::invalid("browse", format!("value {v}"))),
         };
-        Ok(GetOptions {
+        let mut o = GetOptions {
             syncpoint,
             wait,
             browse,
@@ -205,6 +274,60 @@ impl Codec for GetOptions {
             max_len: r.u32("max_len")?,
             match_msg_id: get_opt_id(r, "match msg_id")?,
             match_correl_id: get_opt_id(r, "match correl_id")?,
-        })
+            ..GetOptions::default()
+        };
+        if byte & SYNCPOINT_EXT_GROUP != 0 {
+            o.match_group_id = get_opt_id(r, "match group_id")?;
+            o.match_msg_seq_number = get_opt_i32(r, "match msg_seq_number")?;
+            o.match_offset = get_opt_i32(r, "match offset")?;
+            let g = r.u32("group options")?;
+            if g & !gmo::KNOWN != 0 {
+                return Err(DecodeError::invalid("group options", format!("{g:#x}")));
+            }
+            o.group_options = g;
+        }
+        Ok(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Options that use no group feature encode exactly as before group options existed, so
+    /// frames from and to peers of that time keep working.
+    #[test]
+    fn options_without_group_features_keep_their_earlier_encoding() {
+        let put = PutOptions {
+            syncpoint: Syncpoint::Yes,
+            new_msg_id: true,
+            ..PutOptions::default()
+        };
+        assert_eq!(&put.to_bytes()[..], &[1, 1, 0]);
+        let get = GetOptions {
+            syncpoint: Syncpoint::Yes,
+            ..GetOptions::any()
+        };
+        let mut before = vec![1u8, 0, 0, 0];
+        before.extend_from_slice(&u32::MAX.to_le_bytes());
+        before.extend_from_slice(&[0, 0]);
+        assert_eq!(&get.to_bytes()[..], &before[..]);
+        for g in [
+            GetOptions {
+                group_options: gmo::LOGICAL_ORDER,
+                ..get.clone()
+            },
+            GetOptions {
+                match_offset: Some(3),
+                ..get.clone()
+            },
+        ] {
+            assert_eq!(GetOptions::from_bytes(g.to_bytes()).unwrap(), g);
+        }
+        let lo = PutOptions {
+            logical_order: true,
+            ..put
+        };
+        assert_eq!(PutOptions::from_bytes(lo.to_bytes()).unwrap(), lo);
     }
 }

@@ -5,7 +5,9 @@
 //! least half the window, so a busy consumer costs few writes and the queue manager is never more
 //! than `window` messages ahead of the application.
 //!
-//! Deliveries under syncpoint join the conversation's unit of work like gets. With reconnect
+//! Deliveries under syncpoint join the conversation's unit of work like gets, and are not read
+//! ahead: the window is one message, granted again only when the application asks for the next,
+//! so a commit never covers a message the application has not been given. With reconnect
 //! enabled, a consumer whose socket broke registers again on the reopened handle with a fresh
 //! window; the messages pushed but not yet taken are dropped (without syncpoint they are lost, as
 //! with MQ's read-ahead; under syncpoint the queue manager backed them out). If the break lost a
@@ -58,6 +60,9 @@ pub struct Consumer {
     ended: Option<MqError>,
     /// Messages the application has taken since credit was last granted.
     taken: u32,
+    /// No read-ahead (under syncpoint): credit for the next message is granted only when the
+    /// application asks for it.
+    paced: bool,
 }
 
 impl std::fmt::Debug for Consumer {
@@ -100,6 +105,7 @@ impl Connection {
     /// Registers an asynchronous consumer on an open handle (MQCB); the queue manager may push up
     /// to `window` messages (at least 1) ahead of the application. `opts` select the messages as
     /// for [`Connection::get`], except that `wait` is ignored: a consumer waits indefinitely.
+    /// Under syncpoint `window` is ignored: nothing is read ahead (see the module's notes).
     /// Replaces an earlier consumer of the same handle.
     pub async fn consume(
         &self,
@@ -108,7 +114,12 @@ impl Connection {
         window: u32,
     ) -> Result<Consumer, MqError> {
         let conv = &self.inner;
-        let window = window.max(1);
+        // Under syncpoint a delivery joins the unit of work when the queue manager pushes it:
+        // with read-ahead, a commit would commit messages the application has not seen, lost if
+        // it then dies. So, as in MQ, a syncpoint consumer does not read ahead: one credit, and
+        // the next only when the application asks for the next message.
+        let paced = opts.syncpoint != Syncpoint::No && opts.browse == Browse::No;
+        let window = if paced { 1 } else { window.max(1) };
         let (token, previous) = conv.reserve_consumer(h.hobj);
         let live = match conv.register_consumer(h.hobj, opts, window).await {
             Ok(l) => l,
@@ -130,6 +141,7 @@ impl Connection {
             live: Some(live),
             ended: None,
             taken: 0,
+            paced,
         })
     }
 }
@@ -156,6 +168,13 @@ impl Consumer {
                 self.register_again().await?;
                 continue;
             };
+            if self.paced && self.taken > 0 {
+                live.send(&Request::Credit {
+                    hobj: live.server_hobj,
+                    n: self.taken,
+                });
+                self.taken = 0;
+            }
             match live.stream.recv().await {
                 Ok(Response::Message {
                     reason,
@@ -236,7 +255,7 @@ impl Consumer {
     /// and joins the unit of work for a syncpoint delivery.
     fn took_one(&mut self) {
         self.taken += 1;
-        if self.taken >= (self.window / 2).max(1) {
+        if !self.paced && self.taken >= (self.window / 2).max(1) {
             if let Some(live) = &self.live {
                 live.send(&Request::Credit {
                     hobj: live.server_hobj,

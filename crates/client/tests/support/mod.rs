@@ -697,7 +697,11 @@ fn put(
     } else {
         st.queues.entry(q).or_default().push_back(m);
     }
-    Response::PutOk { msg_id, correl_id }
+    Response::PutOk {
+        msg_id,
+        correl_id,
+        group: None,
+    }
 }
 
 fn take(

@@ -4,7 +4,7 @@
 
 use bytes::{Bytes, BytesMut};
 use ferrymq_proto::{encode_request, encode_response, Hello, Request, Response};
-use ferrymq_types::options::{Browse, GetOptions, PutOptions, Syncpoint, Wait};
+use ferrymq_types::options::{gmo, Browse, GetOptions, PutOptions, Syncpoint, Wait};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties, PropertyValue, Reason};
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -59,12 +59,14 @@ pub fn descriptor() -> impl Strategy<Value = MessageDescriptor> {
             any::<i32>(),
             any::<i32>(),
         ),
+        group_fields(),
     )
         .prop_map(
             |(
                 (msg_id, correl_id, persistence, priority, expiry, msg_type),
                 (format, reply_to_q, reply_to_qmgr, backout_count, put_time_ms),
                 (user_id, appl_identity, put_appl_name, encoding, ccsid, feedback, report),
+                group,
             )| MessageDescriptor {
                 msg_id,
                 correl_id,
@@ -84,8 +86,21 @@ pub fn descriptor() -> impl Strategy<Value = MessageDescriptor> {
                 ccsid,
                 feedback,
                 report,
+                group_id: group.0,
+                msg_seq_number: group.1,
+                offset: group.2,
+                msg_flags: group.3,
+                original_length: group.4,
             },
         )
+}
+
+/// Group and segment fields: mostly the defaults (encoded without them), sometimes any values.
+fn group_fields() -> impl Strategy<Value = ([u8; 24], i32, i32, i32, i32)> {
+    prop_oneof![
+        2 => Just(([0u8; 24], 1, 0, 0, -1)),
+        1 => (id(), any::<i32>(), any::<i32>(), any::<i32>(), any::<i32>()),
+    ]
 }
 
 fn property_value() -> impl Strategy<Value = PropertyValue> {
@@ -119,15 +134,19 @@ pub fn put_options() -> impl Strategy<Value = PutOptions> {
         prop_oneof![Just(Syncpoint::No), Just(Syncpoint::Yes)],
         any::<bool>(),
         any::<bool>(),
+        any::<bool>(),
     )
-        .prop_map(|(syncpoint, new_msg_id, new_correl_id)| PutOptions {
-            syncpoint,
-            new_msg_id,
-            new_correl_id,
-        })
+        .prop_map(
+            |(syncpoint, new_msg_id, new_correl_id, logical_order)| PutOptions {
+                syncpoint,
+                new_msg_id,
+                new_correl_id,
+                logical_order,
+            },
+        )
 }
 
-pub fn get_options() -> impl Strategy<Value = GetOptions> {
+fn plain_get_options() -> impl Strategy<Value = GetOptions> {
     let wait = prop_oneof![
         Just(Wait::NoWait),
         any::<u64>().prop_map(Wait::Ms),
@@ -160,8 +179,43 @@ pub fn get_options() -> impl Strategy<Value = GetOptions> {
                 max_len,
                 match_msg_id,
                 match_correl_id,
+                ..GetOptions::default()
             },
         )
+}
+
+/// Get options, sometimes with group match fields and group options.
+pub fn get_options() -> impl Strategy<Value = GetOptions> {
+    let group = prop_oneof![
+        2 => Just(None),
+        1 => (
+            proptest::option::of(id()),
+            proptest::option::of(any::<i32>()),
+            proptest::option::of(any::<i32>()),
+            0u32..16,
+        )
+            .prop_map(Some),
+    ];
+    (plain_get_options(), group).prop_map(|(o, g)| match g {
+        None => o,
+        Some((gid, seq, offset, bits)) => GetOptions {
+            match_group_id: gid,
+            match_msg_seq_number: seq,
+            match_offset: offset,
+            // Any combination of the four MQGMO group options.
+            group_options: [
+                gmo::LOGICAL_ORDER,
+                gmo::ALL_MSGS_AVAILABLE,
+                gmo::ALL_SEGMENTS_AVAILABLE,
+                gmo::COMPLETE_MSG,
+            ]
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| bits & (1 << i) != 0)
+            .fold(0, |acc, (_, b)| acc | b),
+            ..o
+        },
+    })
 }
 
 pub fn reason() -> impl Strategy<Value = Reason> {
@@ -245,6 +299,8 @@ pub fn request() -> impl Strategy<Value = Request> {
         Just(Request::Backout),
         (any::<u32>(), vec(text(), 0..8))
             .prop_map(|(hobj, selectors)| Request::Inquire { hobj, selectors }),
+        (any::<u32>(), vec((text(), text()), 0..8))
+            .prop_map(|(hobj, attrs)| Request::Set { hobj, attrs }),
         Just(Request::Heartbeat),
         (any::<u32>(), get_options())
             .prop_map(|(hobj, opts)| Request::RegisterConsumer { hobj, opts }),
@@ -306,7 +362,22 @@ pub fn response() -> impl Strategy<Value = Response> {
             ),
         (reason(), text()).prop_map(|(reason, message)| Response::Status { reason, message }),
         (any::<u32>(), text()).prop_map(|(hobj, name)| Response::Opened { hobj, name }),
-        (id(), id()).prop_map(|(msg_id, correl_id)| Response::PutOk { msg_id, correl_id }),
+        (
+            id(),
+            id(),
+            proptest::option::of((id(), any::<i32>(), any::<i32>()))
+        )
+            .prop_map(|(msg_id, correl_id, g)| Response::PutOk {
+                msg_id,
+                correl_id,
+                group: g.map(
+                    |(group_id, msg_seq_number, offset)| ferrymq_proto::PutGroup {
+                        group_id,
+                        msg_seq_number,
+                        offset,
+                    }
+                ),
+            }),
         message(),
         vec((text(), text()), 0..8).prop_map(|attrs| Response::InquireReply { attrs }),
         (prop_oneof![text(), "\\PC{20000,40000}"], reason())
