@@ -5,6 +5,7 @@
 
 pub mod codec;
 pub mod descriptor;
+pub mod dlh;
 pub mod limits;
 pub mod objects;
 pub mod options;

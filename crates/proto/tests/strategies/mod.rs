@@ -119,12 +119,21 @@ pub fn put_options() -> impl Strategy<Value = PutOptions> {
         prop_oneof![Just(Syncpoint::No), Just(Syncpoint::Yes)],
         any::<bool>(),
         any::<bool>(),
+        prop_oneof![
+            Just(0u32),
+            Just(ferrymq_types::options::pmo::SET_ALL_CONTEXT)
+        ],
+        any::<u32>(),
     )
-        .prop_map(|(syncpoint, new_msg_id, new_correl_id)| PutOptions {
-            syncpoint,
-            new_msg_id,
-            new_correl_id,
-        })
+        .prop_map(
+            |(syncpoint, new_msg_id, new_correl_id, context, context_hobj)| PutOptions {
+                syncpoint,
+                new_msg_id,
+                new_correl_id,
+                context,
+                context_hobj,
+            },
+        )
 }
 
 pub fn get_options() -> impl Strategy<Value = GetOptions> {
