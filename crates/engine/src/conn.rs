@@ -23,6 +23,18 @@ pub struct Handle {
     pub browse_cursor: Option<Key>,
     /// This handle created a temporary dynamic queue: closing it deletes the queue.
     pub owns_temporary: bool,
+    /// Opened with MQOO_SAVE_ALL_CONTEXT: the context of the last message got through it, for
+    /// a put that passes it on (MQPMO_PASS_IDENTITY_CONTEXT, MQPMO_PASS_ALL_CONTEXT).
+    pub saved_context: Option<Box<Context>>,
+}
+
+/// A message's context: identity (who) and origin (which program, when).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Context {
+    pub user_id: String,
+    pub appl_identity: String,
+    pub put_appl_name: String,
+    pub put_time_ms: u64,
 }
 
 /// Work done under syncpoint and not yet committed.

@@ -173,6 +173,15 @@ impl Message {
         }
     }
 
+    pub fn msg_type(&self) -> i32 {
+        self.msg_type
+    }
+
+    /// The Report field (MQRO_* options) as put.
+    pub fn report(&self) -> i32 {
+        self.text.as_deref().map_or(0, |t| t.report)
+    }
+
     pub fn props(&self) -> &Properties {
         self.text.as_deref().map_or(&NO_PROPERTIES, |t| &t.props)
     }
