@@ -216,7 +216,15 @@ impl Engine {
         body: Bytes,
         now_ms: u64,
     ) -> Result<PutDone, MqError> {
-        let (hobj, _, open_lsn) = self.open(conn, name, qmgr, open::OUTPUT, "")?;
+        // MQPUT1 opens with what its context option needs, as MQ does.
+        let context = match opts.context {
+            pmo::SET_ALL_CONTEXT => open::SET_ALL_CONTEXT,
+            pmo::SET_IDENTITY_CONTEXT => open::SET_IDENTITY_CONTEXT,
+            pmo::PASS_ALL_CONTEXT => open::PASS_ALL_CONTEXT,
+            pmo::PASS_IDENTITY_CONTEXT => open::PASS_IDENTITY_CONTEXT,
+            _ => 0,
+        };
+        let (hobj, _, open_lsn) = self.open(conn, name, qmgr, open::OUTPUT | context, "")?;
         let res = self.put(conn, hobj, opts, md, props, body, now_ms);
         let close_lsn = self.close(conn, hobj, 0, now_ms).unwrap_or(0);
         res.map(|mut d| {

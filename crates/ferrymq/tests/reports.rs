@@ -167,6 +167,16 @@ fn the_queue_manager_fills_in_context_unless_the_put_may_set_or_pass_it() {
         (m.md.put_appl_name.as_str(), m.md.put_time_ms),
         ("forged-app", 12_345)
     );
+    // MQPUT1 opens with what its context option needs.
+    c.put1(
+        "C.IN",
+        &forged(),
+        &Properties::default(),
+        Bytes::from("put1"),
+        &set_all,
+    )
+    .unwrap();
+    assert_eq!(get_one(&c, "C.IN").md.user_id, "mallory");
     // Identity only: the origin is the queue manager's again.
     let set_id = PutOptions {
         context: pmo::SET_IDENTITY_CONTEXT,
