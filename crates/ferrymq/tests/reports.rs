@@ -359,6 +359,38 @@ fn coa_and_cod_reports_reach_the_reply_queue_with_mq_ids_and_survive_a_kill_with
     assert_eq!(&r.md.correl_id, b"ORIGINAL-CORREL-ID-00001");
     assert!(r.body.is_empty());
 
+    // A put under syncpoint arrives, and is confirmed, only when it commits.
+    let out = c.open("R.IN", open::OUTPUT).unwrap();
+    let put_sp = PutOptions {
+        syncpoint: Syncpoint::Yes,
+        ..PutOptions::default()
+    };
+    let coa = request(report::COA, "R.REPLY", true);
+    for commit in [false, true] {
+        c.put(
+            &out,
+            &coa,
+            &Properties::default(),
+            Bytes::from("uow"),
+            &put_sp,
+        )
+        .unwrap();
+        assert_eq!(depth(&c, "R.REPLY"), 0, "no COA before the commit");
+        if commit {
+            c.commit().unwrap();
+        } else {
+            c.backout().unwrap();
+        }
+    }
+    let r = get_one(&c, "R.REPLY");
+    assert_eq!(r.md.feedback, feedback::COA);
+    assert_eq!(
+        depth(&c, "R.REPLY"),
+        0,
+        "one COA, for the committed put only"
+    );
+    get_one(&c, "R.IN");
+
     // A reply queue that does not exist: the report goes to the dead-letter queue.
     put_md(
         &c,
