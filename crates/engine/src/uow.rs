@@ -1,6 +1,9 @@
 //! MQCMIT and MQBACK. A commit writes one log record holding every persistent put and get of the
 //! unit of work, then makes the puts visible; a backout restores the gets (counting a backout on
-//! each) and drops the puts. Messages backed out BOTHRESH times move to the BOQNAME queue.
+//! each) and drops the puts. Messages backed out BOTHRESH times move to the BOQNAME queue (or the
+//! dead-letter queue) unless the queue manager is set to leave them (`EngineConfig::
+//! backout_requeue`). A commit also puts the reports its messages ask for (COA, COD), in its
+//! record.
 
 use std::sync::Arc;
 
@@ -226,9 +229,6 @@ impl Engine {
                 return Err(e);
             }
         };
-        if let Some(q) = self.queues.get_mut(from) {
-            q.stats.gets += 1;
-        }
         self.place(generated, lsn, now_ms);
         Ok(lsn)
     }
