@@ -5,8 +5,8 @@ use ferrymq_types::limits::MSG_LEN_MAX_BYTES;
 use ferrymq_types::objects::validate_object_name;
 use ferrymq_types::options::open;
 use ferrymq_types::{
-    mqerr, DynamicKind, MqError, MsgDeliverySequence, ObjectDef, ObjectKind, QmgrAttrs, QueueDef,
-    QueueKind,
+    mqerr, DynamicKind, MqError, MsgDeliverySequence, ObjectDef, ObjectKind, ObjectTimes,
+    QmgrAttrs, QueueDef, QueueKind,
 };
 
 use crate::conn::ConnId;
@@ -164,8 +164,10 @@ impl Engine {
     }
 
     pub fn define_object(&mut self, def: ObjectDef, replace: bool) -> Result<Lsn, MqError> {
-        validate_object_name(&def.name)
-            .map_err(|e| mqerr!(OBJECT_TYPE_ERROR, "{} name: {e}", def.kind.mq_name()))?;
+        if !def.kind.is_security_record() {
+            validate_object_name(&def.name)
+                .map_err(|e| mqerr!(OBJECT_TYPE_ERROR, "{} name: {e}", def.kind.mq_name()))?;
+        }
         if !replace && self.objects.contains_key(&(def.kind, def.name.clone())) {
             return Err(mqerr!(
                 OBJECT_ALREADY_EXISTS,
@@ -241,8 +243,18 @@ impl Engine {
         })
     }
 
-    /// Creates the objects every queue manager starts with, as MQ's scripts expect them.
+    /// Creates the objects every queue manager starts with, as MQ's scripts expect them, with no
+    /// creation times and no QMID (an HA group's instances must start from identical state; the
+    /// first active instance gives the group its identity, see [`Engine::assign_identity`]).
     pub fn install_defaults(&mut self) -> Result<(), MqError> {
+        self.install_defaults_at(0, 0)
+    }
+
+    /// As [`Engine::install_defaults`], for a queue manager created at `now_ms`: the objects
+    /// and the queue manager record that time, and the QMID is made from the name and `stamp`
+    /// (a value unique to this creation, e.g. the time in nanoseconds).
+    pub fn install_defaults_at(&mut self, now_ms: u64, stamp: u64) -> Result<(), MqError> {
+        let times = ObjectTimes::at(now_ms);
         let local = |name: &str| QueueDef::local(name);
         let model =
             |name: &str, t: DynamicKind| QueueDef::new(name, QueueKind::Model { def_type: t });
@@ -259,7 +271,8 @@ impl Engine {
                 q.max_depth = 999_999_999;
             }
         }
-        for q in queues {
+        for mut q in queues {
+            q.times = times;
             self.define_queue(q, true)?;
         }
         let obj = |kind, name: &str, attrs: &[(&str, &str)]| ObjectDef {
@@ -269,6 +282,7 @@ impl Engine {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            times,
         };
         let svrconn = [
             ("CHLTYPE", "SVRCONN"),
@@ -292,8 +306,40 @@ impl Engine {
         ] {
             self.define_object(o, true)?;
         }
-        self.set_qmgr_attrs(self.attrs.clone())?;
+        let mut attrs = self.attrs.clone();
+        if stamp != 0 {
+            attrs.qmid = qmid(self.qmgr_name(), stamp);
+        }
+        attrs.times = times;
+        self.set_qmgr_attrs(attrs)?;
         Ok(())
+    }
+
+    /// Gives a queue manager that has no QMID one (and its creation time, if it has none): an
+    /// HA group's first active instance, or a queue manager created before FerryMQ kept them.
+    /// Logged like ALTER QMGR, so every instance, replica and restart sees the same identity.
+    /// Returns None when there was nothing to do.
+    pub fn assign_identity(&mut self, now_ms: u64, stamp: u64) -> Option<Result<Lsn, MqError>> {
+        if !self.attrs.qmid.is_empty() {
+            return None;
+        }
+        let mut attrs = self.attrs.clone();
+        attrs.qmid = qmid(self.qmgr_name(), stamp);
+        if attrs.times.created_ms == 0 {
+            attrs.times = ObjectTimes::at(now_ms);
+        }
+        Some(self.set_qmgr_attrs(attrs))
+    }
+
+    /// The time the server last gave the engine (see [`Engine::note_time`]).
+    pub fn noted_time(&self) -> u64 {
+        self.now_hint_ms
+    }
+
+    /// Tells the engine the current time, for the records of verbs that take none (a dynamic
+    /// queue created by MQOPEN records its creation time). The engine has no clock of its own.
+    pub fn note_time(&mut self, now_ms: u64) {
+        self.now_hint_ms = now_ms;
     }
 
     /// MQINQ on an open handle: the named attributes of its queue (all when `selectors` is empty).
@@ -333,6 +379,11 @@ impl Engine {
             })
             .collect()
     }
+}
+
+/// A QMID as MQ builds one: the queue manager's name, `_`, and a value unique to its creation.
+fn qmid(name: &str, stamp: u64) -> String {
+    format!("{name}_{stamp:016X}")
 }
 
 fn yes_no(b: bool, yes: &str, no: &str) -> String {

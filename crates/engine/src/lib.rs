@@ -142,6 +142,8 @@ pub struct Engine {
     /// The end of the last administrative record logged (definitions, deletions, clears, the
     /// queue manager's attributes): what a reply that shows definitions must wait for.
     admin_lsn: Lsn,
+    /// The time the server last passed in (`note_time`), for records of verbs that take none.
+    now_hint_ms: u64,
 }
 
 impl std::fmt::Debug for Engine {
@@ -171,6 +173,7 @@ impl Engine {
             deliveries: Vec::new(),
             dr: dr::DrState::default(),
             admin_lsn: 0,
+            now_hint_ms: 0,
         }
     }
 

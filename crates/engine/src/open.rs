@@ -133,6 +133,7 @@ impl Engine {
                 qdef.name = qname.clone();
                 qdef.kind = QueueKind::Local;
                 qdef.dynamic = Some(*def_type);
+                qdef.times = ferrymq_types::ObjectTimes::at(self.now_hint_ms);
                 if *def_type == DynamicKind::Permanent {
                     lsn = self.log_record(&Record::DefineQueue(qdef.clone()))?;
                 } else {

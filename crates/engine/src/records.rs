@@ -130,14 +130,6 @@ fn decode_get(r: &mut Reader) -> Result<GetRec, DecodeError> {
     })
 }
 
-fn object_kind_u8(k: ObjectKind) -> u8 {
-    match k {
-        ObjectKind::Channel => 1,
-        ObjectKind::Listener => 2,
-        ObjectKind::AuthInfo => 3,
-    }
-}
-
 impl Record {
     /// Encodes a commit from the messages it puts and the messages it gets.
     pub fn encode_commit(puts: &[(&str, &Message)], gets: &[GetRec], out: &mut BytesMut) {
@@ -172,7 +164,7 @@ impl Record {
                 kind::DEFINE_OBJECT
             }
             Record::DeleteObject(k, n) => {
-                out.put_u8(object_kind_u8(*k));
+                out.put_u8(k.tag());
                 out.put_str16(n);
                 kind::DELETE_OBJECT
             }
@@ -249,12 +241,7 @@ impl Record {
             kind::DELETE_QUEUE => Record::DeleteQueue(r.str16("queue")?),
             kind::DEFINE_OBJECT => Record::DefineObject(ObjectDef::decode(&mut r)?),
             kind::DELETE_OBJECT => {
-                let k = match r.u8("object kind")? {
-                    1 => ObjectKind::Channel,
-                    2 => ObjectKind::Listener,
-                    3 => ObjectKind::AuthInfo,
-                    v => return Err(DecodeError::invalid("object kind", format!("tag {v}"))),
-                };
+                let k = ObjectKind::from_tag(r.u8("object kind")?)?;
                 Record::DeleteObject(k, r.str16("object name")?)
             }
             kind::QMGR_ATTRS => Record::QmgrAttrs(QmgrAttrs::decode(&mut r)?),
@@ -341,7 +328,15 @@ mod tests {
                 kind: ObjectKind::Listener,
                 name: "L1".into(),
                 attrs: Default::default(),
+                times: ferrymq_types::ObjectTimes::at(1_700_000_000_123),
             }),
+            Record::DefineObject(ObjectDef {
+                kind: ObjectKind::AuthRec,
+                name: "QUEUE|Q1|P:app".into(),
+                attrs: Default::default(),
+                times: Default::default(),
+            }),
+            Record::DeleteObject(ObjectKind::ChlAuth, "K".into()),
             Record::DeleteObject(ObjectKind::Channel, "C".into()),
             Record::QmgrAttrs(QmgrAttrs::default()),
             Record::ClearQueue("Q".into()),

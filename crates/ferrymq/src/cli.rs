@@ -39,6 +39,7 @@ const MQ_STYLE: &[&str] = &[
     "makedrprimary",
     "makedrsecondary",
     "runmqsc",
+    "dmpmqcfg",
     "run-qmgr",
 ];
 
@@ -65,7 +66,11 @@ pub const GROUPS: &[(&str, &[&str], &str)] = &[
         "Main site: crtmqm ... -dr primary -drr 'host(p)[,host(p)...]' [-drlag BYTES] QMNAME;\n\
          recovery site: crtmqm ... -dr secondary -drl 'host(p)' QMNAME; dspmq -o dr shows both.",
     ),
-    ("Administration", &["runmqsc", "dmplog", "dspmqver"], ""),
+    (
+        "Administration",
+        &["runmqsc", "dmpmqcfg", "dmplog", "dspmqver"],
+        "",
+    ),
     (
         "Sample programs (bindings mode by queue manager name, or --conn 'host(port),...')",
         &["put", "get", "browse", "req", "runmqdlq"],
@@ -75,7 +80,7 @@ pub const GROUPS: &[(&str, &[&str], &str)] = &[
     (
         "Performance",
         &["cph", "report"],
-        "The workload is described in ARCHITECTURE.md, 'The hot path and what it costs', and in\n\
+        "The workload is described in docs/internals/wire.md, 'The hot path and what it costs', and in\n\
          the ferrymq-bench crate's docs (crates/bench/src/lib.rs).",
     ),
     ("Network rehearsal and demo", &["relay", "demo"], ""),
@@ -116,7 +121,9 @@ const EXAMPLES_DSPMQ: &str = "\
 Examples:
   ferrymq dspmq
   ferrymq dspmq -m QM1 -o ha     the HA group as this instance sees it
-  ferrymq dspmq -o dr            role, link, positions, LAGBYTES/HELDBYTES, lag in seconds";
+  ferrymq dspmq -o dr            role, link, positions, LAGBYTES/HELDBYTES, lag in seconds
+  ferrymq dspmq -o dr -m QM1 -w 600
+                                 wait for a resynchronisation to end, with its progress";
 
 const EXAMPLES_SETMQINI: &str = "\
 Examples:
@@ -159,6 +166,17 @@ Examples:
   ferrymq runmqsc -c --conn 'mq1(1414)' QM1 < setup.mqsc
 
 Exit 0: every command worked; 10: some failed; 20: none worked, or a usage error.";
+
+const EXAMPLES_DMPMQCFG: &str = "\
+Examples:
+  ferrymq dmpmqcfg -m QM1 > qm1.mqsc                  everything, as MQSC
+  ferrymq runmqsc QM2 < qm1.mqsc                      the same configuration on QM2
+  ferrymq dmpmqcfg -m QM1 -x chlauth                  channel authentication records only
+  ferrymq dmpmqcfg -m QM1 -o json | jq '.commands[].name'
+
+ALTER QMGR, then DEFINE ... REPLACE of every object that is not a SYSTEM one with all its
+attributes, then SET CHLAUTH and SET AUTHREC. Lines starting '*' are comments (queue manager
+name, QMID, time of the dump). Exit 0; 1: usage; 20: the queue manager is not available.";
 
 const EXAMPLES_DMPLOG: &str = "\
 Examples:
@@ -308,6 +326,12 @@ pub enum Cmd {
         override_usage = "ferrymq runmqsc [-e] [-v] [-c [--conn 'host(port)']] QMNAME"
     )]
     Runmqsc(Runmqsc),
+    /// Dump a queue manager's configuration as MQSC (or JSON) that runmqsc replays
+    #[command(
+        after_help = EXAMPLES_DMPMQCFG,
+        override_usage = "ferrymq dmpmqcfg -m QMNAME [-o mqsc|json] [-x all|object|authrec|chlauth]"
+    )]
+    Dmpmqcfg(Dmpmqcfg),
     /// List a queue manager's recovery log and message store records, and their damage
     #[command(after_help = EXAMPLES_DMPLOG)]
     Dmplog(Dmplog),
@@ -545,6 +569,10 @@ pub struct Dspmq {
     /// ha: the HA group as this instance sees it (needs -m); dr: the DR status
     #[arg(long, value_name = "ha|dr")]
     pub o: Option<String>,
+    /// With -o dr -m QMNAME: wait up to SECONDS for the DR link to be streaming (a
+    /// resynchronisation over), showing the full copy's progress; exit 1 if it is not
+    #[arg(long, value_name = "SECONDS")]
+    pub w: Option<u64>,
     /// standby instances arrive with high availability
     #[arg(long, help_heading = IGNORED)]
     #[allow(dead_code)]
@@ -650,6 +678,19 @@ pub struct Runmqsc {
     /// The queue manager
     #[arg(value_name = "QMNAME")]
     pub name: String,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct Dmpmqcfg {
+    /// The queue manager (local: through its bindings socket)
+    #[arg(long, value_name = "QMNAME", required = true)]
+    pub m: Option<String>,
+    /// Output format
+    #[arg(long, value_name = "FORMAT", default_value = "mqsc", value_parser = ["mqsc", "json"])]
+    pub o: String,
+    /// What to dump
+    #[arg(long, value_name = "WHAT", default_value = "all", value_parser = ["all", "object", "authrec", "chlauth"])]
+    pub x: String,
 }
 
 #[derive(Args, Debug, Default)]

@@ -223,3 +223,100 @@ pub fn dspmq_dr(only: Option<&str>) -> Res {
     }
     Ok(())
 }
+
+/// A `NAME(value)` field of a DR status line.
+fn field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+    let start = line.find(&format!("{name}("))? + name.len() + 1;
+    let len = line[start..].find(')')?;
+    Some(&line[start..start + len])
+}
+
+/// `dspmq -o dr -m QM -w SECONDS`: waits until the queue manager's DR link is streaming
+/// (DRSTATUS(Normal): any resynchronisation, difference or full copy, is over and confirmed by
+/// the recovery site), telling the person waiting what happens — the link's state as it
+/// changes, and a full copy's progress in bytes (a bar on a terminal, plain lines otherwise) —
+/// then prints the status line. Exit 1, with the last status, if that takes longer.
+pub fn dspmq_dr_wait(only: Option<&str>, secs: u64) -> Res {
+    let name = only.ok_or_else(|| other("dspmq: -w needs -m QMNAME"))?;
+    let paths = existing("dspmq", name)?;
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let mut last_state = String::new();
+    // The copy being shown: its size, and the bar.
+    let mut copy: Option<(u64, ferrymq_bench::progress::Progress, u64)> = None;
+    let say = |copy: &Option<(u64, ferrymq_bench::progress::Progress, u64)>, line: &str| match copy
+    {
+        Some((_, p, _)) => p.println(line),
+        None => eprintln!("{line}"),
+    };
+    loop {
+        if !is_running(&paths) {
+            return Err(fail(
+                EXIT_NOT_AVAILABLE,
+                format!("dspmq: queue manager '{name}' is not running"),
+            ));
+        }
+        let line = admin_command(&paths, name, "DR STATUS")
+            .map_err(|e| fail(EXIT_NOT_AVAILABLE, format!("dspmq: {e}")))?;
+        let state = field(&line, "DRSTATUS").unwrap_or("").to_string();
+        let num = |f: &str| field(&line, f).and_then(|v| v.parse::<u64>().ok());
+        if state != last_state {
+            let partner = field(&line, "PARTNER").unwrap_or("");
+            say(
+                &copy,
+                &format!(
+                    "dspmq: {name}: DRSTATUS({state}){}",
+                    if partner.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" PARTNER({partner})")
+                    }
+                ),
+            );
+            last_state = state.clone();
+        }
+        if state == "Normal" {
+            if let Some((_, p, _)) = copy.take() {
+                p.finish();
+            }
+            println!("{line}");
+            return Ok(());
+        }
+        if state == "FullCopy" {
+            if let (Some(total), Some(sent)) = (num("COPYBYTES"), num("COPIEDBYTES")) {
+                // A new copy (or the first sight of one): a new bar.
+                if total > 0
+                    && copy
+                        .as_ref()
+                        .is_none_or(|(t, _, s)| *t != total || sent < *s)
+                {
+                    if let Some((_, p, _)) = copy.take() {
+                        p.finish();
+                    }
+                    eprintln!("dspmq: {name}: full copy of {total} bytes to the recovery site");
+                    let what = format!("DR full copy '{name}'");
+                    copy = Some((
+                        total,
+                        ferrymq_bench::progress::Progress::new(&what, "bytes", Some(total)),
+                        0,
+                    ));
+                }
+                if let Some((_, p, shown)) = copy.as_mut() {
+                    if sent > *shown {
+                        p.inc(sent - *shown);
+                        *shown = sent;
+                    }
+                }
+            }
+        }
+        if Instant::now() >= deadline {
+            if let Some((_, p, _)) = copy.take() {
+                p.finish();
+            }
+            println!("{line}");
+            return Err(other(format!(
+                "dspmq: the DR link of '{name}' is not streaming after {secs} s (DRSTATUS({state}))"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}

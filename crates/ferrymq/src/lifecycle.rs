@@ -439,9 +439,17 @@ pub(crate) fn qmgr_names() -> Vec<String> {
 }
 
 pub fn dspmq(p: &cli::Dspmq) -> Res {
+    if p.w.is_some() && !p.o.as_deref().is_some_and(|o| o.eq_ignore_ascii_case("dr")) {
+        return Err(other(
+            "dspmq: -w waits for DR resynchronisation: use it with -o dr -m QMNAME",
+        ));
+    }
     if let Some(o) = &p.o {
         if o.eq_ignore_ascii_case("dr") {
-            return crate::dr_cmds::dspmq_dr(p.m.as_deref());
+            return match p.w {
+                Some(secs) => crate::dr_cmds::dspmq_dr_wait(p.m.as_deref(), secs),
+                None => crate::dr_cmds::dspmq_dr(p.m.as_deref()),
+            };
         }
         if !o.eq_ignore_ascii_case("ha") && !o.eq_ignore_ascii_case("nativeha") {
             return Err(other(format!(

@@ -53,6 +53,7 @@ fn run<'a>(cli: Box<Cli>, after: impl Fn(usize) -> &'a [String]) -> Res {
         Cmd::Makedrsecondary(a) => dr_cmds::makedrsecondary(&a),
         Cmd::RunQmgr(a) => lifecycle::run_qmgr(&a.name),
         Cmd::Runmqsc(a) => runmqsc::run(&a),
+        Cmd::Dmpmqcfg(a) => runmqsc::dmpmqcfg(&a),
         Cmd::Dmplog(a) => dmplog::run(&a),
         Cmd::Put(a) => samples::put(&a.args),
         Cmd::Get(a) => samples::get(&a.args, false),

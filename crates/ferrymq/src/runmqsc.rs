@@ -193,3 +193,27 @@ fn run_one(
         }
     })
 }
+
+/// `dmpmqcfg -m QMNAME [-o mqsc|json] [-x all|object|authrec|chlauth]`: asks the local queue
+/// manager (bindings mode, as runmqsc) for its configuration and prints it.
+pub fn dmpmqcfg(p: &cli::Dmpmqcfg) -> Res {
+    let qm = p.m.clone().unwrap_or_default();
+    let conn = connect(&qm, false, None).map_err(|e| Fail {
+        code: 20,
+        message: format!("dmpmqcfg: queue manager '{qm}' is not available: {e}"),
+    })?;
+    let reply = conn
+        .admin(&format!("DMPMQCFG {} {}", p.x, p.o))
+        .map_err(|e| Fail {
+            code: 20,
+            message: format!("dmpmqcfg: {} ({})", e.message, e.reason),
+        })?;
+    let _ = conn.disconnect();
+    let mut out = std::io::stdout().lock();
+    out.write_all(reply.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|e| Fail {
+            code: 1,
+            message: format!("dmpmqcfg: writing the output: {e}"),
+        })
+}

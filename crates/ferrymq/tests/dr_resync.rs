@@ -331,3 +331,51 @@ fn makedrprimary_refuses_a_secondary_whose_copy_is_incomplete() {
     );
     drop(secondary);
 }
+
+/// An operator who makes a new recovery site waits with `dspmq -o dr -w`: it says when the link
+/// is down, shows the full copy's progress in bytes, and returns once the recovery site holds
+/// the copy — its status then says so too.
+#[test]
+fn dspmq_w_follows_a_full_copy_until_the_secondary_holds_it() {
+    let (main, rec) = (Home::new(), Home::new());
+    let (dr_port, relay_port) = (free_port(), free_port());
+    let (primary, secondary) = sites(&main, &rec, relay_port, dr_port);
+    // No link yet: a short wait fails, naming the state.
+    let out = main.run(&["dspmq", "-o", "dr", "-m", QM, "-w", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not streaming after 1 s"), "{err}");
+    // -w is for DR only.
+    let out = main.run(&["dspmq", "-m", QM, "-w", "5"]);
+    assert!(!out.status.success());
+
+    let link = relay_limited(relay_port, dr_port, RTT_MS, Some(MBPS));
+    let out = main.run(&["dspmq", "-o", "dr", "-m", QM, "-w", "240"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let status = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{err}\n{status}");
+    assert_eq!(
+        field(&status, "DRSTATUS").as_deref(),
+        Some("Normal"),
+        "{status}"
+    );
+    assert!(err.contains("DRSTATUS(FullCopy)"), "{err}");
+    let total: u64 = err
+        .lines()
+        .find_map(|l| l.split("full copy of ").nth(1))
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no copy size announced: {err}"));
+    // 6,000 messages of about 2 KB were copied.
+    assert!(total > PREFILL * 2000, "copy of {total} bytes: {err}");
+    assert_eq!(num(&status, "COPIEDBYTES"), total, "{status}");
+    // The recovery site holds it: its own status is streaming too.
+    wait_until(
+        "the secondary reports Normal",
+        Duration::from_secs(30),
+        || (field(&dr_status(&rec), "DRSTATUS").as_deref() == Some("Normal")).then_some(()),
+    );
+    drop(link);
+    drop(primary);
+    drop(secondary);
+}

@@ -99,6 +99,32 @@ fn refused_connections(qm: &Qm, n: usize) {
     }
 }
 
+/// MaxChannels counts client channels, as in MQ: a local (bindings) connection, such as the
+/// readiness probe `strmqm` makes, never takes a client's place, and clients at the limit do not
+/// lock out local applications.
+#[test]
+fn bindings_connections_do_not_count_against_max_channels() {
+    let home = Home::new();
+    let qm = Qm::create(&home, "EMAXC", &[]);
+    qm.set_ini("Channels", "MaxChannels", "1");
+    qm.restart();
+    let local = qm.connect_bindings();
+    let client = qm.connect();
+    let local2 = qm.connect_bindings();
+    refused_connections(&qm, 1);
+    for c in [local, client, local2] {
+        c.disconnect().unwrap();
+    }
+    qm.end();
+    let log = std::fs::read_to_string(qm.dir().join("errors/FMQERR01.LOG")).unwrap();
+    let refused = log
+        .lines()
+        .map(text_entry)
+        .filter(|e| e.1 == "FMQ3004W")
+        .count();
+    assert_eq!(refused, 1, "one client refused: {log}");
+}
+
 #[test]
 fn the_log_rotates_by_size_into_three_files() {
     let home = Home::new();

@@ -310,9 +310,9 @@ fn crtmqm_x_is_max_uncommitted_relay_takes_host_port_and_help_points_at_real_fil
     let home = Home::new();
     let help = home.ok(&["help"]);
     assert!(!help.contains("BENCHMARK.md"), "{help}");
-    assert!(help.contains("ARCHITECTURE.md"), "{help}");
+    assert!(help.contains("docs/internals/wire.md"), "{help}");
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    assert!(std::fs::read_to_string(root.join("ARCHITECTURE.md"))
+    assert!(std::fs::read_to_string(root.join("docs/internals/wire.md"))
         .unwrap()
         .contains("## The hot path and what it costs"));
     let port = support::free_port().to_string();

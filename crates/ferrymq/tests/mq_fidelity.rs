@@ -187,6 +187,29 @@ fn dynamic_queue_names_are_unique_across_an_ha_failover() {
         "FIDHA",
         "DEFINE QMODEL(F.PERM.MODEL) DEFTYPE(PERMDYN)\n",
     );
+    // The group's identity and the model's creation time, as the first active instance has
+    // them: the instance taking over shows the same (they travel in the replicated log).
+    let identity = |i: usize| {
+        let text = mqsc_ok(
+            &g.homes[i],
+            "FIDHA",
+            "DISPLAY QMGR QMID CRDATE CRTIME\nDISPLAY QMODEL(F.PERM.MODEL) CRDATE CRTIME\n",
+        );
+        text.lines()
+            .flat_map(|l| l.split_whitespace())
+            .filter(|w| {
+                ["QMID(", "CRDATE(", "CRTIME("]
+                    .iter()
+                    .any(|k| w.starts_with(k))
+            })
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let id_before = identity(first);
+    assert!(
+        id_before.len() == 5 && id_before[0].starts_with("QMID(FIDHA_"),
+        "{id_before:?}"
+    );
     let c = g.connect();
     let before = permanent_dynamic_queues(&c, "F.PERM.MODEL", 3);
     drop(c);
@@ -203,6 +226,7 @@ fn dynamic_queue_names_are_unique_across_an_ha_failover() {
         );
         std::thread::sleep(Duration::from_millis(100));
     };
+    assert_eq!(identity(second), id_before, "after failover");
     let c = g.connect();
     let after = permanent_dynamic_queues(&c, "F.PERM.MODEL", 3);
     let all: BTreeSet<&String> = before.iter().chain(after.iter()).collect();

@@ -12,7 +12,7 @@ use support::{free_port, Home, Qm};
 /// The MQSC lines of the seed's Appendix B, with `$QMport` given and the loop expanded for
 /// j = 0..=10 as its `<=` bound runs (the fixture is shared with the MQSC crate's own test).
 fn appendix_b(port: u16) -> String {
-    include_str!("../../mqsc/tests/fixtures/appendix_b.mqsc").replace("$QMport", &port.to_string())
+    include_str!("../../admin/tests/fixtures/appendix_b.mqsc").replace("$QMport", &port.to_string())
 }
 
 #[test]
@@ -220,4 +220,384 @@ fn runmqsc_in_client_mode_administers_over_tcp() {
         !text.contains("1 : DEFINE"),
         "-e suppresses the echo:\n{text}"
     );
+}
+
+/// Runs MQSC in bindings mode; returns (exit status, stdout).
+fn mqsc(home: &Home, qm: &str, script: &str) -> (i32, String) {
+    let out = home.run_with_input(&["runmqsc", "-e", qm], script);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// The value of `NAME(value)` in DISPLAY output, the first time it appears.
+fn attr(text: &str, name: &str) -> String {
+    let key = format!("{name}(");
+    let start = text
+        .find(&key)
+        .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+        + key.len();
+    let end = text[start..].find(')').unwrap() + start;
+    text[start..end].to_string()
+}
+
+fn is_mq_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    s.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && s.chars().filter(char::is_ascii_digit).count() == 8
+}
+
+fn is_mq_time(s: &str) -> bool {
+    let b = s.as_bytes();
+    s.len() == 8
+        && b[2] == b'.'
+        && b[5] == b'.'
+        && s.chars().filter(char::is_ascii_digit).count() == 6
+}
+
+/// The wall clock's second of the day, as MQ's HH.MM.SS (UTC).
+fn clock_time() -> String {
+    let s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        % 86_400;
+    format!("{:02}.{:02}.{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// Waits (bounded) until the wall clock shows a second other than `t`, so that a time recorded
+/// from now on differs from one recorded at `t`.
+fn wait_past(t: &str) {
+    let start = std::time::Instant::now();
+    while clock_time() == t {
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+const EVERY_OBJECT: &[(&str, &str)] = &[
+    ("QLOCAL(D.LQ)", "DEFINE QLOCAL(D.LQ) MAXDEPTH(10)"),
+    ("QALIAS(D.AQ)", "DEFINE QALIAS(D.AQ) TARGET(D.LQ)"),
+    ("QMODEL(D.MQ)", "DEFINE QMODEL(D.MQ) DEFTYPE(PERMDYN)"),
+    (
+        "QREMOTE(D.RQ)",
+        "DEFINE QREMOTE(D.RQ) RNAME(X) RQMNAME(QM9) XMITQ(D.LQ)",
+    ),
+    (
+        "CHANNEL(D.SVRCONN)",
+        "DEFINE CHANNEL(D.SVRCONN) CHLTYPE(SVRCONN)",
+    ),
+    ("LISTENER(D.L)", "DEFINE LISTENER(D.L) TRPTYPE(TCP) PORT(0)"),
+    ("AUTHINFO(D.AI)", "DEFINE AUTHINFO(D.AI) AUTHTYPE(IDPWOS)"),
+];
+
+/// Each object's CRDATE, CRTIME, ALTDATE and ALTTIME, and the queue manager's.
+fn object_times(home: &Home, qm: &str) -> Vec<(String, [String; 4])> {
+    let mut out = Vec::new();
+    let mut objects: Vec<&str> = EVERY_OBJECT.iter().map(|(o, _)| *o).collect();
+    objects.push("QMGR");
+    for o in objects {
+        let (code, text) = mqsc(
+            home,
+            qm,
+            &format!("DISPLAY {o} CRDATE CRTIME ALTDATE ALTTIME\n"),
+        );
+        assert_eq!(code, 0, "{text}");
+        let t = ["CRDATE", "CRTIME", "ALTDATE", "ALTTIME"].map(|n| attr(&text, n));
+        assert!(is_mq_date(&t[0]) && is_mq_date(&t[2]), "{o}: {t:?}");
+        assert!(is_mq_time(&t[1]) && is_mq_time(&t[3]), "{o}: {t:?}");
+        out.push((o.to_string(), t));
+    }
+    out
+}
+
+#[test]
+fn objects_and_the_queue_manager_keep_their_creation_and_alteration_times_across_kill_9() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "DATES", &[]);
+    let (code, text) = mqsc(&home, "DATES", "DISPLAY QMGR QMID CMDLEVEL\n");
+    assert_eq!(code, 0, "{text}");
+    let qmid = attr(&text, "QMID");
+    assert!(
+        qmid.starts_with("DATES_") && qmid.len() > "DATES_".len(),
+        "{text}"
+    );
+    assert_eq!(attr(&text, "CMDLEVEL"), "940");
+
+    let script: String = EVERY_OBJECT.iter().map(|(_, d)| format!("{d}\n")).collect();
+    let (code, text) = mqsc(&home, "DATES", &script);
+    assert_eq!(code, 0, "{text}");
+    let defined = object_times(&home, "DATES");
+    for (o, [crd, crt, altd, altt]) in &defined {
+        if o != "QMGR" {
+            assert_eq!((crd, crt), (altd, altt), "{o}: defined, never altered");
+        }
+    }
+
+    // An ALTER a second later moves ALTDATE/ALTTIME, never CRDATE/CRTIME.
+    wait_past(&defined[0].1[1]);
+    let alters = "ALTER QLOCAL(D.LQ) MAXDEPTH(11)\nALTER QALIAS(D.AQ) DEFPRTY(3)\n\
+                  ALTER QMODEL(D.MQ) MAXDEPTH(12)\nALTER QREMOTE(D.RQ) RNAME(Y)\n\
+                  ALTER CHANNEL(D.SVRCONN) CHLTYPE(SVRCONN) DESCR('x')\n\
+                  ALTER LISTENER(D.L) PORT(0) DESCR('x')\nALTER AUTHINFO(D.AI) DESCR('x')\n\
+                  ALTER QMGR DESCR('altered')\n";
+    let (code, text) = mqsc(&home, "DATES", alters);
+    assert_eq!(code, 0, "{text}");
+    let altered = object_times(&home, "DATES");
+    for ((o, before), (_, after)) in defined.iter().zip(&altered) {
+        assert_eq!(before[..2], after[..2], "{o}: the creation time stays");
+        assert_ne!(before[2..], after[2..], "{o}: ALTER records a new time");
+    }
+
+    // A permanent dynamic queue records when MQOPEN created it.
+    let c = qm.connect_bindings();
+    let h = c.open_dynamic("D.MQ", "D.DYN.*", open::OUTPUT).unwrap();
+    let dyn_name = h.name.clone();
+    c.close(&h, ferrymq_types::options::close::NONE).unwrap();
+    drop(c);
+    let dyn_times = |home: &Home| {
+        let (code, text) = mqsc(
+            home,
+            "DATES",
+            &format!("DISPLAY QLOCAL({dyn_name}) CRDATE CRTIME\n"),
+        );
+        assert_eq!(code, 0, "{text}");
+        (attr(&text, "CRDATE"), attr(&text, "CRTIME"))
+    };
+    let created = dyn_times(&home);
+    assert!(
+        is_mq_date(&created.0) && is_mq_time(&created.1),
+        "{created:?}"
+    );
+
+    // A crash right after the changes: replay restores the recorded times, not the clock's
+    // time at replay; so does the checkpoint a controlled end writes.
+    wait_past(&altered[0].1[3]);
+    wait_past(&created.1);
+    qm.kill9();
+    qm.restart();
+    assert_eq!(object_times(&home, "DATES"), altered, "after kill -9");
+    assert_eq!(dyn_times(&home), created, "the dynamic queue after kill -9");
+    qm.end();
+    qm.restart();
+    assert_eq!(object_times(&home, "DATES"), altered, "after a checkpoint");
+    let (_, text) = mqsc(&home, "DATES", "DISPLAY QMGR QMID\n");
+    assert_eq!(attr(&text, "QMID"), qmid, "the QMID is fixed at crtmqm");
+
+    // Another queue manager of the same name (another home) has another QMID.
+    let home2 = Home::new();
+    let _qm2 = Qm::start(&home2, "DATES", &[]);
+    let (_, text) = mqsc(&home2, "DATES", "DISPLAY QMGR QMID\n");
+    assert_ne!(attr(&text, "QMID"), qmid);
+}
+
+#[test]
+fn set_chlauth_and_authrec_are_checked_stored_durably_and_shown_but_not_enforced() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "SECREC", &[]);
+    let (code, text) = mqsc(
+        &home,
+        "SECREC",
+        "SET CHLAUTH('APP.*') TYPE(ADDRESSMAP) ADDRESS('10.1.*') USERSRC(CHANNEL) DESCR('lan')\n\
+         SET CHLAUTH('*') TYPE(BLOCKUSER) USERLIST('nobody','*MQADMIN')\n\
+         SET CHLAUTH('APP.SVRCONN') TYPE(USERMAP) CLNTUSER('alice') USERSRC(MAP) MCAUSER('app')\n\
+         SET CHLAUTH('*') TYPE(BLOCKADDR) ADDRLIST('192.0.2.*')\n\
+         SET AUTHREC PROFILE('APP.**') OBJTYPE(QUEUE) PRINCIPAL('app') AUTHADD(PUT,GET,INQ,BROWSE)\n\
+         SET AUTHREC PROFILE('APP.**') OBJTYPE(QUEUE) PRINCIPAL('app') AUTHRMV(BROWSE)\n\
+         SET AUTHREC OBJTYPE(QMGR) GROUP('apps') AUTHADD(CONNECT,INQ)\n",
+    );
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(
+        text.matches("does not enforce them yet").count(),
+        7,
+        "every reply says the record is not enforced:\n{text}"
+    );
+
+    // Wrong syntax is a clear MQSC error naming what is wrong.
+    for (bad, says) in [
+        ("SET CHLAUTH(X) ADDRESS('1.2.3.4')", "needs TYPE"),
+        (
+            "SET CHLAUTH(X) TYPE(ADDRESSMAP) USERSRC(CHANNEL)",
+            "needs ADDRESS",
+        ),
+        (
+            "SET CHLAUTH(X) TYPE(BLOCKUSER) ADDRESS('1')",
+            "ADDRESS is not valid with TYPE(BLOCKUSER)",
+        ),
+        ("SET CHLAUTH(X) TYPE(USERMAP) CLNTUSER('a')", "MCAUSER"),
+        (
+            "SET CHLAUTH(X) TYPE(BLOCKADDR) ADDRLIST('1')",
+            "CHLAUTH('*')",
+        ),
+        (
+            "SET CHLAUTH(X) TYPE(ADDRESSMAP) ADDRESS('1') ACTION(MAYBE)",
+            "ACTION must be one of",
+        ),
+        (
+            "SET AUTHREC PROFILE(Q) OBJTYPE(QUEUE) PRINCIPAL(a) AUTHADD(EAT)",
+            "not an authority",
+        ),
+        (
+            "SET AUTHREC PROFILE(Q) OBJTYPE(QUEUE) AUTHADD(GET)",
+            "PRINCIPAL",
+        ),
+        (
+            "SET AUTHREC OBJTYPE(QUEUE) PRINCIPAL(a) AUTHADD(GET)",
+            "needs PROFILE",
+        ),
+        (
+            "SET AUTHREC PROFILE(Q) OBJTYPE(BOX) PRINCIPAL(a) AUTHADD(GET)",
+            "OBJTYPE must be one of",
+        ),
+        ("SET QLOCAL(X)", "SET CHLAUTH and SET AUTHREC"),
+    ] {
+        let (code, text) = mqsc(&home, "SECREC", &format!("{bad}\n"));
+        assert_eq!(code, 20, "{bad}:\n{text}");
+        assert!(
+            text.contains("FMQ8405E") && text.contains(says),
+            "{bad}: expected '{says}':\n{text}"
+        );
+    }
+    // An existing record is not added twice; REPLACE changes it.
+    let (code, text) = mqsc(
+        &home,
+        "SECREC",
+        "SET CHLAUTH('*') TYPE(BLOCKUSER) USERLIST('x') ACTION(ADD)\n",
+    );
+    assert_eq!(code, 20, "{text}");
+    assert!(text.contains("MQRC_OBJECT_ALREADY_EXISTS"), "{text}");
+
+    // Durable: a crash right after the changes keeps them.
+    qm.kill9();
+    qm.restart();
+    let (code, text) = mqsc(&home, "SECREC", "DISPLAY CHLAUTH(*)\nDISPLAY AUTHREC\n");
+    assert_eq!(code, 0, "{text}");
+    for shown in [
+        "CHLAUTH(APP.*)",
+        "ADDRESS(10.1.*)",
+        "USERSRC(CHANNEL)",
+        "DESCR(lan)",
+        "USERLIST('nobody','*MQADMIN')",
+        "CLNTUSER(alice)",
+        "MCAUSER(app)",
+        "ADDRLIST('192.0.2.*')",
+        "PROFILE(APP.**)",
+        "AUTHLIST(GET,INQ,PUT)",
+        "PROFILE(SECREC)",
+        "ENTITY(apps)",
+        "ENTTYPE(GROUP)",
+        "AUTHLIST(CONNECT,INQ)",
+    ] {
+        assert!(text.contains(shown), "missing {shown}:\n{text}");
+    }
+    let (_, text) = mqsc(
+        &home,
+        "SECREC",
+        "DISPLAY CHLAUTH(APP.SVRCONN) TYPE(USERMAP)\n",
+    );
+    assert_eq!(text.matches("FMQ8878I").count(), 1, "{text}");
+
+    // REMOVE, REMOVEALL and DELETE AUTHREC take them away again.
+    let (code, text) = mqsc(
+        &home,
+        "SECREC",
+        "SET CHLAUTH('APP.*') TYPE(ADDRESSMAP) ADDRESS('10.1.*') ACTION(REMOVE)\n\
+         SET CHLAUTH('*') TYPE(BLOCKUSER) ACTION(REMOVEALL)\n\
+         DELETE AUTHREC PROFILE('APP.**') OBJTYPE(QUEUE) PRINCIPAL('app')\n\
+         DELETE AUTHREC OBJTYPE(QMGR) GROUP('apps')\n",
+    );
+    assert_eq!(code, 0, "{text}");
+    let (_, text) = mqsc(&home, "SECREC", "DISPLAY CHLAUTH(*)\nDISPLAY AUTHREC\n");
+    assert!(
+        !text.contains("APP.*") && !text.contains("BLOCKUSER"),
+        "{text}"
+    );
+    assert!(text.contains("No authority records matched"), "{text}");
+    assert!(
+        text.contains("TYPE(USERMAP)") && text.contains("TYPE(BLOCKADDR)"),
+        "{text}"
+    );
+}
+
+/// Copies the fixture queue manager `name` into `home`, padding its log files back to their
+/// preallocated size (the fixture stores them without trailing zeros).
+fn install_fixture(home: &Home, fixture: &str, name: &str, log_file_bytes: u64) {
+    fn copy(from: &std::path::Path, to: &std::path::Path, log_file_bytes: u64) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let target = to.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy(&e.path(), &target, log_file_bytes);
+            } else if e.file_name() != "README.md" {
+                std::fs::copy(e.path(), &target).unwrap();
+                if target.extension().is_some_and(|x| x == "LOG") {
+                    let f = std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(&target)
+                        .unwrap();
+                    f.set_len(log_file_bytes).unwrap();
+                }
+            }
+        }
+    }
+    let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(fixture);
+    copy(&from, &home.path().join("qmgrs").join(name), log_file_bytes);
+}
+
+#[test]
+fn a_queue_manager_logged_before_object_times_starts_with_blank_times_and_gets_a_qmid() {
+    let home = Home::new();
+    install_fixture(&home, "qm-before-object-times", "OLDQM", 64 * 4096);
+    let qm = Qm {
+        home: &home,
+        name: "OLDQM".into(),
+        port: 0,
+    };
+    qm.restart();
+    let (code, text) = mqsc(
+        &home,
+        "OLDQM",
+        "DISPLAY QLOCAL(OLD.Q) MAXDEPTH DESCR CRDATE ALTDATE\nDISPLAY QALIAS(OLD.ALIAS)\n\
+         DISPLAY CHANNEL(OLD.SVRCONN)\nDISPLAY LISTENER(OLD.L)\nDISPLAY AUTHINFO(OLD.AI)\n\
+         DISPLAY QMGR DESCR QMID CRDATE\n",
+    );
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("MAXDEPTH(42)"), "{text}");
+    assert!(
+        text.contains("DESCR(written before object times)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("CRDATE( )") && text.contains("ALTDATE( )"),
+        "{text}"
+    );
+    assert!(text.contains("DESCR(old queue manager)"), "{text}");
+    // Its first start under this version gave it an identity and a creation date.
+    let qmid = attr(&text[text.find("FMQ8408I").unwrap()..], "QMID");
+    assert!(qmid.starts_with("OLDQM_"), "{text}");
+    assert_eq!(
+        home.ok(&["get", "OLDQM", "OLD.Q"]),
+        "hello-from-before\n",
+        "the message logged before the change is still there"
+    );
+    let (code, text) = mqsc(
+        &home,
+        "OLDQM",
+        "ALTER QLOCAL(OLD.Q) MAXDEPTH(43)\nDISPLAY QLOCAL(OLD.Q) CRDATE ALTDATE\n",
+    );
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("CRDATE( )") && is_mq_date(&attr(&text, "ALTDATE")),
+        "{text}"
+    );
+    qm.kill9();
+    qm.restart();
+    let (_, text) = mqsc(&home, "OLDQM", "DISPLAY QMGR QMID\n");
+    assert_eq!(attr(&text, "QMID"), qmid, "the identity given once is kept");
 }

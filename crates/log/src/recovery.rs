@@ -148,7 +148,7 @@ pub(crate) fn read_record_at(
 pub(crate) const FILLER_KIND: u8 = 0xFF;
 
 /// What recovery does with a damaged record that valid records follow in the
-/// same (last) sync window. See `ARCHITECTURE.md`, "Recovery".
+/// same (last) sync window. See `docs/internals/log.md`, "Recovery".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DamagePolicy {
     /// The log ends at the first damaged record; intact records after it in

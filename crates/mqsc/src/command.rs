@@ -2,6 +2,7 @@
 //! executor (and anything else that inspects a command) deals only in canonical MQ keywords.
 
 use crate::attrs::AttrSpec;
+use crate::security::{AuthRecFilter, AuthRecSet, ChlAuthSet};
 
 /// The object types DEFINE, ALTER and DELETE work on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -173,6 +174,18 @@ pub enum Command {
     RefreshSecurity {
         type_: String,
     },
+    /// SET CHLAUTH: add, replace or remove channel authentication records (stored, not
+    /// enforced yet).
+    SetChlAuth(ChlAuthSet),
+    /// SET AUTHREC: add or remove authorities of a principal or group (stored, not enforced yet).
+    SetAuthRec(AuthRecSet),
+    DeleteAuthRec(AuthRecFilter),
+    DisplayChlAuth {
+        /// Profile or generic pattern.
+        profile: String,
+        type_: Option<String>,
+    },
+    DisplayAuthRec(AuthRecFilter),
     PingQmgr,
     /// END: ends a runmqsc session (the client acts on it; the server has nothing to do).
     End,
@@ -196,6 +209,16 @@ impl Command {
             Command::StartChannel { name, .. } => format!("START CHANNEL({name})"),
             Command::StopChannel { name, .. } => format!("STOP CHANNEL({name})"),
             Command::RefreshSecurity { .. } => "REFRESH SECURITY".into(),
+            Command::SetChlAuth(s) => format!("SET CHLAUTH({})", s.profile),
+            Command::SetAuthRec(s) if s.profile.is_empty() => {
+                format!("SET AUTHREC OBJTYPE({})", s.objtype)
+            }
+            Command::SetAuthRec(s) => {
+                format!("SET AUTHREC PROFILE({}) OBJTYPE({})", s.profile, s.objtype)
+            }
+            Command::DeleteAuthRec(_) => "DELETE AUTHREC".into(),
+            Command::DisplayChlAuth { profile, .. } => format!("DISPLAY CHLAUTH({profile})"),
+            Command::DisplayAuthRec(_) => "DISPLAY AUTHREC".into(),
             Command::PingQmgr => "PING QMGR".into(),
             Command::End => "END".into(),
         }
@@ -214,7 +237,7 @@ pub struct SyntaxError {
 }
 
 impl SyntaxError {
-    pub(crate) fn new(message: impl Into<String>, column: usize, token: impl Into<String>) -> Self {
+    pub fn new(message: impl Into<String>, column: usize, token: impl Into<String>) -> Self {
         SyntaxError {
             message: message.into(),
             column,

@@ -4,7 +4,7 @@
 
 /// One displayed attribute.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Field {
+pub struct Field {
     pub name: String,
     pub value: String,
     /// A switch (SHARE/NOSHARE) shows as its word alone.
@@ -65,7 +65,7 @@ fn layout(items: impl IntoIterator<Item = String>) -> Vec<String> {
     lines
 }
 
-pub(crate) fn render_fields(fields: &[Field]) -> Vec<String> {
+pub fn render_fields(fields: &[Field]) -> Vec<String> {
     layout(fields.iter().map(Field::render))
 }
 
@@ -88,7 +88,7 @@ fn civil(days: i64) -> (i64, u32, u32) {
 }
 
 /// MQ's date format, `YYYY-MM-DD` (UTC); blank for 0 (never).
-pub(crate) fn mq_date(ms: u64) -> String {
+pub fn mq_date(ms: u64) -> String {
     if ms == 0 {
         return String::new();
     }
@@ -97,7 +97,7 @@ pub(crate) fn mq_date(ms: u64) -> String {
 }
 
 /// MQ's time format, `HH.MM.SS` (UTC); blank for 0 (never).
-pub(crate) fn mq_time(ms: u64) -> String {
+pub fn mq_time(ms: u64) -> String {
     if ms == 0 {
         return String::new();
     }

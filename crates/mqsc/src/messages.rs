@@ -17,6 +17,11 @@ pub const UNCHANGED: &str = "FMQ8151I";
 pub const NO_MATCH: &str = "FMQ8420I";
 pub const SECURITY_REFRESHED: &str = "FMQ8560I";
 pub const NOT_ACTED_ON: &str = "FMQ8890W";
+pub const AUTHREC_SET: &str = "FMQ8862I";
+pub const AUTHREC_DELETED: &str = "FMQ8863I";
+pub const AUTHREC_DETAILS: &str = "FMQ8864I";
+pub const CHLAUTH_SET: &str = "FMQ8877I";
+pub const CHLAUTH_DETAILS: &str = "FMQ8878I";
 pub const SYNTAX_ERROR: &str = "FMQ8405E";
 /// MQSC refused: the connection may not administer this queue manager.
 pub const NOT_AUTHORIZED: &str = "FMQ8135E";

@@ -5,6 +5,7 @@
 use crate::attrs::{self, lookup, lookup_any_queue, AttrSpec, QMGR};
 use crate::command::{Command, DisplayWhat, ObjType, Requested, Setting, SyntaxError};
 use crate::lexer::{lex, Item};
+use crate::security;
 use crate::values::{conn_id, filter, object_name, setting, CHANNEL_NAME_LEN_MAX};
 use ferrymq_types::limits::OBJECT_NAME_LEN_MAX;
 
@@ -20,6 +21,7 @@ enum Verb {
     Refresh,
     End,
     Ping,
+    Set,
 }
 
 fn verb(word: &str) -> Option<Verb> {
@@ -34,6 +36,7 @@ fn verb(word: &str) -> Option<Verb> {
         "REFRESH" | "REF" => Verb::Refresh,
         "END" => Verb::End,
         "PING" => Verb::Ping,
+        "SET" => Verb::Set,
         _ => return None,
     })
 }
@@ -51,11 +54,22 @@ fn obj_type(word: &str) -> Option<ObjType> {
     })
 }
 
-/// MQ object keywords FerryMQ has no objects for yet: named so the error says "not supported"
-/// rather than "unknown".
-const UNSUPPORTED_OBJECTS: &[&str] = &[
-    "TOPIC", "NAMELIST", "NL", "PROCESS", "PRO", "SUB", "SERVICE", "COMMINFO", "CHLAUTH",
-    "AUTHREC", "SBSTATUS", "TPSTATUS", "SVSTATUS", "CLUSQMGR", "PUBSUB",
+/// MQ object keywords FerryMQ has no objects for yet, with the capability each belongs to: the
+/// error says what is not built rather than "unknown".
+const UNSUPPORTED_OBJECTS: &[(&str, &str)] = &[
+    ("TOPIC", "publish/subscribe"),
+    ("SUB", "publish/subscribe"),
+    ("SBSTATUS", "publish/subscribe"),
+    ("TPSTATUS", "publish/subscribe"),
+    ("PUBSUB", "publish/subscribe"),
+    ("NAMELIST", "namelist support"),
+    ("NL", "namelist support"),
+    ("CLUSQMGR", "clustering"),
+    ("PROCESS", "triggering (process definitions)"),
+    ("PRO", "triggering (process definitions)"),
+    ("SERVICE", "service object support"),
+    ("SVSTATUS", "service object support"),
+    ("COMMINFO", "multicast"),
 ];
 
 /// The longest name an object of this type may have.
@@ -85,7 +99,7 @@ pub fn parse(text: &str) -> Result<Command, SyntaxError> {
     let Some(v) = verb(&first.word) else {
         return Err(SyntaxError::new(
             format!(
-                "'{}' is not an MQSC command FerryMQ knows (DEFINE, ALTER, DELETE, DISPLAY, CLEAR, START, STOP, REFRESH, PING, END)",
+                "'{}' is not an MQSC command FerryMQ knows (DEFINE, ALTER, DELETE, DISPLAY, CLEAR, SET, START, STOP, REFRESH, PING, END)",
                 first.text
             ),
             first.col,
@@ -115,6 +129,29 @@ pub fn parse(text: &str) -> Result<Command, SyntaxError> {
     };
     let rest = &items[2..];
     match v {
+        Verb::Delete if obj.word == "AUTHREC" => {
+            no_name(obj)?;
+            Ok(Command::DeleteAuthRec(security::delete_authrec(rest)?))
+        }
+        Verb::Set => match obj.word.as_str() {
+            "CHLAUTH" => Ok(Command::SetChlAuth(security::set_chlauth(obj, rest)?)),
+            "AUTHREC" => {
+                no_name(obj)?;
+                Ok(Command::SetAuthRec(security::set_authrec(rest)?))
+            }
+            _ => Err(unknown_object(
+                obj,
+                "FerryMQ supports SET CHLAUTH and SET AUTHREC",
+            )),
+        },
+        Verb::Display if obj.word == "CHLAUTH" => {
+            let (profile, type_) = security::display_chlauth(obj, rest)?;
+            Ok(Command::DisplayChlAuth { profile, type_ })
+        }
+        Verb::Display if obj.word == "AUTHREC" => {
+            no_name(obj)?;
+            Ok(Command::DisplayAuthRec(security::display_authrec(rest)?))
+        }
         Verb::Define | Verb::Alter | Verb::Delete | Verb::Clear => {
             if v == Verb::Alter && obj.word == "QMGR" {
                 no_name(obj)?;
@@ -220,11 +257,17 @@ fn ignstate(rest: &[Item]) -> Result<bool, SyntaxError> {
 }
 
 fn unknown_object(obj: &Item, hint: &str) -> SyntaxError {
+    let security = match obj.word.as_str() {
+        "CHLAUTH" => "channel authentication records are set with SET CHLAUTH and shown with DISPLAY CHLAUTH",
+        "AUTHREC" => "authority records are set with SET AUTHREC, removed with DELETE AUTHREC and shown with DISPLAY AUTHREC",
+        _ => "",
+    };
+    let hint = if security.is_empty() { hint } else { security };
     let msg = if !hint.is_empty() {
         format!("'{}' is not valid here: {hint}", obj.text)
-    } else if UNSUPPORTED_OBJECTS.contains(&obj.word.as_str()) {
+    } else if let Some((_, what)) = UNSUPPORTED_OBJECTS.iter().find(|(w, _)| *w == obj.word) {
         format!(
-            "FerryMQ does not support '{}' with this command yet",
+            "FerryMQ does not support '{}' with this command: {what} is not built yet",
             obj.text
         )
     } else {
@@ -546,8 +589,8 @@ pub(crate) fn display_attr(what: DisplayWhat, word: &str) -> Option<String> {
                 .or_else(|| lookup(attrs::table(t), word).map(|a| a.name.to_string()));
         }
         DisplayWhat::Qmgr => return lookup(QMGR, word).map(|a| a.name.to_string()),
-        DisplayWhat::QStatus => crate::exec::status::QSTATUS_FIELDS,
-        DisplayWhat::Conn => crate::exec::status::CONN_FIELDS,
+        DisplayWhat::QStatus => attrs::QSTATUS_FIELDS,
+        DisplayWhat::Conn => attrs::CONN_FIELDS,
         // These rows come from the server, which decides their fields: any keyword may be asked for.
         DisplayWhat::ChStatus | DisplayWhat::LsStatus | DisplayWhat::QmStatus => {
             return (!word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric()))

@@ -39,16 +39,16 @@ use crate::{FerryRaft, LogId, NodeId};
 
 /// How long a probe of the leader's replication address may take. Refused comes back within a
 /// round trip; anything slower is not the signal this looks for.
-const PROBE_TIMEOUT: Duration = Duration::from_millis(250);
+const PROBE_TIMEOUT: Duration = Duration::from_millis(crate::timing::PROBE_TIMEOUT_MS);
 /// How long a leader whose connection ended may still accept probes before it counts as alive:
 /// a dying process's listener outlives its connections by up to a few hundred milliseconds.
-const DYING_WINDOW: Duration = Duration::from_millis(600);
+const DYING_WINDOW: Duration = Duration::from_millis(crate::timing::DYING_WINDOW_MS);
 /// A campaign (the elections following one detection) ends after this long in any case.
-const CAMPAIGN_LIMIT: Duration = Duration::from_millis(3000);
+const CAMPAIGN_LIMIT: Duration = Duration::from_millis(crate::timing::CAMPAIGN_LIMIT_MS);
 /// Elections this replica calls itself in one campaign, after the first.
 const MAX_RETRIES: u32 = 6;
 /// Retry delay after a voter refused because it still holds the old leader's lease.
-const LEASE_RETRY: Duration = Duration::from_millis(60);
+const LEASE_RETRY: Duration = Duration::from_millis(crate::timing::LEASE_RETRY_MS);
 /// Before calling the election, the replica lets its state machine apply what it already knows
 /// is committed (a switch-over record, which turns this mechanism off), for at most this long.
 const APPLY_WAIT: Duration = Duration::from_millis(50);

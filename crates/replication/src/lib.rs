@@ -15,6 +15,7 @@ mod network;
 mod record;
 mod replica;
 mod state_machine;
+pub mod timing;
 
 use serde::{Deserialize, Serialize};
 

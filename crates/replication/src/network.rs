@@ -111,7 +111,7 @@ async fn read_frame<T: DeserializeOwned>(s: &mut TcpStream) -> io::Result<Option
 
 /// A peer counts as reachable while it was heard from within this long and nothing failed
 /// since: ten heartbeats. A peer that dies is marked at once by the failed call that follows.
-pub const REACH_WINDOW: Duration = Duration::from_millis(1000);
+pub const REACH_WINDOW: Duration = Duration::from_millis(crate::timing::REACH_WINDOW_MS);
 
 /// What this replica knows of its contact with each peer: when it last heard from it (an
 /// answer to one of its RPCs, or an RPC from it), when a call to it last failed, and since when

@@ -63,9 +63,9 @@ impl ReplicaConfig {
 pub fn fast_failover_config() -> Config {
     Config {
         cluster_name: "ferrymq".to_string(),
-        heartbeat_interval: 100,
-        election_timeout_min: 300,
-        election_timeout_max: 600,
+        heartbeat_interval: crate::timing::HEARTBEAT_MS,
+        election_timeout_min: crate::timing::ELECTION_MIN_MS,
+        election_timeout_max: crate::timing::ELECTION_MAX_MS,
         ..Config::default()
     }
 }

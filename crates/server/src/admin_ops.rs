@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use ferrymq_mqsc::ServerOps;
+use ferrymq_admin::ServerOps;
 use ferrymq_types::{MqError, ObjectDef};
 
 use crate::listeners;

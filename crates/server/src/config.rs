@@ -56,6 +56,11 @@ impl QmPaths {
     pub fn end_status(&self) -> PathBuf {
         self.dir.join("qm.end")
     }
+    /// Where `*.mqsc` files applied at every start live unless qm.ini `AutoConfig:MQSCConfig`
+    /// names another directory.
+    pub fn autoconfig_dir(&self) -> PathBuf {
+        self.dir.join("autocfg")
+    }
     /// The error log's directory (`crate::errlog`: FMQERR01..03.LOG, console.log).
     pub fn errors_dir(&self) -> PathBuf {
         self.dir.join("errors")
@@ -137,6 +142,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
         ],
     ),
     ("Metrics", &["Port", "Address"]),
+    ("AutoConfig", &["MQSCConfig"]),
     ("QMErrorLog", &["ErrorLogSize", "Format"]),
     (
         "TuningParameters",
@@ -350,6 +356,9 @@ pub struct QmConfig {
     /// Where Prometheus metrics are served over HTTP (`host:port`, qm.ini `Metrics:Port` and
     /// `Metrics:Address`, default address 127.0.0.1); None: not served.
     pub metrics: Option<String>,
+    /// The directory whose `*.mqsc` files are applied at every start (qm.ini
+    /// `AutoConfig:MQSCConfig`, as MQ names it); None: `<qmdir>/autocfg`.
+    pub autoconfig_dir: Option<PathBuf>,
 }
 
 /// A queue manager's part in disaster recovery: the role it has now and where the other site is.
@@ -674,6 +683,10 @@ impl QmConfig {
             },
             ha: HaConfig::from_ini(ini)?,
             dr: DrConfig::from_ini(ini)?,
+            autoconfig_dir: known(ini, "AutoConfig", "MQSCConfig")
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
             metrics: match known(ini, "Metrics", "Port") {
                 None => None,
                 Some(_) => {

@@ -169,10 +169,14 @@ pub fn handle(
             qmgr,
             options,
             dynamic_name,
-        } => match e.open(conn, &name, &qmgr, options, &dynamic_name) {
-            Ok((hobj, name, lsn)) => Action::Reply(Response::Opened { hobj, name }, lsn),
-            Err(err) => Action::Reply(error_response(err), 0),
-        },
+        } => {
+            // A dynamic queue records when it was created.
+            e.note_time(now_ms);
+            match e.open(conn, &name, &qmgr, options, &dynamic_name) {
+                Ok((hobj, name, lsn)) => Action::Reply(Response::Opened { hobj, name }, lsn),
+                Err(err) => Action::Reply(error_response(err), 0),
+            }
+        }
         Q::Close { hobj, options } => done(e.close(conn, hobj, options, now_ms)),
         Q::Put {
             hobj,
@@ -403,7 +407,7 @@ fn admin(
                 0,
             );
         }
-        let r = ferrymq_mqsc::execute_text(mqsc, &mut core.engine, &mut Ops { shared }, now_ms);
+        let r = ferrymq_admin::execute_text(mqsc, &mut core.engine, &mut Ops { shared }, now_ms);
         core.flush_deliveries();
         let resp = reply(
             if r.ok {
@@ -507,6 +511,33 @@ fn admin(
             ),
             Some(line) => Action::Reply(reply(Reason::NONE, &line), 0),
         },
+        // dmpmqcfg: the configuration as MQSC (or JSON), shown only once every definition change
+        // it may include is durable, as a DISPLAY is.
+        ["DMPMQCFG", scope, format @ ("MQSC" | "JSON")] => {
+            let Some(scope) = ferrymq_admin::DumpScope::from_word(scope) else {
+                return Action::Reply(
+                    reply(
+                        Reason::COMMAND_FAILED,
+                        "dmpmqcfg: the scope is one of all, object, authrec, chlauth",
+                    ),
+                    0,
+                );
+            };
+            let text = ferrymq_admin::dump_config(&core.engine, scope, *format == "JSON", now_ms);
+            let resp = reply(Reason::NONE, &text);
+            let need = core.engine.admin_lsn();
+            if need <= shared.durable.get() {
+                return Action::Reply(resp, need);
+            }
+            Action::Later(Box::pin(confirmed(
+                shared.durable.clone(),
+                need,
+                resp,
+                "dmpmqcfg".into(),
+                shared.ha.is_some(),
+                ADMIN_CONFIRM,
+            )))
+        }
         ["SHUTDOWN"] | ["SHUTDOWN", "CONTROLLED"] => Action::Admin(
             AdminAction::ShutdownControlled,
             reply(Reason::NONE, "controlled end requested"),

@@ -107,7 +107,10 @@ pub mod ids {
         END_STATUS_UNWRITTEN = 1006 Error "How this run ends cannot be recorded in qm.end; endmqm -w will not know.";
         ERROR_LOG_CONFIG = 1007 Warning "A QMErrorLog setting in qm.ini is not valid; the default is used.";
         ADMIN_NOT_CONFIRMED = 1008 Warning "An MQSC command was answered 'not confirmed': its log record was not durable (HA: committed) within the bound; whether it takes effect is not known.";
-        RECOVERED = 2001 Info "Restart recovery finished: checkpoint, messages loaded, log records replayed.";
+        QMID_NOT_RECORDED = 1009 Warning "The queue manager's identifier (QMID) could not be logged at start; a later start tries again.";
+        AUTOCONFIG_APPLIED = 1010 Info "An MQSC file of the AutoConfig directory was applied at start: commands run and failed.";
+        AUTOCONFIG_FAILED = 1011 Error "A command of an AutoConfig MQSC file failed (file and line named); the queue manager runs on.";
+                RECOVERED = 2001 Info "Restart recovery finished: checkpoint, messages loaded, log records replayed.";
         RECOVERY_LOSS = 2002 Error "Restart recovery discarded data that may have been acknowledged; each item follows. strmqm exits with status 3.";
         RECOVERY_NOTE = 2003 Info "Restart recovery cut a torn log tail; nothing acknowledged was lost.";
         STARTUP_CHECKPOINT = 2004 Info "A checkpoint was taken at start-up to make room in a nearly full recovery log.";

@@ -46,7 +46,7 @@ pub(crate) const KIND_ENGINE_BATCH: u8 = 1;
 /// AppRecord kind of a group control record (text): `PREFER [name]`, `SWITCHOVER name at_ms`.
 const KIND_CONTROL: u8 = 2;
 /// Non-preferred instances do not start elections for this long after a switch-over record.
-const SWITCHOVER_WINDOW_MS: u64 = 4_000;
+use ferrymq_replication::timing::SWITCHOVER_WINDOW_MS;
 /// A batch is proposed once it holds this much (or as soon as the replicator is free).
 const BATCH_BYTES: usize = 1 << 20;
 /// Batches proposed and not yet committed, at most: about one per millisecond a commit takes
@@ -67,11 +67,12 @@ const RING_SNAPSHOT_PCT: u64 = 40;
 const SNAPSHOT_AGAIN_ENTRIES: u64 = 64;
 /// An active instance that has not heard from a majority for this long gives up the role. Below
 /// the followers' leader lease (openraft: the 600 ms election timeout maximum, during which they
-/// refuse to vote), so a cut-off active instance is gone before another can be elected.
-const QUORUM_LOSS_MS: u64 = 450;
+/// refuse to vote), so a cut-off active instance is gone before another can be elected (the
+/// orderings are checked in `ferrymq_replication::timing`).
+use ferrymq_replication::timing::QUORUM_LOSS_MS;
 /// `dspmq -o ha`: a reachable instance whose oldest missing entry was appended less than this
-/// long ago is in sync (see [`HaHandle::status_rows`]).
-pub const INSYNC_MS: u64 = 1000;
+/// long ago is in sync (see [`HaHandle::status_rows`]): the reachability window.
+pub const INSYNC_MS: u64 = ferrymq_replication::timing::REACH_WINDOW_MS;
 
 fn yes_no(b: bool) -> &'static str {
     if b {
@@ -448,7 +449,10 @@ impl HaApp {
                 if self.ha.node_id(to) == Some(self.me) {
                     // Stand for election once the old active's lease has run out.
                     tokio::spawn(async move {
-                        tokio::time::sleep(Duration::from_millis(700)).await;
+                        tokio::time::sleep(Duration::from_millis(
+                            ferrymq_replication::timing::SWITCHOVER_STAND_DELAY_MS,
+                        ))
+                        .await;
                         let _ = raft.trigger().elect().await;
                     });
                 } else {
@@ -1168,7 +1172,9 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             }
-            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            _ = tokio::time::sleep(Duration::from_millis(
+                ferrymq_replication::timing::MONITOR_POLL_MAX_MS,
+            )) => {}
         }
     }
 }

@@ -272,7 +272,8 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
     }
 }
 
-/// Serves an accepted socket, within the MaxChannels limit.
+/// Serves an accepted socket, within the MaxChannels limit (client and bindings connections are
+/// counted apart).
 pub fn spawn_conn<S>(
     shared: &Arc<Shared>,
     s: S,
@@ -282,7 +283,11 @@ pub fn spawn_conn<S>(
 ) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
-    let slots: &Arc<Semaphore> = &shared.slots;
+    let slots: &Arc<Semaphore> = if bindings {
+        &shared.bindings_slots
+    } else {
+        &shared.slots
+    };
     let Ok(permit) = slots.clone().try_acquire_owned() else {
         crate::qm_log!(
             crate::errlog::ids::MAX_CHANNELS,

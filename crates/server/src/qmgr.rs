@@ -38,8 +38,11 @@ pub struct Shared {
     end_tx: watch::Sender<Option<AdminAction>>,
     /// Listeners, live sockets and connection tasks.
     pub control: Mutex<Control>,
-    /// Bounds the sockets served at once (qm.ini Channels:MaxChannels).
+    /// Bounds the client (TCP) connections served at once (qm.ini Channels:MaxChannels).
     pub slots: Arc<Semaphore>,
+    /// Bounds the bindings-mode (Unix socket) connections served at once
+    /// (`limits::BINDINGS_CONNECTIONS_MAX`): as in MQ, MaxChannels counts channels only.
+    pub bindings_slots: Arc<Semaphore>,
     pub started_ms: u64,
     /// Ends waiting gets whose interval ran out.
     pub wait_timer: WaitTimer,
@@ -99,6 +102,9 @@ impl Shared {
             end_tx,
             control: Mutex::new(Control::default()),
             slots: Arc::new(Semaphore::new(cfg.max_sockets)),
+            bindings_slots: Arc::new(Semaphore::new(
+                ferrymq_types::limits::BINDINGS_CONNECTIONS_MAX,
+            )),
             cfg,
             started_ms: now_ms(),
             wait_timer: WaitTimer::default(),
@@ -223,7 +229,12 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
             }
             QmConfig::from_ini(&ini)
         })
-        .and_then(|cfg| {
+        .and_then(|mut cfg| {
+            // A relative AutoConfig directory is the queue manager directory's.
+            cfg.autoconfig_dir = Some(match cfg.autoconfig_dir.take() {
+                None => paths.autoconfig_dir(),
+                Some(d) => paths.dir.join(d),
+            });
             if cfg.ha.is_some() {
                 run_ha(paths, cfg)
             } else {
@@ -556,7 +567,9 @@ fn start_dr(shared: &Arc<Shared>, source: Option<Source>) {
             ring.keep_tail(SHIP_TAIL_BYTES);
             // Hold replies within the bound from the last recorded acknowledgement before the
             // listeners start (an HA instance does this as it becomes active).
-            if let Some(pos) = crate::dr::recorded_ack(shared.core.lock().engine.dr_state()) {
+            // (The engine lock is released before the gate is taken.)
+            let recorded = crate::dr::recorded_ack(shared.core.lock().engine.dr_state());
+            if let Some(pos) = recorded {
                 g.bound(Some(pos));
             }
         }
@@ -570,6 +583,22 @@ fn start_listeners(shared: &Arc<Shared>) -> Result<(), String> {
     if shared.is_dr_secondary() {
         return Ok(());
     }
+    // An HA group gets its QMID when its first instance becomes active (its instances are
+    // created apart, from identical state), and a queue manager created before FerryMQ kept
+    // one gets it now.
+    if let Some(Err(e)) = shared
+        .core
+        .lock()
+        .engine
+        .assign_identity(crate::storage::now_ms(), crate::storage::now_stamp())
+    {
+        crate::qm_log!(
+            crate::errlog::ids::QMID_NOT_RECORDED,
+            "the queue manager's identifier (QMID) could not be recorded: {e}; DISPLAY QMGR shows none until a later start records it"
+        );
+    }
+    // Declarative configuration: applied before applications can connect.
+    crate::autoconfig::apply(shared);
     if shared.cfg.port != 0 {
         // Already running (this instance became active before) is fine.
         match listeners::start(

@@ -196,6 +196,16 @@ pub fn log_config(paths: &QmPaths, cfg: &QmConfig) -> LogConfig {
     }
 }
 
+/// A value unique to this moment on this host (nanoseconds since the epoch, mixed with the pid):
+/// what a new queue manager's QMID is made from.
+pub fn now_stamp() -> u64 {
+    let ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    (ns ^ u64::from(std::process::id())).max(1)
+}
+
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -213,7 +223,7 @@ impl Storage {
         let (storage, mut engine, _) =
             Storage::open(paths, cfg, ecfg, Box::new(|_| {}), Box::new(|| {}))?;
         engine
-            .install_defaults()
+            .install_defaults_at(now_ms(), now_stamp())
             .map_err(|e| format!("cannot define the default objects: {e}"))?;
         storage
             .checkpoint(|| (storage.ring().end_lsn(), engine.checkpoint_image(now_ms())))

@@ -13,6 +13,7 @@ pub mod reason;
 
 pub use descriptor::{MessageDescriptor, MsgId, Persistence, Properties, PropertyValue};
 pub use objects::{
-    DynamicKind, MsgDeliverySequence, ObjectDef, ObjectKind, QmgrAttrs, QueueDef, QueueKind,
+    DynamicKind, MsgDeliverySequence, ObjectDef, ObjectKind, ObjectTimes, QmgrAttrs, QueueDef,
+    QueueKind,
 };
 pub use reason::{MqError, Reason};

@@ -11,6 +11,8 @@ pub const QUEUE_DEPTH_DEFAULT: u32 = 5000;
 pub const QUEUE_DEPTH_MAX: u32 = 999_999_999;
 /// Object names (queues, channels) are at most 48 characters, as in MQ.
 pub const OBJECT_NAME_LEN_MAX: usize = 48;
+/// Largest MQSC file the queue manager applies from its AutoConfig directory at start.
+pub const AUTOCONFIG_FILE_BYTES_MAX: u64 = 16 << 20;
 /// Queue manager names are at most 48 characters.
 pub const QMGR_NAME_LEN_MAX: usize = 48;
 /// Upper bound on one frame beyond the message body: descriptor, properties, names.
@@ -43,6 +45,11 @@ pub const UOW_MSGS_MAX: u32 = 10_000;
 pub const GET_WAIT_MAX_MS: u64 = 24 * 3600 * 1000;
 /// Properties attached to one message.
 pub const PROPERTIES_PER_MSG_MAX: usize = 256;
+
+/// Bindings-mode (local) connections served at once. Counted apart from client channels
+/// (qm.ini Channels:MaxChannels), as in MQ, so local administration and `strmqm`'s readiness
+/// probe are never refused for want of a channel, and clients cannot lock out local work.
+pub const BINDINGS_CONNECTIONS_MAX: usize = 100_000;
 /// Longest string (name, property value) in the codec.
 pub const STRING_LEN_MAX_BYTES: usize = 65_535;
 /// Default circular log: primary files and pages per file (4 KiB pages), MQ's defaults.

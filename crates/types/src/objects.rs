@@ -84,6 +84,44 @@ pub struct QueueDef {
     pub dynamic: Option<DynamicKind>,
     /// Accepted attributes FerryMQ stores and displays but does not act on yet.
     pub other: BTreeMap<String, String>,
+    /// When it was defined and last altered (ms since the epoch, UTC; 0: not recorded, as in
+    /// definitions logged before FerryMQ kept them). Chosen by the running queue manager and
+    /// logged with the definition, so replay restores them rather than reading the clock.
+    pub times: ObjectTimes,
+}
+
+/// CRDATE/CRTIME and ALTDATE/ALTTIME of an object, in milliseconds since the epoch (UTC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ObjectTimes {
+    pub created_ms: u64,
+    pub altered_ms: u64,
+}
+
+impl ObjectTimes {
+    /// A new object's times: created and last altered now.
+    pub fn at(now_ms: u64) -> ObjectTimes {
+        ObjectTimes {
+            created_ms: now_ms,
+            altered_ms: now_ms,
+        }
+    }
+
+    /// Encoded after everything else a definition holds: records and checkpoints written before
+    /// the times existed simply end earlier, and decode as 0 (not recorded).
+    fn encode(&self, out: &mut BytesMut) {
+        out.put_u64_le(self.created_ms);
+        out.put_u64_le(self.altered_ms);
+    }
+
+    fn decode_trailing(r: &mut Reader) -> Result<ObjectTimes, DecodeError> {
+        if r.remaining() == 0 {
+            return Ok(ObjectTimes::default());
+        }
+        Ok(ObjectTimes {
+            created_ms: r.u64("creation time")?,
+            altered_ms: r.u64("alteration time")?,
+        })
+    }
 }
 
 impl QueueDef {
@@ -109,6 +147,7 @@ impl QueueDef {
             is_xmitq: false,
             dynamic: None,
             other: BTreeMap::new(),
+            times: ObjectTimes::default(),
         }
     }
 
@@ -194,6 +233,7 @@ impl Codec for QueueDef {
         out.put_bool(self.is_xmitq);
         out.put_u8(dyn_to_u8(self.dynamic));
         put_map(out, &self.other);
+        self.times.encode(out);
     }
 
     fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
@@ -234,6 +274,7 @@ impl Codec for QueueDef {
             is_xmitq: r.bool("usage")?,
             dynamic: dyn_from_u8(r.u8("dynamic")?)?,
             other: get_map(r)?,
+            times: ObjectTimes::decode_trailing(r)?,
         })
     }
 }
@@ -244,6 +285,11 @@ pub enum ObjectKind {
     Channel,
     Listener,
     AuthInfo,
+    /// A channel authentication record (SET CHLAUTH), named by its key: profile, type and
+    /// what it matches.
+    ChlAuth,
+    /// An authority record (SET AUTHREC), named by its key: object type, profile and entity.
+    AuthRec,
 }
 
 impl ObjectKind {
@@ -252,7 +298,37 @@ impl ObjectKind {
             ObjectKind::Channel => "CHANNEL",
             ObjectKind::Listener => "LISTENER",
             ObjectKind::AuthInfo => "AUTHINFO",
+            ObjectKind::ChlAuth => "CHLAUTH",
+            ObjectKind::AuthRec => "AUTHREC",
         }
+    }
+
+    /// The tag that stands for the kind in log records and checkpoints.
+    pub fn tag(self) -> u8 {
+        match self {
+            ObjectKind::Channel => 1,
+            ObjectKind::Listener => 2,
+            ObjectKind::AuthInfo => 3,
+            ObjectKind::ChlAuth => 4,
+            ObjectKind::AuthRec => 5,
+        }
+    }
+
+    pub fn from_tag(tag: u8) -> Result<ObjectKind, DecodeError> {
+        Ok(match tag {
+            1 => ObjectKind::Channel,
+            2 => ObjectKind::Listener,
+            3 => ObjectKind::AuthInfo,
+            4 => ObjectKind::ChlAuth,
+            5 => ObjectKind::AuthRec,
+            k => return Err(DecodeError::invalid("object kind", format!("tag {k}"))),
+        })
+    }
+
+    /// Security records (CHLAUTH, AUTHREC) are keyed by what they match, not by an MQ object
+    /// name, and are set with SET rather than DEFINE.
+    pub fn is_security_record(self) -> bool {
+        matches!(self, ObjectKind::ChlAuth | ObjectKind::AuthRec)
     }
 }
 
@@ -262,29 +338,23 @@ pub struct ObjectDef {
     pub kind: ObjectKind,
     pub name: String,
     pub attrs: BTreeMap<String, String>,
+    pub times: ObjectTimes,
 }
 
 impl Codec for ObjectDef {
     fn encode(&self, out: &mut BytesMut) {
-        out.put_u8(match self.kind {
-            ObjectKind::Channel => 1,
-            ObjectKind::Listener => 2,
-            ObjectKind::AuthInfo => 3,
-        });
+        out.put_u8(self.kind.tag());
         out.put_str16(&self.name);
         put_map(out, &self.attrs);
+        self.times.encode(out);
     }
     fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let kind = match r.u8("object kind")? {
-            1 => ObjectKind::Channel,
-            2 => ObjectKind::Listener,
-            3 => ObjectKind::AuthInfo,
-            k => return Err(DecodeError::invalid("object kind", format!("tag {k}"))),
-        };
+        let kind = ObjectKind::from_tag(r.u8("object kind")?)?;
         Ok(ObjectDef {
             kind,
             name: r.str16("object name")?,
             attrs: get_map(r)?,
+            times: ObjectTimes::decode_trailing(r)?,
         })
     }
 }
@@ -425,6 +495,47 @@ mod tests {
     }
 
     #[test]
+    fn definitions_written_before_object_times_still_decode() {
+        // Older versions ended each definition where the times now start.
+        let mut q = QueueDef::local("OLD.Q");
+        q.other.insert("CUSTOM".into(), "x".into());
+        let mut bytes = q.to_bytes().to_vec();
+        q.times = ObjectTimes::at(1_700_000_000_000);
+        assert_eq!(QueueDef::from_bytes(q.to_bytes()).unwrap(), q);
+        bytes.truncate(bytes.len() - 16);
+        let old = QueueDef::from_bytes(bytes.into()).unwrap();
+        assert_eq!(old.times, ObjectTimes::default());
+        assert_eq!(old.name, "OLD.Q");
+
+        let o = ObjectDef {
+            kind: ObjectKind::Listener,
+            name: "L".into(),
+            attrs: BTreeMap::from([("PORT".into(), "1".into())]),
+            times: ObjectTimes::at(5),
+        };
+        let mut bytes = o.to_bytes().to_vec();
+        assert_eq!(ObjectDef::from_bytes(bytes.clone().into()).unwrap(), o);
+        bytes.truncate(bytes.len() - 16);
+        assert_eq!(
+            ObjectDef::from_bytes(bytes.into()).unwrap().times,
+            ObjectTimes::default()
+        );
+
+        let a = QmgrAttrs {
+            qmid: "QM1_0123".into(),
+            times: ObjectTimes::at(7),
+            ..QmgrAttrs::default()
+        };
+        let mut bytes = a.to_bytes().to_vec();
+        assert_eq!(QmgrAttrs::from_bytes(bytes.clone().into()).unwrap(), a);
+        bytes.truncate(bytes.len() - 16 - 2 - a.qmid.len());
+        assert_eq!(
+            QmgrAttrs::from_bytes(bytes.into()).unwrap(),
+            QmgrAttrs::default()
+        );
+    }
+
+    #[test]
     fn object_names_follow_mq_rules() {
         assert!(validate_object_name("SYSTEM.DEFAULT.LOCAL.QUEUE").is_ok());
         assert!(validate_object_name("").is_err());
@@ -444,6 +555,11 @@ pub struct QmgrAttrs {
     pub max_uncommitted_msgs: u32,
     /// Accepted attributes stored and displayed but not acted on yet.
     pub other: BTreeMap<String, String>,
+    /// QMID: the queue manager's unique identifier, fixed when it is created (`NAME_` and the
+    /// creation time in hex); empty in queue managers created before FerryMQ kept one.
+    pub qmid: String,
+    /// When the queue manager was created and its attributes last altered.
+    pub times: ObjectTimes,
 }
 
 impl Default for QmgrAttrs {
@@ -454,6 +570,8 @@ impl Default for QmgrAttrs {
             dead_letter_queue: "SYSTEM.DEAD.LETTER.QUEUE".into(),
             max_uncommitted_msgs: crate::limits::UOW_MSGS_MAX,
             other: BTreeMap::new(),
+            qmid: String::new(),
+            times: ObjectTimes::default(),
         }
     }
 }
@@ -465,6 +583,9 @@ impl Codec for QmgrAttrs {
         out.put_str16(&self.dead_letter_queue);
         out.put_u32_le(self.max_uncommitted_msgs);
         put_map(out, &self.other);
+        // Like an object's times, the identity trails what older versions wrote.
+        out.put_str16(&self.qmid);
+        self.times.encode(out);
     }
     fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         Ok(QmgrAttrs {
@@ -473,6 +594,12 @@ impl Codec for QmgrAttrs {
             dead_letter_queue: r.str16("deadq")?,
             max_uncommitted_msgs: r.u32("maxumsgs")?,
             other: get_map(r)?,
+            qmid: if r.remaining() == 0 {
+                String::new()
+            } else {
+                r.str16("qmid")?
+            },
+            times: ObjectTimes::decode_trailing(r)?,
         })
     }
 }

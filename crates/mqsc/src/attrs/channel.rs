@@ -2,8 +2,8 @@
 //! `only` lists the types each belongs to.
 
 use super::words::{CHLTYPES, YES_NO};
-use super::AttrSpec;
 use super::ValueKind::{Enum, Int, Name, Str};
+use super::{AttrSpec, ALTDATE, ALTTIME, CRDATE, CRTIME};
 use ferrymq_types::limits::{MSG_LEN_MAX_BYTES, SHARECNV_MAX};
 
 const SENDING: &[&str] = &["SDR", "SVR"];
@@ -86,4 +86,8 @@ pub static CHANNEL: &[AttrSpec] = &[
     AttrSpec::stored("USERID", Str { max_len: 12 }, "").only(&["CLNTCONN"]),
     AttrSpec::stored("DEFRECON", Enum(&["NO", "YES", "QMGR", "DISABLED"]), "NO")
         .only(&["CLNTCONN"]),
+    ALTDATE,
+    ALTTIME,
+    CRDATE,
+    CRTIME,
 ];

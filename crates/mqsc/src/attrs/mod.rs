@@ -10,7 +10,7 @@ mod queue;
 
 pub use channel::CHANNEL;
 pub use other::{AUTHINFO, LISTENER};
-pub use qmgr::QMGR;
+pub use qmgr::{CMDLEVEL, QMGR};
 pub use queue::{QALIAS, QLOCAL, QMODEL, QREMOTE};
 
 use crate::command::ObjType;
@@ -55,7 +55,7 @@ pub struct AttrSpec {
 
 impl AttrSpec {
     /// An attribute FerryMQ acts on; its value lives in a typed field of the definition.
-    pub(crate) const fn acted(name: &'static str, kind: ValueKind) -> AttrSpec {
+    pub const fn acted(name: &'static str, kind: ValueKind) -> AttrSpec {
         AttrSpec {
             name,
             abbrevs: &[],
@@ -67,11 +67,7 @@ impl AttrSpec {
     }
 
     /// An attribute stored and displayed but not acted on, with the value shown until it is set.
-    pub(crate) const fn stored(
-        name: &'static str,
-        kind: ValueKind,
-        default: &'static str,
-    ) -> AttrSpec {
+    pub const fn stored(name: &'static str, kind: ValueKind, default: &'static str) -> AttrSpec {
         AttrSpec {
             name,
             abbrevs: &[],
@@ -82,20 +78,20 @@ impl AttrSpec {
         }
     }
 
-    pub(crate) const fn abbr(self, abbrevs: &'static [&'static str]) -> AttrSpec {
+    pub const fn abbr(self, abbrevs: &'static [&'static str]) -> AttrSpec {
         let mut s = self;
         s.abbrevs = abbrevs;
         s
     }
 
     /// The value DISPLAY shows when a definition does not hold the attribute.
-    pub(crate) const fn def(self, default: &'static str) -> AttrSpec {
+    pub const fn def(self, default: &'static str) -> AttrSpec {
         let mut s = self;
         s.default = default;
         s
     }
 
-    pub(crate) const fn only(self, only: &'static [&'static str]) -> AttrSpec {
+    pub const fn only(self, only: &'static [&'static str]) -> AttrSpec {
         let mut s = self;
         s.only = only;
         s
@@ -145,8 +141,20 @@ pub fn lookup_any_queue(word: &str) -> Option<&'static AttrSpec> {
         .find_map(|t| lookup(t, word))
 }
 
+/// When an object was created and last altered: shown by DISPLAY of every object type (MQ's
+/// formats, UTC), never set.
+pub const ALTDATE: AttrSpec = AttrSpec::acted("ALTDATE", ValueKind::ReadOnly);
+pub const ALTTIME: AttrSpec = AttrSpec::acted("ALTTIME", ValueKind::ReadOnly);
+pub const CRDATE: AttrSpec = AttrSpec::acted("CRDATE", ValueKind::ReadOnly);
+pub const CRTIME: AttrSpec = AttrSpec::acted("CRTIME", ValueKind::ReadOnly);
+
+/// Whether an attribute is one of the four creation and alteration times.
+pub fn is_time_attr(name: &str) -> bool {
+    matches!(name, "ALTDATE" | "ALTTIME" | "CRDATE" | "CRTIME")
+}
+
 /// Enumerated value lists shared by several tables.
-pub(crate) mod words {
+pub mod words {
     pub const ENABLED: &[&str] = &["ENABLED", "DISABLED"];
     pub const YES_NO: &[&str] = &["YES", "NO"];
     pub const ON_OFF_QMGR: &[&str] = &["QMGR", "ON", "OFF"];
@@ -154,6 +162,18 @@ pub(crate) mod words {
     pub const CHLTYPES: &[&str] = &["SVRCONN", "SDR", "RCVR", "CLNTCONN", "SVR", "RQSTR"];
     pub const AUTHTYPES: &[&str] = &["IDPWOS", "IDPWLDAP", "CRLLDAP", "OCSP"];
 }
+
+/// Attributes DISPLAY QSTATUS can show (both TYPE(QUEUE) and TYPE(HANDLE) rows).
+pub const QSTATUS_FIELDS: &[&str] = &[
+    "QUEUE", "TYPE", "CURDEPTH", "IPPROCS", "OPPROCS", "UNCOM", "MSGAGE", "LGETDATE", "LGETTIME",
+    "LPUTDATE", "LPUTTIME", "CONN", "APPLTAG", "USERID", "INPUT", "OUTPUT", "BROWSE", "INQUIRE",
+    "SET",
+];
+
+/// Attributes DISPLAY CONN can show (connection and handle rows).
+pub const CONN_FIELDS: &[&str] = &[
+    "CONN", "TYPE", "APPLTAG", "USERID", "UOWSTATE", "OBJNAME", "OBJTYPE", "OPENOPTS",
+];
 
 #[cfg(test)]
 mod tests {

@@ -1,8 +1,8 @@
 //! Listener and authentication-information attribute tables.
 
 use super::words::{AUTHTYPES, YES_NO};
-use super::AttrSpec;
 use super::ValueKind::{Enum, Int, Str};
+use super::{AttrSpec, ALTDATE, ALTTIME, CRDATE, CRTIME};
 
 pub static LISTENER: &[AttrSpec] = &[
     // The server reads these when it starts a listener.
@@ -26,6 +26,10 @@ pub static LISTENER: &[AttrSpec] = &[
         },
         "0",
     ),
+    ALTDATE,
+    ALTTIME,
+    CRDATE,
+    CRTIME,
 ];
 
 const IDPW: &[&str] = &["IDPWOS", "IDPWLDAP"];
@@ -55,4 +59,8 @@ pub static AUTHINFO: &[AttrSpec] = &[
     AttrSpec::stored("USRFIELD", Str { max_len: 10 }, "").only(&["IDPWLDAP"]),
     AttrSpec::stored("CLASSUSR", Str { max_len: 128 }, "").only(&["IDPWLDAP"]),
     AttrSpec::stored("OCSPURL", Str { max_len: 256 }, "").only(&["OCSP"]),
+    ALTDATE,
+    ALTTIME,
+    CRDATE,
+    CRTIME,
 ];

@@ -1,16 +1,30 @@
 //! The queue manager's attribute table (ALTER QMGR, DISPLAY QMGR).
+//!
+//! CMDLEVEL is [`CMDLEVEL`]: the MQ command level whose MQSC syntax FerryMQ follows. Scripts
+//! compare it to decide which commands they may use; what FerryMQ has not built yet is refused
+//! with a message saying so, whatever the level.
 
 use super::words::ENABLED;
-use super::AttrSpec;
 use super::ValueKind::{Enum, Int, IntOrWord, Name, Str};
+use super::{AttrSpec, ALTDATE, ALTTIME, CRDATE, CRTIME};
 use ferrymq_types::limits::MSG_LEN_MAX_BYTES;
 
 const ON_OFF: &[&str] = &["ON", "OFF", "NONE"];
 const LEVELS: &[&str] = &["OFF", "NONE", "LOW", "MEDIUM", "HIGH"];
 
+/// The command level DISPLAY QMGR shows (MQ 9.4's).
+pub const CMDLEVEL: u32 = 940;
+
 pub static QMGR: &[AttrSpec] = &[
     // Shown by DISPLAY, first: the queue manager's name.
     AttrSpec::acted("QMNAME", super::ValueKind::ReadOnly),
+    // Shown, never set: identity, command level, and when created and last altered.
+    AttrSpec::acted("QMID", super::ValueKind::ReadOnly),
+    AttrSpec::acted("CMDLEVEL", super::ValueKind::ReadOnly),
+    CRDATE,
+    CRTIME,
+    ALTDATE,
+    ALTTIME,
     // Acted on: fields of `QmgrAttrs`.
     AttrSpec::acted("DESCR", Str { max_len: 64 }),
     // MQ's floor for a queue manager's MAXMSGL is 32 KB; queues may go lower.

@@ -79,6 +79,10 @@ pub struct DrHandle {
     pub max_lag: AtomicU64,
     /// This queue manager's qm.ini, where a secondary records its primary's bound.
     ini: Option<std::path::PathBuf>,
+    /// The last full copy's size in wire bytes and how much of it has been sent (counting what
+    /// a resumed copy skipped): its progress for `dspmq -o dr -w` (COPYBYTES, COPIEDBYTES).
+    pub copy_bytes: AtomicU64,
+    pub copy_sent: AtomicU64,
 }
 
 #[derive(Debug, Clone)]
@@ -107,6 +111,8 @@ impl DrHandle {
             bytes: AtomicU64::new(0),
             stream: AtomicU64::new(0),
             sessions: AtomicU64::new(0),
+            copy_bytes: AtomicU64::new(0),
+            copy_sent: AtomicU64::new(0),
         }
     }
 
@@ -222,6 +228,16 @@ impl DrHandle {
                 f.push(format!("LAGSECS({:.3})", self.lag_secs(lag.total())));
                 f.push(format!("MAXLAG({})", self.max_lag.load(Ordering::Acquire)));
                 f.push(format!("SENTBYTES({})", self.bytes.load(Ordering::Relaxed)));
+                if st.resync == "FullCopy" {
+                    f.push(format!(
+                        "COPYBYTES({})",
+                        self.copy_bytes.load(Ordering::Acquire)
+                    ));
+                    f.push(format!(
+                        "COPIEDBYTES({})",
+                        self.copy_sent.load(Ordering::Acquire)
+                    ));
+                }
             }
             DrRole::Secondary => {
                 f.push(format!("POSITION({})", self.acked.load(Ordering::Acquire)));

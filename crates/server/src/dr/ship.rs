@@ -464,23 +464,33 @@ async fn session(
                     .await
                     .map_err(io)?;
             }
+            let skipped: u64 = copy.recs[..(skip as usize).min(copy.recs.len())]
+                .iter()
+                .map(|(_, p)| (wire::RECORD_HEAD + p.len()) as u64)
+                .sum();
+            dr.copy_bytes.store(copy.bytes, Ordering::Release);
+            dr.copy_sent.store(skipped, Ordering::Release);
             let mut chunk = BytesMut::new();
             let n = copy.recs.len();
             for (i, (k, p)) in copy.recs.iter().enumerate().skip(skip as usize) {
                 wire::push_record(&mut chunk, *k, p);
                 if chunk.len() >= CHUNK_BYTES && i + 1 < n {
                     let records = std::mem::take(&mut chunk).freeze();
-                    dr.bytes.fetch_add(records.len() as u64, Ordering::Relaxed);
+                    let len = records.len() as u64;
+                    dr.bytes.fetch_add(len, Ordering::Relaxed);
                     wire::write_records(&mut wr, pos, false, records)
                         .await
                         .map_err(io)?;
+                    dr.copy_sent.fetch_add(len, Ordering::AcqRel);
                 }
             }
             let records = chunk.freeze();
+            let len = records.len() as u64;
             dr.sent(pos, Instant::now(), records.len());
             wire::write_records(&mut wr, pos, true, records)
                 .await
                 .map_err(io)?;
+            dr.copy_sent.fetch_add(len, Ordering::AcqRel);
             pos
         }
     };

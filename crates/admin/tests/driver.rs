@@ -4,7 +4,8 @@
 mod common;
 
 use common::Qm;
-use ferrymq_mqsc::{echo_line, execute, parse, split_commands, Command, Tally};
+use ferrymq_admin::execute;
+use ferrymq_mqsc::{echo_line, parse, split_commands, Command, Tally};
 
 /// Runs a script as runmqsc does and returns its tally.
 fn run_script(qm: &mut Qm, script: &str) -> Tally {

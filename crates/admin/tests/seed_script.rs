@@ -27,7 +27,7 @@ fn the_performance_report_script_runs_with_every_command_succeeding() {
         let cmd = parse(&c.text)
             .unwrap_or_else(|e| panic!("line {}: {e}\n{}", c.line, e.pointer(&c.text)));
         // END too goes to the queue manager here, which answers it like any other command.
-        let r = ferrymq_mqsc::execute(&cmd, &mut qm.engine, &mut qm.ops, common::NOW_MS);
+        let r = ferrymq_admin::execute(&cmd, &mut qm.engine, &mut qm.ops, common::NOW_MS);
         assert!(r.ok, "line {}: {}\n{}", c.line, c.text, r.text);
     }
     assert_eq!(tally.read, cmds.len());

@@ -7,21 +7,9 @@ use ferrymq_types::{mqerr, QueueKind};
 
 use super::display::{is_generic, matches, Obj};
 use super::{Response, ServerOps};
-use crate::command::DisplayWhat;
-use crate::format::{mq_date, mq_time, Field};
-use crate::messages as msg;
-
-/// Attributes DISPLAY QSTATUS can show (both TYPE(QUEUE) and TYPE(HANDLE) rows).
-pub(crate) const QSTATUS_FIELDS: &[&str] = &[
-    "QUEUE", "TYPE", "CURDEPTH", "IPPROCS", "OPPROCS", "UNCOM", "MSGAGE", "LGETDATE", "LGETTIME",
-    "LPUTDATE", "LPUTTIME", "CONN", "APPLTAG", "USERID", "INPUT", "OUTPUT", "BROWSE", "INQUIRE",
-    "SET",
-];
-
-/// Attributes DISPLAY CONN can show (connection and handle rows).
-pub(crate) const CONN_FIELDS: &[&str] = &[
-    "CONN", "TYPE", "APPLTAG", "USERID", "UOWSTATE", "OBJNAME", "OBJTYPE", "OPENOPTS",
-];
+use ferrymq_mqsc::format::{mq_date, mq_time, Field};
+use ferrymq_mqsc::messages as msg;
+use ferrymq_mqsc::DisplayWhat;
 
 /// A connection id as DISPLAY CONN shows and takes it.
 pub(crate) fn conn_hex(id: u64) -> String {

@@ -7,9 +7,9 @@ use ferrymq_engine::Engine;
 use ferrymq_types::{mqerr, QueueDef};
 
 use super::{object, queue, status, Response, ServerOps};
-use crate::command::{Command, DisplayWhat, Filter, FilterOp, ObjType, Requested};
-use crate::format::Field;
-use crate::messages as msg;
+use ferrymq_mqsc::format::Field;
+use ferrymq_mqsc::messages as msg;
+use ferrymq_mqsc::{Command, DisplayWhat, Filter, FilterOp, ObjType, Requested};
 
 /// One object to show: every attribute it has, in display order.
 pub(crate) struct Obj {

@@ -1,13 +1,15 @@
 //! DEFINE, ALTER and DELETE of queues, and the mapping between MQSC attributes and `QueueDef`.
 
 use ferrymq_engine::{Engine, QueueStatus};
-use ferrymq_types::{mqerr, DynamicKind, MqError, MsgDeliverySequence, QueueDef, QueueKind};
+use ferrymq_types::{
+    mqerr, DynamicKind, MqError, MsgDeliverySequence, ObjectTimes, QueueDef, QueueKind,
+};
 
 use super::Response;
-use crate::attrs::{self, AttrSpec, ValueKind};
-use crate::command::{ObjType, Setting};
-use crate::format::Field;
-use crate::messages as msg;
+use ferrymq_mqsc::attrs::{self, AttrSpec, ValueKind};
+use ferrymq_mqsc::format::{mq_date, mq_time, Field};
+use ferrymq_mqsc::messages as msg;
+use ferrymq_mqsc::{ObjType, Setting};
 
 /// The queue type of a definition.
 pub(crate) fn obj_type(kind: &QueueKind) -> ObjType {
@@ -102,6 +104,10 @@ pub(crate) fn value(
         ("RNAME", QueueKind::Remote { rname, .. }) => rname.clone(),
         ("RQMNAME", QueueKind::Remote { rqmname, .. }) => rqmname.clone(),
         ("XMITQ", QueueKind::Remote { xmitq, .. }) => xmitq.clone(),
+        ("CRDATE", _) => mq_date(def.times.created_ms),
+        ("CRTIME", _) => mq_time(def.times.created_ms),
+        ("ALTDATE", _) => mq_date(def.times.altered_ms),
+        ("ALTTIME", _) => mq_time(def.times.altered_ms),
         ("CURDEPTH", _) => status?.cur_depth.to_string(),
         ("IPPROCS", _) => status?.open_input.to_string(),
         ("OPPROCS", _) => status?.open_output.to_string(),
@@ -208,6 +214,7 @@ pub(crate) fn define(
     settings: &[Setting],
     like: Option<&str>,
     replace: bool,
+    now_ms: u64,
 ) -> Response {
     let what = format!("DEFINE {}", label(t, name));
     let mut def = match like {
@@ -222,6 +229,7 @@ pub(crate) fn define(
     };
     def.name = name.to_string();
     def.dynamic = None;
+    def.times = ObjectTimes::at(now_ms);
     for s in settings {
         apply(&mut def, s);
     }
@@ -244,9 +252,10 @@ pub(crate) fn define(
                     let strip = |d: &QueueDef| {
                         let mut d = d.clone();
                         d.dynamic = None;
+                        d.times = ObjectTimes::default();
                         d
                     };
-                    fields(&strip(ex), None) == fields(&def, None)
+                    fields(&strip(ex), None) == fields(&strip(&def), None)
                 }
                 None => settings
                     .iter()
@@ -269,6 +278,8 @@ pub(crate) fn define(
             return Response::failure(&what, &e);
         }
         def.dynamic = ex.dynamic;
+        // A replaced queue keeps its creation time; the replacement is its latest alteration.
+        def.times.created_ms = ex.times.created_ms;
     }
     match engine.define_queue(def, replace) {
         Ok(_) => Response::success(
@@ -284,13 +295,20 @@ pub(crate) fn define(
     }
 }
 
-pub(crate) fn alter(engine: &mut Engine, t: ObjType, name: &str, settings: &[Setting]) -> Response {
+pub(crate) fn alter(
+    engine: &mut Engine,
+    t: ObjType,
+    name: &str,
+    settings: &[Setting],
+    now_ms: u64,
+) -> Response {
     let what = format!("ALTER {}", label(t, name));
     let mut def = match engine.queue_def(name) {
         None => return Response::failure(&what, &not_defined(t, name)),
         Some(d) if obj_type(&d.kind) != t => return Response::failure(&what, &wrong_type(d, t)),
         Some(d) => d.clone(),
     };
+    def.times.altered_ms = now_ms;
     for s in settings {
         apply(&mut def, s);
     }

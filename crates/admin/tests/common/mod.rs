@@ -3,8 +3,8 @@
 #![allow(dead_code)]
 
 use bytes::Bytes;
+use ferrymq_admin::{execute_text, Response, ServerOps};
 use ferrymq_engine::{ConnId, Engine, EngineConfig, MemoryLog};
-use ferrymq_mqsc::{execute_text, Response, ServerOps};
 use ferrymq_types::options::PutOptions;
 use ferrymq_types::{MessageDescriptor, MqError, ObjectDef, Properties, Reason};
 

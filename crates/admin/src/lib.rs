@@ -1,19 +1,26 @@
-//! Server-side execution: runs a parsed command against the queue engine (and, for listeners,
-//! channel status and security, against the server through [`ServerOps`]) and builds the response
-//! block runmqsc prints.
+//! MQSC execution for FerryMQ: this crate owns applying a parsed MQSC command to the queue engine
+//! (and, for listeners, channel status and queue manager status, to the server through
+//! [`ServerOps`]), building the response block runmqsc prints, and the configuration dump
+//! (`dmpmqcfg`). The language itself — splitting, parsing, attribute tables, formatting — is
+//! `ferrymq-mqsc`, which knows nothing of the engine, so `runmqsc` checks syntax without linking it
+//! and the server runs exactly the commands the language crate parsed. The queue manager calls
+//! this crate under its engine lock and answers only once the records it wrote are durable.
 
 mod display;
+mod dump;
 mod object;
 mod queue;
+mod security;
 pub(crate) mod status;
 
+pub use dump::{dump_config, DumpScope};
 use ferrymq_engine::{Engine, Lsn};
 use ferrymq_types::{MqError, ObjectDef, ObjectKind, Reason};
 
-use crate::command::{Command, ObjType, Setting};
-use crate::format::{render_fields, Field};
-use crate::messages as msg;
-use crate::parser::parse;
+use ferrymq_mqsc::format::{render_fields, Field};
+use ferrymq_mqsc::messages as msg;
+use ferrymq_mqsc::parse;
+use ferrymq_mqsc::{Command, ObjType, Setting};
 
 /// What commands need from the server itself rather than from the engine.
 pub trait ServerOps {
@@ -140,19 +147,19 @@ fn execute_command(
             replace,
         } => {
             if kind.is_queue() {
-                queue::define(engine, *kind, name, attrs, like.as_deref(), *replace)
+                queue::define(engine, *kind, name, attrs, like.as_deref(), *replace, now_ms)
             } else {
-                object::define(engine, *kind, name, attrs, like.as_deref(), *replace)
+                object::define(engine, *kind, name, attrs, like.as_deref(), *replace, now_ms)
             }
         }
         Command::Alter { kind, name, attrs } => {
             if kind.is_queue() {
-                queue::alter(engine, *kind, name, attrs)
+                queue::alter(engine, *kind, name, attrs, now_ms)
             } else {
-                object::alter(engine, *kind, name, attrs)
+                object::alter(engine, *kind, name, attrs, now_ms)
             }
         }
-        Command::AlterQmgr { attrs } => object::alter_qmgr(engine, attrs),
+        Command::AlterQmgr { attrs } => object::alter_qmgr(engine, attrs, now_ms),
         Command::Delete { kind, name, purge } => {
             if kind.is_queue() {
                 queue::delete(engine, *kind, name, *purge)
@@ -201,7 +208,7 @@ fn execute_command(
                 &MqError::new(
                     Reason::COMMAND_FAILED,
                     format!(
-                        "CHANNEL({name}) is a {t} channel; this release runs no channels to other queue managers, so it cannot be started"
+                        "CHANNEL({name}) is a {t} channel: distributed queuing (channels between queue managers) is not built yet, so it cannot be started"
                     ),
                 ),
             ),
@@ -241,6 +248,13 @@ fn execute_command(
             Ok(m) => Response::success(msg::SECURITY_REFRESHED, m),
             Err(e) => Response::failure(&label, &e),
         },
+        Command::SetChlAuth(s) => security::set_chlauth(engine, s, now_ms),
+        Command::SetAuthRec(s) => security::set_authrec(engine, s, now_ms),
+        Command::DeleteAuthRec(f) => security::delete_authrec(engine, f),
+        Command::DisplayChlAuth { profile, type_ } => {
+            security::display_chlauth(engine, profile, type_.as_deref())
+        }
+        Command::DisplayAuthRec(f) => security::display_authrec(engine, f),
         Command::PingQmgr => Response::success(
             msg::PING,
             format!(

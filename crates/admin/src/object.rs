@@ -5,13 +5,13 @@
 use std::collections::BTreeMap;
 
 use ferrymq_engine::Engine;
-use ferrymq_types::{mqerr, MqError, ObjectDef, ObjectKind, QmgrAttrs};
+use ferrymq_types::{mqerr, MqError, ObjectDef, ObjectKind, ObjectTimes, QmgrAttrs};
 
 use super::Response;
-use crate::attrs::{self, AttrSpec, ValueKind, QMGR};
-use crate::command::{ObjType, Setting};
-use crate::format::Field;
-use crate::messages as msg;
+use ferrymq_mqsc::attrs::{self, AttrSpec, ValueKind, QMGR};
+use ferrymq_mqsc::format::{mq_date, mq_time, Field};
+use ferrymq_mqsc::messages as msg;
+use ferrymq_mqsc::{ObjType, Setting};
 
 pub(crate) fn object_kind(t: ObjType) -> ObjectKind {
     match t {
@@ -26,6 +26,9 @@ pub(crate) fn obj_type(k: ObjectKind) -> ObjType {
         ObjectKind::Channel => ObjType::Channel,
         ObjectKind::Listener => ObjType::Listener,
         ObjectKind::AuthInfo => ObjType::AuthInfo,
+        ObjectKind::ChlAuth | ObjectKind::AuthRec => {
+            unreachable!("security records are set with SET and shown by their own DISPLAY")
+        }
     }
 }
 
@@ -85,7 +88,9 @@ pub(crate) fn fields(def: &ObjectDef) -> Vec<Field> {
     let sub = subtype_of(def);
     let mut out = vec![Field::new(t.keyword(), &def.name)];
     for spec in table {
-        if sub.as_deref().is_none_or(|s| spec.applies_to(s)) {
+        if let Some(v) = time_value(&def.times, spec.name) {
+            out.push(Field::new(spec.name, v));
+        } else if sub.as_deref().is_none_or(|s| spec.applies_to(s)) {
             out.push(Field {
                 name: spec.name.to_string(),
                 value: effective(&def.attrs, spec),
@@ -99,6 +104,17 @@ pub(crate) fn fields(def: &ObjectDef) -> Vec<Field> {
         }
     }
     out
+}
+
+/// CRDATE, CRTIME, ALTDATE or ALTTIME in MQ's formats; None for any other attribute.
+pub(crate) fn time_value(times: &ObjectTimes, name: &str) -> Option<String> {
+    Some(match name {
+        "CRDATE" => mq_date(times.created_ms),
+        "CRTIME" => mq_time(times.created_ms),
+        "ALTDATE" => mq_date(times.altered_ms),
+        "ALTTIME" => mq_time(times.altered_ms),
+        _ => return None,
+    })
 }
 
 fn subtype_setting(t: ObjType, settings: &[Setting]) -> Option<&str> {
@@ -124,6 +140,7 @@ pub(crate) fn define(
     settings: &[Setting],
     like: Option<&str>,
     replace: bool,
+    now_ms: u64,
 ) -> Response {
     let what = format!("DEFINE {}", label(t, name));
     let kind = object_kind(t);
@@ -151,12 +168,17 @@ pub(crate) fn define(
     for s in settings {
         attrs.insert(s.attr.name.to_string(), s.value.clone());
     }
-    let def = ObjectDef {
+    let mut def = ObjectDef {
         kind,
         name: name.to_string(),
         attrs,
+        times: ObjectTimes::at(now_ms),
     };
     let existing = engine.object(kind, name).cloned();
+    if let Some(ex) = &existing {
+        // A replaced object keeps its creation time; the replacement is its latest alteration.
+        def.times.created_ms = ex.times.created_ms;
+    }
     if let Some(ex) = &existing {
         if let (Some(have), Some(asked)) = (subtype_of(ex), sub) {
             if have != asked {
@@ -166,7 +188,7 @@ pub(crate) fn define(
         if !replace {
             // As for queues: a DEFINE that asks for nothing the object lacks is not an error.
             let same = match like {
-                Some(_) => fields(ex) == fields(&def),
+                Some(_) => ex.attrs == def.attrs,
                 None => settings
                     .iter()
                     .all(|s| effective(&ex.attrs, s.attr) == s.value),
@@ -202,11 +224,18 @@ pub(crate) fn define(
     }
 }
 
-pub(crate) fn alter(engine: &mut Engine, t: ObjType, name: &str, settings: &[Setting]) -> Response {
+pub(crate) fn alter(
+    engine: &mut Engine,
+    t: ObjType,
+    name: &str,
+    settings: &[Setting],
+    now_ms: u64,
+) -> Response {
     let what = format!("ALTER {}", label(t, name));
     let Some(mut def) = engine.object(object_kind(t), name).cloned() else {
         return Response::failure(&what, &not_defined(t, name));
     };
+    def.times.altered_ms = now_ms;
     let key = subtype_key(t).unwrap_or("");
     let have = subtype_of(&def);
     if let (Some(have), Some(asked)) = (&have, subtype_setting(t, settings)) {
@@ -258,7 +287,9 @@ pub(crate) fn qmgr_fields(engine: &Engine) -> Vec<Field> {
             "MAXMSGL" => a.max_msg_len.to_string(),
             "DEADQ" => a.dead_letter_queue.clone(),
             "MAXUMSGS" => a.max_uncommitted_msgs.to_string(),
-            _ => effective(&a.other, spec),
+            "QMID" => a.qmid.clone(),
+            "CMDLEVEL" => attrs::CMDLEVEL.to_string(),
+            n => time_value(&a.times, n).unwrap_or_else(|| effective(&a.other, spec)),
         };
         out.push(Field::new(spec.name, v));
     }
@@ -283,8 +314,9 @@ fn apply_qmgr(a: &mut QmgrAttrs, s: &Setting) {
     }
 }
 
-pub(crate) fn alter_qmgr(engine: &mut Engine, settings: &[Setting]) -> Response {
+pub(crate) fn alter_qmgr(engine: &mut Engine, settings: &[Setting], now_ms: u64) -> Response {
     let mut a = engine.attrs().clone();
+    a.times.altered_ms = now_ms;
     for s in settings {
         apply_qmgr(&mut a, s);
     }

@@ -1,0 +1,364 @@
+//! SET CHLAUTH, SET AUTHREC, DELETE AUTHREC, DISPLAY CHLAUTH and DISPLAY AUTHREC against the
+//! engine's stored records. Nothing here is enforced yet: each reply says so.
+
+use std::collections::BTreeMap;
+
+use ferrymq_engine::Engine;
+use ferrymq_types::{mqerr, ObjectDef, ObjectKind, ObjectTimes, Reason};
+
+use super::display::matches;
+use super::object::time_value;
+use super::Response;
+use ferrymq_mqsc::format::Field;
+use ferrymq_mqsc::messages as msg;
+use ferrymq_mqsc::security::{
+    authlist, authrec_key, chlauth_key_is, AuthRecFilter, AuthRecSet, ChlAuthAction, ChlAuthSet,
+    Entity,
+};
+
+const NOT_ENFORCED_CHLAUTH: &str =
+    "FerryMQ stores channel authentication records but does not enforce them yet (connections are not authenticated).";
+const NOT_ENFORCED_AUTHREC: &str =
+    "FerryMQ stores authority records but does not enforce them yet (connections are not authenticated).";
+
+fn note(mut r: Response, text: &str) -> Response {
+    if r.ok {
+        r.text.push_str(&format!("\n{}: {text}", msg::NOT_ACTED_ON));
+    }
+    r
+}
+
+pub(crate) fn set_chlauth(engine: &mut Engine, s: &ChlAuthSet, now_ms: u64) -> Response {
+    let what = format!("SET CHLAUTH({}) TYPE({})", s.profile, s.type_);
+    let key = s.key();
+    let existing = engine.object(ObjectKind::ChlAuth, &key).cloned();
+    let r = match s.action {
+        ChlAuthAction::Add | ChlAuthAction::Replace => {
+            if existing.is_some() && s.action == ChlAuthAction::Add {
+                let e = mqerr!(
+                    OBJECT_ALREADY_EXISTS,
+                    "a TYPE({}) record for profile '{}' matching the same values already exists; use ACTION(REPLACE) to change it",
+                    s.type_,
+                    s.profile
+                );
+                return Response::failure(&what, &e);
+            }
+            let mut attrs: BTreeMap<String, String> = s.attrs.iter().cloned().collect();
+            attrs.insert("CHLAUTH".into(), s.profile.clone());
+            attrs.insert("TYPE".into(), s.type_.clone());
+            let mut times = ObjectTimes::at(now_ms);
+            if let Some(ex) = &existing {
+                times.created_ms = ex.times.created_ms;
+            }
+            let def = ObjectDef {
+                kind: ObjectKind::ChlAuth,
+                name: key,
+                attrs,
+                times,
+            };
+            match engine.define_object(def, true) {
+                Ok(_) => Response::success(
+                    msg::CHLAUTH_SET,
+                    format!(
+                        "Channel authentication record {} for CHLAUTH({}) TYPE({}).",
+                        if existing.is_some() {
+                            "replaced"
+                        } else {
+                            "added"
+                        },
+                        s.profile,
+                        s.type_
+                    ),
+                ),
+                Err(e) => Response::failure(&what, &e),
+            }
+        }
+        ChlAuthAction::Remove => {
+            if existing.is_none() {
+                let e = mqerr!(
+                    UNKNOWN_OBJECT_NAME,
+                    "no TYPE({}) record for profile '{}' matches the values given",
+                    s.type_,
+                    s.profile
+                );
+                return Response::failure(&what, &e);
+            }
+            match engine.delete_object(ObjectKind::ChlAuth, &key) {
+                Ok(_) => Response::success(
+                    msg::CHLAUTH_SET,
+                    format!(
+                        "Channel authentication record removed from CHLAUTH({}) TYPE({}).",
+                        s.profile, s.type_
+                    ),
+                ),
+                Err(e) => Response::failure(&what, &e),
+            }
+        }
+        ChlAuthAction::RemoveAll => {
+            let keys: Vec<String> = engine
+                .objects()
+                .filter(|o| {
+                    o.kind == ObjectKind::ChlAuth && chlauth_key_is(&o.name, &s.profile, &s.type_)
+                })
+                .map(|o| o.name.clone())
+                .collect();
+            for k in &keys {
+                if let Err(e) = engine.delete_object(ObjectKind::ChlAuth, k) {
+                    return Response::failure(&what, &e);
+                }
+            }
+            Response::success(
+                msg::CHLAUTH_SET,
+                format!(
+                    "{} channel authentication record(s) removed from CHLAUTH({}) TYPE({}).",
+                    keys.len(),
+                    s.profile,
+                    s.type_
+                ),
+            )
+        }
+    };
+    note(r, NOT_ENFORCED_CHLAUTH)
+}
+
+/// The fields DISPLAY CHLAUTH shows for a record, in MQ's order.
+pub(crate) fn chlauth_fields(o: &ObjectDef) -> Vec<Field> {
+    let get = |k: &str| o.attrs.get(k).cloned();
+    let mut out = vec![
+        Field::new("CHLAUTH", get("CHLAUTH").unwrap_or_default()),
+        Field::new("TYPE", get("TYPE").unwrap_or_default()),
+    ];
+    let blocking = get("TYPE").is_some_and(|t| t.starts_with("BLOCK"));
+    for k in [
+        "ADDRESS", "CLNTUSER", "SSLPEER", "SSLCERTI", "QMNAME", "USERLIST", "ADDRLIST",
+    ] {
+        if let Some(v) = get(k) {
+            let v = if k.ends_with("LIST") {
+                v.split(',')
+                    .map(|x| format!("'{x}'"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            } else {
+                v
+            };
+            out.push(Field::new(k, v));
+        }
+    }
+    if !blocking {
+        let src = get("USERSRC").unwrap_or_else(|| "MAP".into());
+        out.push(Field::new("USERSRC", &src));
+        if src == "MAP" {
+            out.push(Field::new("MCAUSER", get("MCAUSER").unwrap_or_default()));
+        }
+        out.push(Field::new(
+            "CHCKCLNT",
+            get("CHCKCLNT").unwrap_or_else(|| "ASQMGR".into()),
+        ));
+    }
+    out.push(Field::new("DESCR", get("DESCR").unwrap_or_default()));
+    out.push(Field::new("CUSTOM", get("CUSTOM").unwrap_or_default()));
+    out.push(Field::new(
+        "WARN",
+        get("WARN").unwrap_or_else(|| "NO".into()),
+    ));
+    for t in ["ALTDATE", "ALTTIME"] {
+        out.push(Field::new(t, time_value(&o.times, t).unwrap_or_default()));
+    }
+    out
+}
+
+pub(crate) fn display_chlauth(engine: &Engine, profile: &str, type_: Option<&str>) -> Response {
+    let mut shown: Vec<&ObjectDef> = engine
+        .objects()
+        .filter(|o| o.kind == ObjectKind::ChlAuth)
+        .filter(|o| {
+            let p = o.attrs.get("CHLAUTH").map(String::as_str).unwrap_or("");
+            // A pattern matches profiles by prefix; a profile that is itself generic (APP.*)
+            // is also found by its exact text.
+            (matches(profile, p) || profile == p)
+                && type_.is_none_or(|t| o.attrs.get("TYPE").map(String::as_str) == Some(t))
+        })
+        .collect();
+    shown.sort_by(|a, b| (a.attrs.get("CHLAUTH"), &a.name).cmp(&(b.attrs.get("CHLAUTH"), &b.name)));
+    if shown.is_empty() {
+        if !profile.ends_with('*') {
+            let e = mqerr!(
+                UNKNOWN_OBJECT_NAME,
+                "no channel authentication record has profile '{profile}'"
+            );
+            return Response::failure(&format!("DISPLAY CHLAUTH({profile})"), &e);
+        }
+        return Response::success(
+            msg::NO_MATCH,
+            format!("No channel authentication records matched CHLAUTH({profile})."),
+        );
+    }
+    let mut r = Response::success(msg::CHLAUTH_DETAILS, "");
+    r.text.clear();
+    for o in shown {
+        r.push_object(
+            format!(
+                "{}: Display channel authentication record details.",
+                msg::CHLAUTH_DETAILS
+            ),
+            chlauth_fields(o),
+        );
+    }
+    r
+}
+
+/// An authority record's identity from its stored attributes.
+fn authrec_identity(o: &ObjectDef) -> (String, String, Entity) {
+    let get = |k: &str| o.attrs.get(k).cloned().unwrap_or_default();
+    let entity = if get("ENTTYPE") == "GROUP" {
+        Entity::Group(get("ENTITY"))
+    } else {
+        Entity::Principal(get("ENTITY"))
+    };
+    (get("OBJTYPE"), get("PROFILE"), entity)
+}
+
+fn authorities(o: &ObjectDef) -> Vec<String> {
+    o.attrs
+        .get("AUTHLIST")
+        .filter(|l| l.as_str() != "NONE" && !l.is_empty())
+        .map(|l| l.split(',').map(String::from).collect())
+        .unwrap_or_default()
+}
+
+pub(crate) fn set_authrec(engine: &mut Engine, s: &AuthRecSet, now_ms: u64) -> Response {
+    let what = "SET AUTHREC";
+    let key = authrec_key(&s.objtype, &s.profile, &s.entity);
+    let existing = engine.object(ObjectKind::AuthRec, &key).cloned();
+    let mut auths = existing.as_ref().map(authorities).unwrap_or_default();
+    auths.retain(|a| !s.remove.contains(a));
+    for a in &s.add {
+        if !auths.contains(a) {
+            auths.push(a.clone());
+        }
+    }
+    // Keep the canonical order the parser gives (add is already in it).
+    let order: Vec<String> = ferrymq_mqsc::security::AUTHREC_ORDER
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    auths.sort_by_key(|a| order.iter().position(|o| o == a));
+    let attrs = BTreeMap::from([
+        ("PROFILE".to_string(), s.profile.clone()),
+        ("OBJTYPE".to_string(), s.objtype.clone()),
+        ("ENTITY".to_string(), s.entity.name().to_string()),
+        ("ENTTYPE".to_string(), s.entity.kind().to_string()),
+        ("AUTHLIST".to_string(), authlist(&auths)),
+    ]);
+    let mut times = ObjectTimes::at(now_ms);
+    if let Some(ex) = &existing {
+        times.created_ms = ex.times.created_ms;
+    }
+    let def = ObjectDef {
+        kind: ObjectKind::AuthRec,
+        name: key,
+        attrs,
+        times,
+    };
+    let r = match engine.define_object(def, true) {
+        Ok(_) => Response::success(
+            msg::AUTHREC_SET,
+            format!(
+                "Authority record set: {} '{}' has AUTHLIST({}) on {}.",
+                s.entity.kind(),
+                s.entity.name(),
+                authlist(&auths),
+                if s.profile.is_empty() {
+                    "this queue manager".to_string()
+                } else {
+                    format!("OBJTYPE({}) PROFILE({})", s.objtype, s.profile)
+                }
+            ),
+        ),
+        Err(e) => Response::failure(what, &e),
+    };
+    note(r, NOT_ENFORCED_AUTHREC)
+}
+
+fn selected<'e>(engine: &'e Engine, f: &AuthRecFilter) -> Vec<&'e ObjectDef> {
+    engine
+        .objects()
+        .filter(|o| o.kind == ObjectKind::AuthRec)
+        .filter(|o| {
+            let (t, p, e) = authrec_identity(o);
+            f.selects(&t, &p, &e)
+        })
+        .collect()
+}
+
+pub(crate) fn delete_authrec(engine: &mut Engine, f: &AuthRecFilter) -> Response {
+    let keys: Vec<String> = selected(engine, f)
+        .into_iter()
+        .map(|o| o.name.clone())
+        .collect();
+    if keys.is_empty() {
+        let e = mqerr!(
+            UNKNOWN_OBJECT_NAME,
+            "no authority record matches PROFILE({}) OBJTYPE({}){}",
+            f.profile.as_deref().unwrap_or(""),
+            f.objtype.as_deref().unwrap_or(""),
+            f.entity
+                .as_ref()
+                .map(|e| format!(" {}({})", e.kind(), e.name()))
+                .unwrap_or_default()
+        );
+        return Response::failure("DELETE AUTHREC", &e);
+    }
+    for k in &keys {
+        if let Err(e) = engine.delete_object(ObjectKind::AuthRec, k) {
+            return Response::failure("DELETE AUTHREC", &e);
+        }
+    }
+    note(
+        Response::success(
+            msg::AUTHREC_DELETED,
+            format!("{} authority record(s) deleted.", keys.len()),
+        ),
+        NOT_ENFORCED_AUTHREC,
+    )
+}
+
+/// The fields DISPLAY AUTHREC shows for a record; OBJTYPE(QMGR) records show the queue
+/// manager's name as their profile.
+pub(crate) fn authrec_fields(o: &ObjectDef, qmgr: &str) -> Vec<Field> {
+    let (t, p, e) = authrec_identity(o);
+    vec![
+        Field::new("PROFILE", if t == "QMGR" { qmgr.to_string() } else { p }),
+        Field::new("ENTITY", e.name()),
+        Field::new("ENTTYPE", e.kind()),
+        Field::new("OBJTYPE", t),
+        Field::new(
+            "AUTHLIST",
+            o.attrs.get("AUTHLIST").cloned().unwrap_or_default(),
+        ),
+    ]
+}
+
+pub(crate) fn display_authrec(engine: &Engine, f: &AuthRecFilter) -> Response {
+    let mut shown = selected(engine, f);
+    shown.sort_by_key(|o| {
+        let (t, p, e) = authrec_identity(o);
+        (t, p, e.kind(), e.name().to_string())
+    });
+    if shown.is_empty() {
+        return Response::success(msg::NO_MATCH, "No authority records matched.");
+    }
+    let mut r = Response::success(msg::AUTHREC_DETAILS, "");
+    r.text.clear();
+    for o in shown {
+        r.push_object(
+            format!(
+                "{}: Display authority record details.",
+                msg::AUTHREC_DETAILS
+            ),
+            authrec_fields(o, engine.qmgr_name()),
+        );
+    }
+    r.reason = Reason::NONE;
+    r
+}

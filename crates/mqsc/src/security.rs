@@ -1,0 +1,766 @@
+//! SET CHLAUTH, SET AUTHREC, DELETE AUTHREC and their DISPLAY commands: parsing and checking.
+//! Channel authentication and authority records are stored and shown as MQ administrators write
+//! them, so setup scripts run unchanged; FerryMQ does not enforce them yet (connections are not
+//! authenticated), and every reply says so.
+//!
+//! Each record is kept as an engine object of kind CHLAUTH or AUTHREC whose name is the record's
+//! key (what identifies it in MQ: for CHLAUTH the profile, type and what it matches; for AUTHREC
+//! the object type, profile and entity) and whose attributes are the MQSC keywords it was set with.
+
+use crate::command::SyntaxError;
+use crate::lexer::{scalar, scalar_at, Item, Paren};
+use crate::values::{name_problem, CHANNEL_NAME_LEN_MAX};
+use ferrymq_types::limits::OBJECT_NAME_LEN_MAX;
+
+/// CHLAUTH record types.
+pub const CHLAUTH_TYPES: &[&str] = &[
+    "BLOCKUSER",
+    "BLOCKADDR",
+    "ADDRESSMAP",
+    "USERMAP",
+    "SSLPEERMAP",
+    "QMGRMAP",
+];
+
+/// Object types an authority record can name.
+pub const AUTHREC_OBJTYPES: &[&str] = &[
+    "AUTHINFO", "CHANNEL", "CLNTCONN", "COMMINFO", "LISTENER", "NAMELIST", "PROCESS", "QUEUE",
+    "QMGR", "RQMNAME", "SERVICE", "TOPIC",
+];
+
+/// Authorities in the order AUTHLIST shows them.
+pub const AUTHREC_ORDER: &[&str] = AUTHORITIES;
+const AUTHORITIES: &[&str] = &[
+    "ALTUSR", "BROWSE", "CHG", "CLR", "CONNECT", "CRT", "CTRL", "CTRLX", "DLT", "DSP", "GET",
+    "INQ", "PASSALL", "PASSID", "PUB", "PUT", "RESUME", "SET", "SETALL", "SETID", "SUB", "SYSTEM",
+];
+const ALLMQI: &[&str] = &[
+    "ALTUSR", "BROWSE", "CONNECT", "GET", "INQ", "PASSALL", "PASSID", "PUB", "PUT", "RESUME",
+    "SET", "SETALL", "SETID", "SUB",
+];
+const ALLADM: &[&str] = &["CHG", "CLR", "CTRL", "CTRLX", "DLT", "DSP"];
+
+/// SET CHLAUTH's ACTION.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChlAuthAction {
+    /// Adds a record; fails if one with the same key exists.
+    Add,
+    /// Adds or replaces.
+    Replace,
+    /// Removes the record with this key.
+    Remove,
+    /// Removes every record of this profile and type.
+    RemoveAll,
+}
+
+/// A parsed SET CHLAUTH.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChlAuthSet {
+    pub profile: String,
+    pub type_: String,
+    pub action: ChlAuthAction,
+    /// The record's attributes in MQSC keyword order (identifying ones included).
+    pub attrs: Vec<(String, String)>,
+}
+
+impl ChlAuthSet {
+    /// The record's key: type, profile and what it matches.
+    pub fn key(&self) -> String {
+        chlauth_key(&self.profile, &self.type_, &self.attrs)
+    }
+}
+
+/// The attributes that, with the profile and type, identify a CHLAUTH record.
+const CHLAUTH_KEY_ATTRS: &[&str] = &["ADDRESS", "CLNTUSER", "SSLPEER", "SSLCERTI", "QMNAME"];
+
+/// The key of a CHLAUTH record made of its profile, type and identifying attributes.
+pub fn chlauth_key(profile: &str, type_: &str, attrs: &[(String, String)]) -> String {
+    let mut k = format!("{type_}|{profile}");
+    for name in CHLAUTH_KEY_ATTRS {
+        if let Some((_, v)) = attrs.iter().find(|(n, _)| n == name) {
+            k.push_str(&format!("|{name}={v}"));
+        }
+    }
+    k
+}
+
+/// Whether a stored CHLAUTH key belongs to `profile` and `type_` (for REMOVEALL).
+pub fn chlauth_key_is(key: &str, profile: &str, type_: &str) -> bool {
+    let head = format!("{type_}|{profile}");
+    key == head || key.starts_with(&format!("{head}|"))
+}
+
+/// An entity of an authority record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Entity {
+    Principal(String),
+    Group(String),
+}
+
+impl Entity {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Entity::Principal(_) => "PRINCIPAL",
+            Entity::Group(_) => "GROUP",
+        }
+    }
+    pub fn name(&self) -> &str {
+        match self {
+            Entity::Principal(n) | Entity::Group(n) => n,
+        }
+    }
+}
+
+/// A parsed SET AUTHREC.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthRecSet {
+    /// Empty for OBJTYPE(QMGR), which names the queue manager itself.
+    pub profile: String,
+    pub objtype: String,
+    pub entity: Entity,
+    /// Authorities to add and to remove, expanded (ALL, ALLADM, ALLMQI) and sorted.
+    pub add: Vec<String>,
+    pub remove: Vec<String>,
+}
+
+/// The key of an authority record.
+pub fn authrec_key(objtype: &str, profile: &str, entity: &Entity) -> String {
+    let e = match entity {
+        Entity::Principal(n) => format!("P:{n}"),
+        Entity::Group(n) => format!("G:{n}"),
+    };
+    format!("{objtype}|{profile}|{e}")
+}
+
+/// Which authority records a DELETE or DISPLAY AUTHREC selects.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct AuthRecFilter {
+    pub profile: Option<String>,
+    pub objtype: Option<String>,
+    pub entity: Option<Entity>,
+}
+
+impl AuthRecFilter {
+    /// Whether a record with these identifying attributes is selected.
+    pub fn selects(&self, objtype: &str, profile: &str, entity: &Entity) -> bool {
+        self.objtype.as_deref().is_none_or(|t| t == objtype)
+            && self.profile.as_deref().is_none_or(|p| p == profile)
+            && self.entity.as_ref().is_none_or(|e| e == entity)
+    }
+}
+
+fn err(msg: impl Into<String>, item: &Item) -> SyntaxError {
+    SyntaxError::new(msg, item.col, &item.text)
+}
+
+fn value_of<'a>(item: &'a Item, example: &str) -> Result<&'a Paren, SyntaxError> {
+    item.value.as_ref().ok_or_else(|| {
+        err(
+            format!("{} needs a value in parentheses, e.g. {example}", item.word),
+            item,
+        )
+    })
+}
+
+fn word_in(item: &Item, words: &[&str]) -> Result<String, SyntaxError> {
+    let p = value_of(item, &format!("{}({})", item.word, words[0]))?;
+    let s = scalar(p)?;
+    let w = s.value.to_ascii_uppercase();
+    if !words.contains(&w.as_str()) {
+        return Err(SyntaxError::new(
+            format!("{} must be one of {}", item.word, words.join(", ")),
+            s.col,
+            s.written,
+        ));
+    }
+    Ok(w)
+}
+
+fn text(item: &Item, max_len: usize) -> Result<String, SyntaxError> {
+    let p = value_of(item, &format!("{}('text')", item.word))?;
+    let s = scalar(p)?;
+    if s.value.len() > max_len {
+        return Err(SyntaxError::new(
+            format!(
+                "{} is {} bytes long; the most is {max_len}",
+                item.word,
+                s.value.len()
+            ),
+            s.col,
+            s.written,
+        ));
+    }
+    Ok(s.value)
+}
+
+/// A list in parentheses: items separated by commas or blanks, each bare or quoted.
+fn list(item: &Item, max_len: usize) -> Result<Vec<String>, SyntaxError> {
+    let p = value_of(item, &format!("{}('a','b')", item.word))?;
+    let chars: Vec<char> = p.raw.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        while i < chars.len() && (chars[i].is_whitespace() || chars[i] == ',') {
+            i += 1;
+        }
+        if i >= chars.len() {
+            break;
+        }
+        let start = i;
+        if chars[i] == '\'' {
+            i += 1;
+            while i < chars.len() {
+                if chars[i] == '\'' && chars.get(i + 1) == Some(&'\'') {
+                    i += 2;
+                } else if chars[i] == '\'' {
+                    i += 1;
+                    break;
+                } else {
+                    i += 1;
+                }
+            }
+        } else {
+            while i < chars.len() && !(chars[i].is_whitespace() || chars[i] == ',') {
+                i += 1;
+            }
+        }
+        let raw: String = chars[start..i].iter().collect();
+        let s = scalar_at(&raw, p.inner_col() + start)?;
+        if s.value.is_empty() || s.value.len() > max_len {
+            return Err(SyntaxError::new(
+                format!(
+                    "each item of {} is 1 to {max_len} characters long",
+                    item.word
+                ),
+                s.col,
+                s.written,
+            ));
+        }
+        out.push(s.value);
+    }
+    if out.is_empty() {
+        return Err(err(format!("{} needs at least one item", item.word), item));
+    }
+    Ok(out)
+}
+
+/// A profile name: MQ's name characters plus the generic `*` (and `?` for AUTHREC).
+fn profile_name(p: &Paren, max: usize, generic: &str, what: &str) -> Result<String, SyntaxError> {
+    let s = scalar(p)?;
+    let plain: String = s.value.chars().filter(|c| !generic.contains(*c)).collect();
+    let problem = if s.value.is_empty() {
+        Some("it is empty".to_string())
+    } else if s.value.len() > max {
+        Some(format!("it is longer than {max} characters"))
+    } else if plain.is_empty() {
+        None
+    } else {
+        name_problem(&plain, max)
+    };
+    match problem {
+        Some(p) => Err(SyntaxError::new(
+            format!("not a valid {what}: {p}"),
+            s.col,
+            s.written,
+        )),
+        None => Ok(s.value),
+    }
+}
+
+fn twice(item: &Item) -> SyntaxError {
+    err(format!("{} is given more than once", item.word), item)
+}
+
+/// Which attributes each CHLAUTH type takes (besides TYPE and ACTION), and which it requires
+/// when a record is added or replaced.
+fn chlauth_attrs(type_: &str) -> (&'static [&'static str], &'static [&'static str]) {
+    const MAP: &[&str] = &["USERSRC", "MCAUSER", "CHCKCLNT", "DESCR", "WARN", "CUSTOM"];
+    match type_ {
+        "BLOCKUSER" => (&["USERLIST", "DESCR", "WARN", "CUSTOM"], &["USERLIST"]),
+        "BLOCKADDR" => (&["ADDRLIST", "DESCR", "WARN", "CUSTOM"], &["ADDRLIST"]),
+        "ADDRESSMAP" => (
+            &[
+                "ADDRESS", "USERSRC", "MCAUSER", "CHCKCLNT", "DESCR", "WARN", "CUSTOM",
+            ],
+            &["ADDRESS"],
+        ),
+        "USERMAP" => (
+            &[
+                "CLNTUSER", "ADDRESS", "USERSRC", "MCAUSER", "CHCKCLNT", "DESCR", "WARN", "CUSTOM",
+            ],
+            &["CLNTUSER"],
+        ),
+        "SSLPEERMAP" => (
+            &[
+                "SSLPEER", "SSLCERTI", "ADDRESS", "USERSRC", "MCAUSER", "CHCKCLNT", "DESCR",
+                "WARN", "CUSTOM",
+            ],
+            &["SSLPEER"],
+        ),
+        "QMGRMAP" => (
+            &[
+                "QMNAME", "ADDRESS", "USERSRC", "MCAUSER", "CHCKCLNT", "DESCR", "WARN", "CUSTOM",
+            ],
+            &["QMNAME"],
+        ),
+        _ => (MAP, &[]),
+    }
+}
+
+/// Parses the parameters of SET CHLAUTH(profile).
+pub(crate) fn set_chlauth(obj: &Item, rest: &[Item]) -> Result<ChlAuthSet, SyntaxError> {
+    let Some(p) = &obj.value else {
+        return Err(err(
+            "CHLAUTH needs a channel profile in parentheses, e.g. CHLAUTH('APP.*')",
+            obj,
+        ));
+    };
+    let profile = profile_name(p, CHANNEL_NAME_LEN_MAX, "*", "channel profile")?;
+    let mut type_ = None;
+    let mut action = None;
+    let mut attrs: Vec<(String, String)> = Vec::new();
+    let mut items: Vec<&Item> = Vec::new();
+    for item in rest {
+        match item.word.as_str() {
+            "TYPE" => {
+                if type_.is_some() {
+                    return Err(twice(item));
+                }
+                type_ = Some(word_in(item, CHLAUTH_TYPES)?);
+            }
+            "ACTION" => {
+                if action.is_some() {
+                    return Err(twice(item));
+                }
+                action = Some(
+                    match word_in(item, &["ADD", "REPLACE", "REMOVE", "REMOVEALL"])?.as_str() {
+                        "ADD" => ChlAuthAction::Add,
+                        "REPLACE" => ChlAuthAction::Replace,
+                        "REMOVE" => ChlAuthAction::Remove,
+                        _ => ChlAuthAction::RemoveAll,
+                    },
+                );
+            }
+            _ => items.push(item),
+        }
+    }
+    let Some(type_) = type_ else {
+        return Err(err(
+            format!(
+                "SET CHLAUTH needs TYPE({}), e.g. TYPE(ADDRESSMAP)",
+                CHLAUTH_TYPES.join("|")
+            ),
+            obj,
+        ));
+    };
+    let action = action.unwrap_or(ChlAuthAction::Add);
+    if type_ == "BLOCKADDR" && profile != "*" {
+        return Err(err(
+            "TYPE(BLOCKADDR) applies to every channel: its profile must be CHLAUTH('*')",
+            obj,
+        ));
+    }
+    let (allowed, required) = chlauth_attrs(&type_);
+    for item in items {
+        let w = item.word.as_str();
+        if !allowed.contains(&w) {
+            let msg = if [
+                "ADDRESS", "ADDRLIST", "USERLIST", "CLNTUSER", "SSLPEER", "SSLCERTI", "QMNAME",
+                "USERSRC", "MCAUSER", "CHCKCLNT", "DESCR", "WARN", "CUSTOM",
+            ]
+            .contains(&w)
+            {
+                format!("{w} is not valid with TYPE({type_})")
+            } else {
+                format!("unknown keyword '{}' for SET CHLAUTH", item.text)
+            };
+            return Err(err(msg, item));
+        }
+        if attrs.iter().any(|(n, _)| n == w) {
+            return Err(twice(item));
+        }
+        let v = match w {
+            "USERLIST" | "ADDRLIST" => list(item, 1024)?.join(","),
+            "USERSRC" => word_in(item, &["MAP", "NOACCESS", "CHANNEL"])?,
+            "WARN" => word_in(item, &["YES", "NO"])?,
+            "CHCKCLNT" => word_in(item, &["ASQMGR", "REQUIRED", "REQDADM"])?,
+            "DESCR" => text(item, 64)?,
+            "MCAUSER" | "CLNTUSER" => text(item, 64)?,
+            "ADDRESS" => text(item, 264)?,
+            "SSLPEER" | "SSLCERTI" | "CUSTOM" => text(item, 1024)?,
+            _ => {
+                // QMNAME: a queue manager name or generic pattern.
+                let p = value_of(item, "QMNAME('QM*')")?;
+                profile_name(p, OBJECT_NAME_LEN_MAX, "*", "queue manager name")?
+            }
+        };
+        attrs.push((w.to_string(), v));
+    }
+    let has = |n: &str| attrs.iter().any(|(k, _)| k == n);
+    match action {
+        ChlAuthAction::Add | ChlAuthAction::Replace => {
+            if let Some(missing) = required.iter().find(|r| !has(r)) {
+                return Err(err(
+                    format!("TYPE({type_}) needs {missing}(...) to add or replace a record"),
+                    obj,
+                ));
+            }
+            if !type_.starts_with("BLOCK") {
+                let src = attrs
+                    .iter()
+                    .find(|(k, _)| k == "USERSRC")
+                    .map_or("MAP", |(_, v)| v.as_str());
+                if src == "MAP" && !has("MCAUSER") {
+                    return Err(err(
+                        "USERSRC(MAP), the default, needs MCAUSER('user') to map to; or give USERSRC(NOACCESS) or USERSRC(CHANNEL)",
+                        obj,
+                    ));
+                }
+                if src != "MAP" && has("MCAUSER") {
+                    return Err(err(
+                        format!("MCAUSER is valid only with USERSRC(MAP), not USERSRC({src})"),
+                        obj,
+                    ));
+                }
+            }
+        }
+        ChlAuthAction::Remove => {
+            if let Some(missing) = required.iter().find(|r| !has(r) && !r.ends_with("LIST")) {
+                return Err(err(
+                    format!(
+                        "ACTION(REMOVE) of a TYPE({type_}) record needs {missing}(...) to name it"
+                    ),
+                    obj,
+                ));
+            }
+            if let Some((k, _)) = attrs
+                .iter()
+                .find(|(k, _)| !CHLAUTH_KEY_ATTRS.contains(&k.as_str()) && !k.ends_with("LIST"))
+            {
+                return Err(err(
+                    format!("ACTION(REMOVE) takes only what names the record, not {k}"),
+                    obj,
+                ));
+            }
+        }
+        ChlAuthAction::RemoveAll => {
+            if let Some((k, _)) = attrs.first() {
+                return Err(err(
+                    format!("ACTION(REMOVEALL) removes every TYPE({type_}) record of the profile; it takes no {k}"),
+                    obj,
+                ));
+            }
+        }
+    }
+    Ok(ChlAuthSet {
+        profile,
+        type_,
+        action,
+        attrs,
+    })
+}
+
+fn expand(item: &Item, v: Vec<String>) -> Result<Vec<String>, SyntaxError> {
+    let mut out: Vec<&str> = Vec::new();
+    for a in &v {
+        let a = a.to_ascii_uppercase();
+        match a.as_str() {
+            "ALL" => {
+                out.extend(ALLMQI);
+                out.extend(ALLADM);
+                out.push("CRT");
+                out.push("SYSTEM");
+            }
+            "ALLMQI" => out.extend(ALLMQI),
+            "ALLADM" => out.extend(ALLADM),
+            "NONE" => {}
+            w => match AUTHORITIES.iter().find(|x| **x == w) {
+                Some(x) => out.push(x),
+                None => {
+                    return Err(err(
+                        format!(
+                            "'{a}' is not an authority; use ALL, ALLADM, ALLMQI, NONE or {}",
+                            AUTHORITIES.join(", ")
+                        ),
+                        item,
+                    ))
+                }
+            },
+        }
+    }
+    Ok(AUTHORITIES
+        .iter()
+        .filter(|a| out.contains(a))
+        .map(|a| a.to_string())
+        .collect())
+}
+
+/// AUTHLIST as shown: the authorities in table order, or NONE.
+pub fn authlist(auths: &[String]) -> String {
+    if auths.is_empty() {
+        "NONE".into()
+    } else {
+        auths.join(",")
+    }
+}
+
+/// PROFILE, OBJTYPE and PRINCIPAL/GROUP, shared by SET, DELETE and DISPLAY AUTHREC; other items
+/// are handed to `other`.
+fn authrec_common(
+    rest: &[Item],
+    mut other: impl FnMut(&Item) -> Result<(), SyntaxError>,
+) -> Result<AuthRecFilter, SyntaxError> {
+    let mut f = AuthRecFilter::default();
+    for item in rest {
+        match item.word.as_str() {
+            "PROFILE" => {
+                if f.profile.is_some() {
+                    return Err(twice(item));
+                }
+                let p = value_of(item, "PROFILE('APP.**')")?;
+                f.profile = Some(profile_name(p, OBJECT_NAME_LEN_MAX, "*?", "profile")?);
+            }
+            "OBJTYPE" => {
+                if f.objtype.is_some() {
+                    return Err(twice(item));
+                }
+                f.objtype = Some(word_in(item, AUTHREC_OBJTYPES)?);
+            }
+            "PRINCIPAL" | "GROUP" => {
+                if f.entity.is_some() {
+                    return Err(err(
+                        "give one PRINCIPAL(...) or one GROUP(...), not both",
+                        item,
+                    ));
+                }
+                let name = text(item, 64)?;
+                if name.is_empty() {
+                    return Err(err(format!("{} needs a name", item.word), item));
+                }
+                f.entity = Some(if item.word == "PRINCIPAL" {
+                    Entity::Principal(name)
+                } else {
+                    Entity::Group(name)
+                });
+            }
+            _ => other(item)?,
+        }
+    }
+    if f.objtype.as_deref() == Some("QMGR") && f.profile.is_some() {
+        return Err(SyntaxError::new(
+            "PROFILE is not valid with OBJTYPE(QMGR): the record is for this queue manager",
+            0,
+            "PROFILE",
+        ));
+    }
+    Ok(f)
+}
+
+fn objtype_required(f: &AuthRecFilter, verb: &str) -> Result<String, SyntaxError> {
+    let t = f.objtype.clone().ok_or_else(|| {
+        SyntaxError::new(
+            format!("{verb} AUTHREC needs OBJTYPE(...), e.g. OBJTYPE(QUEUE)"),
+            0,
+            "",
+        )
+    })?;
+    if t != "QMGR" && f.profile.is_none() {
+        return Err(SyntaxError::new(
+            format!("{verb} AUTHREC needs PROFILE(...) with OBJTYPE({t})"),
+            0,
+            "",
+        ));
+    }
+    Ok(t)
+}
+
+/// Parses SET AUTHREC's parameters.
+pub(crate) fn set_authrec(rest: &[Item]) -> Result<AuthRecSet, SyntaxError> {
+    let mut add = None;
+    let mut remove = None;
+    let f = authrec_common(rest, |item| {
+        let slot = match item.word.as_str() {
+            "AUTHADD" => &mut add,
+            "AUTHRMV" => &mut remove,
+            "SERVCOMP" => return text(item, 48).map(|_| ()),
+            _ => {
+                return Err(err(
+                    format!(
+                        "unknown keyword '{}' for SET AUTHREC (PROFILE, OBJTYPE, PRINCIPAL, GROUP, AUTHADD, AUTHRMV)",
+                        item.text
+                    ),
+                    item,
+                ))
+            }
+        };
+        if slot.is_some() {
+            return Err(twice(item));
+        }
+        *slot = Some(expand(item, list(item, 16)?)?);
+        Ok(())
+    })?;
+    let objtype = objtype_required(&f, "SET")?;
+    let Some(entity) = f.entity else {
+        return Err(SyntaxError::new(
+            "SET AUTHREC needs PRINCIPAL('user') or GROUP('group')",
+            0,
+            "",
+        ));
+    };
+    if add.is_none() && remove.is_none() {
+        return Err(SyntaxError::new(
+            "SET AUTHREC needs AUTHADD(...) or AUTHRMV(...), e.g. AUTHADD(GET,PUT)",
+            0,
+            "",
+        ));
+    }
+    Ok(AuthRecSet {
+        profile: f.profile.unwrap_or_default(),
+        objtype,
+        entity,
+        add: add.unwrap_or_default(),
+        remove: remove.unwrap_or_default(),
+    })
+}
+
+/// Parses DELETE AUTHREC's parameters.
+pub(crate) fn delete_authrec(rest: &[Item]) -> Result<AuthRecFilter, SyntaxError> {
+    let mut f = authrec_common(rest, |item| {
+        Err(err(
+            format!(
+                "unexpected '{}': DELETE AUTHREC takes PROFILE, OBJTYPE and PRINCIPAL or GROUP",
+                item.text
+            ),
+            item,
+        ))
+    })?;
+    let t = objtype_required(&f, "DELETE")?;
+    if t == "QMGR" {
+        f.profile = Some(String::new());
+    }
+    Ok(f)
+}
+
+/// Parses DISPLAY AUTHREC's parameters (every one optional).
+pub(crate) fn display_authrec(rest: &[Item]) -> Result<AuthRecFilter, SyntaxError> {
+    let mut f = authrec_common(rest, |item| match item.word.as_str() {
+        "ALL" | "MATCH" | "SERVCOMP" => Ok(()),
+        "AUTHLIST" | "ENTITY" | "ENTTYPE" => Ok(()),
+        _ => Err(err(
+            format!(
+                "unexpected '{}': DISPLAY AUTHREC takes PROFILE, OBJTYPE, PRINCIPAL or GROUP",
+                item.text
+            ),
+            item,
+        )),
+    })?;
+    if f.objtype.as_deref() == Some("QMGR") {
+        f.profile = Some(String::new());
+    }
+    Ok(f)
+}
+
+/// Parses DISPLAY CHLAUTH(profile) [TYPE(...)] [ALL]: the profile pattern and type wanted.
+pub(crate) fn display_chlauth(
+    obj: &Item,
+    rest: &[Item],
+) -> Result<(String, Option<String>), SyntaxError> {
+    let Some(p) = &obj.value else {
+        return Err(err(
+            "CHLAUTH needs a profile or pattern in parentheses, e.g. CHLAUTH(*)",
+            obj,
+        ));
+    };
+    let name = profile_name(p, CHANNEL_NAME_LEN_MAX, "*", "channel profile")?;
+    let mut type_ = None;
+    for item in rest {
+        match item.word.as_str() {
+            "TYPE" => {
+                if type_.is_some() {
+                    return Err(twice(item));
+                }
+                let mut words = CHLAUTH_TYPES.to_vec();
+                words.push("ALL");
+                type_ = Some(word_in(item, &words)?).filter(|t| t != "ALL");
+            }
+            "ALL" | "MATCH" | "DESCR" | "ALTDATE" | "ALTTIME" | "USERSRC" | "MCAUSER"
+            | "ADDRESS" | "WARN" | "CUSTOM" | "CHCKCLNT" => {}
+            _ => {
+                return Err(err(
+                    format!(
+                        "unexpected '{}': DISPLAY CHLAUTH takes TYPE(...) and ALL",
+                        item.text
+                    ),
+                    item,
+                ))
+            }
+        }
+    }
+    Ok((name, type_))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::command::Command;
+    use crate::parse;
+
+    fn err(text: &str) -> String {
+        parse(text).unwrap_err().message
+    }
+
+    #[test]
+    fn set_chlauth_checks_what_each_type_needs() {
+        let Command::SetChlAuth(s) = parse(
+            "SET CHLAUTH('APP.*') TYPE(ADDRESSMAP) ADDRESS('10.0.*') USERSRC(CHANNEL) ACTION(REPLACE)",
+        )
+        .unwrap() else {
+            panic!("not SET CHLAUTH")
+        };
+        assert_eq!(s.profile, "APP.*");
+        assert_eq!(s.key(), "ADDRESSMAP|APP.*|ADDRESS=10.0.*");
+        assert!(err("SET CHLAUTH(X) ADDRESS('1')").contains("needs TYPE"));
+        assert!(err("SET CHLAUTH(X) TYPE(ADDRESSMAP) USERSRC(CHANNEL)").contains("ADDRESS"));
+        assert!(err("SET CHLAUTH(X) TYPE(BLOCKUSER) ADDRESS('1')").contains("not valid with"));
+        assert!(err("SET CHLAUTH(X) TYPE(BLOCKADDR) ADDRLIST('1')").contains("CHLAUTH('*')"));
+        assert!(err("SET CHLAUTH(X) TYPE(USERMAP) CLNTUSER('a')").contains("MCAUSER"));
+        assert!(err("SET CHLAUTH(X) TYPE(NOPE)").contains("must be one of"));
+        assert!(
+            err("SET CHLAUTH(X) TYPE(BLOCKUSER) USERLIST(a) ACTION(REMOVEALL)")
+                .contains("takes no USERLIST")
+        );
+        let Command::SetChlAuth(s) =
+            parse("SET CHLAUTH(*) TYPE(BLOCKUSER) USERLIST('*MQADMIN', nobody)").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(s.attrs, [("USERLIST".into(), "*MQADMIN,NOBODY".into())]);
+    }
+
+    #[test]
+    fn set_authrec_expands_and_checks_authorities() {
+        let Command::SetAuthRec(s) = parse(
+            "SET AUTHREC PROFILE('APP.**') OBJTYPE(QUEUE) PRINCIPAL('app') AUTHADD(PUT,GET,INQ)",
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(s.add, ["GET", "INQ", "PUT"]);
+        assert_eq!(s.profile, "APP.**");
+        assert!(err("SET AUTHREC OBJTYPE(QUEUE) PRINCIPAL(a) AUTHADD(GET)").contains("PROFILE"));
+        assert!(err("SET AUTHREC PROFILE(Q) OBJTYPE(QUEUE) AUTHADD(GET)").contains("PRINCIPAL"));
+        assert!(err("SET AUTHREC PROFILE(Q) OBJTYPE(QUEUE) GROUP(g)").contains("AUTHADD"));
+        assert!(
+            err("SET AUTHREC PROFILE(Q) OBJTYPE(QUEUE) GROUP(g) AUTHADD(EAT)")
+                .contains("not an authority")
+        );
+        assert!(
+            err("SET AUTHREC PROFILE(Q) OBJTYPE(QMGR) GROUP(g) AUTHADD(CONNECT)")
+                .contains("OBJTYPE(QMGR)")
+        );
+        assert!(
+            err("SET AUTHREC PROFILE(Q) OBJTYPE(QUEUE) GROUP(g) PRINCIPAL(p) AUTHADD(GET)")
+                .contains("not both")
+        );
+        assert!(parse("SET AUTHREC OBJTYPE(QMGR) GROUP('mqclient') AUTHADD(CONNECT,INQ)").is_ok());
+    }
+}
