@@ -950,3 +950,78 @@ fn a_shipped_chunk_skips_messages_it_puts_and_removes_yet_ends_in_the_same_state
         "the secondary numbers on from where the primary was"
     );
 }
+
+/// Reports are written in their event's record: each event adds exactly one record, and replaying
+/// the log (which never looks at the clock) rebuilds the reports with the messages.
+#[test]
+fn reports_are_logged_with_their_event_and_replay_with_it() {
+    use ferrymq_types::options::{feedback, report};
+    let (mut e, log) = engine();
+    e.define_queue(QueueDef::local("REPLY"), false).unwrap();
+    let c = e.connect("u", "app");
+    let h = open_io(&mut e, c, "Q1");
+    let asking = MessageDescriptor {
+        report: report::COA | report::COD | report::EXPIRATION,
+        reply_to_q: "REPLY".into(),
+        ..md(true)
+    };
+    let records = |log: &SharedLog| log.0.lock().unwrap().records.len();
+    let before = records(&log);
+    let put_asking = |e: &mut Engine, expiry: i32| {
+        let md = MessageDescriptor {
+            expiry,
+            ..asking.clone()
+        };
+        e.put(
+            c,
+            h,
+            &PutOptions::default(),
+            md,
+            Properties::default(),
+            Bytes::from("m"),
+            1000,
+        )
+        .unwrap();
+    };
+    put_asking(&mut e, -1);
+    assert_eq!(records(&log), before + 1, "the put and its COA: one record");
+    get(&mut e, c, h, GetOptions::any()).unwrap();
+    assert_eq!(records(&log), before + 2, "the get and its COD: one record");
+    put_asking(&mut e, 1);
+    // A get 200 ms later finds it expired: its removal and the report, one record.
+    let expired = e.get(c, h, &GetOptions::any(), 1, 1200);
+    assert!(matches!(expired, Err(ref err) if err.reason == Reason::NO_MSG_AVAILABLE));
+    assert_eq!(records(&log), before + 4);
+    let r = open_io(&mut e, c, "REPLY");
+    let mut fbs = Vec::new();
+    let live = persistent_state(&e);
+    while let Ok(g) = get(
+        &mut e,
+        c,
+        r,
+        GetOptions {
+            browse: if fbs.is_empty() {
+                Browse::First
+            } else {
+                Browse::Next
+            },
+            ..GetOptions::any()
+        },
+    ) {
+        fbs.push(g.md.feedback);
+    }
+    assert_eq!(
+        fbs,
+        [
+            feedback::COA,
+            feedback::COD,
+            feedback::COA,
+            feedback::EXPIRATION
+        ]
+    );
+    let mut replayed = Engine::restore(cfg(), Box::new(MemoryLog::default()), Image::default());
+    for (k, p) in log.0.lock().unwrap().records.clone() {
+        replayed.replay(k, Bytes::from(p)).unwrap();
+    }
+    assert_eq!(persistent_state(&replayed), live);
+}
