@@ -219,8 +219,8 @@ rules.txt:
   ACTION(IGNORE)
 
 One control line (INPUTQ, INPUTQM, WAIT(YES|NO), RETRYINT seconds) then rules: the first rule
-whose patterns (REASON, DESTQ, DESTQM, FORMAT, PUTAUT... as MQ spells them; * ends a generic
-name) all match a message decides: RETRY puts it back to its destination (without the header)
+whose patterns (REASON, DESTQ, DESTQM, FORMAT, USERID, APPLNAME... as MQ spells them; * ends a
+generic name) all match a message decides: RETRY puts it back to its destination (without the header)
 up to RETRY(n) times, FWD puts it to FWDQ with (HEADER(YES)) or without the header, DISCARD
 removes it, IGNORE leaves it. A message no rule matches stays on the queue. WAIT(YES), MQ's
 default, keeps watching the queue; WAIT(NO) ends at its end, WAIT(n) after n idle seconds.";

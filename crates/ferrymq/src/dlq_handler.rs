@@ -263,13 +263,13 @@ fn run_with(a: &Runmqdlq) -> Res {
         a.qmgr.clone().or(control.inputqm.clone()).ok_or_else(|| {
             usage("no queue manager: name it after the queue, or INPUTQM(..)".into())
         })?;
+    let retry_int = Duration::from_secs(control.retry_int_s.unwrap_or(60));
+    let c = samples::connect(&qmgr, a.conn.as_deref(), "ferrymq runmqdlq")?;
     let dlq = a
         .queue
         .clone()
         .or(control.inputq.clone())
-        .unwrap_or_else(|| DEFAULT_DLQ.to_string());
-    let retry_int = Duration::from_secs(control.retry_int_s.unwrap_or(60));
-    let c = samples::connect(&qmgr, a.conn.as_deref(), "ferrymq runmqdlq")?;
+        .unwrap_or_else(|| qmgr_deadq(&c));
     let h = c
         .open(
             &dlq,
@@ -311,6 +311,19 @@ fn run_with(a: &Runmqdlq) -> Res {
         done.retried, done.forwarded, done.discarded, done.left
     );
     Ok(())
+}
+
+/// The queue manager's DEADQ (asked with MQSC, which a local connection may send), or
+/// FerryMQ's default dead-letter queue when it cannot be asked.
+fn qmgr_deadq(c: &Connection) -> String {
+    c.admin("DISPLAY QMGR DEADQ")
+        .ok()
+        .and_then(|text| {
+            let at = text.find("DEADQ(")? + "DEADQ(".len();
+            let name = text[at..].split(')').next()?.trim().to_string();
+            (!name.is_empty()).then_some(name)
+        })
+        .unwrap_or_else(|| DEFAULT_DLQ.to_string())
 }
 
 #[derive(Default)]

@@ -715,7 +715,7 @@ fn runmqdlq_retries_forwards_discards_and_ignores_by_rules() {
     assert_eq!(depth(&c, DLQ), 4);
     mqsc(&home, "DLH", "DEFINE QLOCAL(LATE.REPLY)\n");
     let rules = "* FerryMQ DLQ rules\n\
-                 INPUTQ(SYSTEM.DEAD.LETTER.QUEUE) INPUTQM(DLH) WAIT(NO) RETRYINT(0)\n\
+                 INPUTQM(DLH) WAIT(NO) RETRYINT(0)\n\
                  DESTQ(LATE.*) REASON(MQRC_UNKNOWN_OBJECT_NAME) ACTION(RETRY) RETRY(2)\n\
                  REASON(2051) ACTION(FWD) FWDQ(D.FWD) HEADER(YES)\n\
                  DESTQ(GONE.REPLY) ACTION(DISCARD)\n\
