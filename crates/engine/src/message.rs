@@ -55,8 +55,8 @@ impl Text {
 
 static NO_PROPERTIES: Properties = Properties(Vec::new());
 
-/// Texts recently made on this thread, most recent first: a message whose text equals one of
-/// them shares it. A few entries cover several interleaved producers; a miss costs a few string
+/// Texts (without properties) recently made on this thread, most recent first: a message whose
+/// text equals one of them shares it. A few entries cover several interleaved producers; a miss costs a few string
 /// comparisons. (Sharing changes nothing a message shows: a text is immutable once shared.)
 const TEXT_CACHE_ENTRIES: usize = 4;
 
@@ -65,6 +65,11 @@ thread_local! {
 }
 
 fn shared_text(text: Text) -> Arc<Text> {
+    // Texts with properties are neither shared nor kept: they seldom repeat, and the cache must
+    // not hold large ones alive after their messages are gone.
+    if !text.props.is_empty() {
+        return Arc::new(text);
+    }
     TEXT_CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if let Some(i) = c.iter().position(|t| **t == text) {
