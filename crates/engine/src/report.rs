@@ -159,7 +159,7 @@ impl Engine {
         dest_qmgr: &str,
     ) -> Option<Generated> {
         match self.can_take(dest, dest_qmgr, &md, body.len()) {
-            Ok(queue) => Some(self.generated(queue, md, props, body)),
+            Ok(queue) => Some(self.generated(queue, md, props, body, None)),
             Err(e) => {
                 let now = md.put_time_ms;
                 self.dead_letter(
@@ -167,17 +167,17 @@ impl Engine {
                     props,
                     &body,
                     e.reason.code() as i32,
-                    dest,
-                    dest_qmgr,
+                    (dest, dest_qmgr),
+                    None,
                     now,
                 )
             }
         }
     }
 
-    /// The message `md`/`body`, which could not go to `dest`, on the dead-letter queue behind a
-    /// dead-letter header; `None` when the queue manager has no dead-letter queue or it cannot
-    /// take the message.
+    /// The message `md`/`body`, which could not go to `dest` (queue, queue manager), on the
+    /// dead-letter queue behind a dead-letter header, keeping its absolute expiry time; `None`
+    /// when the queue manager has no dead-letter queue or it cannot take the message.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn dead_letter(
         &mut self,
@@ -185,8 +185,8 @@ impl Engine {
         props: Properties,
         body: &[u8],
         reason: i32,
-        dest: &str,
-        dest_qmgr: &str,
+        (dest, dest_qmgr): (&str, &str),
+        expires_at_ms: Option<u64>,
         now_ms: u64,
     ) -> Option<Generated> {
         let dlq = self.attrs.dead_letter_queue.clone();
@@ -216,7 +216,7 @@ impl Engine {
             ..md.clone()
         };
         let queue = self.can_take(&dlq, "", &dmd, whole.len()).ok()?;
-        Some(self.generated(queue, dmd, props, Bytes::from(whole)))
+        Some(self.generated(queue, dmd, props, Bytes::from(whole), expires_at_ms))
     }
 
     fn generated(
@@ -225,11 +225,10 @@ impl Engine {
         md: MessageDescriptor,
         props: Properties,
         body: Bytes,
+        expires_at_ms: Option<u64>,
     ) -> Generated {
         let seq = self.alloc_seq();
-        let expires = (md.expiry != EXPIRY_UNLIMITED && md.expiry > 0)
-            .then(|| md.put_time_ms + md.expiry as u64 * 100);
-        let msg = Message::new(seq, md, props, body, expires, 0);
+        let msg = Message::new(seq, md, props, body, expires_at_ms, 0);
         if let Some(q) = self.queues.get_mut(&queue) {
             q.uncommitted_puts += 1;
         }

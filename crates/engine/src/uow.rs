@@ -204,8 +204,8 @@ impl Engine {
                 entry.msg.props().clone(),
                 &entry.msg.body,
                 reason,
-                &dest,
-                &qmgr,
+                (&dest, &qmgr),
+                entry.msg.expires_at_ms(),
                 now_ms,
             ) {
                 Some(g) => generated.push(g),

@@ -1025,3 +1025,54 @@ fn reports_are_logged_with_their_event_and_replay_with_it() {
     }
     assert_eq!(persistent_state(&replayed), live);
 }
+
+/// A dead-lettered message keeps the time it expires at, whatever its descriptor's put time says
+/// (MQPMO_NO_CONTEXT leaves it blank).
+#[test]
+fn a_dead_lettered_message_keeps_its_expiry_time() {
+    let (mut e, _) = engine();
+    let mut q = QueueDef::local("IN");
+    q.backout_threshold = 1;
+    e.define_queue(q, false).unwrap();
+    let c = e.connect("u", "app");
+    let h = open_io(&mut e, c, "IN");
+    let opts = PutOptions {
+        context: ferrymq_types::options::pmo::NO_CONTEXT,
+        ..Default::default()
+    };
+    let expiring = MessageDescriptor {
+        expiry: 50, // 5 s from the put at 1000 ms
+        ..md(true)
+    };
+    e.put(
+        c,
+        h,
+        &opts,
+        expiring,
+        Properties::default(),
+        Bytes::from("x"),
+        1000,
+    )
+    .unwrap();
+    let sp = GetOptions {
+        syncpoint: Syncpoint::Yes,
+        ..GetOptions::any()
+    };
+    get(&mut e, c, h, sp).unwrap();
+    e.backout(c, 1000).unwrap();
+    let d = open_io(&mut e, c, "SYSTEM.DEAD.LETTER.QUEUE");
+    let at = |e: &mut Engine, now| {
+        e.get(
+            c,
+            d,
+            &GetOptions {
+                browse: Browse::First,
+                ..GetOptions::any()
+            },
+            1,
+            now,
+        )
+    };
+    assert!(at(&mut e, 5_900).is_ok(), "not expired before 6000 ms");
+    assert!(at(&mut e, 6_000).is_err(), "expired at 6000 ms");
+}
