@@ -9,8 +9,8 @@ use std::time::Duration;
 use ferrymq_types::limits::{HEARTBEAT_DEFAULT_MS, MSG_LEN_MAX_BYTES, SHARECNV_DEFAULT};
 use ferrymq_types::{MqError, Reason};
 
-/// MQ's default listener port, used when a connection name gives none.
-pub const DEFAULT_PORT: u16 = 1414;
+pub use ferrymq_types::conname::{parse_conn_name, DEFAULT_PORT};
+pub use ferrymq_types::home::ferrymq_home;
 /// How long an initial connect (TCP connect plus handshake) may take by default.
 pub const CONNECT_TIMEOUT_DEFAULT: Duration = Duration::from_secs(10);
 
@@ -117,86 +117,13 @@ fn default_app_name() -> String {
         .unwrap_or_default()
 }
 
-fn syntax_error(whole: &str, detail: String) -> MqError {
-    MqError::new(
-        Reason::ENVIRONMENT_ERROR,
-        format!(
-            "connection name '{whole}' is not valid: {detail}; expected host(port) entries separated by commas, e.g. 'mq1.example.com(1414),mq2.example.com(1415)'"
-        ),
-    )
-}
-
-/// Parses an MQ connection name list, `host(port),host2(port2)`: entries separated by commas,
-/// spaces around entries and inside the parentheses allowed, the port defaulting to 1414.
-/// Errors carry ENVIRONMENT_ERROR and name the entry that is wrong.
-pub fn parse_conn_name(s: &str) -> Result<Vec<(String, u16)>, MqError> {
-    if s.trim().is_empty() {
-        return Err(syntax_error(s, "it is empty".into()));
-    }
-    let mut out = Vec::new();
-    for (i, raw) in s.split(',').enumerate() {
-        let entry = raw.trim();
-        let n = i + 1;
-        if entry.is_empty() {
-            return Err(syntax_error(s, format!("entry {n} is empty")));
-        }
-        let (host, port) = match entry.find('(') {
-            None => (entry, DEFAULT_PORT),
-            Some(open) => {
-                let Some(inner) = entry[open + 1..].strip_suffix(')') else {
-                    return Err(syntax_error(
-                        s,
-                        format!("entry '{entry}' has no closing ')' at its end"),
-                    ));
-                };
-                let inner = inner.trim();
-                let port = match inner.parse::<u16>() {
-                    Ok(p) if p != 0 => p,
-                    _ => {
-                        return Err(syntax_error(
-                            s,
-                            format!("'{inner}' in entry '{entry}' is not a port (1-65535)"),
-                        ))
-                    }
-                };
-                (entry[..open].trim(), port)
-            }
-        };
-        if host.is_empty() {
-            return Err(syntax_error(s, format!("entry '{entry}' has no host")));
-        }
-        if let Some(c) = host
-            .chars()
-            .find(|c| c.is_whitespace() || matches!(c, '(' | ')'))
-        {
-            return Err(syntax_error(
-                s,
-                format!("host '{host}' in entry '{entry}' contains {c:?}"),
-            ));
-        }
-        out.push((host.to_string(), port));
-    }
-    Ok(out)
-}
-
-/// FerryMQ's home directory: `$FERRYMQ_HOME`, or `~/.ferrymq`.
-pub fn ferrymq_home() -> PathBuf {
-    match std::env::var_os("FERRYMQ_HOME") {
-        Some(h) if !h.is_empty() => PathBuf::from(h),
-        _ => std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/tmp"))
-            .join(".ferrymq"),
-    }
-}
-
 /// The Unix socket of queue manager `qmgr` under `home`, in the directory its name maps to
 /// (`ferrymq_types::objects::qmgr_dir_name`, the same mapping the queue manager uses). Fails with
 /// MQRC_Q_MGR_NAME_ERROR for a name that is not a valid queue manager name.
 pub fn bindings_socket_path(home: &std::path::Path, qmgr: &str) -> Result<PathBuf, MqError> {
-    let dir = ferrymq_types::objects::qmgr_dir_name(qmgr)
-        .map_err(|e| MqError::new(Reason::Q_MGR_NAME_ERROR, e))?;
-    Ok(home.join("qmgrs").join(dir).join("qm.sock"))
+    ferrymq_types::home::QmPaths::new(home, qmgr)
+        .map(|p| p.socket())
+        .map_err(|e| MqError::new(Reason::Q_MGR_NAME_ERROR, e))
 }
 
 /// One place a socket can be opened to.

@@ -1,6 +1,7 @@
 //! Disaster recovery commands, with the MQ Appliance's names: `crtmqm -dr ...` (the role and the
 //! sites' addresses), `makedrprimary`, `makedrsecondary`, and `dspmq -o dr`.
 
+use ferrymq_proto::ControlCommand;
 use std::time::{Duration, Instant};
 
 use ferrymq_server::config::{parse_addr, parse_addr_list, DrRole};
@@ -97,11 +98,13 @@ pub fn makedrprimary(p: &cli::Makedrprimary) -> Res {
     }
     let was_running = is_running(&paths);
     if was_running {
-        admin_command(&paths, name, "SHUTDOWN IMMEDIATE").map_err(|e| {
-            other(format!(
-                "makedrprimary: cannot end the running secondary: {e}"
-            ))
-        })?;
+        admin_command(&paths, name, &ControlCommand::Shutdown { immediate: true }).map_err(
+            |e| {
+                other(format!(
+                    "makedrprimary: cannot end the running secondary: {e}"
+                ))
+            },
+        )?;
         let began = Instant::now();
         while is_running(&paths) {
             if began.elapsed() > END_WAIT {
@@ -204,7 +207,7 @@ pub fn dspmq_dr(only: Option<&str>) -> Res {
         let Some(dr) = cfg.dr else { continue };
         shown += 1;
         if is_running(&paths) {
-            let line = admin_command(&paths, &name, "DR STATUS")
+            let line = admin_command(&paths, &name, &ControlCommand::DrStatus)
                 .map_err(|e| fail(EXIT_NOT_AVAILABLE, format!("dspmq: {e}")))?;
             println!("{line}");
         } else {
@@ -255,7 +258,7 @@ pub fn dspmq_dr_wait(only: Option<&str>, secs: u64) -> Res {
                 format!("dspmq: queue manager '{name}' is not running"),
             ));
         }
-        let line = admin_command(&paths, name, "DR STATUS")
+        let line = admin_command(&paths, name, &ControlCommand::DrStatus)
             .map_err(|e| fail(EXIT_NOT_AVAILABLE, format!("dspmq: {e}")))?;
         let state = field(&line, "DRSTATUS").unwrap_or("").to_string();
         let num = |f: &str| field(&line, f).and_then(|v| v.parse::<u64>().ok());

@@ -4,6 +4,7 @@
 //! manager started but recovery discarded something that may have been acknowledged; anything else
 //! that fails exits 1.
 
+use ferrymq_proto::ControlCommand;
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::net::UnixStream;
@@ -318,7 +319,11 @@ fn read_tail(path: &Path, from: u64) -> String {
 }
 
 /// Sends one administrative command over the bindings socket and returns the reply text.
-pub fn admin_command(paths: &QmPaths, name: &str, command: &str) -> Result<String, String> {
+pub fn admin_command(
+    paths: &QmPaths,
+    name: &str,
+    command: &ControlCommand,
+) -> Result<String, String> {
     let mut opts = ferrymq_client::ConnectOptions::bindings(name);
     opts.transport = ferrymq_client::Transport::Bindings {
         home: paths
@@ -329,7 +334,7 @@ pub fn admin_command(paths: &QmPaths, name: &str, command: &str) -> Result<Strin
     };
     opts.app_name = "endmqm".into();
     let c = ferrymq_client::blocking::Connection::connect(opts).map_err(|e| e.to_string())?;
-    c.admin(command).map_err(|e| e.to_string())
+    c.admin(&command.to_text()).map_err(|e| e.to_string())
 }
 
 pub fn endmqm(p: &cli::Endmqm) -> Res {
@@ -342,12 +347,8 @@ pub fn endmqm(p: &cli::Endmqm) -> Res {
         ));
     }
     let immediate = p.i || p.p;
-    let cmd = if immediate {
-        "SHUTDOWN IMMEDIATE"
-    } else {
-        "SHUTDOWN CONTROLLED"
-    };
-    if let Err(e) = admin_command(&paths, &name, cmd) {
+    let cmd = ControlCommand::Shutdown { immediate };
+    if let Err(e) = admin_command(&paths, &name, &cmd) {
         // The process holds the lock but does not answer: end it with SIGTERM, which it handles as
         // an immediate end.
         let pid = std::fs::read_to_string(paths.pid_file()).unwrap_or_default();
@@ -466,8 +467,8 @@ pub fn dspmq(p: &cli::Dspmq) -> Res {
                 format!("dspmq: this instance of queue manager '{m}' is not running"),
             ));
         }
-        let text =
-            admin_command(&paths, m, "HA STATUS").map_err(|e| other(format!("dspmq: {e}")))?;
+        let text = admin_command(&paths, m, &ControlCommand::HaStatus)
+            .map_err(|e| other(format!("dspmq: {e}")))?;
         println!("QMNAME({m})");
         for line in text.lines() {
             println!("  {line}");
@@ -517,7 +518,7 @@ pub fn dspmq(p: &cli::Dspmq) -> Res {
 /// instance: `Running` for the active one, `Replica` for a replica, `Starting` for one elected
 /// and taking over.
 fn ha_instance_status(paths: &QmPaths, name: &str) -> &'static str {
-    let Ok(text) = admin_command(paths, name, "HA STATUS") else {
+    let Ok(text) = admin_command(paths, name, &ControlCommand::HaStatus) else {
         return "Status not available";
     };
     let role = text
@@ -559,11 +560,7 @@ pub fn hapreferred(m: &str, instance: Option<Option<String>>) -> Res {
             format!("{cmd}: this instance of queue manager '{m}' is not running"),
         ));
     }
-    let command = if set {
-        format!("HA PREFER {}", instance.flatten().unwrap_or(ha.local))
-    } else {
-        "HA PREFER".to_string()
-    };
+    let command = ControlCommand::HaPrefer(set.then(|| instance.flatten().unwrap_or(ha.local)));
     let text = admin_command(&paths, m, &command).map_err(|e| other(format!("{cmd}: {e}")))?;
     println!("{text}");
     Ok(())

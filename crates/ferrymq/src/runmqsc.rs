@@ -6,6 +6,7 @@
 //! record is durable; a command whose answer never came (the connection broke) is reported as not
 //! confirmed, with the reason. Exit status as runmqsc's: 0 all good, 10 some failed, 20 none worked.
 
+use ferrymq_proto::ControlCommand;
 use std::io::{BufRead, IsTerminal, Write};
 
 use ferrymq_client::blocking::Connection;
@@ -157,7 +158,7 @@ fn run_one(
         Ok(_) if verify_only => false,
         Ok(_) => {
             let conn = conn.expect("connected unless verifying");
-            match conn.admin(&format!("MQSC {text}")) {
+            match conn.admin(&ControlCommand::Mqsc(text.to_string()).to_text()) {
                 Ok(reply) => {
                     let _ = writeln!(out, "{reply}");
                 }
@@ -203,7 +204,13 @@ pub fn dmpmqcfg(p: &cli::Dmpmqcfg) -> Res {
         message: format!("dmpmqcfg: queue manager '{qm}' is not available: {e}"),
     })?;
     let reply = conn
-        .admin(&format!("DMPMQCFG {} {}", p.x, p.o))
+        .admin(
+            &ControlCommand::DumpConfig {
+                scope: p.x.clone(),
+                json: p.o.eq_ignore_ascii_case("json"),
+            }
+            .to_text(),
+        )
         .map_err(|e| Fail {
             code: 20,
             message: format!("dmpmqcfg: {} ({})", e.message, e.reason),

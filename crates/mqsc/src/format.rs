@@ -74,25 +74,12 @@ pub fn format_attributes(pairs: &[(String, String)]) -> String {
     layout(pairs.iter().map(|(k, v)| pair(k, v))).join("\n")
 }
 
-/// Days since 1970-01-01 to a civil (proleptic Gregorian) date.
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 /// MQ's date format, `YYYY-MM-DD` (UTC); blank for 0 (never).
 pub fn mq_date(ms: u64) -> String {
     if ms == 0 {
         return String::new();
     }
-    let (y, m, d) = civil((ms / 86_400_000) as i64);
+    let (y, m, d) = ferrymq_types::time::civil_from_days((ms / 86_400_000) as i64);
     format!("{y:04}-{m:02}-{d:02}")
 }
 

@@ -6,12 +6,14 @@
 //! [`Response`] with [`parse_request`] / [`parse_response`], and append outgoing frames to a buffer
 //! with [`encode_request`] / [`encode_response`] (several frames may share one write).
 
+mod control;
 mod error;
 mod frame;
 mod handshake;
 mod message;
 mod size;
 
+pub use control::ControlCommand;
 pub use error::ProtoError;
 pub use frame::{frame_limit_for, FrameDecoder, RawFrame, FLAG_MORE, HEADER_LEN};
 pub use handshake::{

@@ -12,79 +12,7 @@ use std::path::{Path, PathBuf};
 use ferrymq_log::Durability;
 use ferrymq_types::limits;
 
-/// The files of one queue manager.
-#[derive(Debug, Clone)]
-pub struct QmPaths {
-    pub dir: PathBuf,
-}
-
-impl QmPaths {
-    /// The directory of queue manager `name`: `<home>/qmgrs/<mapped name>`, the one place a name
-    /// becomes a path (`ferrymq_types::objects::qmgr_dir_name`: `/` becomes `&`, a leading `.`
-    /// becomes `!`). Fails for a name that is not a valid queue manager name.
-    pub fn new(home: &Path, name: &str) -> Result<QmPaths, String> {
-        let dir = ferrymq_types::objects::qmgr_dir_name(name)?;
-        Ok(QmPaths {
-            dir: Self::root(home).join(dir),
-        })
-    }
-    /// The directory holding every queue manager's directory.
-    pub fn root(home: &Path) -> PathBuf {
-        home.join("qmgrs")
-    }
-    pub fn ini(&self) -> PathBuf {
-        self.dir.join("qm.ini")
-    }
-    pub fn log_dir(&self) -> PathBuf {
-        self.dir.join("log")
-    }
-    pub fn store_dir(&self) -> PathBuf {
-        self.dir.join("store")
-    }
-    /// The bindings-mode socket local applications connect through.
-    pub fn socket(&self) -> PathBuf {
-        self.dir.join("qm.sock")
-    }
-    pub fn pid_file(&self) -> PathBuf {
-        self.dir.join("qm.pid")
-    }
-    /// Held locked (flock) by the running queue manager: at most one process per queue manager.
-    pub fn lock_file(&self) -> PathBuf {
-        self.dir.join("qm.lock")
-    }
-    /// How the last run ended (`qmgr::EndStatus`), read by `endmqm -w`.
-    pub fn end_status(&self) -> PathBuf {
-        self.dir.join("qm.end")
-    }
-    /// Where `*.mqsc` files applied at every start live unless qm.ini `AutoConfig:MQSCConfig`
-    /// names another directory.
-    pub fn autoconfig_dir(&self) -> PathBuf {
-        self.dir.join("autocfg")
-    }
-    /// The error log's directory (`crate::errlog`: FMQERR01..03.LOG, console.log).
-    pub fn errors_dir(&self) -> PathBuf {
-        self.dir.join("errors")
-    }
-    /// The current error-log file.
-    pub fn error_log(&self) -> PathBuf {
-        self.errors_dir().join(crate::errlog::FILES[0])
-    }
-    /// The queue manager process's stderr: what did not go through the error log (a panic).
-    pub fn console_log(&self) -> PathBuf {
-        self.errors_dir().join(crate::errlog::CONSOLE)
-    }
-}
-
-/// `$FERRYMQ_HOME`, or `~/.ferrymq`.
-pub fn ferrymq_home() -> PathBuf {
-    if let Some(h) = std::env::var_os("FERRYMQ_HOME").filter(|h| !h.is_empty()) {
-        return PathBuf::from(h);
-    }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp"));
-    home.join(".ferrymq")
-}
+pub use ferrymq_types::home::{ferrymq_home, QmPaths};
 
 /// Every qm.ini stanza and its keys that FerryMQ reads or writes, and MQ's keys that it keeps
 /// without acting on them ([`MQ_KEYS_NOT_USED`]), so MQ's own setmqini lines run verbatim. A key
@@ -391,35 +319,7 @@ pub const DR_MAX_LAG_DEFAULT: u64 = 4 * 1024 * 1024;
 /// The smallest `DR:MaxLagBytes` accepted.
 pub const DR_MIN_LAG: u64 = 64 * 1024;
 
-/// Parses one `host(port)` address into `host:port`.
-pub fn parse_addr(text: &str) -> Result<String, String> {
-    let addr = text.trim();
-    let (host, port) = addr
-        .strip_suffix(')')
-        .and_then(|a| a.split_once('('))
-        .ok_or_else(|| format!("'{addr}': the address must be host(port)"))?;
-    let port: u16 = port
-        .parse()
-        .map_err(|_| format!("'{addr}': '{port}' is not a port number"))?;
-    if host.is_empty() {
-        return Err(format!("'{addr}': the host is missing"));
-    }
-    Ok(format!("{host}:{port}"))
-}
-
-/// Parses `host(port),host(port),...` into `host:port` addresses.
-pub fn parse_addr_list(text: &str) -> Result<Vec<String>, String> {
-    let list: Vec<String> = text
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(parse_addr)
-        .collect::<Result<_, _>>()?;
-    if list.is_empty() {
-        return Err("no address given".into());
-    }
-    Ok(list)
-}
+pub use ferrymq_types::conname::{parse_addr, parse_addr_list};
 
 impl DrConfig {
     fn from_ini(ini: &Ini) -> Result<Option<DrConfig>, String> {

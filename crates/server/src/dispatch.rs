@@ -3,7 +3,7 @@
 
 use ahash::AHashMap;
 use ferrymq_engine::{ConnId, GetOutcome, Lsn};
-use ferrymq_proto::Response;
+use ferrymq_proto::{ControlCommand, Response};
 use ferrymq_types::options::Wait;
 use ferrymq_types::{MqError, Reason};
 
@@ -378,9 +378,14 @@ fn admin(
         text: text.to_string(),
         reason,
     };
+    let cmd = match ControlCommand::parse(command) {
+        Ok(c) => c,
+        Err(e) => return Action::Reply(reply(Reason::COMMAND_FAILED, &e), 0),
+    };
     // MQSC travels as "MQSC <command>"; the queue manager parses it again (the client only checked
     // its syntax), so what runs is exactly what this server understands.
-    if let Some(mqsc) = command.strip_prefix("MQSC ") {
+    if let ControlCommand::Mqsc(mqsc) = &cmd {
+        let mqsc = mqsc.as_str();
         if !s.bindings && !shared.cfg.remote_admin {
             if !s.admin_refusal_logged {
                 s.admin_refusal_logged = true;
@@ -435,24 +440,16 @@ fn admin(
             ADMIN_CONFIRM,
         )));
     }
-    let words: Vec<String> = command
-        .split_whitespace()
-        .map(|w| w.to_ascii_uppercase())
-        .collect();
     if !s.bindings {
         return Action::Reply(
             reply(Reason::NOT_AUTHORIZED, "queue manager control commands are accepted only from local (bindings-mode) connections"),
             0,
         );
     }
-    match words
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        ["PING"] => Action::Reply(reply(Reason::NONE, "queue manager is running"), 0),
-        ["HA", "PREFER", rest @ ..] if rest.len() <= 1 => match &shared.ha {
+    match cmd {
+        ControlCommand::Mqsc(_) => unreachable!("MQSC is answered above"),
+        ControlCommand::Ping => Action::Reply(reply(Reason::NONE, "queue manager is running"), 0),
+        ControlCommand::HaPrefer(name) => match &shared.ha {
             None => Action::Reply(
                 reply(
                     Reason::COMMAND_FAILED,
@@ -462,8 +459,6 @@ fn admin(
             ),
             Some(h) => {
                 let h = h.clone();
-                // Instance names are kept as given to crtmqm; the command words were uppercased.
-                let name = command.split_whitespace().nth(2).map(str::to_string);
                 Action::Later(Box::pin(async move {
                     match h.set_preferred(name.as_deref()).await {
                         Ok(t) => Response::AdminReply {
@@ -478,7 +473,7 @@ fn admin(
                 }))
             }
         },
-        ["HA", "STATUS"] => match &shared.ha {
+        ControlCommand::HaStatus => match &shared.ha {
             None => Action::Reply(
                 reply(
                     Reason::COMMAND_FAILED,
@@ -501,7 +496,7 @@ fn admin(
                 Action::Reply(reply(Reason::NONE, &text), 0)
             }
         },
-        ["DR", "STATUS"] => match shared.dr_status() {
+        ControlCommand::DrStatus => match shared.dr_status() {
             None => Action::Reply(
                 reply(
                     Reason::COMMAND_FAILED,
@@ -513,8 +508,8 @@ fn admin(
         },
         // dmpmqcfg: the configuration as MQSC (or JSON), shown only once every definition change
         // it may include is durable, as a DISPLAY is.
-        ["DMPMQCFG", scope, format @ ("MQSC" | "JSON")] => {
-            let Some(scope) = ferrymq_admin::DumpScope::from_word(scope) else {
+        ControlCommand::DumpConfig { scope, json } => {
+            let Some(scope) = ferrymq_admin::DumpScope::from_word(&scope) else {
                 return Action::Reply(
                     reply(
                         Reason::COMMAND_FAILED,
@@ -523,7 +518,7 @@ fn admin(
                     0,
                 );
             };
-            let text = ferrymq_admin::dump_config(&core.engine, scope, *format == "JSON", now_ms);
+            let text = ferrymq_admin::dump_config(&core.engine, scope, json, now_ms);
             let resp = reply(Reason::NONE, &text);
             let need = core.engine.admin_lsn();
             if need <= shared.durable.get() {
@@ -538,20 +533,13 @@ fn admin(
                 ADMIN_CONFIRM,
             )))
         }
-        ["SHUTDOWN"] | ["SHUTDOWN", "CONTROLLED"] => Action::Admin(
+        ControlCommand::Shutdown { immediate: false } => Action::Admin(
             AdminAction::ShutdownControlled,
             reply(Reason::NONE, "controlled end requested"),
         ),
-        ["SHUTDOWN", "IMMEDIATE"] => Action::Admin(
+        ControlCommand::Shutdown { immediate: true } => Action::Admin(
             AdminAction::ShutdownImmediate,
             reply(Reason::NONE, "immediate end requested"),
-        ),
-        _ => Action::Reply(
-            reply(
-                Reason::COMMAND_FAILED,
-                &format!("unknown administrative command '{command}'"),
-            ),
-            0,
         ),
     }
 }

@@ -110,7 +110,7 @@ impl MessageDescriptor {
         let hundredths = (self.put_time_ms % 1000) / 10;
         let days = (secs / 86_400) as i64;
         let rem = secs % 86_400;
-        let (y, m, d) = civil_from_days(days);
+        let (y, m, d) = crate::time::civil_from_days(days);
         (
             format!("{y:04}{m:02}{d:02}"),
             format!(
@@ -122,20 +122,6 @@ impl MessageDescriptor {
             ),
         )
     }
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    (y, m, d)
 }
 
 impl Codec for MessageDescriptor {

@@ -1,15 +1,19 @@
 //! Domain types of FerryMQ shared by every other crate: the message descriptor and properties,
 //! object definitions and their attributes, MQ reason codes (one table), the limits of the system
 //! (one place, units last) and the small binary codec both the wire protocol and the recovery log
-//! use to encode them. This crate does no I/O and knows nothing about sockets or files.
+//! use to encode them. It also owns two contracts every process shares: the home directory's layout and MQ's
+//! connection names. This crate does no I/O.
 
 pub mod codec;
+pub mod conname;
 pub mod descriptor;
 pub mod dlh;
+pub mod home;
 pub mod limits;
 pub mod objects;
 pub mod options;
 pub mod reason;
+pub mod time;
 
 pub use descriptor::{MessageDescriptor, MsgId, Persistence, Properties, PropertyValue};
 pub use objects::{
