@@ -208,7 +208,7 @@ impl Connection {
         let o = &pool.opts;
         let connect_req = Request::Connect {
             qmgr: o.qmgr.clone(),
-            user: o.user.clone(),
+            user: asserted_user(&o.user),
             password: o.password.clone(),
             app_name: o.app_name.clone(),
         };
@@ -716,6 +716,12 @@ impl Conv {
         if let Some(hobj) = hobj {
             *hobj = self.server_handle(*hobj)?;
         }
+        // The handle whose saved context a put passes on is the application's too.
+        if let Request::Put { opts, .. } | Request::Put1 { opts, .. } = &mut wire {
+            if opts.context_hobj != 0 {
+                opts.context_hobj = self.server_handle(opts.context_hobj)?;
+            }
+        }
         let max = b.socket.params.max_msg_len;
         let body_len = match &wire {
             Request::Put { body, .. } | Request::Put1 { body, .. } => body.len(),
@@ -852,4 +858,18 @@ impl Conv {
             self.after_break(&b, b.socket.broken_error()).await?;
         }
     }
+}
+
+/// The user id a connection asserts: the one it was given, or else the operating-system user
+/// running the program (`USER`, `LOGNAME`), as an MQ client sends. A client (TCP) connection's
+/// messages carry it as their UserIdentifier until connections are authenticated; a bindings
+/// connection's carry the user the queue manager sees on its socket instead.
+fn asserted_user(given: &str) -> String {
+    if !given.is_empty() {
+        return given.to_string();
+    }
+    ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+        .unwrap_or_default()
 }

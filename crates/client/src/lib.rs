@@ -22,6 +22,13 @@ mod socket;
 
 pub mod blocking;
 
+/// The dead-letter header (MQDLH) in front of messages the queue manager puts to the
+/// dead-letter queue: [`dlh::DeadLetterHeader::parse`] splits a got message's body into the
+/// header and the original message.
+pub mod dlh {
+    pub use ferrymq_types::dlh::*;
+}
+
 use bytes::Bytes;
 use ferrymq_types::{MessageDescriptor, Properties};
 
@@ -33,7 +40,9 @@ pub use options::{
 };
 
 // Re-exported so that an application needs only this crate for the values its calls take.
-pub use ferrymq_types::options::{close, open, Browse, GetOptions, PutOptions, Syncpoint, Wait};
+pub use ferrymq_types::options::{
+    close, feedback, open, pmo, report, Browse, GetOptions, PutOptions, Syncpoint, Wait,
+};
 pub use ferrymq_types::{MqError, MsgId, Persistence, PropertyValue, Reason};
 
 /// An open object (MQ `hObj`). The number is the client's own: it stays valid across a reconnect,

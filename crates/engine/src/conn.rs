@@ -25,6 +25,18 @@ pub struct Handle {
     pub owns_temporary: bool,
     /// Where puts and gets in logical order stand in a group or segmented message.
     pub groups: crate::group::HandleGroups,
+    /// Opened with MQOO_SAVE_ALL_CONTEXT: the context of the last message got through it, for
+    /// a put that passes it on (MQPMO_PASS_IDENTITY_CONTEXT, MQPMO_PASS_ALL_CONTEXT).
+    pub saved_context: Option<Box<Context>>,
+}
+
+/// A message's context: identity (who) and origin (which program, when).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Context {
+    pub user_id: String,
+    pub appl_identity: String,
+    pub put_appl_name: String,
+    pub put_time_ms: u64,
 }
 
 /// Work done under syncpoint and not yet committed.

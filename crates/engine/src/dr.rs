@@ -296,6 +296,7 @@ mod tests {
                 qmgr_name: "QM".into(),
                 max_handles: 256,
                 instance_id: 7,
+                backout_requeue: true,
             },
             Box::new(MemoryLog::default()),
         );

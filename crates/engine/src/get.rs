@@ -6,10 +6,11 @@ use bytes::BytesMut;
 use ferrymq_types::options::{open, Browse, GetOptions, Syncpoint, Wait};
 use ferrymq_types::{mqerr, MqError, Reason};
 
-use crate::conn::ConnId;
+use crate::conn::{ConnId, Context};
 use crate::message::{Entry, Lsn};
 use crate::queue::{Key, Selector};
 use crate::records::{GetRec, Record};
+use crate::report::Event;
 use crate::waiters::Waiter;
 use crate::{Delivery, Engine, GetOutcome, Got};
 
@@ -156,9 +157,7 @@ impl Engine {
         }
         let mut expired = Vec::new();
         let found = q.find(sel, after, now_ms, &mut expired);
-        for k in expired {
-            q.remove(k);
-        }
+        self.discard_expired(queue, expired, now_ms);
         found
     }
 
@@ -217,6 +216,19 @@ impl Engine {
             return Ok((got, lsn));
         }
 
+        if let Some(h) = self
+            .conns
+            .get_mut(&conn)
+            .and_then(|c| c.handles.get_mut(&hobj))
+            .filter(|h| h.options & open::SAVE_ALL_CONTEXT != 0)
+        {
+            h.saved_context = Some(Box::new(Context {
+                user_id: got.md.user_id.clone(),
+                appl_identity: got.md.appl_identity.clone(),
+                put_appl_name: got.md.put_appl_name.clone(),
+                put_time_ms: got.md.put_time_ms,
+            }));
+        }
         let in_uow = match opts.syncpoint {
             Syncpoint::Yes => true,
             Syncpoint::No => false,
@@ -237,20 +249,33 @@ impl Engine {
             q.stats.last_get_ms = now_ms;
             c.uow.gets.push((queue.to_string(), key, entry));
         } else {
+            // A confirm-on-delivery report is logged with the get, in one commit record.
+            let report = self.report_for(&entry.msg, Event::Delivered, now_ms);
             if entry.msg.persistent {
-                let mut buf = BytesMut::with_capacity(64);
-                let rec = Record::Get(GetRec {
+                let get = GetRec {
                     queue: queue.to_string(),
                     seq: key.seq(),
                     rank: key.rank(),
-                });
-                let kind = rec.encode_small(&mut buf);
-                lsn = lsn.max(self.log.append(kind, &[&buf])?);
+                };
+                if let Some(g) = &report {
+                    match self.log_event(&[(g.queue.as_str(), &g.msg)], &[get]) {
+                        Ok(l) => lsn = lsn.max(l.unwrap_or(0)),
+                        Err(e) => {
+                            self.forget(report.into_iter().collect());
+                            return Err(e);
+                        }
+                    }
+                } else {
+                    let mut buf = BytesMut::with_capacity(64);
+                    let kind = Record::Get(get).encode_small(&mut buf);
+                    lsn = lsn.max(self.log.append(kind, &[&buf])?);
+                }
             }
             let q = self.queues.get_mut(queue).expect("exists");
             q.remove(key);
             q.stats.last_get_ms = now_ms;
             q.stats.gets += 1;
+            self.place(report.into_iter().collect(), lsn, now_ms);
         }
         Ok((got, lsn))
     }
@@ -267,9 +292,7 @@ impl Engine {
                 return;
             };
             if entry.msg.is_expired(now_ms) {
-                if let Some(q) = self.queues.get_mut(queue) {
-                    q.remove(key);
-                }
+                self.discard_expired(queue, vec![key], now_ms);
                 return;
             }
             let Some(wid) = self.waiters.candidate(queue, &entry, &browsed) else {

@@ -21,6 +21,7 @@ mod put;
 pub mod queue;
 pub mod records;
 mod recovery;
+mod report;
 mod set;
 mod uow;
 pub mod waiters;
@@ -119,6 +120,12 @@ pub struct EngineConfig {
     pub max_handles: u32,
     /// Distinguishes this run's generated MsgIds from every other run's.
     pub instance_id: u64,
+    /// Whether a backout moves a message that reached its queue's BOTHRESH to BOQNAME (or the
+    /// dead-letter queue), or leaves it on its queue with its BackoutCount for the application
+    /// to act on, as MQ does (qm.ini `QueueManager:BackoutRequeue`). Only the running queue
+    /// manager's backouts depend on it: a move is logged like any commit, so recovery replays
+    /// it whatever the setting.
+    pub backout_requeue: bool,
 }
 
 pub struct Engine {

@@ -3,8 +3,9 @@
 //!
 //! Kept compact, since a deep queue holds millions: the descriptor's commonly set fixed fields
 //! inline, its strings, the properties and the fields that are nearly always zero (report options,
-//! feedback, backout count at put) in one optional box (absent when all are empty or zero, as they
-//! usually are), the body in an allocation of its own sized to it (see [`own_body`]). The
+//! feedback, backout count at put) behind one optional pointer (absent when all are empty or zero;
+//! shared by consecutive messages whose text is the same, as one program's stream's is), the body
+//! in an allocation of its own sized to it (see [`own_body`]). The
 //! structure is kept at or under 152 bytes so that its `Arc` allocation (16 bytes more) falls in
 //! glibc's 176-byte chunk size rather than the 192-byte one.
 
@@ -18,9 +19,12 @@ use ferrymq_types::{MessageDescriptor, Persistence, Properties};
 /// A log sequence number: the end position of a recovery-log record.
 pub type Lsn = u64;
 
-/// The descriptor's strings, the properties and its rarely nonzero fields: boxed, and only when
-/// one of them is set.
-#[derive(Debug, Default)]
+/// The descriptor's strings, the properties and its rarely nonzero fields: behind a pointer,
+/// and only when one of them is set. Since the queue manager fills in the context (user,
+/// program) of every message, nearly every message has one; consecutive messages with the same
+/// text (one program's stream: same user, program, format, reply queue) share it rather than
+/// each holding a copy ([`shared_text`]).
+#[derive(Debug, Default, Clone, PartialEq)]
 struct Text {
     format: String,
     reply_to_q: String,
@@ -103,6 +107,35 @@ impl Text {
 
 static NO_PROPERTIES: Properties = Properties(Vec::new());
 
+/// Texts (without properties) recently made on this thread, most recent first: a message whose
+/// text equals one of them shares it. A few entries cover several interleaved producers; a miss costs a few string
+/// comparisons. (Sharing changes nothing a message shows: a text is immutable once shared.)
+const TEXT_CACHE_ENTRIES: usize = 4;
+
+thread_local! {
+    static TEXT_CACHE: std::cell::RefCell<Vec<Arc<Text>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn shared_text(text: Text) -> Arc<Text> {
+    // Texts with properties are neither shared nor kept: they seldom repeat, and the cache must
+    // not hold large ones alive after their messages are gone.
+    if !text.props.is_empty() {
+        return Arc::new(text);
+    }
+    TEXT_CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if let Some(i) = c.iter().position(|t| **t == text) {
+            let t = c.remove(i);
+            c.insert(0, t.clone());
+            return t;
+        }
+        let t = Arc::new(text);
+        c.insert(0, t.clone());
+        c.truncate(TEXT_CACHE_ENTRIES);
+        t
+    })
+}
+
 /// The stored content of one message. The descriptor's backout count here is the count at put
 /// time; the live count is kept beside the message on its queue.
 #[derive(Debug)]
@@ -126,7 +159,7 @@ pub struct Message {
     msg_type: i32,
     encoding: i32,
     ccsid: i32,
-    text: Option<Box<Text>>,
+    text: Option<Arc<Text>>,
     persistence: Persistence,
     pub persistent: bool,
     /// 0..=9 after resolving MQPRI_PRIORITY_AS_Q_DEF.
@@ -203,7 +236,7 @@ impl Message {
             msg_type,
             encoding,
             ccsid,
-            text: (!empty).then(|| Box::new(text)),
+            text: (!empty).then(|| shared_text(text)),
             persistence,
             persistent,
             priority,
@@ -248,13 +281,22 @@ impl Message {
         self.text.as_deref().map_or(&NO_GROUP, |t| &t.group)
     }
 
+    pub fn msg_type(&self) -> i32 {
+        self.msg_type
+    }
+
+    /// The Report field (MQRO_* options) as put.
+    pub fn report(&self) -> i32 {
+        self.text.as_deref().map_or(0, |t| t.report)
+    }
+
     pub fn props(&self) -> &Properties {
         self.text.as_deref().map_or(&NO_PROPERTIES, |t| &t.props)
     }
 
     /// The properties, to change them on a copy being made (a move to the dead-letter queue).
     pub fn props_mut(&mut self) -> &mut Properties {
-        &mut self.text.get_or_insert_with(Box::default).props
+        &mut Arc::make_mut(self.text.get_or_insert_with(Arc::default)).props
     }
 
     /// Absolute expiry time (ms since the Unix epoch), if the message expires.
@@ -407,6 +449,29 @@ mod tests {
         );
         assert!(m.text.is_some());
         assert_eq!(m.md(), only_report);
+    }
+
+    #[test]
+    fn messages_with_the_same_context_share_one_text() {
+        let md = |user: &str| MessageDescriptor {
+            user_id: user.into(),
+            put_appl_name: "app".into(),
+            format: "MQSTR".into(),
+            ..Default::default()
+        };
+        let make =
+            |user: &str| Message::new(1, md(user), Properties::default(), Bytes::new(), None, 0);
+        let (a, b, c) = (make("u1"), make("u1"), make("u2"));
+        let (ta, tb, tc) = (a.text.unwrap(), b.text.unwrap(), c.text.unwrap());
+        assert!(Arc::ptr_eq(&ta, &tb));
+        assert!(!Arc::ptr_eq(&ta, &tc));
+        let mut d = make("u1");
+        d.props_mut().set("k", ferrymq_types::PropertyValue::Int(1));
+        assert!(
+            make("u1").props().is_empty(),
+            "a changed copy is not shared"
+        );
+        assert_eq!(d.md().user_id, "u1");
     }
 
     #[test]

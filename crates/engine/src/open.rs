@@ -41,6 +41,31 @@ impl Engine {
                 "open options ask for more than one kind of input on '{name}'"
             ));
         }
+        if options & open::BIND_ON_OPEN != 0 && options & open::BIND_NOT_FIXED != 0 {
+            return Err(mqerr!(
+                OPTIONS_ERROR,
+                "open options ask for both MQOO_BIND_ON_OPEN and MQOO_BIND_NOT_FIXED on '{name}'"
+            ));
+        }
+        if options & open::READ_AHEAD != 0 && options & open::NO_READ_AHEAD != 0 {
+            return Err(mqerr!(
+                OPTIONS_ERROR,
+                "open options ask for both MQOO_READ_AHEAD and MQOO_NO_READ_AHEAD on '{name}'"
+            ));
+        }
+        let passes_or_sets = open::CONTEXT & !open::SAVE_ALL_CONTEXT;
+        if options & passes_or_sets != 0 && options & open::OUTPUT == 0 {
+            return Err(mqerr!(
+                OPTIONS_ERROR,
+                "the context options of the open of '{name}' (MQOO_PASS_*/SET_*_CONTEXT) need MQOO_OUTPUT"
+            ));
+        }
+        if options & open::SAVE_ALL_CONTEXT != 0 && options & open::ANY_INPUT == 0 {
+            return Err(mqerr!(
+                OPTIONS_ERROR,
+                "MQOO_SAVE_ALL_CONTEXT on '{name}' needs an input option (MQOO_INPUT_*)"
+            ));
+        }
         if options & (open::ANY_INPUT | open::BROWSE | open::OUTPUT | open::INQUIRE | open::SET)
             == 0
         {
@@ -165,6 +190,7 @@ impl Engine {
                 browse_cursor: None,
                 owns_temporary,
                 groups: Default::default(),
+                saved_context: None,
             },
         );
         Ok((hobj, queue, lsn))

@@ -5,12 +5,14 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use ferrymq_types::descriptor::{EXPIRY_UNLIMITED, ID_NONE, PRIORITY_AS_Q_DEF};
-use ferrymq_types::options::{open, PutOptions, Syncpoint};
+use ferrymq_types::limits::{APPL_IDENTITY_LEN_MAX, PUT_APPL_NAME_LEN_MAX, USER_ID_LEN_MAX};
+use ferrymq_types::options::{open, pmo, PutOptions, Syncpoint};
 use ferrymq_types::{mqerr, DynamicKind, MessageDescriptor, MqError, Persistence, Properties};
 
-use crate::conn::ConnId;
+use crate::conn::{ConnId, Context};
 use crate::message::{Entry, Lsn, Message};
 use crate::records::{kind, put_head};
+use crate::report::Event;
 use crate::Engine;
 
 /// What a successful put reports back.
@@ -39,7 +41,131 @@ fn apply_queue_defaults(md: &mut MessageDescriptor, def: &ferrymq_types::QueueDe
     }
 }
 
+/// `s` cut to at most `max` characters (MQ's fixed-width context fields).
+pub(crate) fn cut(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => s[..at].to_string(),
+        None => s.to_string(),
+    }
+}
+
+/// Writes a context into a descriptor: identity always, origin when `origin` is set.
+fn apply_context(md: &mut MessageDescriptor, c: &Context, origin: bool) {
+    md.user_id = cut(&c.user_id, USER_ID_LEN_MAX);
+    md.appl_identity = cut(&c.appl_identity, APPL_IDENTITY_LEN_MAX);
+    if origin {
+        md.put_appl_name = cut(&c.put_appl_name, PUT_APPL_NAME_LEN_MAX);
+        md.put_time_ms = c.put_time_ms;
+    }
+}
+
 impl Engine {
+    /// Fills in the message's context as the put's context option says (MQPMO_*_CONTEXT),
+    /// checking that the handle was opened with the matching MQOO_*_CONTEXT option. Whatever the
+    /// caller put in these fields is overwritten unless it set them (MQPMO_SET_*_CONTEXT).
+    fn fill_context(
+        &self,
+        conn: ConnId,
+        h: &crate::conn::Handle,
+        opts: &PutOptions,
+        md: &mut MessageDescriptor,
+        now_ms: u64,
+    ) -> Result<(), MqError> {
+        let c = &self.conns[&conn];
+        let own = Context {
+            user_id: c.user.clone(),
+            appl_identity: String::new(),
+            put_appl_name: c.app.clone(),
+            put_time_ms: now_ms,
+        };
+        let ctx = opts.context;
+        let allowed = |bits: u32, what: &str| -> Result<(), MqError> {
+            if h.options & bits == 0 {
+                return Err(mqerr!(
+                    OPTIONS_ERROR,
+                    "the put asks for {what}, but '{}' was not opened with it (or with MQOO_SET_ALL_CONTEXT)",
+                    h.opened_name
+                ));
+            }
+            Ok(())
+        };
+        let saved = |e: &Engine| -> Result<Context, MqError> {
+            let from = e.handle(conn, opts.context_hobj).map_err(|_| {
+                mqerr!(
+                    CONTEXT_HANDLE_ERROR,
+                    "the put passes the context of handle {}, which is not open on this connection",
+                    opts.context_hobj
+                )
+            })?;
+            if from.options & open::SAVE_ALL_CONTEXT == 0 {
+                return Err(mqerr!(
+                    CONTEXT_HANDLE_ERROR,
+                    "the put passes the context of '{}', which was not opened with MQOO_SAVE_ALL_CONTEXT",
+                    from.opened_name
+                ));
+            }
+            Ok(from.saved_context.as_deref().cloned().unwrap_or_default())
+        };
+        if ctx & !pmo::CONTEXT != 0 || (ctx & pmo::CONTEXT).count_ones() > 1 {
+            return Err(mqerr!(
+                OPTIONS_ERROR,
+                "put context options {ctx:#x} name more than one context (or bits that are not MQPMO_*_CONTEXT)"
+            ));
+        }
+        match ctx {
+            0 | pmo::DEFAULT_CONTEXT => apply_context(md, &own, true),
+            pmo::NO_CONTEXT => apply_context(md, &Context::default(), true),
+            pmo::SET_IDENTITY_CONTEXT => {
+                allowed(
+                    open::SET_IDENTITY_CONTEXT | open::SET_ALL_CONTEXT,
+                    "MQPMO_SET_IDENTITY_CONTEXT",
+                )?;
+                let given = Context {
+                    user_id: md.user_id.clone(),
+                    appl_identity: md.appl_identity.clone(),
+                    ..own
+                };
+                apply_context(md, &given, true);
+            }
+            pmo::SET_ALL_CONTEXT => {
+                allowed(open::SET_ALL_CONTEXT, "MQPMO_SET_ALL_CONTEXT")?;
+                let given = Context {
+                    user_id: md.user_id.clone(),
+                    appl_identity: md.appl_identity.clone(),
+                    put_appl_name: md.put_appl_name.clone(),
+                    // A caller that sets all the context but no time gets the put's.
+                    put_time_ms: if md.put_time_ms == 0 {
+                        now_ms
+                    } else {
+                        md.put_time_ms
+                    },
+                };
+                apply_context(md, &given, true);
+            }
+            pmo::PASS_IDENTITY_CONTEXT => {
+                allowed(
+                    open::PASS_IDENTITY_CONTEXT
+                        | open::PASS_ALL_CONTEXT
+                        | open::SET_IDENTITY_CONTEXT
+                        | open::SET_ALL_CONTEXT,
+                    "MQPMO_PASS_IDENTITY_CONTEXT",
+                )?;
+                let passed = saved(self)?;
+                apply_context(md, &own, true);
+                apply_context(md, &passed, false);
+            }
+            pmo::PASS_ALL_CONTEXT => {
+                allowed(
+                    open::PASS_ALL_CONTEXT | open::SET_ALL_CONTEXT,
+                    "MQPMO_PASS_ALL_CONTEXT",
+                )?;
+                apply_context(md, &saved(self)?, true);
+            }
+            _ => unreachable!("one context bit at most"),
+        }
+        Ok(())
+    }
+
     /// Puts a message through an open handle (MQPUT).
     #[allow(clippy::too_many_arguments)]
     pub fn put(
@@ -62,6 +188,7 @@ impl Engine {
         }
         let queue = h.queue.clone();
         let mut md = md;
+        self.fill_context(conn, h, opts, &mut md, now_ms)?;
         if let Some(alias) = h.alias.clone() {
             if let Some(a) = self.queues.get(&alias) {
                 if a.def.put_inhibited {
@@ -104,7 +231,15 @@ impl Engine {
                 "MQPMO_LOGICAL_ORDER needs an open handle to continue a group; MQPUT1 has none"
             ));
         }
-        let (hobj, _, open_lsn) = self.open(conn, name, qmgr, open::OUTPUT, "")?;
+        // MQPUT1 opens with what its context option needs, as MQ does.
+        let context = match opts.context {
+            pmo::SET_ALL_CONTEXT => open::SET_ALL_CONTEXT,
+            pmo::SET_IDENTITY_CONTEXT => open::SET_IDENTITY_CONTEXT,
+            pmo::PASS_ALL_CONTEXT => open::PASS_ALL_CONTEXT,
+            pmo::PASS_IDENTITY_CONTEXT => open::PASS_IDENTITY_CONTEXT,
+            _ => 0,
+        };
+        let (hobj, _, open_lsn) = self.open(conn, name, qmgr, open::OUTPUT | context, "")?;
         let res = self.put(conn, hobj, opts, md, props, body, now_ms);
         let close_lsn = self.close(conn, hobj, 0, now_ms).unwrap_or(0);
         res.map(|mut d| {
@@ -172,6 +307,13 @@ impl Engine {
                 md.expiry
             ));
         }
+        if md.report & crate::report::NEEDS_REPLY_TO != 0 && md.reply_to_q.trim().is_empty() {
+            return Err(mqerr!(
+                MISSING_REPLY_TO_Q,
+                "the message asks for reports (Report {:#x}) but names no ReplyToQ to send them to",
+                md.report
+            ));
+        }
         apply_queue_defaults(&mut md, def);
         let persistent = md.persistence == Persistence::Persistent;
         if persistent && def.dynamic == Some(DynamicKind::Temporary) {
@@ -193,7 +335,6 @@ impl Engine {
         if opts.new_correl_id {
             md.correl_id = self.new_id();
         }
-        md.put_time_ms = now_ms;
         md.backout_count = 0;
         let expires_at_ms =
             (md.expiry != EXPIRY_UNLIMITED).then(|| now_ms + md.expiry as u64 * 100);
@@ -223,7 +364,17 @@ impl Engine {
         }
 
         let msg = Message::new(seq, md, props, body, expires_at_ms, 0);
-        if persistent {
+        // A confirm-on-arrival report is logged with the put, in one commit record.
+        let report = self.report_for(&msg, Event::Arrived, now_ms);
+        if let Some(g) = report.as_ref().filter(|_| persistent) {
+            match self.log_event(&[(queue, &msg), (g.queue.as_str(), &g.msg)], &[]) {
+                Ok(lsn) => msg.set_put_lsn(lsn.unwrap_or(0)),
+                Err(e) => {
+                    self.forget(report.into_iter().collect());
+                    return Err(e);
+                }
+            }
+        } else if persistent {
             let mut head = BytesMut::with_capacity(256);
             put_head(queue, &msg, &mut head);
             msg.set_put_lsn(self.log.append(kind::PUT, &[&head, &msg.body])?);
@@ -242,6 +393,7 @@ impl Engine {
         q.stats.last_put_ms = now_ms;
         q.stats.puts += 1;
         self.arrived(queue, key, now_ms);
+        self.place(report.into_iter().collect(), wait_lsn, now_ms);
         Ok(PutDone {
             msg_id,
             correl_id,

@@ -1,16 +1,21 @@
 //! MQCMIT and MQBACK. A commit writes one log record holding every persistent put and get of the
 //! unit of work, then makes the puts visible; a backout restores the gets (counting a backout on
-//! each) and drops the puts. Messages backed out BOTHRESH times move to the BOQNAME queue.
+//! each) and drops the puts. Messages backed out BOTHRESH times move to the BOQNAME queue (or the
+//! dead-letter queue) unless the queue manager is set to leave them (`EngineConfig::
+//! backout_requeue`). A commit also puts the reports its messages ask for (COA, COD), in its
+//! record.
 
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use ferrymq_types::{mqerr, MqError, PropertyValue, Reason};
+use ferrymq_types::options::report;
+use ferrymq_types::{mqerr, MqError, Reason};
 
 use crate::conn::{ConnId, Uow};
 use crate::message::{Entry, Lsn, Message};
 use crate::queue::Key;
 use crate::records::{kind, GetRec, Record};
+use crate::report::Event;
 use crate::Engine;
 
 impl Engine {
@@ -20,11 +25,26 @@ impl Engine {
         if uow.is_empty() {
             return Ok(0);
         }
+        // Reports the unit of work's messages ask for (confirm on arrival of its puts, on
+        // delivery of its gets) are put by its commit, in the same record.
+        let mut reports = Vec::new();
+        for (_, _, e) in &uow.puts {
+            reports.extend(self.report_for(&e.msg, Event::Arrived, now_ms));
+        }
+        for (_, _, e) in &uow.gets {
+            reports.extend(self.report_for(&e.msg, Event::Delivered, now_ms));
+        }
         let puts: Vec<(&str, &Message)> = uow
             .puts
             .iter()
             .filter(|(_, _, e)| e.msg.persistent)
             .map(|(q, _, e)| (q.as_str(), &*e.msg))
+            .chain(
+                reports
+                    .iter()
+                    .filter(|g| g.msg.persistent)
+                    .map(|g| (g.queue.as_str(), &g.msg)),
+            )
             .collect();
         // The rank each get's message has under the queue's definition now: an ALTER of
         // MSGDLVSQ since the get re-keyed the queue, and replay finds the message at that rank.
@@ -56,6 +76,7 @@ impl Engine {
             match self.log.append(kind::COMMIT, &[&buf]) {
                 Ok(l) => lsn = lsn.max(l),
                 Err(e) => {
+                    self.forget(reports);
                     self.conn_mut(conn)?.uow = uow;
                     self.backout(conn, now_ms)?;
                     return Err(mqerr!(BACKED_OUT, "the unit of work was backed out because its commit could not be logged: {e}"));
@@ -82,6 +103,7 @@ impl Engine {
             q.insert(key, entry);
             self.arrived(&queue, key, now_ms);
         }
+        self.place(reports, lsn, now_ms);
         Ok(lsn)
     }
 
@@ -104,7 +126,7 @@ impl Engine {
             entry.backout_count += 1;
             let threshold = q.def.backout_threshold;
             let boq = q.def.backout_queue.clone();
-            if threshold > 0 && entry.backout_count >= threshold {
+            if self.cfg.backout_requeue && threshold > 0 && entry.backout_count >= threshold {
                 match self.requeue_poison(&queue, key, &entry, &boq, now_ms) {
                     Ok(l) => {
                         lsn = lsn.max(l);
@@ -123,8 +145,11 @@ impl Engine {
         Ok(lsn)
     }
 
-    /// Moves a message that reached BOTHRESH to the backout queue, or failing that to the
-    /// dead-letter queue with the reason recorded as a property. Logged as one commit record.
+    /// Moves a message that reached BOTHRESH to the backout queue (BOQNAME) as it is; failing
+    /// that, to the dead-letter queue behind a dead-letter header (reason: why the backout queue
+    /// could not take it, or MQRC_BACKOUT_THRESHOLD_REACHED when the queue names none), or
+    /// discards it if its Report says MQRO_DISCARD_MSG; with an exception report if it asks for
+    /// one. Logged as one commit record.
     fn requeue_poison(
         &mut self,
         from: &str,
@@ -133,65 +158,78 @@ impl Engine {
         boq: &str,
         now_ms: u64,
     ) -> Result<Lsn, MqError> {
-        let dlq = self.attrs.dead_letter_queue.clone();
-        let targets: Vec<(&str, bool)> = [(boq, false), (dlq.as_str(), true)]
-            .into_iter()
-            .filter(|(t, _)| !t.is_empty())
-            .collect();
-        for (target, is_dlq) in targets {
-            let ok = self.queues.get(target).is_some_and(|q| {
-                q.def.holds_messages()
-                    && !q.def.put_inhibited
-                    && !q.is_full()
-                    && entry.msg.body.len() as u64 <= q.def.max_msg_len as u64
-            });
-            if !ok {
-                continue;
+        let get = GetRec {
+            queue: from.to_string(),
+            seq: key.seq(),
+            rank: key.rank(),
+        };
+        let gets: Vec<GetRec> = entry.msg.persistent.then_some(get).into_iter().collect();
+        let md = entry.msg.md();
+        let mut reason = Reason::BACKOUT_THRESHOLD_REACHED.code() as i32;
+        let mut dest = from.to_string();
+        if !boq.is_empty() {
+            match self.can_take(boq, "", &md, entry.msg.body.len()) {
+                Ok(target) => {
+                    let seq = self.alloc_seq();
+                    let moved = entry.msg.renumbered(seq, 0);
+                    let lsn = self.log_event(&[(target.as_str(), &moved)], &gets)?;
+                    if moved.persistent {
+                        moved.set_put_lsn(lsn.unwrap_or(0));
+                    }
+                    let moved = Arc::new(moved);
+                    let q = self.queues.get_mut(&target).expect("checked");
+                    let nkey = q.key_for(moved.priority, seq);
+                    q.insert(
+                        nkey,
+                        Entry {
+                            msg: moved,
+                            backout_count: entry.backout_count,
+                        },
+                    );
+                    q.stats.puts += 1;
+                    self.arrived(&target, nkey, now_ms);
+                    return Ok(lsn.unwrap_or(0));
+                }
+                Err(e) => {
+                    reason = e.reason.code() as i32;
+                    dest = boq.to_string();
+                }
             }
-            let seq = self.alloc_seq();
-            let mut moved = entry.msg.renumbered(seq, 0);
-            if is_dlq {
-                moved.props_mut().set(
-                    "FMQ.DLQ.Reason",
-                    PropertyValue::Int(Reason::BACKOUT_THRESHOLD_REACHED.code() as i64),
-                );
-                moved.props_mut().set(
-                    "FMQ.DLQ.SourceQueue",
-                    PropertyValue::String(from.to_string()),
-                );
-            }
-            let mut lsn = 0;
-            if moved.persistent {
-                let mut buf = BytesMut::with_capacity(moved.body.len() + 256);
-                Record::encode_commit(
-                    &[(target, &moved)],
-                    &[GetRec {
-                        queue: from.to_string(),
-                        seq: key.seq(),
-                        rank: key.rank(),
-                    }],
-                    &mut buf,
-                );
-                lsn = self.log.append(kind::COMMIT, &[&buf])?;
-                moved.set_put_lsn(lsn);
-            }
-            let moved = Arc::new(moved);
-            let q = self.queues.get_mut(target).expect("checked");
-            let nkey = q.key_for(moved.priority, seq);
-            q.insert(
-                nkey,
-                Entry {
-                    msg: moved,
-                    backout_count: entry.backout_count,
-                },
-            );
-            q.stats.puts += 1;
-            self.arrived(target, nkey, now_ms);
-            return Ok(lsn);
         }
-        Err(mqerr!(
-            UNKNOWN_OBJECT_NAME,
-            "no backout or dead-letter queue can take the message from '{from}'"
-        ))
+        let mut generated = Vec::new();
+        if md.report & report::DISCARD_MSG == 0 {
+            let qmgr = self.cfg.qmgr_name.clone();
+            match self.dead_letter(
+                &md,
+                entry.msg.props().clone(),
+                &entry.msg.body,
+                reason,
+                (&dest, &qmgr),
+                entry.msg.expires_at_ms(),
+                now_ms,
+            ) {
+                Some(g) => generated.push(g),
+                None => {
+                    return Err(mqerr!(
+                        UNKNOWN_OBJECT_NAME,
+                        "no backout or dead-letter queue can take the message from '{from}'"
+                    ))
+                }
+            }
+        }
+        generated.extend(self.report_for(&entry.msg, Event::Undeliverable(reason), now_ms));
+        let puts: Vec<(&str, &Message)> = generated
+            .iter()
+            .map(|g| (g.queue.as_str(), &g.msg))
+            .collect();
+        let lsn = match self.log_event(&puts, &gets) {
+            Ok(l) => l.unwrap_or(0),
+            Err(e) => {
+                self.forget(generated);
+                return Err(e);
+            }
+        };
+        self.place(generated, lsn, now_ms);
+        Ok(lsn)
     }
 }

@@ -1116,3 +1116,129 @@ fn a_whole_message_too_big_for_the_unit_of_work_leaves_every_segment_on_the_queu
     .unwrap();
     assert_eq!(body(&got), "ababab");
 }
+
+/// Reports are written in their event's record: each event adds exactly one record, and replaying
+/// the log (which never looks at the clock) rebuilds the reports with the messages.
+#[test]
+fn reports_are_logged_with_their_event_and_replay_with_it() {
+    use ferrymq_types::options::{feedback, report};
+    let (mut e, log) = engine();
+    e.define_queue(QueueDef::local("REPLY"), false).unwrap();
+    let c = e.connect("u", "app");
+    let h = open_io(&mut e, c, "Q1");
+    let asking = MessageDescriptor {
+        report: report::COA | report::COD | report::EXPIRATION,
+        reply_to_q: "REPLY".into(),
+        ..md(true)
+    };
+    let records = |log: &SharedLog| log.0.lock().unwrap().records.len();
+    let before = records(&log);
+    let put_asking = |e: &mut Engine, expiry: i32| {
+        let md = MessageDescriptor {
+            expiry,
+            ..asking.clone()
+        };
+        e.put(
+            c,
+            h,
+            &PutOptions::default(),
+            md,
+            Properties::default(),
+            Bytes::from("m"),
+            1000,
+        )
+        .unwrap();
+    };
+    put_asking(&mut e, -1);
+    assert_eq!(records(&log), before + 1, "the put and its COA: one record");
+    get(&mut e, c, h, GetOptions::any()).unwrap();
+    assert_eq!(records(&log), before + 2, "the get and its COD: one record");
+    put_asking(&mut e, 1);
+    // A get 200 ms later finds it expired: its removal and the report, one record.
+    let expired = e.get(c, h, &GetOptions::any(), 1, 1200);
+    assert!(matches!(expired, Err(ref err) if err.reason == Reason::NO_MSG_AVAILABLE));
+    assert_eq!(records(&log), before + 4);
+    let r = open_io(&mut e, c, "REPLY");
+    let mut fbs = Vec::new();
+    let live = persistent_state(&e);
+    while let Ok(g) = get(
+        &mut e,
+        c,
+        r,
+        GetOptions {
+            browse: if fbs.is_empty() {
+                Browse::First
+            } else {
+                Browse::Next
+            },
+            ..GetOptions::any()
+        },
+    ) {
+        fbs.push(g.md.feedback);
+    }
+    assert_eq!(
+        fbs,
+        [
+            feedback::COA,
+            feedback::COD,
+            feedback::COA,
+            feedback::EXPIRATION
+        ]
+    );
+    let mut replayed = Engine::restore(cfg(), Box::new(MemoryLog::default()), Image::default());
+    for (k, p) in log.0.lock().unwrap().records.clone() {
+        replayed.replay(k, Bytes::from(p)).unwrap();
+    }
+    assert_eq!(persistent_state(&replayed), live);
+}
+
+/// A dead-lettered message keeps the time it expires at, whatever its descriptor's put time says
+/// (MQPMO_NO_CONTEXT leaves it blank).
+#[test]
+fn a_dead_lettered_message_keeps_its_expiry_time() {
+    let (mut e, _) = engine();
+    let mut q = QueueDef::local("IN");
+    q.backout_threshold = 1;
+    e.define_queue(q, false).unwrap();
+    let c = e.connect("u", "app");
+    let h = open_io(&mut e, c, "IN");
+    let opts = PutOptions {
+        context: ferrymq_types::options::pmo::NO_CONTEXT,
+        ..Default::default()
+    };
+    let expiring = MessageDescriptor {
+        expiry: 50, // 5 s from the put at 1000 ms
+        ..md(true)
+    };
+    e.put(
+        c,
+        h,
+        &opts,
+        expiring,
+        Properties::default(),
+        Bytes::from("x"),
+        1000,
+    )
+    .unwrap();
+    let sp = GetOptions {
+        syncpoint: Syncpoint::Yes,
+        ..GetOptions::any()
+    };
+    get(&mut e, c, h, sp).unwrap();
+    e.backout(c, 1000).unwrap();
+    let d = open_io(&mut e, c, "SYSTEM.DEAD.LETTER.QUEUE");
+    let at = |e: &mut Engine, now| {
+        e.get(
+            c,
+            d,
+            &GetOptions {
+                browse: Browse::First,
+                ..GetOptions::any()
+            },
+            1,
+            now,
+        )
+    };
+    assert!(at(&mut e, 5_900).is_ok(), "not expired before 6000 ms");
+    assert!(at(&mut e, 6_000).is_err(), "expired at 6000 ms");
+}

@@ -237,7 +237,10 @@ fn drain(e: &mut Engine) -> Vec<(String, Vec<(String, i32)>)> {
             match e.get(c, h, &GetOptions::any(), 1, 1000) {
                 Ok(GetOutcome::Got(g, _)) => {
                     if g.md.persistence == Persistence::Persistent {
-                        msgs.push((String::from_utf8(g.body.to_vec()).unwrap(), g.md.priority));
+                        // A dead-lettered message: the original behind its header.
+                        let body = ferrymq_types::dlh::DeadLetterHeader::parse(&g.body)
+                            .map_or(&g.body[..], |(_, rest)| rest);
+                        msgs.push((String::from_utf8(body.to_vec()).unwrap(), g.md.priority));
                     }
                 }
                 Ok(GetOutcome::Waiting(_)) => panic!("no wait was asked for"),

@@ -73,7 +73,7 @@ pub const GROUPS: &[(&str, &[&str], &str)] = &[
     ),
     (
         "Sample programs (bindings mode by queue manager name, or --conn 'host(port),...')",
-        &["put", "get", "browse"],
+        &["put", "get", "browse", "req", "runmqdlq"],
         "Exit 3 no message, 4 not authorised, 5 unknown object, 6 queue manager unavailable,\n\
          1 any other failure, 2 usage.",
     ),
@@ -194,6 +194,36 @@ const EXAMPLES_RELAY: &str = "\
 Examples:
   ferrymq relay --listen 'localhost(5000)' --target 'localhost(1414)' --rtt-ms 20
   ferrymq relay --listen 127.0.0.1:5000 --target 127.0.0.1:1414 --rtt-ms 50 --mbps 100";
+
+const EXAMPLES_REQ: &str = "\
+Examples:
+  echo ping | ferrymq req QM1 APP.REQUEST --reply-to APP.REPLY
+  printf 'a\\nb\\n' | ferrymq req QM1 APP.REQUEST --reply-to APP.REPLY --wait-ms 30000 --md
+  echo ping | ferrymq req QM1 APP.REQUEST --reply-to APP.REPLY --report coa,cod
+
+Each line of standard input is one request (MsgType 1, Format MQSTR) with ReplyToQ; then
+each reply is awaited by CorrelId (the request's MsgId, as a responder copies it) and printed
+as `get` prints it; with --report, the reports the queue manager sends (COA, COD) are printed
+too, by the same CorrelId. Exit 3: a reply did not come within --wait-ms.";
+
+const EXAMPLES_RUNMQDLQ: &str = "\
+Examples:
+  ferrymq runmqdlq SYSTEM.DEAD.LETTER.QUEUE QM1 < rules.txt
+  ferrymq runmqdlq --rules rules.txt
+
+rules.txt:
+  INPUTQ(SYSTEM.DEAD.LETTER.QUEUE) INPUTQM(QM1) RETRYINT(0) WAIT(NO)
+  REASON(MQRC_Q_FULL) ACTION(RETRY) RETRY(3)
+  DESTQ(APP.*) ACTION(FWD) FWDQ(APP.DEAD) HEADER(YES)
+  REASON(2085) ACTION(DISCARD)
+  ACTION(IGNORE)
+
+One control line (INPUTQ, INPUTQM, WAIT(YES|NO), RETRYINT seconds) then rules: the first rule
+whose patterns (REASON, DESTQ, DESTQM, FORMAT, USERID, APPLNAME... as MQ spells them; * ends a
+generic name) all match a message decides: RETRY puts it back to its destination (without the header)
+up to RETRY(n) times, FWD puts it to FWDQ with (HEADER(YES)) or without the header, DISCARD
+removes it, IGNORE leaves it. A message no rule matches stays on the queue. WAIT(YES), MQ's
+default, keeps watching the queue; WAIT(NO) ends at its end, WAIT(n) after n idle seconds.";
 
 const EXAMPLES_DSPMQVER: &str = "\
 Examples:
@@ -317,6 +347,12 @@ pub enum Cmd {
     /// Sample: print messages, leaving them on the queue
     #[command(disable_help_flag = true, after_help = SAMPLE_NOTE)]
     Browse(Raw),
+    /// Sample: put requests (one per line of stdin) and print their replies, matched by CorrelId
+    #[command(after_help = EXAMPLES_REQ)]
+    Req(Req),
+    /// Dead-letter queue handler: act on dead-lettered messages by rules (retry, forward, discard)
+    #[command(after_help = EXAMPLES_RUNMQDLQ)]
+    Runmqdlq(Runmqdlq),
     /// MQ-CPH equivalent: request/reply and put/get workloads with rates and latencies
     #[command(after_help = EXAMPLES_CPH)]
     Cph {
@@ -682,6 +718,49 @@ pub struct Demo {
     /// Message size in bytes
     #[arg(long, value_name = "BYTES", default_value_t = 2048)]
     pub size: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct Req {
+    /// Queue manager name (bindings mode, unless --conn)
+    pub qmgr: String,
+    /// Queue the requests are put to
+    pub queue: String,
+    /// Queue the replies come back to, @ its queue manager (default: this one)
+    #[arg(long, value_name = "Q[@QMGR]")]
+    pub reply_to: String,
+    /// How long to wait for each reply, in ms
+    #[arg(long, value_name = "MS", default_value_t = 15_000)]
+    pub wait_ms: u64,
+    /// Ask for reports too: coa, cod, exception, expiration (comma-separated)
+    #[arg(long, value_name = "KINDS", value_delimiter = ',')]
+    pub report: Vec<String>,
+    /// Make the requests persistent
+    #[arg(long)]
+    pub persistent: bool,
+    /// Expiry of each request, in tenths of a second
+    #[arg(long, value_name = "TENTHS")]
+    pub expiry: Option<i32>,
+    /// Print each reply's descriptor too
+    #[arg(long)]
+    pub md: bool,
+    /// Client mode: MQ connection name list, e.g. 'host(1414),host2(1414)'
+    #[arg(long, value_name = "CONNAME")]
+    pub conn: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct Runmqdlq {
+    /// The dead-letter queue (default: the control line's INPUTQ, else the queue manager's DEADQ)
+    pub queue: Option<String>,
+    /// Queue manager name (default: the control line's INPUTQM)
+    pub qmgr: Option<String>,
+    /// Read the rules from this file instead of standard input
+    #[arg(long, value_name = "PATH")]
+    pub rules: Option<std::path::PathBuf>,
+    /// Client mode: MQ connection name list, e.g. 'host(1414),host2(1414)'
+    #[arg(long, value_name = "CONNAME")]
+    pub conn: Option<String>,
 }
 
 #[derive(Args, Debug)]

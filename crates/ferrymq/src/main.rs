@@ -6,10 +6,12 @@
 
 mod cli;
 mod demo;
+mod dlq_handler;
 mod dmplog;
 mod dr_cmds;
 mod lifecycle;
 mod relay;
+mod req;
 mod runmqsc;
 mod samples;
 mod version;
@@ -56,6 +58,8 @@ fn run<'a>(cli: Box<Cli>, after: impl Fn(usize) -> &'a [String]) -> Res {
         Cmd::Put(a) => samples::put(&a.args),
         Cmd::Get(a) => samples::get(&a.args, false),
         Cmd::Browse(a) => samples::get(&a.args, true),
+        Cmd::Req(a) => req::run(&a),
+        Cmd::Runmqdlq(a) => dlq_handler::run(&a),
         Cmd::Demo(a) => demo::run(&a),
         Cmd::Relay(a) => relay::run(&a),
         // The benchmarks read their options again from the same clap definitions (they record

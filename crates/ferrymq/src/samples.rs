@@ -13,6 +13,7 @@ use clap::Parser;
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::{ConnectOptions, Message};
 use ferrymq_types::descriptor::{msg_type, EXPIRY_UNLIMITED, PRIORITY_AS_Q_DEF};
+use ferrymq_types::dlh;
 use ferrymq_types::limits::{
     GET_WAIT_MAX_MS, OBJECT_NAME_LEN_MAX, PROPERTIES_PER_MSG_MAX, QMGR_NAME_LEN_MAX,
     STRING_LEN_MAX_BYTES,
@@ -191,9 +192,12 @@ struct GetArgs {
     qmgr: String,
     /// Queue to read
     queue: String,
-    /// Print the message descriptor and properties before each body
+    /// Print the message descriptor and properties before each body (browse: the default)
     #[arg(long)]
     md: bool,
+    /// Browse: print only the bodies, one per line, without the descriptor
+    #[arg(long, conflicts_with = "md")]
+    body_only: bool,
     /// Print each body as a hex dump
     #[arg(long)]
     hex: bool,
@@ -322,14 +326,14 @@ fn parse_property(s: &str) -> Result<(String, PropertyValue), String> {
     Ok((name.to_string(), v))
 }
 
-fn other(m: impl Into<String>) -> Fail {
+pub(crate) fn other(m: impl Into<String>) -> Fail {
     Fail {
         code: EXIT_OTHER,
         message: m.into(),
     }
 }
 
-fn mq(e: MqError) -> Fail {
+pub(crate) fn mq(e: MqError) -> Fail {
     Fail {
         code: exit_code(e.reason),
         message: e.to_string(),
@@ -503,7 +507,7 @@ fn put_with(a: &PutArgs) -> Res {
     Ok(())
 }
 
-fn hex(id: &[u8]) -> String {
+pub(crate) fn hex(id: &[u8]) -> String {
     id.iter().map(|b| format!("{b:02X}")).collect()
 }
 
@@ -558,14 +562,14 @@ fn property_json(v: &PropertyValue) -> serde_json::Value {
 
 /// How `get` and `browse` print messages.
 #[derive(Clone, Copy)]
-struct Style {
-    md: bool,
-    hex: bool,
-    json: bool,
+pub(crate) struct Style {
+    pub md: bool,
+    pub hex: bool,
+    pub json: bool,
 }
 
 /// What `get` and `browse` write for message number `n` (from 1).
-fn render(m: &Message, n: u64, style: Style) -> String {
+pub(crate) fn render(m: &Message, n: u64, style: Style) -> String {
     use std::fmt::Write as _;
     let md = &m.md;
     let (date, time) = md.put_date_time();
@@ -586,6 +590,11 @@ fn render(m: &Message, n: u64, style: Style) -> String {
             "backout_count": md.backout_count,
             "put_appl_name": md.put_appl_name,
             "user_id": md.user_id,
+            "appl_identity": md.appl_identity,
+            "report": md.report,
+            "feedback": md.feedback,
+            "encoding": md.encoding,
+            "ccsid": md.ccsid,
             "length": m.data_len,
             "properties": serde_json::Map::from_iter(
                 m.props.0.iter().map(|(k, v)| (k.clone(), property_json(v)))
@@ -616,15 +625,58 @@ fn render(m: &Message, n: u64, style: Style) -> String {
         let _ = writeln!(out, "  ReplyToQMgr({})", md.reply_to_qmgr);
         let _ = writeln!(out, "  PutDate({date}) PutTime({time})");
         let _ = writeln!(out, "  PutApplName({})", md.put_appl_name);
+        let _ = writeln!(out, "  UserIdentifier({})", md.user_id);
+        if !md.appl_identity.is_empty() {
+            let _ = writeln!(out, "  ApplIdentityData({})", md.appl_identity);
+        }
+        let _ = writeln!(
+            out,
+            "  Encoding({}) CodedCharSetId({})",
+            md.encoding, md.ccsid
+        );
+        if md.report != 0 {
+            let _ = writeln!(out, "  Report({:#010X})", md.report);
+        }
+        if md.msg_type == msg_type::REPORT || md.feedback != 0 {
+            let _ = writeln!(
+                out,
+                "  Feedback({} {})",
+                md.feedback,
+                crate::req::feedback_name(md.feedback)
+            );
+        }
         let _ = writeln!(out, "  BackoutCount({})", md.backout_count);
         for (k, v) in &m.props.0 {
             let _ = writeln!(out, "  Property({k}) {}", property_text(v));
         }
     }
-    if style.hex {
-        hex_dump(&m.body, &mut out);
+    // A dead-lettered message: its header's fields, then the original message.
+    let mut body: &[u8] = &m.body;
+    if style.md && md.format.trim_end() == dlh::FORMAT {
+        if let Some((h, rest)) = dlh::DeadLetterHeader::parse(&m.body) {
+            let reason = crate::req::feedback_name(h.reason);
+            let _ = writeln!(out, "  DLH Reason({} {reason})", h.reason);
+            let _ = writeln!(out, "  DLH DestQName({})", h.dest_q_name);
+            let _ = writeln!(out, "  DLH DestQMgrName({})", h.dest_q_mgr_name);
+            let _ = writeln!(out, "  DLH Format({})", h.format);
+            let _ = writeln!(
+                out,
+                "  DLH Encoding({}) CodedCharSetId({})",
+                h.encoding, h.ccsid
+            );
+            let _ = writeln!(
+                out,
+                "  DLH PutApplType({}) PutApplName({})",
+                h.put_appl_type, h.put_appl_name
+            );
+            let _ = writeln!(out, "  DLH PutDate({}) PutTime({})", h.put_date, h.put_time);
+            body = rest;
+        }
+    }
+    if style.hex || (style.md && std::str::from_utf8(body).is_err()) {
+        hex_dump(body, &mut out);
     } else {
-        out.push_str(&String::from_utf8_lossy(&m.body));
+        out.push_str(&String::from_utf8_lossy(body));
         out.push('\n');
     }
     if style.md || style.hex {
@@ -691,8 +743,9 @@ pub fn get(rest: &[String], browse: bool) -> Res {
 }
 
 fn get_with(a: &GetArgs, browse: bool, cmd: &str) -> Res {
+    // Browse prints the descriptor as MQ's amqsbcg does, unless asked for the bodies only.
     let style = Style {
-        md: a.md,
+        md: a.md || (browse && !a.body_only && !a.json),
         hex: a.hex,
         json: a.json,
     };

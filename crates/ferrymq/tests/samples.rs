@@ -293,6 +293,7 @@ fn count_and_correl_id_select_and_hex_dumps() {
         "browse",
         "QMSEL",
         Q,
+        "--body-only",
         "--correl-id",
         "text:A",
         "--count",
@@ -301,7 +302,7 @@ fn count_and_correl_id_select_and_hex_dumps() {
     assert_eq!(out, "a1\na2\n");
     assert_eq!(depth(&qm, Q), 5);
     assert_eq!(
-        home.ok(&["browse", "QMSEL", Q]),
+        home.ok(&["browse", "QMSEL", Q, "--body-only"]),
         "a1\na2\na3\nb3\nc1\n",
         "browse leaves everything, get took exactly the two it printed"
     );
@@ -397,7 +398,10 @@ fn each_class_of_failure_has_its_exit_status() {
         show(&out)
     );
     assert_eq!(depth(&qm, "SMALL"), 3);
-    assert_eq!(home.ok(&["browse", "QMEXIT", "SMALL"]), "1\n2\n3\n");
+    assert_eq!(
+        home.ok(&["browse", "QMEXIT", "SMALL", "--body-only"]),
+        "1\n2\n3\n"
+    );
     // Usage (2).
     let out = home.run(&["get", "QMEXIT"]);
     assert_eq!(out.status.code(), Some(2), "{}", show(&out));

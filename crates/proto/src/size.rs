@@ -47,8 +47,13 @@ pub(crate) fn properties(p: &Properties) -> usize {
         .sum::<usize>()
 }
 
-pub(crate) fn put_options(_: &PutOptions) -> usize {
-    3
+pub(crate) fn put_options(o: &PutOptions) -> usize {
+    // The context option and its handle follow only when either is set.
+    if o.context != 0 || o.context_hobj != 0 {
+        11
+    } else {
+        3
+    }
 }
 
 pub(crate) fn get_options(o: &GetOptions) -> usize {

@@ -20,7 +20,14 @@ pub use ferrymq_types::home::{ferrymq_home, QmPaths};
 pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
     (
         "QueueManager",
-        &["Name", "Port", "IPAddress", "MaxHandles", "Description"],
+        &[
+            "Name",
+            "Port",
+            "IPAddress",
+            "MaxHandles",
+            "Description",
+            "BackoutRequeue",
+        ],
     ),
     (
         "Log",
@@ -264,6 +271,10 @@ pub struct QmConfig {
     /// by default: until connections are authenticated, anyone who can reach the port could
     /// otherwise define, alter, clear and delete objects).
     pub remote_admin: bool,
+    /// A backout moves a message that reached BOTHRESH to BOQNAME or the dead-letter queue
+    /// (qm.ini `QueueManager:BackoutRequeue=yes`, the default); `no` leaves it on its queue for
+    /// the application, as MQ does.
+    pub backout_requeue: bool,
     /// A checkpoint is taken at least this often while anything is being logged.
     pub checkpoint_interval_ms: u64,
     /// Set when this queue manager is one instance of a replicated (HA) group.
@@ -554,6 +565,18 @@ impl QmConfig {
                     _ => {
                         return Err(format!(
                             "qm.ini Channels:RemoteAdmin={v}: use 'yes' or 'no'"
+                        ))
+                    }
+                },
+            },
+            backout_requeue: match known(ini, "QueueManager", "BackoutRequeue") {
+                None => true,
+                Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    _ => {
+                        return Err(format!(
+                            "qm.ini QueueManager:BackoutRequeue={v}: use 'yes' or 'no'"
                         ))
                     }
                 },

@@ -309,6 +309,12 @@ fn connect(
             format!("conversation {conv} is already connected"),
         );
     }
+    // Until connections are authenticated, a bindings connection's messages carry its
+    // process's operating-system user, a client's the user id it asserts.
+    let user = match (&s.info.os_user, s.bindings) {
+        (Some(os), true) => os.as_str(),
+        _ => user,
+    };
     let conn = core.engine.connect(user, app);
     core.add_route(conn, s.tx.clone(), conv);
     s.convs.insert(conv, conn);

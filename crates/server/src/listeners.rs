@@ -34,6 +34,9 @@ struct Port {
 pub struct SocketInfo {
     pub conname: String,
     pub bindings: bool,
+    /// The operating-system user of a bindings connection's process (from the socket's peer
+    /// credentials): the UserIdentifier of the messages it puts.
+    pub os_user: Option<String>,
     pub started_ms: u64,
     pub conversations: Arc<AtomicU64>,
     pub frames: Arc<AtomicU64>,
@@ -61,11 +64,17 @@ pub(crate) fn fmt_date_time(ms: u64) -> (String, String) {
 }
 
 impl Control {
-    pub fn register_socket(&mut self, conname: String, bindings: bool) -> (u64, SocketInfo) {
+    pub fn register_socket(
+        &mut self,
+        conname: String,
+        bindings: bool,
+        os_user: Option<String>,
+    ) -> (u64, SocketInfo) {
         self.next_socket += 1;
         let info = SocketInfo {
             conname,
             bindings,
+            os_user,
             started_ms: now_ms(),
             conversations: Arc::new(AtomicU64::new(0)),
             frames: Arc::new(AtomicU64::new(0)),
@@ -252,7 +261,7 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
         match listener.accept().await {
             Ok((s, peer)) => {
                 let _ = s.set_nodelay(true);
-                spawn_conn(&shared, s, peer.ip().to_string(), false);
+                spawn_conn(&shared, s, peer.ip().to_string(), false, None);
             }
             Err(e) => {
                 // Out of file descriptors and similar: back off instead of spinning.
@@ -265,8 +274,13 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
 
 /// Serves an accepted socket, within the MaxChannels limit (client and bindings connections are
 /// counted apart).
-pub fn spawn_conn<S>(shared: &Arc<Shared>, s: S, conname: String, bindings: bool)
-where
+pub fn spawn_conn<S>(
+    shared: &Arc<Shared>,
+    s: S,
+    conname: String,
+    bindings: bool,
+    os_user: Option<String>,
+) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
     let slots: &Arc<Semaphore> = if bindings {
@@ -282,7 +296,10 @@ where
         );
         return;
     };
-    let (id, info) = shared.control.lock().register_socket(conname, bindings);
+    let (id, info) = shared
+        .control
+        .lock()
+        .register_socket(conname, bindings, os_user);
     let sh = shared.clone();
     let h = tokio::spawn(async move {
         crate::conn::serve(s, sh.clone(), bindings, info).await;
@@ -292,4 +309,18 @@ where
     let mut ctl = shared.control.lock();
     ctl.tasks.retain(|h| !h.is_finished());
     ctl.tasks.push(h);
+}
+
+/// The name of the user a Unix socket's peer process runs as (its uid when `/etc/passwd` does not
+/// name it); `None` when the credentials cannot be read.
+pub fn peer_user(s: &tokio::net::UnixStream) -> Option<String> {
+    let uid = s.peer_cred().ok()?.uid();
+    let name = std::fs::read_to_string("/etc/passwd").ok().and_then(|p| {
+        p.lines().find_map(|l| {
+            let mut f = l.split(':');
+            let name = f.next()?;
+            (f.nth(1)?.parse::<u32>().ok()? == uid).then(|| name.to_string())
+        })
+    });
+    Some(name.unwrap_or_else(|| uid.to_string()))
 }

@@ -170,6 +170,7 @@ fn engine_config(cfg: &QmConfig) -> EngineConfig {
         qmgr_name: cfg.name.clone(),
         max_handles: cfg.max_handles,
         instance_id: instance_id(),
+        backout_requeue: cfg.backout_requeue,
     }
 }
 
@@ -764,7 +765,8 @@ async fn serve(
         tokio::select! {
             r = unix.accept() => {
                 if let Ok((s, _)) = r {
-                    listeners::spawn_conn(&shared, s, "local".into(), true);
+                    let user = listeners::peer_user(&s);
+                    listeners::spawn_conn(&shared, s, "local".into(), true, user);
                 }
             }
             _ = sigterm.recv() => break AdminAction::ShutdownImmediate,

@@ -780,6 +780,7 @@ mod tests {
             qmgr_name: "QM1".into(),
             max_handles: 16,
             instance_id: 7,
+            backout_requeue: true,
         }
     }
 

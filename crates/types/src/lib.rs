@@ -7,6 +7,7 @@
 pub mod codec;
 pub mod conname;
 pub mod descriptor;
+pub mod dlh;
 pub mod home;
 pub mod limits;
 pub mod objects;

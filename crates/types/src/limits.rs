@@ -57,3 +57,8 @@ pub const LOG_PRIMARY_FILES_DEFAULT: u32 = 3;
 pub const LOG_FILE_PAGES_DEFAULT: u32 = 4096;
 /// A checkpoint is taken when this fraction (percent) of the log is in use.
 pub const LOG_CHECKPOINT_TRIGGER_PCT: u64 = 40;
+/// The descriptor's context fields, in characters, as MQ sizes them: UserIdentifier,
+/// ApplIdentityData and PutApplName. Longer values are cut to fit.
+pub const USER_ID_LEN_MAX: usize = 12;
+pub const APPL_IDENTITY_LEN_MAX: usize = 32;
+pub const PUT_APPL_NAME_LEN_MAX: usize = 28;

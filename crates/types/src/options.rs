@@ -15,9 +15,94 @@ pub mod open {
     pub const OUTPUT: u32 = 0x10;
     pub const INQUIRE: u32 = 0x20;
     pub const SET: u32 = 0x40;
+    /// Keep the context of each message got through the handle, to pass on a later put.
+    pub const SAVE_ALL_CONTEXT: u32 = 0x80;
+    pub const PASS_IDENTITY_CONTEXT: u32 = 0x100;
+    pub const PASS_ALL_CONTEXT: u32 = 0x200;
+    pub const SET_IDENTITY_CONTEXT: u32 = 0x400;
+    pub const SET_ALL_CONTEXT: u32 = 0x800;
     pub const FAIL_IF_QUIESCING: u32 = 0x2000;
+    /// Binding to a queue manager of a cluster: with one queue manager, every choice is the same.
+    pub const BIND_AS_Q_DEF: u32 = 0;
+    pub const BIND_ON_OPEN: u32 = 0x4000;
+    pub const BIND_NOT_FIXED: u32 = 0x8000;
+    /// Read-ahead of non-persistent messages for a client: a hint FerryMQ's server-pushed
+    /// delivery makes moot.
+    pub const READ_AHEAD_AS_Q_DEF: u32 = 0;
+    pub const NO_READ_AHEAD: u32 = 0x80000;
+    pub const READ_AHEAD: u32 = 0x100000;
     pub const ANY_INPUT: u32 = INPUT_AS_Q_DEF | INPUT_SHARED | INPUT_EXCLUSIVE;
-    pub const KNOWN: u32 = ANY_INPUT | BROWSE | OUTPUT | INQUIRE | SET | FAIL_IF_QUIESCING;
+    pub const CONTEXT: u32 = SAVE_ALL_CONTEXT
+        | PASS_IDENTITY_CONTEXT
+        | PASS_ALL_CONTEXT
+        | SET_IDENTITY_CONTEXT
+        | SET_ALL_CONTEXT;
+    pub const KNOWN: u32 = ANY_INPUT
+        | BROWSE
+        | OUTPUT
+        | INQUIRE
+        | SET
+        | CONTEXT
+        | FAIL_IF_QUIESCING
+        | BIND_ON_OPEN
+        | BIND_NOT_FIXED
+        | NO_READ_AHEAD
+        | READ_AHEAD;
+}
+
+/// MQPMO_* context options of a put (MQ's numbers): who fills in the message's identity context
+/// (UserIdentifier, ApplIdentityData) and origin context (PutApplName, PutDate, PutTime).
+pub mod pmo {
+    /// The queue manager fills in both (the default).
+    pub const DEFAULT_CONTEXT: u32 = 0x20;
+    /// Identity from the message last got through the handle named in `context_hobj`.
+    pub const PASS_IDENTITY_CONTEXT: u32 = 0x100;
+    /// Identity and origin from the message last got through `context_hobj`.
+    pub const PASS_ALL_CONTEXT: u32 = 0x200;
+    /// Identity as the descriptor gives it (needs MQOO_SET_IDENTITY_CONTEXT).
+    pub const SET_IDENTITY_CONTEXT: u32 = 0x400;
+    /// Identity and origin as the descriptor gives them (needs MQOO_SET_ALL_CONTEXT).
+    pub const SET_ALL_CONTEXT: u32 = 0x800;
+    /// Both left blank.
+    pub const NO_CONTEXT: u32 = 0x4000;
+    pub const CONTEXT: u32 = DEFAULT_CONTEXT
+        | PASS_IDENTITY_CONTEXT
+        | PASS_ALL_CONTEXT
+        | SET_IDENTITY_CONTEXT
+        | SET_ALL_CONTEXT
+        | NO_CONTEXT;
+}
+
+/// MQRO_* report options of a message's Report field (MQ's numbers).
+pub mod report {
+    pub const NONE: i32 = 0;
+    pub const PASS_CORREL_ID: i32 = 0x40;
+    pub const PASS_MSG_ID: i32 = 0x80;
+    pub const COA: i32 = 0x100;
+    pub const COA_WITH_DATA: i32 = 0x300;
+    pub const COA_WITH_FULL_DATA: i32 = 0x700;
+    pub const COD: i32 = 0x800;
+    pub const COD_WITH_DATA: i32 = 0x1800;
+    pub const COD_WITH_FULL_DATA: i32 = 0x3800;
+    pub const EXPIRATION: i32 = 0x200000;
+    pub const EXPIRATION_WITH_DATA: i32 = 0x600000;
+    pub const EXPIRATION_WITH_FULL_DATA: i32 = 0xE00000;
+    pub const EXCEPTION: i32 = 0x1000000;
+    pub const EXCEPTION_WITH_DATA: i32 = 0x3000000;
+    pub const EXCEPTION_WITH_FULL_DATA: i32 = 0x7000000;
+    /// Discard the message rather than put it to the dead-letter queue when it cannot be
+    /// delivered.
+    pub const DISCARD_MSG: i32 = 0x8000000;
+    /// The bytes of the original message a `_WITH_DATA` report carries.
+    pub const WITH_DATA_BYTES: usize = 100;
+}
+
+/// MQFB_* feedback codes of report messages (an exception report's feedback is the MQRC reason).
+pub mod feedback {
+    pub const NONE: i32 = 0;
+    pub const EXPIRATION: i32 = 258;
+    pub const COA: i32 = 259;
+    pub const COD: i32 = 260;
 }
 
 /// MQCO_* close options.
@@ -70,7 +155,16 @@ pub struct PutOptions {
     /// MQPMO_LOGICAL_ORDER: the queue manager gives the message its GroupId, MsgSeqNumber and
     /// Offset, continuing the group (and logical message) last put through the same handle.
     pub logical_order: bool,
+    /// One of the MQPMO_*_CONTEXT options ([`pmo`]); 0 is MQPMO_DEFAULT_CONTEXT.
+    pub context: u32,
+    /// With MQPMO_PASS_IDENTITY_CONTEXT or MQPMO_PASS_ALL_CONTEXT: the input handle, opened with
+    /// MQOO_SAVE_ALL_CONTEXT, whose last got message's context is passed (MQPMO's Context).
+    pub context_hobj: u32,
 }
+
+/// Set in the syncpoint byte of an encoded [`PutOptions`] when the context options follow: a put
+/// with the default context encodes as it always did, so an older queue manager still reads it.
+const PUT_CONTEXT_FOLLOWS: u8 = 0x40;
 
 impl Default for PutOptions {
     fn default() -> Self {
@@ -79,6 +173,8 @@ impl Default for PutOptions {
             new_msg_id: false,
             new_correl_id: false,
             logical_order: false,
+            context: 0,
+            context_hobj: 0,
         }
     }
 }
@@ -91,29 +187,44 @@ const SYNCPOINT_EXT_GROUP: u8 = 0x80;
 
 impl Codec for PutOptions {
     fn encode(&self, out: &mut BytesMut) {
-        let ext = if self.logical_order {
-            SYNCPOINT_EXT_GROUP
-        } else {
-            0
-        };
-        out.put_u8(self.syncpoint.to_u8() | ext);
+        let extended = self.context != 0 || self.context_hobj != 0;
+        let mut flags = if extended { PUT_CONTEXT_FOLLOWS } else { 0 };
+        if self.logical_order {
+            flags |= SYNCPOINT_EXT_GROUP;
+        }
+        out.put_u8(self.syncpoint.to_u8() | flags);
         out.put_bool(self.new_msg_id);
         out.put_bool(self.new_correl_id);
+        if extended {
+            out.put_u32_le(self.context);
+            out.put_u32_le(self.context_hobj);
+        }
     }
     fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let byte = r.u8("put syncpoint")?;
-        let syncpoint = Syncpoint::from_u8(byte & !SYNCPOINT_EXT_GROUP)?;
+        let first = r.u8("put syncpoint")?;
+        let extended = first & PUT_CONTEXT_FOLLOWS != 0;
+        let logical_order = first & SYNCPOINT_EXT_GROUP != 0;
+        let syncpoint = Syncpoint::from_u8(first & !(PUT_CONTEXT_FOLLOWS | SYNCPOINT_EXT_GROUP))?;
         if syncpoint == Syncpoint::IfPersistent {
             return Err(DecodeError::invalid(
                 "put syncpoint",
                 "IfPersistent applies to get only",
             ));
         }
+        let new_msg_id = r.bool("new_msg_id")?;
+        let new_correl_id = r.bool("new_correl_id")?;
+        let (context, context_hobj) = if extended {
+            (r.u32("put context")?, r.u32("put context hobj")?)
+        } else {
+            (0, 0)
+        };
         Ok(PutOptions {
             syncpoint,
-            new_msg_id: r.bool("new_msg_id")?,
-            new_correl_id: r.bool("new_correl_id")?,
-            logical_order: byte & SYNCPOINT_EXT_GROUP != 0,
+            new_msg_id,
+            new_correl_id,
+            logical_order,
+            context,
+            context_hobj,
         })
     }
 }

@@ -17,6 +17,7 @@ pub fn engine() -> Engine {
             qmgr_name: "QM1".into(),
             max_handles: 256,
             instance_id: 7,
+            backout_requeue: true,
         },
         Box::new(MemoryLog::default()),
     );

@@ -21,5 +21,6 @@ pub fn cfg() -> EngineConfig {
         qmgr_name: "QM1".into(),
         max_handles: 16,
         instance_id: 42,
+        backout_requeue: true,
     }
 }

@@ -135,13 +135,22 @@ pub fn put_options() -> impl Strategy<Value = PutOptions> {
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
+        prop_oneof![
+            Just(0u32),
+            Just(ferrymq_types::options::pmo::SET_ALL_CONTEXT)
+        ],
+        any::<u32>(),
     )
         .prop_map(
-            |(syncpoint, new_msg_id, new_correl_id, logical_order)| PutOptions {
-                syncpoint,
-                new_msg_id,
-                new_correl_id,
-                logical_order,
+            |(syncpoint, new_msg_id, new_correl_id, logical_order, context, context_hobj)| {
+                PutOptions {
+                    syncpoint,
+                    new_msg_id,
+                    new_correl_id,
+                    logical_order,
+                    context,
+                    context_hobj,
+                }
             },
         )
 }
