@@ -340,6 +340,18 @@ impl Engine {
         let body = crate::message::detach_large(p.body);
         let msg = Message::new(p.seq, p.md, p.props, body, p.expires_at_ms, 0);
         let key = q.key_for(msg.priority, msg.seq);
+        if q.key_of_seq(msg.seq, key.rank()).is_some() {
+            // Two puts of one message: replacing it would lose the first and corrupt the
+            // queue's identifier indexes; keeping both (at two priorities) would make two
+            // messages of one delivery key once the queue turns FIFO.
+            return Err(MqError::new(
+                ferrymq_types::Reason::OBJECT_DAMAGED,
+                format!(
+                    "log replay: integrity error: put of message {} to queue '{}', which already holds it",
+                    p.seq, p.queue
+                ),
+            ));
+        }
         q.insert(
             key,
             Entry {
@@ -488,6 +500,30 @@ mod tests {
         e.replay(kind::PUT, encoded(&Record::Put(put(7))).1)
             .unwrap();
         assert_eq!(e.next_seq, 8);
+    }
+
+    #[test]
+    fn a_replayed_second_put_of_one_message_is_damage_and_keeps_the_first() {
+        let mut e = engine();
+        let first = put(5);
+        e.replay(kind::PUT, encoded(&Record::Put(first.clone())).1)
+            .unwrap();
+        for priority in [0, 9] {
+            let mut second = PutRec {
+                body: Bytes::from_static(b"other"),
+                ..first.clone()
+            };
+            second.md.priority = priority;
+            let err = e
+                .replay(kind::PUT, encoded(&Record::Put(second)).1)
+                .unwrap_err();
+            assert_eq!(err.reason, ferrymq_types::Reason::OBJECT_DAMAGED, "{err}");
+            assert!(err.to_string().contains("already holds"), "{err}");
+        }
+        let q = &e.queues["Q"];
+        assert_eq!(q.available(), 1);
+        let (_, kept) = q.iter().next().unwrap();
+        assert_eq!(&kept.msg.body[..], b"m");
     }
 
     /// A get's sequence number beyond the 60 bits of a delivery key would alias a real message's
