@@ -7,10 +7,18 @@ use ferrymq_server::config::{error_log_settings, unknown_keys, Ini, QmConfig};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
+    let Some((&mode, data)) = data.split_first() else {
+        return;
+    };
     let text = String::from_utf8_lossy(data);
+    if mode & 1 == 1 {
+        set(&text);
+        return;
+    }
     let Ok(ini) = Ini::parse(&text) else {
         return;
     };
+    ini.check_writable().expect("what was read can be written");
     let written = ini.to_string();
     let again = Ini::parse(&written).expect("a written qm.ini parses");
     assert_eq!(again, ini, "{written:?}");
@@ -29,3 +37,19 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+/// `stanza NUL key NUL value NUL file`: the key set in the file as `setmqini` and the `DR`
+/// commands set one. What saving accepts must read back as what was set.
+fn set(text: &str) {
+    let mut parts = text.splitn(4, '\0');
+    let (Some(stanza), Some(key), Some(value)) = (parts.next(), parts.next(), parts.next()) else {
+        return;
+    };
+    let mut ini = Ini::parse(parts.next().unwrap_or("")).unwrap_or_default();
+    ini.set(stanza, key, value);
+    if ini.check_writable().is_err() {
+        return;
+    }
+    let written = ini.to_string();
+    assert_eq!(Ini::parse(&written).as_ref(), Ok(&ini), "{written:?}");
+}
