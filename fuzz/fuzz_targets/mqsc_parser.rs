@@ -9,11 +9,7 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     for cmd in split_commands(&text) {
         if let Err(e) = parse(&cmd.text) {
-            assert!(
-                e.column <= cmd.text.chars().count(),
-                "{e:?} for {:?}",
-                cmd.text
-            );
+            assert!(e.column <= cmd.text.chars().count(), "{e:?} for {:?}", cmd.text);
             let _ = e.pointer(&cmd.text);
         }
     }
