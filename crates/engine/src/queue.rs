@@ -22,6 +22,7 @@ pub struct Key(u64);
 
 const SEQ_BITS: u32 = 60;
 const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+const _: () = assert!(SEQ_MASK == ferrymq_types::limits::MSG_SEQ_MAX);
 
 impl Key {
     pub fn new(rank: u8, seq: u64) -> Key {
@@ -199,9 +200,15 @@ impl Queue {
     /// sequence number is unique in a queue manager; ranks are 0..=9, so this is at most ten
     /// lookups, never a scan).
     pub fn key_of_seq(&self, seq: u64, hint_rank: u8) -> Option<Key> {
-        let hint = Key::new(hint_rank, seq);
-        if self.msgs.contains_key(&hint) {
-            return Some(hint);
+        // Decoded records carry no larger sequence number, but a hint is only a hint.
+        if seq > SEQ_MASK {
+            return None;
+        }
+        if hint_rank <= 9 {
+            let hint = Key::new(hint_rank, seq);
+            if self.msgs.contains_key(&hint) {
+                return Some(hint);
+            }
         }
         (0..=9u8)
             .map(|rank| Key::new(rank, seq))

@@ -8,6 +8,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 use ferrymq_types::codec::{Codec, DecodeError, PutExt, Reader};
+use ferrymq_types::limits::MSG_SEQ_MAX;
 use ferrymq_types::{MessageDescriptor, ObjectDef, ObjectKind, Properties, QmgrAttrs, QueueDef};
 
 use crate::message::Message;
@@ -99,9 +100,22 @@ pub fn put_head(queue: &str, msg: &Message, out: &mut BytesMut) {
     out.put_u32_le(msg.body.len() as u32);
 }
 
+/// A message sequence number, refused beyond what the engine ever numbers (damage, which would
+/// otherwise alias a real message's delivery key).
+fn decode_seq(r: &mut Reader) -> Result<u64, DecodeError> {
+    let seq = r.u64("seq")?;
+    if seq > MSG_SEQ_MAX {
+        return Err(DecodeError::invalid(
+            "seq",
+            format!("{seq} is beyond the largest message sequence number {MSG_SEQ_MAX}"),
+        ));
+    }
+    Ok(seq)
+}
+
 fn decode_put(r: &mut Reader) -> Result<PutRec, DecodeError> {
     let queue = r.str16("queue")?;
-    let seq = r.u64("seq")?;
+    let seq = decode_seq(r)?;
     let md = MessageDescriptor::decode(r)?;
     let props = Properties::decode(r)?;
     let exp = r.u64("expiry")?;
@@ -125,7 +139,7 @@ fn encode_get(g: &GetRec, out: &mut BytesMut) {
 fn decode_get(r: &mut Reader) -> Result<GetRec, DecodeError> {
     Ok(GetRec {
         queue: r.str16("queue")?,
-        seq: r.u64("seq")?,
+        seq: decode_seq(r)?,
         rank: r.u8("rank")?,
     })
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use ferrymq_types::codec::{Codec, DecodeError, PutExt, Reader};
+use ferrymq_types::limits::MSG_SEQ_MAX;
 use ferrymq_types::{DynamicKind, MqError, ObjectDef, QmgrAttrs, QueueDef};
 
 use crate::dr::DrState;
@@ -157,7 +158,15 @@ impl Manifest {
                 tag::ATTRS => m.attrs = QmgrAttrs::decode(&mut r)?,
                 tag::QUEUE => m.queues.push(QueueDef::decode(&mut r)?),
                 tag::OBJECT => m.objects.push(ObjectDef::decode(&mut r)?),
-                tag::NEXT_SEQ => m.next_seq = r.u64("next seq")?,
+                tag::NEXT_SEQ => {
+                    m.next_seq = r.u64("next seq")?;
+                    if m.next_seq > MSG_SEQ_MAX + 1 {
+                        return Err(DecodeError::invalid(
+                            "next seq",
+                            format!("{} is beyond the sequence numbers", m.next_seq),
+                        ));
+                    }
+                }
                 tag::DR => m.dr = DrState::decode(&mut r)?,
                 tag::META => {
                     m.meta = c[1..].to_vec();
@@ -172,9 +181,16 @@ impl Manifest {
                             Some(last) if *last.queue == *name => last.queue.clone(),
                             _ => Arc::from(name),
                         };
+                        let seq = r.u64("ref seq")?;
+                        if seq > MSG_SEQ_MAX {
+                            return Err(DecodeError::invalid(
+                                "ref seq",
+                                format!("{seq} is beyond the sequence numbers"),
+                            ));
+                        }
                         m.refs.push(ManifestRef {
                             queue,
-                            seq: r.u64("ref seq")?,
+                            seq,
                             loc: r.u64("ref loc")?,
                             backout_count: r.u32("ref backout")?,
                         });
@@ -282,7 +298,8 @@ impl Engine {
             e.objects.insert((o.kind, o.name.clone()), o);
         }
         for m in image.messages {
-            e.next_seq = e.next_seq.max(m.msg.seq + 1);
+            // A damaged image's last sequence number must not overflow the counter.
+            e.next_seq = e.next_seq.max(m.msg.seq.saturating_add(1));
             if let Some(q) = e.queues.get_mut(&*m.queue) {
                 let key = q.key_for(m.msg.priority, m.msg.seq);
                 q.insert(
@@ -323,6 +340,18 @@ impl Engine {
         let body = crate::message::detach_large(p.body);
         let msg = Message::new(p.seq, p.md, p.props, body, p.expires_at_ms, 0);
         let key = q.key_for(msg.priority, msg.seq);
+        if q.key_of_seq(msg.seq, key.rank()).is_some() {
+            // Two puts of one message: replacing it would lose the first and corrupt the
+            // queue's identifier indexes; keeping both (at two priorities) would make two
+            // messages of one delivery key once the queue turns FIFO.
+            return Err(MqError::new(
+                ferrymq_types::Reason::OBJECT_DAMAGED,
+                format!(
+                    "log replay: integrity error: put of message {} to queue '{}', which already holds it",
+                    p.seq, p.queue
+                ),
+            ));
+        }
         q.insert(
             key,
             Entry {
@@ -415,4 +444,114 @@ pub(crate) fn decode_for_replay(kind: u8, payload: Bytes) -> Result<Record, MqEr
             format!("log replay: undecodable record: {e}"),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::kind;
+    use crate::MemoryLog;
+    use bytes::BytesMut;
+    use ferrymq_types::{MessageDescriptor, Properties};
+
+    fn engine() -> Engine {
+        let cfg = EngineConfig {
+            qmgr_name: "QM".into(),
+            max_handles: 16,
+            instance_id: 1,
+            backout_requeue: true,
+        };
+        let mut e = Engine::new(cfg, Box::new(MemoryLog::default()));
+        e.define_queue(QueueDef::local("Q"), false).unwrap();
+        e
+    }
+
+    fn put(seq: u64) -> PutRec {
+        PutRec {
+            queue: "Q".into(),
+            seq,
+            md: MessageDescriptor::default(),
+            props: Properties::default(),
+            expires_at_ms: None,
+            body: Bytes::from_static(b"m"),
+        }
+    }
+
+    fn encoded(rec: &Record) -> (u8, Bytes) {
+        let mut b = BytesMut::new();
+        let k = rec.encode_small(&mut b);
+        (k, b.freeze())
+    }
+
+    #[test]
+    fn a_replayed_put_numbered_beyond_the_sequence_range_is_damage_not_an_overflow() {
+        let mut e = engine();
+        for seq in [u64::MAX, MSG_SEQ_MAX + 1] {
+            let (k, b) = encoded(&Record::Put(put(seq)));
+            assert_eq!(k, kind::PUT);
+            let err = e.replay(k, b).unwrap_err();
+            assert_eq!(err.reason, ferrymq_types::Reason::OBJECT_DAMAGED, "{err}");
+            let (k, b) = encoded(&Record::Commit {
+                puts: vec![put(seq)],
+                gets: vec![],
+            });
+            assert!(e.replay(k, b).is_err());
+        }
+        // The engine still numbers its messages as before.
+        e.replay(kind::PUT, encoded(&Record::Put(put(7))).1)
+            .unwrap();
+        assert_eq!(e.next_seq, 8);
+    }
+
+    #[test]
+    fn a_replayed_second_put_of_one_message_is_damage_and_keeps_the_first() {
+        let mut e = engine();
+        let first = put(5);
+        e.replay(kind::PUT, encoded(&Record::Put(first.clone())).1)
+            .unwrap();
+        for priority in [0, 9] {
+            let mut second = PutRec {
+                body: Bytes::from_static(b"other"),
+                ..first.clone()
+            };
+            second.md.priority = priority;
+            let err = e
+                .replay(kind::PUT, encoded(&Record::Put(second)).1)
+                .unwrap_err();
+            assert_eq!(err.reason, ferrymq_types::Reason::OBJECT_DAMAGED, "{err}");
+            assert!(err.to_string().contains("already holds"), "{err}");
+        }
+        let q = &e.queues["Q"];
+        assert_eq!(q.available(), 1);
+        let (_, kept) = q.iter().next().unwrap();
+        assert_eq!(&kept.msg.body[..], b"m");
+    }
+
+    /// A get's sequence number beyond the 60 bits of a delivery key would alias a real message's
+    /// key (and its rank is only a hint): it must remove nothing.
+    #[test]
+    fn a_replayed_get_beyond_the_sequence_range_removes_nothing() {
+        let mut e = engine();
+        e.replay(kind::PUT, encoded(&Record::Put(put(5))).1)
+            .unwrap();
+        for (seq, rank) in [(MSG_SEQ_MAX + 1 + 5, 5), (u64::MAX, 16), (5 | 1 << 62, 0)] {
+            let get = Record::Get(GetRec {
+                queue: "Q".into(),
+                seq,
+                rank,
+            });
+            let (k, b) = encoded(&get);
+            assert!(e.replay(k, b).is_err(), "{get:?}");
+        }
+        assert_eq!(e.queues["Q"].available(), 1, "message 5 is still queued");
+        // A hint outside the ranks is ignored, not trusted.
+        let get = Record::Get(GetRec {
+            queue: "Q".into(),
+            seq: 5,
+            rank: 16,
+        });
+        let (k, b) = encoded(&get);
+        e.replay(k, b).unwrap();
+        assert_eq!(e.queues["Q"].available(), 0);
+    }
 }

@@ -185,25 +185,30 @@ impl CheckpointReader {
     /// Reads and verifies one manifest file.
     pub fn read(path: &Path) -> Result<(Lsn, Vec<Bytes>), LogError> {
         let raw = Bytes::from(fs::read(path).ctx(|| format!("reading {}", path.display()))?);
-        let bad = |what: String| {
+        Self::decode(raw).map_err(|what| {
             LogError::Damaged(format!("checkpoint manifest {}: {what}", path.display()))
-        };
+        })
+    }
+
+    /// Verifies and splits a manifest's bytes: `(lsn, chunks)`, or what is wrong with them.
+    /// Pure (no I/O), so the fuzz targets reach the code [`read`](Self::read) runs.
+    pub fn decode(raw: Bytes) -> Result<(Lsn, Vec<Bytes>), String> {
         let mut chunks = Vec::new();
         let mut off = 0usize;
         loop {
             if off + 8 > raw.len() {
-                return Err(bad(format!("ends at offset {off} without a footer")));
+                return Err(format!("ends at offset {off} without a footer"));
             }
             let len_field = u32::from_le_bytes(raw[off..off + 4].try_into().expect("4 bytes"));
             let crc = u32::from_le_bytes(raw[off + 4..off + 8].try_into().expect("4 bytes"));
             let len = (len_field & !FOOTER_FLAG) as usize;
             let start = off + 8;
             if start + len > raw.len() {
-                return Err(bad(format!("chunk at offset {off} is incomplete")));
+                return Err(format!("chunk at offset {off} is incomplete"));
             }
             let body = raw.slice(start..start + len);
             if crc32c::crc32c(&body) != crc {
-                return Err(bad(format!("chunk at offset {off} fails its checksum")));
+                return Err(format!("chunk at offset {off} fails its checksum"));
             }
             off = start + len;
             if len_field & FOOTER_FLAG == 0 {
@@ -211,21 +216,21 @@ impl CheckpointReader {
                 continue;
             }
             if len != FOOTER_LEN || body[..8] != MAGIC {
-                return Err(bad("footer is malformed".to_string()));
+                return Err("footer is malformed".to_string());
             }
             let lsn = u64::from_le_bytes(body[8..16].try_into().expect("8 bytes"));
             let count = u64::from_le_bytes(body[16..24].try_into().expect("8 bytes"));
             if count != chunks.len() as u64 {
-                return Err(bad(format!(
+                return Err(format!(
                     "footer says {count} chunks, found {}",
                     chunks.len()
-                )));
+                ));
             }
             if off != raw.len() {
-                return Err(bad(format!(
+                return Err(format!(
                     "{} unexpected bytes after the footer",
                     raw.len() - off
-                )));
+                ));
             }
             return Ok((lsn, chunks));
         }

@@ -21,9 +21,15 @@ use serde::{Deserialize, Serialize};
 
 pub use error::ReplicationError;
 pub use failover::{FailoverStats, FastFailover};
-pub use log_store::{LogStorage, RecoveredLog};
-pub use network::{forward_write, serve, Contact, Contacts, Network, PeerConnection, REACH_WINDOW};
-pub use record::{RAFT_COMMITTED, RAFT_ENTRY, RAFT_PURGED, RAFT_TRUNCATE, RAFT_VOTE};
+pub use log_store::{replay_records, LogStorage, RecoveredLog};
+pub use network::{
+    forward_write, reencode_peer_frame, serve, Contact, Contacts, Network, PeerConnection,
+    PeerFrame, REACH_WINDOW,
+};
+pub use record::{
+    reencode_record, DecodeError as RecordDecodeError, RAFT_COMMITTED, RAFT_ENTRY, RAFT_PURGED,
+    RAFT_TRUNCATE, RAFT_VOTE,
+};
 pub use replica::{fast_failover_config, Replica, ReplicaConfig};
 pub use state_machine::{Apply, Capture, CaptureAt, CaptureWrite, Meta, StateMachine};
 

@@ -176,6 +176,36 @@ impl State {
     }
 }
 
+/// Replays Raft records (`(kind, payload)` in log order, as the ring hands them back) into a
+/// fresh state exactly as [`LogStorage::open`] does, and says what they leave: the part of
+/// opening that reads the records' bytes, without a ring (what the fuzz targets drive).
+pub fn replay_records<'a>(
+    records: impl IntoIterator<Item = (u8, &'a [u8])>,
+) -> Result<RecoveredLog, String> {
+    let mut st = State {
+        log: None,
+        next_lsn: 0,
+        entries: BTreeMap::new(),
+        vote: None,
+        committed: None,
+        last_purged: None,
+    };
+    let mut n = 0;
+    for (kind, b) in records {
+        st.replay(n as Lsn, kind, b).map_err(|e| e.to_string())?;
+        n += 1;
+    }
+    Ok(RecoveredLog {
+        records: n,
+        entries: st.entries.len(),
+        last_log_id: st.last_log_id(),
+        last_purged: st.last_purged,
+        vote: st.vote,
+        discarded_tail_bytes: 0,
+        tail_problem: None,
+    })
+}
+
 impl LogStorage {
     /// Opens the Raft log in `cfg.dir`, creating the recovery log first if the directory does
     /// not hold one yet, and replays it.

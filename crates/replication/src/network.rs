@@ -104,9 +104,30 @@ async fn read_frame<T: DeserializeOwned>(s: &mut TcpStream) -> io::Result<Option
             ));
         }
     }
-    bincode::deserialize(&body)
-        .map(Some)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    decode_body(&body).map(Some)
+}
+
+/// Decodes a frame's body (after its length): the one place bytes from a peer become values.
+fn decode_body<T: DeserializeOwned>(body: &[u8]) -> io::Result<T> {
+    bincode::deserialize(body).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Which side of the peer protocol a frame body comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerFrame {
+    Request,
+    Response,
+}
+
+/// Decodes a frame body received from a peer as [`serve`] (a request) or a client (a response)
+/// does, and encodes the value again: what the fuzz targets drive, so the decoder they reach
+/// is the one a replica runs.
+pub fn reencode_peer_frame(body: &[u8], side: PeerFrame) -> io::Result<Vec<u8>> {
+    let again = match side {
+        PeerFrame::Request => bincode::serialize(&decode_body::<Request>(body)?),
+        PeerFrame::Response => bincode::serialize(&decode_body::<Response>(body)?),
+    };
+    again.map_err(io::Error::other)
 }
 
 /// A peer counts as reachable while it was heard from within this long and nothing failed

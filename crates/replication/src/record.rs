@@ -194,6 +194,23 @@ pub(crate) fn decode_opt_log_id(kind: u8, b: &[u8]) -> Result<Option<LogId>, Dec
     }
 }
 
+/// Decodes a Raft record of `kind` as opening the log does and encodes the value again (what the
+/// fuzz targets drive: the decoders they reach are the ones recovery runs).
+pub fn reencode_record(kind: u8, b: &[u8]) -> Result<Vec<u8>, DecodeError> {
+    Ok(match kind {
+        RAFT_ENTRY => {
+            let e = decode_entry(b)?;
+            let (head, body) = entry_parts(&e);
+            [head.as_slice(), body].concat()
+        }
+        RAFT_VOTE => encode_vote(&decode_vote(b)?),
+        RAFT_TRUNCATE => encode_index(decode_index(b)?),
+        RAFT_PURGED => encode_log_id(&decode_log_id(kind, b)?),
+        RAFT_COMMITTED => encode_opt_log_id(decode_opt_log_id(kind, b)?.as_ref()),
+        other => return Err(bad(other, "not a Raft record")),
+    })
+}
+
 /// `serde(with)` helper: bytes as a lowercase hex string. serde_json would otherwise write a
 /// byte vector as an array of decimal numbers (up to 4 bytes per byte); hex is 2.
 pub(crate) mod hex_bytes {

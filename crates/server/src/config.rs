@@ -224,8 +224,40 @@ impl Ini {
         Ini::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
+    /// Whether every stanza name, key and value reads back unchanged once written: each is one
+    /// line without a comment character (`#`, `;`) or blanks around it, and a key has no `=`.
+    /// A value that failed this would be cut short on the next read, or end the file's parse
+    /// there and stop the queue manager from starting.
+    pub fn check_writable(&self) -> Result<(), String> {
+        fn one(what: &str, s: &str, extra: &[char]) -> Result<(), String> {
+            let bad = |c: char| c == '\n' || c == '#' || c == ';' || extra.contains(&c);
+            if let Some(c) = s.chars().find(|&c| bad(c)) {
+                return Err(format!(
+                    "{what} {s:?} cannot be written to qm.ini: it holds {c:?} \
+                     (stanza names, keys and values are one line, without '#' or ';')"
+                ));
+            }
+            if s.trim() != s {
+                return Err(format!(
+                    "{what} {s:?} cannot be written to qm.ini: blanks around it would be lost"
+                ));
+            }
+            Ok(())
+        }
+        for (stanza, kv) in &self.stanzas {
+            one("stanza name", stanza, &[])?;
+            for (k, v) in kv {
+                one(&format!("{stanza}: key"), k, &['='])?;
+                one(&format!("{stanza}:{k} value"), v, &[])?;
+            }
+        }
+        Ok(())
+    }
+
     /// Writes atomically (temporary file, then rename) so a crash never leaves half a file.
+    /// Refuses (writing nothing) what would not read back as it is.
     pub fn save(&self, path: &Path) -> Result<(), String> {
+        self.check_writable()?;
         let tmp = path.with_extension("ini.tmp");
         std::fs::write(&tmp, self.to_string())
             .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
@@ -672,6 +704,32 @@ mod tests {
             (cfg.name.as_str(), cfg.port, cfg.log_file_pages),
             ("QM1", 1414, 16384)
         );
+    }
+
+    /// `setmqini -v` takes any text: a value on two lines would end the file's parse at the
+    /// second (the queue manager would not start), one with `#` would lose its tail.
+    #[test]
+    fn a_value_that_would_not_read_back_is_refused_and_the_file_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("qm.ini");
+        let text = "QueueManager:\n   Name=QM1\n";
+        std::fs::write(&path, text).unwrap();
+        for (key, value) in [
+            ("Address", "127.0.0.1\nPort=1"),
+            ("Address", "a#b"),
+            ("Address", " padded"),
+            ("A=B", "1"),
+        ] {
+            let mut ini = Ini::load(&path).unwrap();
+            ini.set("Metrics", key, value);
+            let err = ini.save(&path).unwrap_err();
+            assert!(err.contains("cannot be written"), "{err}");
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        }
+        let mut ini = Ini::load(&path).unwrap();
+        ini.set("Metrics", "Address", "0.0.0.0");
+        ini.save(&path).unwrap();
+        assert_eq!(Ini::load(&path).unwrap(), ini);
     }
 
     #[test]

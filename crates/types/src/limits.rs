@@ -45,6 +45,10 @@ pub const UOW_MSGS_MAX: u32 = 10_000;
 pub const GET_WAIT_MAX_MS: u64 = 24 * 3600 * 1000;
 /// Properties attached to one message.
 pub const PROPERTIES_PER_MSG_MAX: usize = 256;
+/// Largest message sequence number (the queue manager's put counter, from 1): a queue's delivery
+/// key packs it into 60 bits. Far beyond any real counter (a billion puts a second for 36 years),
+/// so a record or image that holds a larger one is damaged.
+pub const MSG_SEQ_MAX: u64 = (1 << 60) - 1;
 
 /// Bindings-mode (local) connections served at once. Counted apart from client channels
 /// (qm.ini Channels:MaxChannels), as in MQ, so local administration and `strmqm`'s readiness

@@ -211,32 +211,66 @@ pub async fn write_records(
 /// Bytes of a `Records` frame before its records: length, type, end, mark, records' length.
 const RECORDS_HEAD: usize = 4 + 1 + 8 + 1 + 4;
 
+/// Bytes of a frame's length prefix.
+const LEN_BYTES: usize = 4;
+
+/// The whole length (prefix included) of the frame that `buf` starts with, once its length prefix
+/// is there; a length outside `1..=MAX_FRAME` is refused from the prefix alone.
+fn frame_bytes(buf: &[u8]) -> Result<Option<usize>, DecodeError> {
+    let Some(head) = buf.first_chunk::<LEN_BYTES>() else {
+        return Ok(None);
+    };
+    let len = u32::from_le_bytes(*head) as usize;
+    if len == 0 || len > MAX_FRAME {
+        return Err(DecodeError::invalid(
+            "DR frame length",
+            format!("{len} bytes refused (1..={MAX_FRAME})"),
+        ));
+    }
+    Ok(Some(LEN_BYTES + len))
+}
+
+/// Decodes the frame at the start of `buf` without any I/O: the frame and the bytes it took, or
+/// `Ok(None)` while `buf` holds less than a whole frame. [`read`] decodes every frame with it;
+/// records are shared with `buf`, not copied.
+pub fn decode_frame(buf: &Bytes) -> Result<Option<(Frame, usize)>, DecodeError> {
+    let Some(total) = frame_bytes(buf)? else {
+        return Ok(None);
+    };
+    if buf.len() < total {
+        return Ok(None);
+    }
+    Frame::decode(buf.slice(LEN_BYTES..total)).map(|f| Some((f, total)))
+}
+
 /// Reads one frame; `Ok(None)` at a clean end of stream.
 pub async fn read(r: &mut (impl AsyncRead + Unpin)) -> std::io::Result<Option<Frame>> {
-    let mut len = [0u8; 4];
+    let malformed = |e: DecodeError| std::io::Error::other(format!("malformed DR frame: {e}"));
+    let mut len = [0u8; LEN_BYTES];
     match r.read_exact(&mut len).await {
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
         Err(e) => return Err(e),
     }
-    let len = u32::from_le_bytes(len) as usize;
-    if len == 0 || len > MAX_FRAME {
-        return Err(std::io::Error::other(format!(
-            "DR frame of {len} bytes refused (1..={MAX_FRAME})"
-        )));
-    }
+    let total = frame_bytes(&len).map_err(malformed)?.ok_or_else(|| {
+        malformed(DecodeError::Truncated {
+            what: "DR frame length",
+        })
+    })?;
     // Read straight into spare capacity: zero-filling a buffer of up to a MiB first would cost
     // a pass over every shipped byte.
-    let mut body = BytesMut::with_capacity(len);
-    while body.len() < len {
-        let want = len - body.len();
-        if r.read_buf(&mut (&mut body).limit(want)).await? == 0 {
+    let mut buf = BytesMut::with_capacity(total);
+    buf.put_slice(&len);
+    while buf.len() < total {
+        let want = total - buf.len();
+        if r.read_buf(&mut (&mut buf).limit(want)).await? == 0 {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
     }
-    Frame::decode(body.freeze())
-        .map(Some)
-        .map_err(|e| std::io::Error::other(format!("malformed DR frame: {e}")))
+    match decode_frame(&buf.freeze()).map_err(malformed)? {
+        Some((f, _)) => Ok(Some(f)),
+        None => Err(malformed(DecodeError::Truncated { what: "DR frame" })),
+    }
 }
 
 /// Bytes of framing before each record's payload in a chunk: kind and length.

@@ -129,7 +129,7 @@ pub(super) fn checkpoint_key(meta: &[u8]) -> std::io::Result<Lsn> {
 }
 
 /// Splits a batch payload (`kind u8 | len u32 | payload` each) into its engine records.
-pub(crate) fn records(payload: &[u8]) -> impl Iterator<Item = Result<(u8, &[u8]), String>> {
+pub fn records(payload: &[u8]) -> impl Iterator<Item = Result<(u8, &[u8]), String>> {
     let mut p = payload;
     std::iter::from_fn(move || {
         if p.is_empty() {

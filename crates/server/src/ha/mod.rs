@@ -87,7 +87,7 @@ mod handle;
 mod proposals;
 mod roles;
 
-pub(crate) use app::records;
+pub use app::records;
 pub use app::HaApp;
 pub use handle::HaHandle;
 pub use proposals::{HaSink, Proposals};
