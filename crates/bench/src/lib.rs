@@ -9,7 +9,8 @@ pub mod chart;
 pub mod cli;
 pub mod cph;
 pub mod cpu;
-pub mod progress;
+/// The progress display lives in the client crate, which the product binary uses too.
+pub use ferrymq_client::progress;
 pub mod qm;
 pub mod report;
 pub mod report_dr;

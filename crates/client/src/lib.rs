@@ -21,6 +21,7 @@ mod options;
 mod socket;
 
 pub mod blocking;
+pub mod progress;
 
 /// The dead-letter header (MQDLH) in front of messages the queue manager puts to the
 /// dead-letter queue: [`dlh::DeadLetterHeader::parse`] splits a got message's body into the

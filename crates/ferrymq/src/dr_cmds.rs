@@ -245,8 +245,8 @@ pub fn dspmq_dr_wait(only: Option<&str>, secs: u64) -> Res {
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mut last_state = String::new();
     // The copy being shown: its size, and the bar.
-    let mut copy: Option<(u64, ferrymq_bench::progress::Progress, u64)> = None;
-    let say = |copy: &Option<(u64, ferrymq_bench::progress::Progress, u64)>, line: &str| match copy
+    let mut copy: Option<(u64, ferrymq_client::progress::Progress, u64)> = None;
+    let say = |copy: &Option<(u64, ferrymq_client::progress::Progress, u64)>, line: &str| match copy
     {
         Some((_, p, _)) => p.println(line),
         None => eprintln!("{line}"),
@@ -299,7 +299,7 @@ pub fn dspmq_dr_wait(only: Option<&str>, secs: u64) -> Res {
                     let what = format!("DR full copy '{name}'");
                     copy = Some((
                         total,
-                        ferrymq_bench::progress::Progress::new(&what, "bytes", Some(total)),
+                        ferrymq_client::progress::Progress::new(&what, "bytes", Some(total)),
                         0,
                     ));
                 }

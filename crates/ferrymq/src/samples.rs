@@ -460,7 +460,7 @@ fn put_with(a: &PutArgs) -> Res {
             .map(|_| ())
             .map_err(mq)
     };
-    let mut progress = ferrymq_bench::progress::Progress::new(
+    let mut progress = ferrymq_client::progress::Progress::new(
         &format!("put '{}'", a.queue),
         "messages",
         (!a.file.is_empty()).then_some(a.file.len() as u64),
@@ -765,7 +765,7 @@ fn get_with(a: &GetArgs, browse: bool, cmd: &str) -> Res {
     // Progress on standard error for a long get into a file or pipe; on a terminal the messages
     // themselves show it.
     let mut progress = (!stdout.is_terminal()).then(|| {
-        ferrymq_bench::progress::Progress::new(&format!("{cmd} '{q}'"), "messages", a.count)
+        ferrymq_client::progress::Progress::new(&format!("{cmd} '{q}'"), "messages", a.count)
     });
     let mut out = stdout.lock();
     let mut n: u64 = 0;
