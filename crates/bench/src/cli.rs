@@ -1,10 +1,10 @@
-//! Reading the options of `ferrymq cph` and `ferrymq report`: each is a clap `Args` struct that
-//! the `ferrymq` command tree includes (for its help, completions and man pages) and that the
-//! benchmark parses its arguments with, so both read the same definition.
+//! Reading the options of `ferrymq-bench cph` and `ferrymq-bench report`: each is a clap `Args`
+//! struct that the `ferrymq-bench` command tree includes (for its help) and that the benchmark
+//! parses its arguments with, so both read the same definition.
 
 use clap::{Args, FromArgMatches};
 
-/// Parses `argv` (the arguments after `bin`, e.g. after `ferrymq report ha`) into `T`. The
+/// Parses `argv` (the arguments after `bin`, e.g. after `ferrymq-bench report ha`) into `T`. The
 /// error is clap's message (help included, for `--help`).
 pub fn parse_args<T: Args + FromArgMatches>(
     bin: &'static str,

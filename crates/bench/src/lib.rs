@@ -1,4 +1,4 @@
-//! FerryMQ's performance tooling: an equivalent of IBM's MQ-CPH (`ferrymq cph`) with the
+//! FerryMQ's performance tooling: an equivalent of IBM's MQ-CPH (`ferrymq-bench cph`) with the
 //! Requester, Responder, PutGet, Sender and Receiver modules, counting the Request/Responder
 //! workload exactly as the seed reports count it (see docs/internals/wire.md, "The hot path and what it
 //! costs"), measuring the queue manager's and its own CPU from /proc, and latency with HDR

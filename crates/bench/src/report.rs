@@ -1,4 +1,4 @@
-//! `ferrymq report standalone [--quick] [--qms 1,10] [--sizes ...] [--out DIR]`: reproduces the seed reports' standalone
+//! `ferrymq-bench report standalone [--quick] [--qms 1,10] [--sizes ...] [--out DIR]`: reproduces the seed reports' standalone
 //! Request/Responder tables on this machine. It creates its own queue managers (1 and 10, each
 //! with REQUEST0..9/REPLY0..9, MAXDEPTH 5000) in a private $FERRYMQ_HOME, sweeps the requester
 //! count upward for each message size and persistence until the rate stops rising, and writes a
@@ -156,27 +156,27 @@ fn size_label(size: usize) -> String {
     }
 }
 
-/// `ferrymq report KIND`: the report and its options.
+/// `ferrymq-bench report KIND`: the report and its options.
 #[derive(clap::Subcommand, Debug)]
 pub enum ReportCmd {
     /// Standalone sweep (queue managers x message sizes): the seeds' tables, charts and JSON
     #[command(
-        after_help = "Examples:\n  ferrymq report standalone --quick\n  ferrymq report standalone --qms 1,10 --sizes 2048,20480 --out standalone-report"
+        after_help = "Examples:\n  ferrymq-bench report standalone --quick\n  ferrymq-bench report standalone --qms 1,10 --sizes 2048,20480 --out standalone-report"
     )]
     Standalone(StandaloneArgs),
     /// HA against standalone, replication distance, failover time
     #[command(
-        after_help = "Examples:\n  ferrymq report ha --quick\n  ferrymq report ha --rtts 0,1,2,5,10 --failover-messages 0,500000 --out ha-report"
+        after_help = "Examples:\n  ferrymq-bench report ha --quick\n  ferrymq-bench report ha --rtts 0,1,2,5,10 --failover-messages 0,500000 --out ha-report"
     )]
     Ha(crate::report_ha::HaArgs),
     /// DR against no DR, HA+DR against HA, DR link latency, DR lag
     #[command(
-        after_help = "Examples:\n  ferrymq report dr --quick\n  ferrymq report dr --rtts 10,20,50,100 --steps dr1,distance --out dr-report"
+        after_help = "Examples:\n  ferrymq-bench report dr --quick\n  ferrymq-bench report dr --rtts 10,20,50,100 --steps dr1,distance --out dr-report"
     )]
     Dr(crate::report_dr::DrArgs),
 }
 
-/// `ferrymq report standalone`'s options.
+/// `ferrymq-bench report standalone`'s options.
 #[derive(clap::Args, Debug)]
 pub struct StandaloneArgs {
     /// Short runs and fewer points (minutes instead of hours)
@@ -193,7 +193,7 @@ pub struct StandaloneArgs {
     pub out: Option<PathBuf>,
 }
 
-/// `report KIND [options]` (the arguments after `ferrymq report`).
+/// `report KIND [options]` (the arguments after `ferrymq-bench report`).
 pub fn main(argv: &[String]) -> Result<(), String> {
     match argv.first().map(String::as_str) {
         Some("standalone") => {}
@@ -204,9 +204,9 @@ pub fn main(argv: &[String]) -> Result<(), String> {
                 "report '{other}' is not available yet; reports: standalone, ha, dr"
             ))
         }
-        None => return Err("usage: ferrymq report standalone [--quick] [--qms 1,10] [--sizes 256,2048,20480,204800] [--out DIR]".into()),
+        None => return Err("usage: ferrymq-bench report standalone [--quick] [--qms 1,10] [--sizes 256,2048,20480,204800] [--out DIR]".into()),
     }
-    let a: StandaloneArgs = crate::cli::parse_args("ferrymq report standalone", &argv[1..])?;
+    let a: StandaloneArgs = crate::cli::parse_args("ferrymq-bench report standalone", &argv[1..])?;
     let quick = a.quick;
     let out_dir = a.out.unwrap_or_else(|| {
         PathBuf::from(format!(
@@ -347,7 +347,7 @@ fn write_report(out_dir: &Path, scenarios: &[Scenario], quick: bool) -> Result<(
     );
     let _ = writeln!(
         md,
-        "Produced by `ferrymq report standalone{}` with ferrymq {} on {} CPU cores (client and queue managers share them). \
+        "Produced by `ferrymq-bench report standalone{}` with ferrymq {} on {} CPU cores (client and queue managers share them). \
          Workload (the ferrymq-bench crate's docs, as the seed reports count it): requesters put a request under syncpoint and commit, then get the reply by CorrelId; \
          10 responders per queue manager get under syncpoint, put the reply and commit. Requesters connect over TCP (SHARECNV 1). \
          CPU is percent of one core. Latency is the median round trip at that load; the 1-requester row is the single-requester latency.\n",

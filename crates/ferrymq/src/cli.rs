@@ -77,12 +77,6 @@ pub const GROUPS: &[(&str, &[&str], &str)] = &[
         "Exit 3 no message, 4 not authorised, 5 unknown object, 6 queue manager unavailable,\n\
          1 any other failure, 2 usage.",
     ),
-    (
-        "Performance",
-        &["cph", "report"],
-        "The workload is described in docs/internals/wire.md, 'The hot path and what it costs', and in\n\
-         the ferrymq-bench crate's docs (crates/bench/src/lib.rs).",
-    ),
     ("Network rehearsal and demo", &["relay", "demo"], ""),
     ("This command line", &["completions", "man", "help"], ""),
 ];
@@ -239,20 +233,10 @@ const EXAMPLES_MAN: &str = "\
 Examples:
   ferrymq man --out ~/.local/share/man/man1 && man ferrymq-crtmqm";
 
-const EXAMPLES_CPH: &str = "\
-Examples:
-  ferrymq cph rr --qm QM1 --requesters 64 --size 2048 --persistent --duration-s 30
-  ferrymq cph rr --help              the options (the same for every module)";
-
-const EXAMPLES_REPORT: &str = "\
-Examples:
-  ferrymq report standalone --quick
-  ferrymq report ha --quick --out ha-report";
-
 const EXAMPLES_HELP: &str = "\
 Examples:
   ferrymq help
-  ferrymq help report ha";
+  ferrymq help dspmq";
 
 const SAMPLE_NOTE: &str = "`ferrymq put --help` (get, browse) describes its options.";
 
@@ -277,7 +261,7 @@ pub enum Cmd {
         after_help = EXAMPLES_CRTMQM,
         override_usage = "ferrymq crtmqm [-p PORT] [-lp N] [-lf PAGES] [-h MAXHANDLES] [-fs N] [-c TEXT]\n              [-ha LIST -hi NAME] [-dr primary|secondary [-drr LIST] [-drl ADDR] [-drlag BYTES]] QMNAME"
     )]
-    Crtmqm(Crtmqm),
+    Crtmqm(Box<Crtmqm>),
     /// Start a queue manager in the background; returns once it accepts connections
     #[command(after_help = EXAMPLES_STRMQM, override_usage = "ferrymq strmqm QMNAME")]
     Strmqm(Strmqm),
@@ -353,18 +337,6 @@ pub enum Cmd {
     /// Dead-letter queue handler: act on dead-lettered messages by rules (retry, forward, discard)
     #[command(after_help = EXAMPLES_RUNMQDLQ)]
     Runmqdlq(Runmqdlq),
-    /// MQ-CPH equivalent: request/reply and put/get workloads with rates and latencies
-    #[command(after_help = EXAMPLES_CPH)]
-    Cph {
-        #[command(subcommand)]
-        module: ferrymq_bench::cph::CphCmd,
-    },
-    /// Benchmark reports: tables, charts and JSON (standalone, HA, DR)
-    #[command(after_help = EXAMPLES_REPORT)]
-    Report {
-        #[command(subcommand)]
-        report: ferrymq_bench::report::ReportCmd,
-    },
     /// TCP relay adding round-trip time (and a bandwidth limit): netem without netem
     #[command(after_help = EXAMPLES_RELAY)]
     Relay(Relay),
@@ -388,7 +360,7 @@ pub enum Cmd {
     /// Help on ferrymq or on one command
     #[command(after_help = EXAMPLES_HELP)]
     Help {
-        /// The command (e.g. `crtmqm`, `report ha`)
+        /// The command (e.g. `crtmqm`, `dspmq`)
         command: Vec<String>,
     },
     /// Every command, one per line (for tests and scripts)
@@ -1153,7 +1125,7 @@ fn notes_and_refusals(cmd: &str, sub: &clap::Command, m: &ArgMatches) -> Result<
     Ok(())
 }
 
-/// Every command's words (`crtmqm`, `report ha`, ...), hidden ones included, depth first.
+/// Every command's words (`crtmqm`, `dspmq`, ...), hidden ones included, depth first.
 pub fn all_commands() -> Vec<String> {
     fn walk(cmd: &clap::Command, prefix: &str, out: &mut Vec<String>) {
         for s in cmd.get_subcommands() {

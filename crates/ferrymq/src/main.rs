@@ -1,6 +1,7 @@
 //! The `ferrymq` command: queue manager lifecycle with MQ's command names (crtmqm, strmqm, endmqm,
 //! dltmqm, dspmq, setmqini, dspmqini), HA and DR control, runmqsc, the sample programs (put, get,
-//! browse, like MQ's amqsput, amqsget and amqsbcg), the benchmarks and a self-contained demo. It
+//! browse, like MQ's amqsput, amqsget and amqsbcg), the latency relay and a self-contained demo
+//! (the benchmarks are the `ferrymq-bench` binary's, which drives this one from outside). It
 //! reads the command line (one clap tree, `cli`) and calls the crates that do the work; it holds
 //! no queue logic of its own.
 
@@ -25,9 +26,7 @@ fn main() {
         Parsed::Run(cli) => cli,
         Parsed::Exit(code) => std::process::exit(code),
     };
-    // The arguments after the command's words, for the commands that parse them again.
-    let after = |words: usize| &args[words.min(args.len())..];
-    let r: Res = run(cli, after);
+    let r: Res = run(*cli);
     if let Err(f) = r {
         if !f.message.is_empty() {
             // Not eprintln!: run-qmgr's stderr is its error log, which a full disk cannot take,
@@ -38,7 +37,7 @@ fn main() {
     }
 }
 
-fn run<'a>(cli: Box<Cli>, after: impl Fn(usize) -> &'a [String]) -> Res {
+fn run(cli: Cli) -> Res {
     match cli.cmd {
         Cmd::Crtmqm(a) => lifecycle::crtmqm(&a),
         Cmd::Strmqm(a) => lifecycle::strmqm(&a),
@@ -62,16 +61,6 @@ fn run<'a>(cli: Box<Cli>, after: impl Fn(usize) -> &'a [String]) -> Res {
         Cmd::Runmqdlq(a) => dlq_handler::run(&a),
         Cmd::Demo(a) => demo::run(&a),
         Cmd::Relay(a) => relay::run(&a),
-        // The benchmarks read their options again from the same clap definitions (they record
-        // the command line as given in their reports).
-        Cmd::Report { .. } => ferrymq_bench::report::main(after(1)).map_err(|m| lifecycle::Fail {
-            code: 1,
-            message: format!("report: {m}"),
-        }),
-        Cmd::Cph { .. } => ferrymq_bench::cph::main(after(1)).map_err(|m| lifecycle::Fail {
-            code: 1,
-            message: format!("cph: {m}"),
-        }),
         Cmd::Dspmqver => {
             print_out(&version::dspmqver());
             Ok(())

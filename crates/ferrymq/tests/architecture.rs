@@ -108,6 +108,18 @@ fn the_mqsc_language_crate_does_not_know_the_engine() {
 }
 
 #[test]
+fn the_product_binary_does_not_link_the_bench_crate() {
+    // The product is what ships: the measurement harness is a binary of its own
+    // (`ferrymq-bench`) that drives `ferrymq` from outside.
+    let manifests = manifests();
+    let deps = dependencies(&manifests["ferrymq"]);
+    assert!(
+        !deps.iter().any(|d| d == "ferrymq-bench"),
+        "ferrymq depends on {deps:?}"
+    );
+}
+
+#[test]
 fn the_manifest_reader_sees_dependencies_in_both_spellings() {
     let text = "[package]\nname = \"x\"\n[dependencies]\nferrymq-types.workspace = true\n\
                 ferrymq-client = { path = \"../client\" }\nbytes = \"1\"\n[dev-dependencies]\n\

@@ -1,39 +1,42 @@
-//! The performance harness works end to end against a real queue manager: it sets up the queue
-//! pairs, runs requesters and responders, and reports what the reports count. (Its numbers are
-//! judged in benchmark runs, not here.)
+//! The performance harness (`ferrymq-bench`, a binary of its own beside `ferrymq`) works end to
+//! end against a real queue manager: it sets up the queue pairs, runs requesters and responders,
+//! and reports what the reports count. (Its numbers are judged in benchmark runs, not here.)
 
 mod support;
 
-use support::{Home, Qm};
+use support::{run_bench, Home, Qm};
 
 #[test]
 fn cph_rr_reports_the_fields_the_report_needs() {
     let home = Home::new();
     let qm = Qm::start(&home, "QCPH", &[]);
     let conn = qm.conname();
-    let out = home.run(&[
-        "cph",
-        "rr",
-        "--qm",
-        "QCPH",
-        "--conn",
-        &conn,
-        "--requesters",
-        "4",
-        "--responders",
-        "2",
-        "--size",
-        "256",
-        "--persistent",
-        "--duration-s",
-        "1",
-        "--warmup-s",
-        "0.5",
-        "--queues",
-        "2",
-        "--quiet",
-        "--json",
-    ]);
+    let out = run_bench(
+        &home,
+        &[
+            "cph",
+            "rr",
+            "--qm",
+            "QCPH",
+            "--conn",
+            &conn,
+            "--requesters",
+            "4",
+            "--responders",
+            "2",
+            "--size",
+            "256",
+            "--persistent",
+            "--duration-s",
+            "1",
+            "--warmup-s",
+            "0.5",
+            "--queues",
+            "2",
+            "--quiet",
+            "--json",
+        ],
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -78,4 +81,37 @@ fn cph_rr_reports_the_fields_the_report_needs() {
     );
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert_eq!(shown.matches("CURDEPTH(0)").count(), 4, "{shown}");
+}
+
+#[test]
+fn the_harness_is_its_own_binary_with_help_for_cph_and_report() {
+    let home = Home::new();
+    for cmd in [
+        "cph rr",
+        "cph receiver",
+        "report standalone",
+        "report ha",
+        "report dr",
+    ] {
+        let mut args: Vec<&str> = cmd.split(' ').collect();
+        args.push("--help");
+        let out = run_bench(&home, &args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        assert!(
+            stdout.contains(&format!("Usage: ferrymq-bench {cmd}")),
+            "{args:?}:\n{stdout}"
+        );
+    }
+    let out = run_bench(&home, &["report", "ha", "--bogus", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("'--bogus'"),
+        "{out:?}"
+    );
+    // The product binary no longer carries them.
+    for cmd in ["cph", "report"] {
+        let out = home.run(&[cmd, "--help"]);
+        assert_eq!(out.status.code(), Some(1), "ferrymq {cmd}: {out:?}");
+    }
 }

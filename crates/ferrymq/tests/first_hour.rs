@@ -310,6 +310,10 @@ fn crtmqm_x_is_max_uncommitted_relay_takes_host_port_and_help_points_at_real_fil
     let home = Home::new();
     let help = home.ok(&["help"]);
     assert!(!help.contains("BENCHMARK.md"), "{help}");
+    // The measurement harness (its own binary) points at where its workload is described.
+    let out = support::run_bench(&home, &["--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
     assert!(help.contains("docs/internals/wire.md"), "{help}");
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     assert!(std::fs::read_to_string(root.join("docs/internals/wire.md"))

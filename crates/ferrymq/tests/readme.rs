@@ -167,7 +167,7 @@ fn the_ha_sequence_runs_as_written() {
     let repl = ports(3);
     let root = homes.path().to_path_buf();
     let mut script = block("-ha \"$L\" -hi $n QMHA");
-    script = drop_line(&script, "ferrymq report ha --quick");
+    script = drop_line(&script, "ferrymq-bench report ha --quick");
     script = subst(&script, "/tmp/ha/", &format!("{}/", root.display()));
     script = subst(&script, "141$i", &format!("$(({base}+i))"));
     for (i, p) in [4001, 4002, 4003].iter().enumerate() {

@@ -1,4 +1,4 @@
-//! Command-line options of `ferrymq cph`.
+//! Command-line options of `ferrymq-bench cph`.
 
 use std::time::Duration;
 
@@ -50,10 +50,10 @@ pub struct Args {
 
 const EXAMPLES: &str = "\
 Examples:
-  ferrymq cph rr --qm QM1 --requesters 64 --size 2048 --persistent --duration-s 30
-  ferrymq cph rr --qm QM1 --conn 'localhost(1414)' --requesters 16 --json";
+  ferrymq-bench cph rr --qm QM1 --requesters 64 --size 2048 --persistent --duration-s 30
+  ferrymq-bench cph rr --qm QM1 --conn 'localhost(1414)' --requesters 16 --json";
 
-/// `ferrymq cph MODULE`: the module and its options.
+/// `ferrymq-bench cph MODULE`: the module and its options.
 #[derive(clap::Subcommand, Debug)]
 pub enum CphCmd {
     /// Requesters and responders together, in one shot (the reports' workload)
@@ -76,7 +76,7 @@ pub enum CphCmd {
     Receiver(CphOpts),
 }
 
-/// The options every `ferrymq cph` module takes.
+/// The options every `ferrymq-bench cph` module takes.
 #[derive(clap::Args, Debug, Clone)]
 pub struct CphOpts {
     /// Queue managers to spread the work over (each gets its own queue pairs)
@@ -144,15 +144,15 @@ pub struct CphOpts {
     pub json: bool,
 }
 
-/// `ferrymq cph` as a command of its own (what [`Args::parse`] reads).
+/// `ferrymq-bench cph` as a command of its own (what [`Args::parse`] reads).
 #[derive(clap::Parser, Debug)]
-#[command(name = "ferrymq cph", no_binary_name = true)]
+#[command(name = "ferrymq-bench cph", no_binary_name = true)]
 struct CphCli {
     #[command(subcommand)]
     module: CphCmd,
 }
 
-pub const USAGE: &str = "usage: ferrymq cph rr|requester|responder|putget|sender|receiver --qm NAME[,NAME...] \
+pub const USAGE: &str = "usage: ferrymq-bench cph rr|requester|responder|putget|sender|receiver --qm NAME[,NAME...] \
 [--conn 'host(port)'[,...]] [--requesters N] [--responders M] [--threads N] [--size BYTES] [--persistent] \
 [--syncpoint|--no-syncpoint] [--duration-s S] [--warmup-s W] [--queues 10] [--request-prefix REQUEST] [--reply-prefix REPLY] [--rate N] \
 [--server-pid PID[,PID...]] [--no-setup] [--client-threads N] [--quiet] [--json]";
@@ -162,7 +162,7 @@ fn seconds(flag: &str, s: f64) -> Result<Duration, String> {
 }
 
 impl Args {
-    /// Reads `MODULE [options]` (the arguments after `ferrymq cph`).
+    /// Reads `MODULE [options]` (the arguments after `ferrymq-bench cph`).
     pub fn parse(argv: &[String]) -> Result<Args, String> {
         use clap::Parser;
         let cli = CphCli::try_parse_from(argv).map_err(|e| e.to_string().trim_end().to_string())?;

@@ -1,4 +1,4 @@
-//! `ferrymq cph MODULE [options]`: MQ-CPH's modules against a running queue manager.
+//! `ferrymq-bench cph MODULE [options]`: MQ-CPH's modules against a running queue manager.
 //!
 //! - `rr`: the headline Request/Responder workload in one shot — starts the responders and the
 //!   requesters itself and prints the round-trip rate, both sides' CPU and latency percentiles.
@@ -17,7 +17,7 @@ mod workers;
 pub use args::{Args, CphCmd, CphOpts, Module};
 pub use run::{run, RunResult};
 
-/// Entry point for `ferrymq cph ...` and `ferrymq-bench cph ...`.
+/// Entry point for `ferrymq-bench cph ...`.
 pub fn main(argv: &[String]) -> Result<(), String> {
     let a = Args::parse(argv)?;
     let r = run(&a)?;

@@ -1,4 +1,4 @@
-//! `ferrymq report dr [--quick] [--out DIR] [--rtts 10,20,50,100] [--requesters 1,4,16,64,256]
+//! `ferrymq-bench report dr [--quick] [--out DIR] [--rtts 10,20,50,100] [--requesters 1,4,16,64,256]
 //! [--distance-requesters 64,256] [--steps dr1,dr2,hadr,distance] [--dr2-qms N] [--max-lag BYTES]
 //! [--repeats N]`:
 //! the disaster recovery benchmark report. In a private $FERRYMQ_HOME it creates queue managers
@@ -65,7 +65,7 @@ const DR_POLL: Duration = Duration::from_millis(100);
 const TARGET_DR_PCT: f64 = 90.0;
 const TARGET_DISTANCE: [(f64, f64); 1] = [(100.0, 80.0)];
 
-/// `ferrymq report dr`'s options (read as text, checked by [`Opts::parse`]).
+/// `ferrymq-bench report dr`'s options (read as text, checked by [`Opts::parse`]).
 #[derive(clap::Args, Debug)]
 pub struct DrArgs {
     /// Short runs and fewer points
@@ -158,12 +158,12 @@ impl Opts {
             repeats: if quick { 1 } else { 3 },
             warmup: Duration::from_secs(if quick { 1 } else { 2 }),
             duration: Duration::from_secs(if quick { 3 } else { 8 }),
-            command: std::iter::once("ferrymq report dr".to_string())
+            command: std::iter::once("ferrymq-bench report dr".to_string())
                 .chain(argv.iter().map(|a| shell_word(a)))
                 .collect::<Vec<_>>()
                 .join(" "),
         };
-        let a: DrArgs = crate::cli::parse_args("ferrymq report dr", argv)?;
+        let a: DrArgs = crate::cli::parse_args("ferrymq-bench report dr", argv)?;
         if let Some(v) = a.out {
             o.out = v;
         }

@@ -246,7 +246,7 @@ pub(super) fn render(rep: &Report) -> String {
     );
     let _ = writeln!(
         md,
-        "\nWorkload (as `ferrymq report ha`): {QUEUE_PAIRS} queue pairs REQUEST0..9/REPLY0..9 per queue manager; requesters put a \
+        "\nWorkload (as `ferrymq-bench report ha`): {QUEUE_PAIRS} queue pairs REQUEST0..9/REPLY0..9 per queue manager; requesters put a \
          request under syncpoint and commit, then get the reply by CorrelId; responders (as many as requesters, 10 to 128 per queue \
          manager; beyond 256 requesters half of them, up to 300) get under syncpoint, put the reply and commit. Clients connect over TCP (SHARECNV 1). Every queue manager, secondary \
          and instance has 3 primary log files of {LOG_PAGES} pages. A DR pair is a primary and a secondary of the same name, each \

@@ -39,7 +39,7 @@ fn options_parse_with_quick_defaults_and_lists() {
     assert!(o.step("dr1") && o.step("hadr") && o.step("distance"));
     assert_eq!(
         o.command,
-        "ferrymq report dr --quick --out /tmp/x --rtts 10,100 --max-lag 1048576"
+        "ferrymq-bench report dr --quick --out /tmp/x --rtts 10,100 --max-lag 1048576"
     );
     assert_eq!(
         o.distance_rows(),
@@ -196,7 +196,7 @@ fn comparison(name: &str, base: &str, dr: &str) -> Comparison {
 fn report() -> Report {
     Report {
         info: crate::run_info::RunInfo {
-            command: "ferrymq report dr --quick".into(),
+            command: "ferrymq-bench report dr --quick".into(),
             version: "test".into(),
             date: crate::run_info::utc_string(0),
             cores: 2,

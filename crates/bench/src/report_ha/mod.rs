@@ -1,4 +1,4 @@
-//! `ferrymq report ha [--quick] [--out DIR] [--rtts 0,1,2,5,10] [--failover-messages 0,500000]
+//! `ferrymq-bench report ha [--quick] [--out DIR] [--rtts 0,1,2,5,10] [--failover-messages 0,500000]
 //! [--requesters 1,2,4,...] [--distance-requesters 16,64,256]
 //! [--steps ha1,ha2,distance,failover,kills] [--repeats N] [--kills N]`:
 //! the HA benchmark report. In a private $FERRYMQ_HOME it creates standalone queue managers and
@@ -93,7 +93,7 @@ const TARGET_HA1_PCT: f64 = 85.0;
 const TARGET_DISTANCE: [(f64, f64); 2] = [(1.0, 60.0), (10.0, 20.0)];
 const TARGET_FAILOVER_MS: f64 = 2000.0;
 
-/// `ferrymq report ha`'s options (read as text, checked by [`Opts::parse`]).
+/// `ferrymq-bench report ha`'s options (read as text, checked by [`Opts::parse`]).
 #[derive(clap::Args, Debug)]
 pub struct HaArgs {
     /// Short runs and fewer points
@@ -229,12 +229,12 @@ impl Opts {
             warmup: Duration::from_secs(if quick { 1 } else { 2 }),
             repeats: if quick { 1 } else { 3 },
             duration: Duration::from_secs(if quick { 3 } else { 8 }),
-            command: std::iter::once("ferrymq report ha".to_string())
+            command: std::iter::once("ferrymq-bench report ha".to_string())
                 .chain(argv.iter().map(|a| shell_word(a)))
                 .collect::<Vec<_>>()
                 .join(" "),
         };
-        let a: HaArgs = crate::cli::parse_args("ferrymq report ha", argv)?;
+        let a: HaArgs = crate::cli::parse_args("ferrymq-bench report ha", argv)?;
         if let Some(v) = a.out {
             o.out = v;
         }
@@ -449,7 +449,7 @@ pub(crate) mod tests {
         assert!(o.step("ha1") && o.step("distance") && o.step("failover"));
         assert_eq!(
             o.command,
-            "ferrymq report ha --quick --out /tmp/x --rtts 0,1,2.5,10"
+            "ferrymq-bench report ha --quick --out /tmp/x --rtts 0,1,2.5,10"
         );
 
         let o = Opts::parse(&v("--failover-messages 0,500000 --steps failover")).unwrap();

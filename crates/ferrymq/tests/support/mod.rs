@@ -15,6 +15,28 @@ pub mod workload;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_ferrymq");
 
+/// The `ferrymq-bench` binary (the measurement harness, its own package): beside [`BIN`], as
+/// `cargo build -p ferrymq -p ferrymq-bench` (or `cargo test --workspace`) leaves it. Cargo gives
+/// a test the path of its own package's binaries only, so this one is found by place.
+pub fn bench_bin() -> PathBuf {
+    let p = Path::new(BIN).with_file_name("ferrymq-bench");
+    assert!(
+        p.exists(),
+        "{} is missing: build it first with cargo build -p ferrymq-bench",
+        p.display()
+    );
+    p
+}
+
+/// Runs `ferrymq-bench ARGS` with `home` as `$FERRYMQ_HOME`.
+pub fn run_bench(home: &Home, args: &[&str]) -> Output {
+    Command::new(bench_bin())
+        .args(args)
+        .env("FERRYMQ_HOME", home.path())
+        .output()
+        .expect("run ferrymq-bench")
+}
+
 /// True while `pid` exists and is not a zombie.
 pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
