@@ -4,7 +4,8 @@
 #![no_main]
 
 use bytes::{Bytes, BytesMut};
-use ferrymq_server::dr::wire::{decode_frame, push_record, split_records, Frame};
+use ferrymq_engine::batch::{push_record, split};
+use ferrymq_server::dr::wire::{decode_frame, Frame};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -35,10 +36,10 @@ fn check(frame: &Frame) {
 
 /// A chunk that splits into records is exactly those records, framed again.
 fn check_records(chunk: Bytes) {
-    if let Ok(recs) = split_records(chunk.clone()) {
+    if let Ok(recs) = split(&chunk) {
         let mut out = BytesMut::new();
         for (kind, payload) in &recs {
-            push_record(&mut out, *kind, payload);
+            push_record(&mut out, *kind, &[payload]);
         }
         assert_eq!(out.freeze(), chunk);
     }

@@ -6,11 +6,10 @@
 #![no_main]
 
 use bytes::{Bytes, BytesMut};
+use ferrymq_engine::batch::{push_record, records};
 use ferrymq_engine::records::{GetRec, PutRec, Record};
 use ferrymq_engine::{Engine, EngineConfig, MemoryLog};
 use ferrymq_replication::{reencode_peer_frame, reencode_record, replay_records, PeerFrame};
-use ferrymq_server::dr::wire::push_record;
-use ferrymq_server::ha::records;
 use ferrymq_server::storage::decode_export;
 use ferrymq_types::QueueDef;
 use ferrymq_types::{MessageDescriptor, MsgDeliverySequence, Properties};
@@ -169,7 +168,7 @@ fn shaped_batch(mut b: &[u8]) -> Vec<u8> {
         };
         let mut payload = BytesMut::new();
         let kind = rec.encode_small(&mut payload);
-        push_record(&mut out, kind, &payload);
+        push_record(&mut out, kind, &[&payload]);
     }
     out.to_vec()
 }

@@ -10,6 +10,7 @@
 //! outcome that a crash could take back.
 
 mod admin;
+pub mod batch;
 pub mod conn;
 mod consume;
 pub mod dr;

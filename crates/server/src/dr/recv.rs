@@ -236,9 +236,9 @@ async fn session(
             Frame::Records { end, mark, records } if staging.lock().is_some() => {
                 let len = records.len();
                 dr.bytes.fetch_add(len as u64, Ordering::Relaxed);
-                let recs = match wire::split_records(records) {
+                let recs = match ferrymq_engine::batch::split(&records) {
                     Ok(r) => r,
-                    Err(e) => break Err(e),
+                    Err(e) => break Err(e.to_string()),
                 };
                 let n = recs.len() as u64;
                 let staged = {
@@ -287,9 +287,9 @@ async fn session(
             }
             Frame::Records { end, mark, records } => {
                 let len = records.len();
-                let recs = match wire::split_records(records) {
+                let recs = match ferrymq_engine::batch::split(&records) {
                     Ok(r) => r,
-                    Err(e) => break Err(e),
+                    Err(e) => break Err(e.to_string()),
                 };
                 let applied = {
                     let mut core = shared.core.lock();

@@ -108,12 +108,12 @@ impl Source {
                 };
                 let size = recs
                     .iter()
-                    .map(|r| wire::RECORD_HEAD + r.payload.len())
+                    .map(|r| ferrymq_engine::batch::RECORD_HEAD_BYTES + r.payload.len())
                     .sum();
                 let mut out = BytesMut::with_capacity(size);
                 let mut end = after;
                 for r in recs {
-                    wire::push_record(&mut out, r.kind, &r.payload);
+                    ferrymq_engine::batch::push_record(&mut out, r.kind, &[&r.payload]);
                     end = r.end_lsn();
                 }
                 Ok((end, out.freeze()))
@@ -438,7 +438,7 @@ async fn session(
                     let (pos, recs) = src.full_copy(shared).await?;
                     let bytes = recs
                         .iter()
-                        .map(|(_, p)| (wire::RECORD_HEAD + p.len()) as u64)
+                        .map(|(_, p)| (ferrymq_engine::batch::RECORD_HEAD_BYTES + p.len()) as u64)
                         .sum();
                     let c = SentCopy {
                         stream,
@@ -466,14 +466,14 @@ async fn session(
             }
             let skipped: u64 = copy.recs[..(skip as usize).min(copy.recs.len())]
                 .iter()
-                .map(|(_, p)| (wire::RECORD_HEAD + p.len()) as u64)
+                .map(|(_, p)| (ferrymq_engine::batch::RECORD_HEAD_BYTES + p.len()) as u64)
                 .sum();
             dr.copy_bytes.store(copy.bytes, Ordering::Release);
             dr.copy_sent.store(skipped, Ordering::Release);
             let mut chunk = BytesMut::new();
             let n = copy.recs.len();
             for (i, (k, p)) in copy.recs.iter().enumerate().skip(skip as usize) {
-                wire::push_record(&mut chunk, *k, p);
+                ferrymq_engine::batch::push_record(&mut chunk, *k, &[p]);
                 if chunk.len() >= CHUNK_BYTES && i + 1 < n {
                     let records = std::mem::take(&mut chunk).freeze();
                     let len = records.len() as u64;

@@ -47,7 +47,7 @@ pub enum Frame {
         stream: u64,
         pos: u64,
     },
-    /// Engine records (`kind u8 | len u32 | payload` each) ending the stream at `end`. With
+    /// Engine records (framed by `ferrymq_engine::batch`) ending the stream at `end`. With
     /// `mark` the secondary then records that it holds the stream up to `end` (not set for the
     /// chunks of a full copy before its last).
     Records {
@@ -273,33 +273,17 @@ pub async fn read(r: &mut (impl AsyncRead + Unpin)) -> std::io::Result<Option<Fr
     }
 }
 
-/// Bytes of framing before each record's payload in a chunk: kind and length.
-pub const RECORD_HEAD: usize = 1 + 4;
-
-/// Appends one engine record to a chunk in the stream's framing.
-pub fn push_record(out: &mut BytesMut, kind: u8, payload: &[u8]) {
-    out.put_u8(kind);
-    out.put_u32_le(payload.len() as u32);
-    out.put_slice(payload);
-}
-
-/// Splits a chunk into its records (the framing of an HA batch), sharing the chunk's memory.
-pub fn split_records(b: Bytes) -> Result<Vec<(u8, Bytes)>, String> {
-    crate::ha::records(&b)
-        .map(|r| r.map(|(kind, payload)| (kind, b.slice_ref(payload))))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ferrymq_engine::batch::{push_record, split};
     use ferrymq_engine::records::DrMark;
 
     #[tokio::test]
     async fn every_frame_round_trips_and_garbage_is_an_error_not_a_panic() {
         let mut recs = BytesMut::new();
-        push_record(&mut recs, 3, b"commit");
-        push_record(&mut recs, 1, b"");
+        push_record(&mut recs, 3, &[b"commit"]);
+        push_record(&mut recs, 1, &[]);
         let frames = vec![
             Frame::Hello {
                 qmgr: "QM1".into(),
@@ -354,9 +338,9 @@ mod tests {
             assert_eq!(read(&mut rd).await.unwrap().as_ref(), Some(f));
         }
         assert_eq!(read(&mut rd).await.unwrap(), None);
-        let split = split_records(recs.freeze()).unwrap();
-        assert_eq!(split.len(), 2);
-        assert_eq!((split[0].0, &split[0].1[..]), (3, &b"commit"[..]));
+        let back = split(&recs.freeze()).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!((back[0].0, &back[0].1[..]), (3, &b"commit"[..]));
 
         // A type byte nobody knows, a truncated body, an oversized header.
         for bad in [
@@ -366,14 +350,13 @@ mod tests {
         ] {
             assert!(read(&mut &bad[..]).await.is_err(), "{bad:?}");
         }
-        assert!(split_records(Bytes::from_static(&[3, 9, 0, 0, 0, 1])).is_err());
     }
 
     #[tokio::test]
     async fn records_written_without_a_copy_are_the_same_frame() {
         let mut recs = BytesMut::new();
-        push_record(&mut recs, 3, &[7u8; 3000]);
-        push_record(&mut recs, 1, b"get");
+        push_record(&mut recs, 3, &[&[7u8; 3000]]);
+        push_record(&mut recs, 1, &[b"get"]);
         let recs = recs.freeze();
         for mark in [false, true] {
             let f = Frame::Records {

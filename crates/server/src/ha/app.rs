@@ -128,29 +128,6 @@ pub(super) fn checkpoint_key(meta: &[u8]) -> std::io::Result<Lsn> {
     Ok(m.last_log_id.map_or(1, |l| l.index + 2))
 }
 
-/// Splits a batch payload (`kind u8 | len u32 | payload` each) into its engine records.
-pub fn records(payload: &[u8]) -> impl Iterator<Item = Result<(u8, &[u8]), String>> {
-    let mut p = payload;
-    std::iter::from_fn(move || {
-        if p.is_empty() {
-            return None;
-        }
-        if p.len() < 5 {
-            p = &[];
-            return Some(Err("truncated record header".into()));
-        }
-        let kind = p[0];
-        let len = u32::from_le_bytes([p[1], p[2], p[3], p[4]]) as usize;
-        if p.len() < 5 + len {
-            p = &[];
-            return Some(Err("truncated record".into()));
-        }
-        let rec = &p[5..5 + len];
-        p = &p[5 + len..];
-        Some(Ok((kind, rec)))
-    })
-}
-
 impl Apply for HaApp {
     fn open(&self, _dir: &Path) -> std::io::Result<Option<Vec<u8>>> {
         let (_, image, meta) = self.storage.load_latest().map_err(HaApp::io)?;
@@ -182,8 +159,8 @@ impl Apply for HaApp {
         }
         self.props.note_applied(log_id.index, rec.payload.len());
         let mut core = self.core.lock();
-        for r in records(&rec.payload) {
-            let res = r.and_then(|(kind, payload)| {
+        for r in ferrymq_engine::batch::records(&rec.payload) {
+            let res = r.map_err(|e| e.to_string()).and_then(|(kind, payload)| {
                 core.engine
                     .replay(kind, Bytes::copy_from_slice(payload))
                     .map_err(|e| e.to_string())

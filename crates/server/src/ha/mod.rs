@@ -87,7 +87,6 @@ mod handle;
 mod proposals;
 mod roles;
 
-pub use app::records;
 pub use app::HaApp;
 pub use handle::HaHandle;
 pub use proposals::{HaSink, Proposals};

@@ -71,13 +71,8 @@ impl Proposals {
     }
 
     pub(super) fn push(&self, kind: u8, parts: &[&[u8]]) -> u64 {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
         let mut st = self.st.lock();
-        st.open.push(kind);
-        st.open.extend_from_slice(&(len as u32).to_le_bytes());
-        for p in parts {
-            st.open.extend_from_slice(p);
-        }
+        ferrymq_engine::batch::push_record(&mut st.open, kind, parts);
         st.last_seq += 1;
         let seq = st.last_seq;
         st.open_last = seq;
@@ -260,7 +255,7 @@ pub struct HaSink {
 impl LogSink for HaSink {
     fn append(&mut self, kind: u8, parts: &[&[u8]]) -> Result<Lsn, MqError> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
-        if len + 5 > self.max_record {
+        if len + ferrymq_engine::batch::RECORD_HEAD_BYTES > self.max_record {
             return Err(MqError::new(
                 Reason::RESOURCE_PROBLEM,
                 format!(
