@@ -75,6 +75,10 @@ pub struct Conn {
     pub id: ConnId,
     pub user: String,
     pub app: String,
+    /// `user` and `app` cut once, when the connection is made, to MQ's UserIdentifier and
+    /// PutApplName widths: the context every default put writes into its message.
+    pub ctx_user: String,
+    pub ctx_app: String,
     pub handles: AHashMap<u32, Handle>,
     pub next_hobj: u32,
     pub max_handles: u32,
@@ -89,6 +93,8 @@ impl Conn {
     pub fn new(id: ConnId, user: String, app: String, max_handles: u32) -> Conn {
         Conn {
             id,
+            ctx_user: crate::put::cut(&user, ferrymq_types::limits::USER_ID_LEN_MAX),
+            ctx_app: crate::put::cut(&app, ferrymq_types::limits::PUT_APPL_NAME_LEN_MAX),
             user,
             app,
             handles: AHashMap::new(),

@@ -72,10 +72,10 @@ impl Engine {
         now_ms: u64,
     ) -> Result<(), MqError> {
         let c = &self.conns[&conn];
-        let own = Context {
-            user_id: c.user.clone(),
+        let own = || Context {
+            user_id: c.ctx_user.clone(),
             appl_identity: String::new(),
-            put_appl_name: c.app.clone(),
+            put_appl_name: c.ctx_app.clone(),
             put_time_ms: now_ms,
         };
         let ctx = opts.context;
@@ -113,7 +113,13 @@ impl Engine {
             ));
         }
         match ctx {
-            0 | pmo::DEFAULT_CONTEXT => apply_context(md, &own, true),
+            0 | pmo::DEFAULT_CONTEXT => {
+                // Once per message: the connection's own context, already cut to MQ's widths.
+                md.user_id.clone_from(&c.ctx_user);
+                md.appl_identity.clear();
+                md.put_appl_name.clone_from(&c.ctx_app);
+                md.put_time_ms = now_ms;
+            }
             pmo::NO_CONTEXT => apply_context(md, &Context::default(), true),
             pmo::SET_IDENTITY_CONTEXT => {
                 allowed(
@@ -123,7 +129,7 @@ impl Engine {
                 let given = Context {
                     user_id: md.user_id.clone(),
                     appl_identity: md.appl_identity.clone(),
-                    ..own
+                    ..own()
                 };
                 apply_context(md, &given, true);
             }
@@ -151,7 +157,7 @@ impl Engine {
                     "MQPMO_PASS_IDENTITY_CONTEXT",
                 )?;
                 let passed = saved(self)?;
-                apply_context(md, &own, true);
+                apply_context(md, &own(), true);
                 apply_context(md, &passed, false);
             }
             pmo::PASS_ALL_CONTEXT => {
