@@ -188,7 +188,7 @@ pub struct StandaloneArgs {
     /// Message sizes in bytes, e.g. 256,2048,20480,204800
     #[arg(long, value_name = "BYTES,BYTES...", allow_hyphen_values = true)]
     pub sizes: Option<String>,
-    /// Directory to write the report to (default ferrymq-report-standalone[-quick])
+    /// Directory to write the report to (default docs/results/DATE-standalone[-quick])
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     pub out: Option<PathBuf>,
 }
@@ -208,12 +208,9 @@ pub fn main(argv: &[String]) -> Result<(), String> {
     }
     let a: StandaloneArgs = crate::cli::parse_args("ferrymq-bench report standalone", &argv[1..])?;
     let quick = a.quick;
-    let out_dir = a.out.unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "ferrymq-report-standalone{}",
-            if quick { "-quick" } else { "" }
-        ))
-    });
+    let out_dir = a
+        .out
+        .unwrap_or_else(|| crate::run_info::default_out("standalone", quick));
     let mut plan = if quick { Plan::quick() } else { Plan::full() };
     let list = |flag: &str, v: &Option<String>| -> Result<Option<Vec<usize>>, String> {
         match v {

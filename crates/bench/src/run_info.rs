@@ -96,6 +96,23 @@ pub fn private_home(kind: &str) -> Result<PathBuf, String> {
     Ok(home)
 }
 
+/// Where a report goes unless `--out` says otherwise: `docs/results/DATE-KIND[-quick]` under the
+/// current directory (run from the repository's root, the results sit beside the code that made
+/// them). The folder is the report command's output alone; nobody edits it by hand, and a second
+/// run on the same day replaces it.
+pub fn default_out(kind: &str, quick: bool) -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    dated_out(kind, quick, secs)
+}
+
+fn dated_out(kind: &str, quick: bool, secs: u64) -> PathBuf {
+    let (y, m, d) = ferrymq_types::time::civil_from_days((secs / 86_400) as i64);
+    let quick = if quick { "-quick" } else { "" };
+    PathBuf::from("docs/results").join(format!("{y:04}-{m:02}-{d:02}-{kind}{quick}"))
+}
+
 /// `YYYY-MM-DD HH:MM:SS UTC` for seconds since the Unix epoch.
 pub fn utc_string(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
@@ -147,6 +164,20 @@ pub fn cpu_model() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reports_go_to_a_dated_folder_under_docs_results() {
+        // 2026-11-27 is day 20,784 after the epoch.
+        let secs = 20_784 * 86_400 + 3_600;
+        assert_eq!(
+            dated_out("ha", true, secs),
+            PathBuf::from("docs/results/2026-11-27-ha-quick")
+        );
+        assert_eq!(
+            dated_out("standalone", false, secs),
+            PathBuf::from("docs/results/2026-11-27-standalone")
+        );
+    }
 
     #[test]
     fn dates_are_utc_calendar_dates() {

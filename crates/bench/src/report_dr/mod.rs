@@ -71,7 +71,7 @@ pub struct DrArgs {
     /// Short runs and fewer points
     #[arg(long)]
     pub quick: bool,
-    /// Directory to write the report to (default dr-report)
+    /// Directory to write the report to (default docs/results/DATE-dr[-quick])
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     pub out: Option<PathBuf>,
     /// Round trips (ms) added on the DR link, one distance row each (default 10,20,50,100)
@@ -140,7 +140,7 @@ impl Opts {
         let quick = argv.iter().any(|a| a == "--quick");
         let mut o = Opts {
             quick,
-            out: PathBuf::from("dr-report"),
+            out: crate::run_info::default_out("dr", quick),
             rtts: vec![10.0, 20.0, 50.0, 100.0],
             requesters: if quick {
                 vec![4, 16, 64, 256]

@@ -99,13 +99,8 @@ pub struct HaArgs {
     /// Short runs and fewer points
     #[arg(long)]
     pub quick: bool,
-    /// Directory to write the report to
-    #[arg(
-        long,
-        value_name = "DIR",
-        default_value = "ha-report",
-        allow_hyphen_values = true
-    )]
+    /// Directory to write the report to (default docs/results/DATE-ha[-quick])
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     pub out: Option<PathBuf>,
     /// Round trips (ms) added on the replication links, one distance row each
     #[arg(
@@ -201,7 +196,7 @@ impl Opts {
         let quick = argv.iter().any(|a| a == "--quick");
         let mut o = Opts {
             quick,
-            out: PathBuf::from("ha-report"),
+            out: crate::run_info::default_out("ha", quick),
             rtts: vec![0.0, 1.0, 2.0, 5.0, 10.0],
             failover_messages: if quick {
                 vec![0, 20_000]
@@ -456,7 +451,7 @@ pub(crate) mod tests {
         assert!(!o.quick);
         assert_eq!(o.failover_messages, vec![0, 500_000]);
         assert_eq!(o.steps, vec!["failover"]);
-        assert_eq!(o.out, PathBuf::from("ha-report"));
+        assert!(o.out.starts_with("docs/results") && o.out.to_string_lossy().ends_with("-ha"));
         assert_eq!(Opts::parse(&[]).unwrap().steps.len(), 5);
         assert!(Opts::parse(&[]).unwrap().step("kills"));
         assert_eq!(Opts::parse(&[]).unwrap().repeats, 3);
