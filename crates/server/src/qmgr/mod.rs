@@ -33,9 +33,7 @@ mod standalone;
 
 use dr_start::start_dr;
 pub use end_status::EndStatus;
-use replicated::run_ha;
 use serve::serve;
-use standalone::run_standalone;
 
 /// What every connection task shares.
 pub struct Shared {
@@ -247,11 +245,7 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
                 None => paths.autoconfig_dir(),
                 Some(d) => paths.dir.join(d),
             });
-            if cfg.ha.is_some() {
-                run_ha(paths, cfg)
-            } else {
-                run_standalone(paths, cfg)
-            }
+            run_instance(paths, cfg)
         });
     if let Err(e) = &r {
         crate::qm_log!(
@@ -263,6 +257,106 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
     status.record(&r);
     drop(lock);
     r
+}
+
+/// What opening a queue manager's log hands to the one start path: the engine holding the
+/// recovered state, its storage, the watch replies wait on, and DR's gate and stream source.
+struct Opened {
+    core: Arc<Mutex<Core>>,
+    storage: Arc<Storage>,
+    /// The position a reply's record must reach before the reply goes out: the ring's durable
+    /// LSN or the group's committed record number, behind a DR primary's lag gate.
+    durable: crate::lsn::LsnWatch,
+    gate: Option<Arc<Gate>>,
+    /// A standalone DR primary's stream (an HA instance builds its own when it becomes active).
+    source: Option<Source>,
+    ha: Option<Arc<HaHandle>>,
+}
+
+/// Where an instance's log lives: its own ring, or a Raft group's log.
+enum Log {
+    Ring(standalone::Ring),
+    Raft(replicated::Raft),
+}
+
+/// The one start path of a queue manager, standalone or an HA instance: open its log (recovering
+/// the engine), wire the shared state, serve until ended, then stop the log in order.
+fn run_instance(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
+    let dr = cfg
+        .dr
+        .clone()
+        .map(|c| Arc::new(DrHandle::new(c, &cfg.name, Some(paths.ini()))));
+    // A DR primary's replies wait on the lag bound.
+    let max_lag = dr
+        .as_ref()
+        .filter(|d| !d.is_secondary())
+        .map(|d| d.cfg.max_lag_bytes);
+    let rt = io_runtime()?;
+    let (opened, mut log) = if cfg.ha.is_some() {
+        let (o, r) = replicated::Raft::open(paths, &cfg, &rt, max_lag)?;
+        (o, Log::Raft(r))
+    } else {
+        let (o, r) = standalone::Ring::open(paths, &cfg, max_lag)?;
+        (o, Log::Ring(r))
+    };
+    let (end_tx, end_rx) = watch::channel(None);
+    let shared = Arc::new(Shared::new(
+        opened.core,
+        opened.storage,
+        cfg,
+        opened.durable,
+        end_tx,
+        opened.ha,
+        dr.map(|d| (d, opened.gate)),
+    ));
+    if let Log::Ring(r) = &mut log {
+        r.before_serving(&shared)?;
+    }
+    let source = opened.source;
+    let served = rt.block_on(async {
+        let raft_rt = match &log {
+            Log::Raft(r) => Some(r.runtime()),
+            Log::Ring(_) => {
+                start_dr(&shared, source);
+                None
+            }
+        };
+        let r = serve(shared.clone(), paths.clone(), end_rx, raft_rt).await;
+        if let Log::Raft(raft) = &log {
+            raft.stop().await;
+        }
+        r
+    });
+    rt.shutdown_timeout(Duration::from_secs(2));
+    // The final checkpoint is taken even after a failed serve.
+    let last = match log {
+        Log::Ring(r) => Some(r.finish(&shared)),
+        Log::Raft(r) => {
+            r.finish();
+            None
+        }
+    };
+    let _ = std::fs::remove_file(paths.socket());
+    let _ = std::fs::remove_file(paths.pid_file());
+    served?;
+    match last {
+        Some(r) => {
+            let r = r?;
+            crate::qm_log!(
+                crate::errlog::ids::QM_ENDED,
+                "queue manager '{}' ended; final checkpoint at LSN {} with {} persistent messages",
+                shared.cfg.name,
+                r.lsn,
+                r.messages
+            );
+        }
+        None => crate::qm_log!(
+            crate::errlog::ids::HA_INSTANCE_ENDED,
+            "instance of queue manager '{}' ended",
+            shared.cfg.name
+        ),
+    }
+    Ok(())
 }
 
 /// The queue manager's I/O runtime: two worker threads (one queue manager is about one core of

@@ -1,5 +1,5 @@
-//! Start-up and run of a standalone (not replicated) queue manager: storage recovered from
-//! checkpoint and log, the engine wired to the ring, and the background checkpointer.
+//! The standalone (not replicated) side of the start path: storage recovered from checkpoint and
+//! log, the engine wired to the ring, the background checkpointer and the final checkpoint.
 
 use super::*;
 
@@ -83,74 +83,87 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
-/// Runs a standalone (not replicated) queue manager until it is ended.
-pub(super) fn run_standalone(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
-    let (durable_tx, durable_rx) = crate::lsn::channel(0);
-    let (ckpt_tx, ckpt_rx) = std_mpsc::sync_channel::<()>(1);
-    let pressure_tx = ckpt_tx.clone();
-    let dr = cfg
-        .dr
-        .clone()
-        .map(|c| Arc::new(DrHandle::new(c, &cfg.name, Some(paths.ini()))));
-    // A DR primary's replies wait on the lag bound, fed by the ring's durable LSN.
-    let gate = dr
-        .as_ref()
-        .filter(|d| !d.is_secondary())
-        .map(|d| Gate::new(Meter::Ring, d.cfg.max_lag_bytes, 0));
-    let gate_in = gate.clone();
-    let (storage, engine, report) = Storage::open(
-        paths,
-        &cfg,
-        engine_config(&cfg),
-        Box::new(move |lsn| {
-            durable_tx.advance(lsn);
-            if let Some(g) = &gate_in {
-                g.durable(lsn);
-            }
-        }),
-        Box::new(move || {
-            let _ = pressure_tx.try_send(());
-        }),
-    )?;
-    crate::qm_log!(
-        crate::errlog::ids::RECOVERED, "queue manager '{}' recovered in {} ms: checkpoint at LSN {}, {} persistent messages loaded, {} log records replayed{}",
-        cfg.name,
-        report.elapsed_ms,
-        report.checkpoint_lsn,
-        report.messages_loaded,
-        report.records_replayed,
-        report.tail_problem.as_ref().map(|t| format!("; log tail: {t}")).unwrap_or_default()
-    );
-    if let Some((id, lines)) = report.discard_lines() {
-        for line in lines {
-            crate::qm_log!(id, "{line}");
-        }
-    }
-    let (end_tx, end_rx) = watch::channel(None);
-    let storage = Arc::new(storage);
-    if let Some(g) = &gate {
-        // What recovery found is durable; the gate (and the status's POSITION) starts there.
-        g.durable(storage.ring().durable_lsn());
-    }
-    let source = gate.as_ref().map(|_| Source::Ring {
-        ring: storage.ring().clone(),
-        storage: storage.clone(),
-        durable: durable_rx.clone(),
-    });
-    let shared = Arc::new(Shared::new(
-        Arc::new(Mutex::new(Core::new(engine))),
-        storage,
-        cfg.clone(),
-        gate.as_ref().map_or(durable_rx, |g| g.watch()),
-        end_tx,
-        None,
-        dr.map(|d| (d, gate.clone())),
-    ));
+/// A standalone queue manager's log: its own ring, synced by its writer thread, checkpointed by
+/// the checkpointer thread.
+pub(super) struct Ring {
+    ckpt_tx: std_mpsc::SyncSender<()>,
+    ckpt_rx: Option<std_mpsc::Receiver<()>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
 
-    // A log recovered past the checkpoint trigger (a run that ended while its checkpoints
-    // failed) would refuse the first persistent work until a checkpoint ran: take it now, before
-    // accepting any. If it fails, the checkpointer retries.
-    {
+impl Ring {
+    /// Recovers the queue manager from its checkpoint and log. A DR primary's lag gate
+    /// (`max_lag`) is fed by the ring's durable LSN from the first sync.
+    pub(super) fn open(
+        paths: &QmPaths,
+        cfg: &QmConfig,
+        max_lag: Option<u64>,
+    ) -> Result<(Opened, Ring), String> {
+        let (durable_tx, durable_rx) = crate::lsn::channel(0);
+        let (ckpt_tx, ckpt_rx) = std_mpsc::sync_channel::<()>(1);
+        let pressure_tx = ckpt_tx.clone();
+        let gate = max_lag.map(|max| Gate::new(Meter::Ring, max, 0));
+        let gate_in = gate.clone();
+        let (storage, engine, report) = Storage::open(
+            paths,
+            cfg,
+            engine_config(cfg),
+            Box::new(move |lsn| {
+                durable_tx.advance(lsn);
+                if let Some(g) = &gate_in {
+                    g.durable(lsn);
+                }
+            }),
+            Box::new(move || {
+                let _ = pressure_tx.try_send(());
+            }),
+        )?;
+        crate::qm_log!(
+            crate::errlog::ids::RECOVERED, "queue manager '{}' recovered in {} ms: checkpoint at LSN {}, {} persistent messages loaded, {} log records replayed{}",
+            cfg.name,
+            report.elapsed_ms,
+            report.checkpoint_lsn,
+            report.messages_loaded,
+            report.records_replayed,
+            report.tail_problem.as_ref().map(|t| format!("; log tail: {t}")).unwrap_or_default()
+        );
+        if let Some((id, lines)) = report.discard_lines() {
+            for line in lines {
+                crate::qm_log!(id, "{line}");
+            }
+        }
+        let storage = Arc::new(storage);
+        if let Some(g) = &gate {
+            // What recovery found is durable; the gate (and the status's POSITION) starts there.
+            g.durable(storage.ring().durable_lsn());
+        }
+        let source = gate.as_ref().map(|_| Source::Ring {
+            ring: storage.ring().clone(),
+            storage: storage.clone(),
+            durable: durable_rx.clone(),
+        });
+        let opened = Opened {
+            core: Arc::new(Mutex::new(Core::new(engine))),
+            storage,
+            durable: gate.as_ref().map_or(durable_rx, |g| g.watch()),
+            gate,
+            source,
+            ha: None,
+        };
+        let ring = Ring {
+            ckpt_tx,
+            ckpt_rx: Some(ckpt_rx),
+            stop: Arc::new(AtomicBool::new(false)),
+            thread: None,
+        };
+        Ok((opened, ring))
+    }
+
+    /// Before applications: a log recovered past the checkpoint trigger (a run that ended while
+    /// its checkpoints failed) would refuse the first persistent work until a checkpoint ran, so
+    /// one is taken now (if it fails, the checkpointer retries); then the checkpointer starts.
+    pub(super) fn before_serving(&mut self, shared: &Arc<Shared>) -> Result<(), String> {
         let log = shared.storage.ring();
         let trigger = log.capacity() * ferrymq_types::limits::LOG_CHECKPOINT_TRIGGER_PCT / 100;
         if log.used_bytes() >= trigger {
@@ -168,51 +181,40 @@ pub(super) fn run_standalone(paths: &QmPaths, cfg: QmConfig) -> Result<(), Strin
                 }
             }
         }
+        let rx = self.ckpt_rx.take().ok_or("the checkpointer runs already")?;
+        let (shared, stop) = (shared.clone(), self.stop.clone());
+        let interval = Duration::from_millis(shared.cfg.checkpoint_interval_ms.max(100));
+        self.thread = Some(
+            std::thread::Builder::new()
+                .name("checkpointer".into())
+                .spawn(move || checkpointer(shared, stop, rx, interval))
+                .map_err(|e| e.to_string())?,
+        );
+        Ok(())
     }
-    let stop_ckpt = Arc::new(AtomicBool::new(false));
-    let ckpt_thread = {
-        let shared = shared.clone();
-        let stop = stop_ckpt.clone();
-        let interval = Duration::from_millis(cfg.checkpoint_interval_ms.max(100));
-        std::thread::Builder::new()
-            .name("checkpointer".into())
-            .spawn(move || checkpointer(shared, stop, ckpt_rx, interval))
-            .map_err(|e| e.to_string())?
-    };
 
-    let rt = io_runtime()?;
-    let served = rt.block_on(async {
-        start_dr(&shared, source);
-        serve(shared.clone(), paths.clone(), end_rx, None).await
-    });
-    rt.shutdown_timeout(Duration::from_secs(2));
-
-    stop_ckpt.store(true, Ordering::Release);
-    let _ = ckpt_tx.try_send(());
-    let _ = ckpt_thread.join();
-    let last = shared.checkpoint();
-    let _ = std::fs::remove_file(paths.socket());
-    let _ = std::fs::remove_file(paths.pid_file());
-    served?;
-    // An error goes to the error log (printed by run-qmgr) and to qm.end (for endmqm -w).
-    let r = last.map_err(|e| {
-        let log = shared.storage.ring();
-        let kept = log.wait_durable(log.end_lsn()).is_ok();
-        format!(
-            "its final checkpoint failed: {e}{}",
-            if kept {
-                "; nothing is lost: the recovery log holds all work since the last good checkpoint and the next start replays it"
-            } else {
-                ""
-            }
-        )
-    })?;
-    crate::qm_log!(
-        crate::errlog::ids::QM_ENDED,
-        "queue manager '{}' ended; final checkpoint at LSN {} with {} persistent messages",
-        cfg.name,
-        r.lsn,
-        r.messages
-    );
-    Ok(())
+    /// After the last application: stops the checkpointer and takes the final checkpoint.
+    pub(super) fn finish(
+        mut self,
+        shared: &Shared,
+    ) -> Result<crate::storage::CheckpointReport, String> {
+        self.stop.store(true, Ordering::Release);
+        let _ = self.ckpt_tx.try_send(());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        // An error goes to the error log (printed by run-qmgr) and to qm.end (for endmqm -w).
+        shared.checkpoint().map_err(|e| {
+            let log = shared.storage.ring();
+            let kept = log.wait_durable(log.end_lsn()).is_ok();
+            format!(
+                "its final checkpoint failed: {e}{}",
+                if kept {
+                    "; nothing is lost: the recovery log holds all work since the last good checkpoint and the next start replays it"
+                } else {
+                    ""
+                }
+            )
+        })
+    }
 }
