@@ -63,7 +63,7 @@ impl SimConfig {
     /// The command that replays this run.
     pub fn replay_command(&self) -> String {
         format!(
-            "cargo run -p ferrymq-sim --release -- --seed {}{}",
+            "cargo run -p ferrymq-sim -- --seed {}{}",
             self.seed,
             if self.ack_before_commit {
                 " --ack-before-commit"
