@@ -341,3 +341,50 @@ impl RaftLogStorage<TypeConfig> for MemLog {
         self.inner.wait_synced(n).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SimConfig;
+    use ferrymq_replication::openraft::CommittedLeaderId;
+
+    fn log_id(index: u64) -> LogId {
+        LogId::new(CommittedLeaderId::new(1, 1), index)
+    }
+
+    #[test]
+    fn writes_are_durable_only_once_synced_and_a_crash_keeps_at_most_a_prefix() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let shared = Shared::new(SimConfig::new(1));
+            let disk = Disk::new();
+            let alive = Arc::new(AtomicBool::new(true));
+            let mut log = disk.open(1, alive.clone(), shared.clone());
+            // A vote returns once synced.
+            let vote = Vote::new(3, 2);
+            log.save_vote(&vote).await.unwrap();
+            assert_eq!(disk.durable().vote, Some(vote));
+            // The commit hint is visible at once, durable only after the next sync.
+            log.save_committed(Some(log_id(5))).await.unwrap();
+            assert_eq!(log.read_committed().await.unwrap(), Some(log_id(5)));
+            assert_eq!(disk.durable().committed, None);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert_eq!(disk.durable().committed, Some(log_id(5)));
+            // Unsynced writes are lost in a crash, except a prefix of those asked to be kept.
+            log.save_committed(Some(log_id(6))).await.unwrap();
+            log.save_committed(Some(log_id(7))).await.unwrap();
+            alive.store(false, Ordering::Release);
+            assert_eq!(disk.crash(1), (1, 2));
+            assert_eq!(disk.durable().committed, Some(log_id(6)));
+            assert!(log.save_committed(None).await.is_err(), "a dead life cannot write");
+            // The next life starts from what the disk kept.
+            let mut log = disk.open(2, Arc::new(AtomicBool::new(true)), shared);
+            assert_eq!(log.read_vote().await.unwrap(), Some(vote));
+            assert_eq!(log.read_committed().await.unwrap(), Some(log_id(6)));
+        });
+    }
+}

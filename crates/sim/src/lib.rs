@@ -21,7 +21,6 @@ use std::time::Duration;
 
 use ferrymq_engine::{Engine, EngineConfig, MemoryLog};
 use ferrymq_types::QueueDef;
-use rand::SeedableRng;
 use tokio::time::Instant;
 
 pub use ledger::Stats;
@@ -53,8 +52,8 @@ impl SimConfig {
         SimConfig {
             seed,
             ack_before_commit: false,
-            duration: Duration::from_secs(3),
-            clients: 3,
+            duration: Duration::from_secs(5),
+            clients: 4,
             faults: true,
             print_trace: false,
         }
@@ -170,14 +169,7 @@ pub fn run(cfg: &SimConfig) -> Outcome {
 }
 
 async fn simulate(cfg: SimConfig) -> Outcome {
-    let shared = Arc::new(world::Shared {
-        rng: parking_lot::Mutex::new(rand::rngs::StdRng::seed_from_u64(cfg.seed)),
-        trace: Default::default(),
-        violations: Default::default(),
-        ledger: Default::default(),
-        t0: Instant::now(),
-        cfg: cfg.clone(),
-    });
+    let shared = world::Shared::new(cfg.clone());
     let world = world::World::new(shared.clone(), initial_image());
     for node in 1..=NODES as u64 {
         world.start(node).await;

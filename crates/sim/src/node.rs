@@ -247,6 +247,7 @@ pub async fn monitor(world: Arc<World>, life: Arc<Life>) {
             match r {
                 Ok(Ok(applied)) if life.alive.load(Ordering::Acquire) => {
                     qm.active.store(true, Ordering::Release);
+                    sh.ledger.lock().stats.activations += 1;
                     sh.trace(format!(
                         "node {} active term {} applied {}",
                         life.node, m.current_term, applied.index

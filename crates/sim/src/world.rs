@@ -42,6 +42,17 @@ pub struct Shared {
 }
 
 impl Shared {
+    pub fn new(cfg: SimConfig) -> Arc<Shared> {
+        Arc::new(Shared {
+            rng: Mutex::new(rand::SeedableRng::seed_from_u64(cfg.seed)),
+            trace: Default::default(),
+            violations: Default::default(),
+            ledger: Default::default(),
+            t0: Instant::now(),
+            cfg,
+        })
+    }
+
     pub fn now_ms(&self) -> u64 {
         self.t0.elapsed().as_millis() as u64
     }
@@ -246,7 +257,7 @@ impl World {
                 Some(l) if sh.chance(50) => l,
                 _ => node,
             };
-            let span = Duration::from_millis(sh.between(50, 1_500));
+            let span = Duration::from_millis(sh.between(50, 2_000));
             let majority = sh.chance(10);
             match sh.between(0, 9) {
                 0..=3 => {
