@@ -21,6 +21,9 @@ use crate::{NODES, QUEUE};
 
 /// How long a client waits for a reply before giving up on the node.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long after being cut off a node may still release a reply (its batch's last
+/// acknowledgement may be on its way, delayed up to 60 ms, when the cut happens).
+const ALONE_GRACE: Duration = Duration::from_millis(200);
 /// The clock the engine is told (ms since the epoch) at the simulation's start.
 pub const T0_MS: u64 = 1_700_000_000_000;
 
@@ -84,6 +87,9 @@ impl Session {
     async fn reply(&self, lsn: Lsn) -> Result<(), Broken> {
         let qm = &self.life.qm;
         let deadline = Instant::now() + REPLY_TIMEOUT;
+        // Whether this reply waits for a commit (many replies depend only on what is already
+        // durable, e.g. a backout that logs nothing).
+        let waits = qm.props.durable() < lsn;
         loop {
             if !qm.is_serving() || qm.props.is_lost() {
                 return Err(Broken);
@@ -101,6 +107,16 @@ impl Session {
         }
         let term = qm.own_term.load(Ordering::Acquire);
         let sh = &self.world.shared;
+        // A reply that waited for its batch was released by a majority's acknowledgement, which a
+        // node cut off from every other cannot have had for longer than a message takes to arrive.
+        let alone = self.world.alone_for(self.life.node);
+        if waits && alone > ALONE_GRACE {
+            sh.violation(format!(
+                "node {} acknowledged after being cut off from every other node for {} ms",
+                self.life.node,
+                alone.as_millis()
+            ));
+        }
         let clash = sh.ledger.lock().acked_in(term, self.life.node);
         if let Some(v) = clash {
             sh.violation(v);

@@ -380,7 +380,10 @@ mod tests {
             alive.store(false, Ordering::Release);
             assert_eq!(disk.crash(1), (1, 2));
             assert_eq!(disk.durable().committed, Some(log_id(6)));
-            assert!(log.save_committed(None).await.is_err(), "a dead life cannot write");
+            assert!(
+                log.save_committed(None).await.is_err(),
+                "a dead life cannot write"
+            );
             // The next life starts from what the disk kept.
             let mut log = disk.open(2, Arc::new(AtomicBool::new(true)), shared);
             assert_eq!(log.read_vote().await.unwrap(), Some(vote));

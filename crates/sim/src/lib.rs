@@ -174,6 +174,7 @@ async fn simulate(cfg: SimConfig) -> Outcome {
     for node in 1..=NODES as u64 {
         world.start(node).await;
     }
+    tokio::spawn(world.clone().watch_quorum());
     let until = Instant::now() + cfg.duration;
     if cfg.faults {
         tokio::spawn(world.clone().faults(until));

@@ -109,6 +109,9 @@ pub struct World {
     image: Image,
     /// Nodes whose start is under way (a start takes simulated time).
     starting: Mutex<[bool; NODES]>,
+    /// Since when each node has been cut off from every other node (down, or no peer up with
+    /// links both ways): such a node cannot have a majority's acknowledgement.
+    alone_since: Mutex<[Option<Instant>; NODES]>,
 }
 
 impl World {
@@ -121,6 +124,7 @@ impl World {
             next_life: Mutex::new(1),
             image,
             starting: Mutex::new([false; NODES]),
+            alone_since: Mutex::new([None; NODES]),
         })
     }
 
@@ -345,6 +349,37 @@ impl World {
         for node in 1..=NODES as u64 {
             self.start(node).await;
         }
+    }
+
+    /// Follows which nodes are cut off from every other (see [`World::alone_for`]); runs until
+    /// the runtime ends.
+    pub async fn watch_quorum(self: Arc<World>) {
+        loop {
+            self.refresh_alone();
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    fn refresh_alone(&self) {
+        let up: Vec<bool> = self.lives.lock().iter().map(|l| l.is_some()).collect();
+        let cut = self.switch.links.lock().cut;
+        let now = Instant::now();
+        let mut alone = self.alone_since.lock();
+        for i in 0..NODES {
+            let paired = up[i] && (0..NODES).any(|j| j != i && up[j] && !cut[i][j] && !cut[j][i]);
+            if paired {
+                alone[i] = None;
+            } else if alone[i].is_none() {
+                alone[i] = Some(now);
+            }
+        }
+    }
+
+    /// How long `node` has been cut off from every other node (zero: it is not now), give or
+    /// take the watcher's 5 ms.
+    pub fn alone_for(&self, node: NodeId) -> Duration {
+        self.refresh_alone();
+        self.alone_since.lock()[node as usize - 1].map_or(Duration::ZERO, |t| t.elapsed())
     }
 
     /// The serving (active) node, if there is one.
