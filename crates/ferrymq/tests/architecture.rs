@@ -19,6 +19,8 @@ const FLOORS: &[(&str, u32)] = &[
     // MQSC execution against the engine; the application side.
     ("ferrymq-admin", 2),
     ("ferrymq-client", 2),
+    // The deterministic simulation of a replicated group (engine and consensus together).
+    ("ferrymq-sim", 2),
     // Wiring; measurement (which drives the product from outside, as a client).
     ("ferrymq-server", 3),
     ("ferrymq-bench", 3),
@@ -115,6 +117,18 @@ fn the_product_binary_does_not_link_the_bench_crate() {
     let deps = dependencies(&manifests["ferrymq"]);
     assert!(
         !deps.iter().any(|d| d == "ferrymq-bench"),
+        "ferrymq depends on {deps:?}"
+    );
+}
+
+#[test]
+fn the_product_binary_does_not_link_the_simulator() {
+    // The simulator is a test harness of its own: it runs the engine and consensus in one
+    // paused-clock runtime, which the shipped binary never does.
+    let manifests = manifests();
+    let deps = dependencies(&manifests["ferrymq"]);
+    assert!(
+        !deps.iter().any(|d| d == "ferrymq-sim"),
         "ferrymq depends on {deps:?}"
     );
 }

@@ -14,6 +14,7 @@ mod log_store;
 mod network;
 mod record;
 mod replica;
+pub mod runtime;
 mod state_machine;
 pub mod timing;
 
@@ -58,7 +59,7 @@ openraft::declare_raft_types!(
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,
         SnapshotData = std::io::Cursor<Vec<u8>>,
-        AsyncRuntime = openraft::TokioRuntime,
+        AsyncRuntime = runtime::FerryRuntime,
 );
 
 /// The Raft handle of a replica.
