@@ -1,11 +1,11 @@
-//! Feeds arbitrary bytes to the DR stream's frame decoder (`dr::wire::decode_frame`, the code the
-//! async reader runs) and chunk splitter, as a hostile or broken peer site would: nothing may
-//! panic, and every frame that decodes must re-encode to bytes that decode to the same frame.
+//! Feeds arbitrary bytes to the DR stream's frame decoder (`ferrymq_dr::wire::decode_frame`, the
+//! code the async reader runs) and chunk splitter, as a hostile or broken peer site would: nothing
+//! may panic, and every frame that decodes must re-encode to bytes that decode to the same frame.
 #![no_main]
 
 use bytes::{Bytes, BytesMut};
+use ferrymq_dr::wire::{decode_frame, Frame};
 use ferrymq_engine::batch::{push_record, split};
-use ferrymq_server::dr::wire::{decode_frame, Frame};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

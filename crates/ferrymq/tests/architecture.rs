@@ -21,6 +21,8 @@ const FLOORS: &[(&str, u32)] = &[
     ("ferrymq-client", 2),
     // The deterministic simulation of a replicated group (engine and consensus together).
     ("ferrymq-sim", 2),
+    // Disaster recovery's stream: its wire and the logs it ships from.
+    ("ferrymq-dr", 2),
     // Wiring; measurement (which drives the product from outside, as a client).
     ("ferrymq-server", 3),
     ("ferrymq-bench", 3),

@@ -21,6 +21,7 @@ mod writer;
 
 pub mod checkpoint;
 pub mod inspect;
+pub mod lsn;
 pub mod segments;
 
 pub use checkpoint::{CheckpointReader, CheckpointWriter};

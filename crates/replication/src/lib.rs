@@ -50,6 +50,11 @@ pub struct AppRecord {
     pub payload: Vec<u8>,
 }
 
+/// The [`AppRecord`] kind of a batch of engine log records (framed by `ferrymq_engine::batch`):
+/// what an HA group's queue manager proposes, and what DR ships from its committed entries. This
+/// crate carries it without reading it; it is defined here, below both, so it has one owner.
+pub const KIND_ENGINE_BATCH: u8 = 1;
+
 openraft::declare_raft_types!(
     /// The openraft type configuration of a FerryMQ replica group.
     pub TypeConfig:

@@ -16,7 +16,7 @@ pub mod dr;
 pub mod errlog;
 pub mod ha;
 mod listeners;
-pub mod lsn;
+pub use ferrymq_log::lsn;
 pub mod metrics;
 pub mod qmgr;
 pub mod storage;

@@ -15,8 +15,8 @@ use ferrymq_types::MqError;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-/// AppRecord kind of a batch of engine records (as the server's).
-pub const KIND_ENGINE_BATCH: u8 = 1;
+/// AppRecord kind of a batch of engine records: the server's own, from the replication crate.
+pub use ferrymq_replication::KIND_ENGINE_BATCH;
 /// Batches proposed and not yet committed, at most.
 const IN_FLIGHT: usize = 2;
 

@@ -25,7 +25,6 @@
 pub mod gate;
 pub mod recv;
 pub mod ship;
-pub mod wire;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferrymq_dr::wire::{self, CopyProgress, Frame};
 use ferrymq_engine::dr::DrState;
 use ferrymq_engine::records::DrMark;
 use ferrymq_engine::{Engine, MemoryLog};
@@ -14,7 +15,6 @@ use parking_lot::Mutex;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
-use super::wire::{self, CopyProgress, Frame};
 use super::{DrHandle, LinkState};
 use crate::qmgr::Shared;
 use crate::storage::now_ms;

@@ -8,15 +8,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use ferrymq_dr::wire::{self, Frame, CHUNK_BYTES};
+use ferrymq_dr::{RaftSource, RingSource, StreamSource, Unit};
 use ferrymq_engine::records::DrMark;
 use ferrymq_log::RecoveryLog;
-use ferrymq_replication::openraft::{EntryPayload, RaftLogReader};
 use ferrymq_replication::{LogId, LogStorage};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use super::gate::Gate;
-use super::wire::{self, Frame, CHUNK_BYTES};
 use super::{DrHandle, LinkState};
 use crate::ha::Proposals;
 use crate::qmgr::Shared;
@@ -32,147 +32,65 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// also removed within it: see `Engine::apply_shipped_chunk`); the lag they add stays inside
 /// that quarter, and once the lag nears it chunks go back to back.
 const SHIP_GAP: Duration = Duration::from_millis(25);
-/// Entries read from the Raft log at once.
-const RAFT_ENTRIES_PER_CHUNK: u64 = 256;
 /// How often the secondary's acknowledged position may be recorded (`DR_ACKED`), and how far it
 /// must have moved: in log bytes (standalone) or Raft entries (HA group).
 const ACK_RECORD_EVERY: Duration = Duration::from_millis(100);
 const ACK_RECORD_STEP_BYTES: u64 = 64 * 1024;
 const ACK_RECORD_STEP_ENTRIES: u64 = 16;
 
-/// Where the stream's records come from.
-pub enum Source {
-    /// A standalone queue manager's ring: positions are LSNs. `durable` is the ring's own
-    /// durable LSN (not the gated one).
-    Ring {
-        ring: Arc<RecoveryLog>,
-        storage: Arc<Storage>,
-        durable: crate::lsn::LsnWatch,
-    },
-    /// An HA group's committed Raft entries: positions are Raft indexes.
-    Raft {
-        log: LogStorage,
-        applied: watch::Receiver<Option<LogId>>,
-        props: Arc<Proposals>,
-    },
+/// Where the stream comes from: the log it reads ([`StreamSource`]: the ring, or the committed
+/// Raft entries), and beside it how a full copy's position is taken in that log.
+pub struct Source {
+    pub stream: Box<dyn StreamSource>,
+    pub copy: CopyFrom,
 }
 
 impl Source {
-    /// The oldest position the log can still resume from.
-    fn start(&self) -> u64 {
-        match self {
-            Source::Ring { ring, .. } => ring.checkpoint_lsn(),
-            Source::Raft { log, .. } => log.last_purged().map_or(0, |l| l.index),
+    /// A standalone queue manager's ring: positions are LSNs. `durable` is the ring's own
+    /// durable LSN (not the gated one).
+    pub fn ring(
+        ring: Arc<RecoveryLog>,
+        storage: &Storage,
+        durable: crate::lsn::LsnWatch,
+    ) -> Source {
+        Source {
+            stream: Box::new(RingSource::new(
+                ring.clone(),
+                durable,
+                storage.dr_retain.clone(),
+            )),
+            copy: CopyFrom::Ring(ring),
         }
     }
 
-    /// The durable (committed) end of the stream.
-    fn end(&self) -> u64 {
-        match self {
-            // The ring itself, not the watch: after a restart the watch starts at 0 until the
-            // first new write, and the secondary's position must not look beyond the end.
-            Source::Ring { ring, .. } => ring.durable_lsn(),
-            Source::Raft { applied, .. } => applied.borrow().map_or(0, |l| l.index),
+    /// An HA group's committed Raft entries: positions are Raft indexes.
+    pub fn raft(
+        log: LogStorage,
+        applied: watch::Receiver<Option<LogId>>,
+        props: Arc<Proposals>,
+    ) -> Source {
+        Source {
+            stream: Box::new(RaftSource::new(log, applied)),
+            copy: CopyFrom::Raft(props),
         }
     }
+}
 
-    /// Keeps the log from releasing anything after `pos` (within limits: see
-    /// `Storage::checkpoint` and `LogStorage::retain_from`).
-    fn retain(&self, pos: u64) {
-        match self {
-            Source::Ring { storage, .. } => storage.dr_retain.store(pos, Ordering::Release),
-            Source::Raft { log, .. } => log.retain_from(pos),
-        }
-    }
+/// How a full copy is taken: the engine's image under the core lock, at a position of the
+/// source's log that is durable before the copy is sent.
+pub enum CopyFrom {
+    /// The ring's end LSN as the image is taken.
+    Ring(Arc<RecoveryLog>),
+    /// The Raft index of the batch the proposals seal as the image is taken.
+    Raft(Arc<Proposals>),
+}
 
-    /// The next chunk of records after `after`: its end position and the records. Waits until
-    /// there is one.
-    async fn next(&mut self, after: u64) -> Result<(u64, Bytes), String> {
-        match self {
-            Source::Ring { ring, durable, .. } => {
-                if ring.durable_lsn() <= after {
-                    durable
-                        .wait(after + 1)
-                        .await
-                        .map_err(|_| "the log was closed".to_string())?;
-                }
-                let recs = match ring.read_cached(after, CHUNK_BYTES) {
-                    Some(r) => r,
-                    None => {
-                        let ring = ring.clone();
-                        tokio::task::spawn_blocking(move || ring.read_from(after, CHUNK_BYTES))
-                            .await
-                            .map_err(|e| e.to_string())?
-                            .map_err(|e| e.to_string())?
-                    }
-                };
-                let size = recs
-                    .iter()
-                    .map(|r| ferrymq_engine::batch::RECORD_HEAD_BYTES + r.payload.len())
-                    .sum();
-                let mut out = BytesMut::with_capacity(size);
-                let mut end = after;
-                for r in recs {
-                    ferrymq_engine::batch::push_record(&mut out, r.kind, &[&r.payload]);
-                    end = r.end_lsn();
-                }
-                Ok((end, out.freeze()))
-            }
-            Source::Raft { log, applied, .. } => {
-                let top = loop {
-                    let a = applied.borrow_and_update().map_or(0, |l| l.index);
-                    if a > after {
-                        break a;
-                    }
-                    applied
-                        .changed()
-                        .await
-                        .map_err(|_| "the replica stopped".to_string())?;
-                };
-                let hi = top.min(after + RAFT_ENTRIES_PER_CHUNK);
-                let entries = log
-                    .try_get_log_entries(after + 1..=hi)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                if entries.first().map(|e| e.log_id.index) != Some(after + 1) {
-                    return Err(format!(
-                        "the Raft log no longer holds the entries after {after}"
-                    ));
-                }
-                // The engine batches of the entries, up to about a chunk (at least one entry).
-                fn batch(e: &ferrymq_replication::Entry) -> Option<&[u8]> {
-                    match &e.payload {
-                        EntryPayload::Normal(rec) if rec.kind == crate::ha::KIND_ENGINE_BATCH => {
-                            Some(&rec.payload)
-                        }
-                        _ => None,
-                    }
-                }
-                let mut take = 0;
-                let mut size = 0;
-                for e in &entries {
-                    size += batch(e).map_or(0, |p| p.len());
-                    take += 1;
-                    if size >= CHUNK_BYTES {
-                        break;
-                    }
-                }
-                let mut out = BytesMut::with_capacity(size);
-                for e in &entries[..take] {
-                    if let Some(p) = batch(e) {
-                        out.extend_from_slice(p);
-                    }
-                }
-                Ok((entries[take - 1].log_id.index, out.freeze()))
-            }
-        }
-    }
-
+impl CopyFrom {
     /// The whole persistent state as records, and the stream position it corresponds to (durable
     /// before this returns).
     async fn full_copy(&self, shared: &Shared) -> Result<(u64, Vec<(u8, Bytes)>), String> {
         match self {
-            Source::Ring { ring, .. } => {
+            CopyFrom::Ring(ring) => {
                 let (pos, image) = {
                     let core = shared.core.lock();
                     (ring.end_lsn(), core.engine.checkpoint_image(now_ms()))
@@ -185,7 +103,7 @@ impl Source {
                     .map_err(|e| e.to_string())?;
                 Ok((pos, recs))
             }
-            Source::Raft { props, .. } => {
+            CopyFrom::Raft(props) => {
                 let (seq, image) = {
                     let core = shared.core.lock();
                     (props.seal(), core.engine.checkpoint_image(now_ms()))
@@ -376,7 +294,7 @@ async fn session(
             other => return Err(format!("{addr} answered the DR hello with {other:?}")),
         },
     };
-    let (start, end) = (src.start(), src.end());
+    let (start, end) = (src.stream.start(), src.stream.end());
     // Set when this session sends (or resumes) a full copy: its position, unconfirmed until the
     // secondary acknowledges it.
     let mut copy_at = None;
@@ -388,12 +306,10 @@ async fn session(
             dr.set_resync("Difference");
             crate::qm_log!(
                 crate::errlog::ids::DR_SHIP_RESUMED,
-                "DR: {addr} holds the stream to position {}; sending the {} after it",
+                "DR: {addr} holds the stream to position {}; sending the {} {} after it",
                 m.pos,
-                match src {
-                    Source::Ring { .. } => format!("{} bytes", end - m.pos),
-                    Source::Raft { .. } => format!("{} entries", end - m.pos),
-                }
+                end - m.pos,
+                src.stream.unit().name()
             );
             m.pos
         }
@@ -435,7 +351,7 @@ async fn session(
                         crate::errlog::ids::DR_SHIP_COPY,
                         "DR: sending a full copy to {addr}: {why}"
                     );
-                    let (pos, recs) = src.full_copy(shared).await?;
+                    let (pos, recs) = src.copy.full_copy(shared).await?;
                     let bytes = recs
                         .iter()
                         .map(|(_, p)| (ferrymq_engine::batch::RECORD_HEAD_BYTES + p.len()) as u64)
@@ -452,7 +368,7 @@ async fn session(
             };
             let pos = copy.pos;
             // Until the secondary confirms the copy, the whole copy is work it does not hold.
-            src.retain(pos);
+            src.stream.retain(pos);
             gate.bound_copy(pos, copy.bytes);
             copy_at = Some(pos);
             if skip == 0 {
@@ -494,7 +410,7 @@ async fn session(
             pos
         }
     };
-    src.retain(from);
+    src.stream.retain(from);
     dr.sessions.fetch_add(1, Ordering::AcqRel);
     if copy_at.is_none() {
         // The secondary's own durable mark: it holds the stream up to here.
@@ -523,9 +439,9 @@ async fn session(
         }
     });
     let mut pos = from;
-    let step = match src {
-        Source::Ring { .. } => ACK_RECORD_STEP_BYTES,
-        Source::Raft { .. } => ACK_RECORD_STEP_ENTRIES,
+    let step = match src.stream.unit() {
+        Unit::Bytes => ACK_RECORD_STEP_BYTES,
+        Unit::Entries => ACK_RECORD_STEP_ENTRIES,
     };
     let mut tick = tokio::time::interval(ACK_RECORD_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -539,7 +455,7 @@ async fn session(
                     break Err(e);
                 }
             }
-            next = src.next(pos) => {
+            next = src.stream.next(pos) => {
                 let (end, records) = match next {
                     Ok(n) => n,
                     Err(e) => break Err(e),
@@ -550,7 +466,7 @@ async fn session(
                     break Err(io(e));
                 }
                 dr.sent(end, read_at, len);
-                src.retain(dr.acked.load(Ordering::Acquire));
+                src.stream.retain(dr.acked.load(Ordering::Acquire));
                 pos = end;
                 let lag = gate.lag(dr.acked.load(Ordering::Acquire)).total();
                 if len < CHUNK_BYTES / 2 && lag < dr.cfg.max_lag_bytes / 4 {

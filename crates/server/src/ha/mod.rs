@@ -42,7 +42,7 @@ use crate::core::Core;
 use crate::storage::{decode_export, now_ms, Storage};
 
 /// AppRecord kind of a batch of engine log records.
-pub(crate) const KIND_ENGINE_BATCH: u8 = 1;
+pub(crate) use ferrymq_replication::KIND_ENGINE_BATCH;
 /// AppRecord kind of a group control record (text): `PREFER [name]`, `SWITCHOVER name at_ms`.
 const KIND_CONTROL: u8 = 2;
 /// Non-preferred instances do not start elections for this long after a switch-over record.

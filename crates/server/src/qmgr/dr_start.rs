@@ -25,7 +25,7 @@ pub(super) fn start_dr(shared: &Arc<Shared>, source: Option<Source>) {
         }
         tokio::spawn(recv::run_secondary(shared.clone(), d));
     } else if let (Some(g), Some(src)) = (shared.dr_gate.clone(), source) {
-        if let Source::Ring { ring, .. } = &src {
+        if let CopyFrom::Ring(ring) = &src.copy {
             // The shipper follows the durable end; serve it from memory.
             ring.keep_tail(SHIP_TAIL_BYTES);
             // Hold replies within the bound from the last recorded acknowledgement before the

@@ -18,7 +18,7 @@ use crate::config::{Ini, QmConfig, QmPaths};
 use crate::core::Core;
 use crate::dispatch::AdminAction;
 use crate::dr::gate::{Gate, Meter};
-use crate::dr::ship::{self, Source};
+use crate::dr::ship::{self, CopyFrom, Source};
 use crate::dr::{recv, DrHandle};
 use crate::ha::{self, HaHandle};
 use crate::listeners::{self, Control};

@@ -74,11 +74,11 @@ pub(super) async fn serve(
                 if let Err(e) = start_listeners(&s2) {
                     crate::qm_log!(crate::errlog::ids::LISTENER_FAILED, "{e}");
                 }
-                let source = Source::Raft {
-                    log: h.replica.storage().clone(),
-                    applied: h.replica.applied_watch(),
-                    props: h.props.clone(),
-                };
+                let source = Source::raft(
+                    h.replica.storage().clone(),
+                    h.replica.applied_watch(),
+                    h.props.clone(),
+                );
                 start_dr(&s2, Some(source));
             }));
         }

@@ -138,11 +138,9 @@ impl Ring {
             // What recovery found is durable; the gate (and the status's POSITION) starts there.
             g.durable(storage.ring().durable_lsn());
         }
-        let source = gate.as_ref().map(|_| Source::Ring {
-            ring: storage.ring().clone(),
-            storage: storage.clone(),
-            durable: durable_rx.clone(),
-        });
+        let source = gate
+            .as_ref()
+            .map(|_| Source::ring(storage.ring().clone(), &storage, durable_rx.clone()));
         let opened = Opened {
             core: Arc::new(Mutex::new(Core::new(engine))),
             storage,

@@ -132,7 +132,7 @@ impl Storage {
             segments: Mutex::new(segments),
             store_dir,
             checkpointing: Mutex::new(()),
-            dr_retain: std::sync::atomic::AtomicU64::new(u64::MAX),
+            dr_retain: Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX)),
             health: Arc::default(),
         })
     }

@@ -38,8 +38,9 @@ pub use sink::{CheckpointHealth, RingSink};
 pub struct Storage {
     pub log: Option<Arc<RecoveryLog>>,
     /// A DR primary's secondary holds the log up to here: checkpoints keep the ring after it
-    /// (within a quarter of the ring), so the secondary can resume with the difference.
-    pub dr_retain: std::sync::atomic::AtomicU64,
+    /// (within a quarter of the ring), so the secondary can resume with the difference. Shared
+    /// with the DR shipper's ring source, which moves it.
+    pub dr_retain: Arc<std::sync::atomic::AtomicU64>,
     segments: Mutex<SegmentStore>,
     store_dir: PathBuf,
     checkpointing: Mutex<()>,
@@ -264,7 +265,7 @@ impl Storage {
                 segments: Mutex::new(segments),
                 store_dir,
                 checkpointing: Mutex::new(()),
-                dr_retain: std::sync::atomic::AtomicU64::new(u64::MAX),
+                dr_retain: Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX)),
                 health,
             },
             engine,

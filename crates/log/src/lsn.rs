@@ -7,6 +7,11 @@
 //! batches in flight (an HA group's replication, a ring's group commit) that was several
 //! needless task wake-ups per reply. Here waiters are kept in order of the position they need,
 //! and an advance wakes exactly those it satisfies.
+//!
+//! It lives with the log, on the lowest floor, because every durable position comes from below:
+//! a standalone queue manager's ring publishes its synced LSN here, an HA group's proposals
+//! (`ferrymq-replication`) their committed record numbers, and a DR primary's lag gate the
+//! value it releases.
 
 use std::collections::BTreeMap;
 use std::future::Future;
