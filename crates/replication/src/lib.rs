@@ -8,8 +8,10 @@
 //! [`Replica`], which bundles them into one running member of a replicated group. Nothing here knows what an engine record
 //! means: an [`AppRecord`] is an opaque `(kind, payload)` pair, exactly as in the recovery log.
 
+pub mod clock;
 mod error;
 mod failover;
+pub mod ha;
 mod log_store;
 mod network;
 mod record;

@@ -9,23 +9,29 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::ha::Proposals;
+use ferrymq_replication::ha::Committed;
 
 /// How stream positions translate into bytes of log.
 pub enum Meter {
     /// A standalone queue manager: positions and durable values are both log LSNs (bytes).
     Ring,
-    /// An HA group: positions are Raft indexes, durable values are record numbers; the
-    /// proposals keep, per committed batch, its index, last record number and running bytes.
-    Raft(Arc<Proposals>),
+    /// An HA group: positions are Raft indexes, durable values are record numbers; the gate
+    /// keeps, per committed batch it is told of ([`Gate::committed`]), its index, last record
+    /// number and running bytes.
+    Raft(Mutex<BatchLedger>),
 }
 
 impl Meter {
+    /// The meter of an HA group, with an empty ledger.
+    pub fn raft() -> Meter {
+        Meter::Raft(Mutex::new(BatchLedger::default()))
+    }
+
     /// The largest durable value a reply may be released at.
     fn allowed(&self, raw: u64, acked: u64, max: u64) -> u64 {
         match self {
             Meter::Ring => raw.min(acked.saturating_add(max)),
-            Meter::Raft(p) => p.dr_allowed(raw, acked, max),
+            Meter::Raft(l) => l.lock().allowed(raw, acked, max),
         }
     }
 
@@ -33,7 +39,10 @@ impl Meter {
     fn lag(&self, raw: u64, acked: u64) -> (u64, u64) {
         match self {
             Meter::Ring => (raw, raw.saturating_sub(acked)),
-            Meter::Raft(p) => p.dr_lag(acked),
+            Meter::Raft(l) => {
+                let mut l = l.lock();
+                (l.last_index().max(acked), l.lag_bytes(acked))
+            }
         }
     }
 
@@ -42,7 +51,7 @@ impl Meter {
     fn released_bytes(&self, acked: u64, released: u64) -> u64 {
         match self {
             Meter::Ring => released.saturating_sub(acked),
-            Meter::Raft(p) => p.dr_released_bytes(acked, released),
+            Meter::Raft(l) => l.lock().released_bytes(acked, released),
         }
     }
 }
@@ -67,9 +76,9 @@ impl Lag {
     }
 }
 
-/// Batches committed by an HA group's active instance, for [`Meter::Raft`]: Raft index, last
-/// record number, and the running bytes committed (since the instance became active) before and
-/// after it.
+/// Batches committed by an HA group, for [`Meter::Raft`]: Raft index, last record number (0 for
+/// an entry applied from another instance), and the running bytes committed before and after
+/// it.
 #[derive(Default)]
 pub struct BatchLedger {
     batches: VecDeque<Batch>,
@@ -231,6 +240,20 @@ impl Gate {
         self.out.advance(allowed);
     }
 
+    /// Batches an HA group committed (or, with no record number, that this instance applied
+    /// from another): into the ledger, and the last record number becomes durable.
+    pub fn committed(&self, batches: &[Committed]) {
+        if let Meter::Raft(l) = &self.meter {
+            let mut l = l.lock();
+            for b in batches {
+                l.push(b.index, b.last_seq, b.bytes as usize);
+            }
+        }
+        if let Some(seq) = batches.iter().map(|b| b.last_seq).max().filter(|&s| s > 0) {
+            self.durable(seq);
+        }
+    }
+
     /// The log became durable up to `raw`.
     pub fn durable(&self, raw: u64) {
         let mut st = self.st.lock();
@@ -333,6 +356,29 @@ mod tests {
         assert_eq!(rx.get(), 7000 + 700);
         g.acked(7900);
         assert_eq!(rx.get(), 8000);
+    }
+
+    #[test]
+    fn an_ha_gate_keeps_its_ledger_from_the_commit_events() {
+        let ev = |index, last_seq, bytes| Committed {
+            index,
+            last_seq,
+            bytes,
+            latency: std::time::Duration::ZERO,
+        };
+        let g = Gate::new(Meter::raft(), 1000, 0);
+        let rx = g.watch();
+        // Entries inherited from another instance count as lag but release nothing here.
+        g.committed(&[ev(10, 0, 600)]);
+        assert_eq!(rx.get(), 0);
+        g.bound(Some(9));
+        g.committed(&[ev(11, 5, 300), ev(12, 9, 300)]);
+        assert_eq!(rx.get(), 5, "the second batch would exceed the bound");
+        assert_eq!(g.lag(9).end, 12);
+        assert_eq!(g.lag(9).total(), 1200);
+        g.acked(11);
+        assert_eq!(rx.get(), 9);
+        assert_eq!(g.lag(11).total(), 300);
     }
 
     #[test]

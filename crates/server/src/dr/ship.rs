@@ -12,13 +12,13 @@ use ferrymq_dr::wire::{self, Frame, CHUNK_BYTES};
 use ferrymq_dr::{RaftSource, RingSource, StreamSource, Unit};
 use ferrymq_engine::records::DrMark;
 use ferrymq_log::RecoveryLog;
+use ferrymq_replication::ha::Proposals;
 use ferrymq_replication::{LogId, LogStorage};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use super::gate::Gate;
 use super::{DrHandle, LinkState};
-use crate::ha::Proposals;
 use crate::qmgr::Shared;
 use crate::storage::{now_ms, Storage};
 

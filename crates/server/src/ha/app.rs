@@ -157,7 +157,8 @@ impl Apply for HaApp {
             );
             return;
         }
-        self.props.note_applied(log_id.index, rec.payload.len());
+        self.props
+            .applied_elsewhere(log_id.index, rec.payload.len());
         let mut core = self.core.lock();
         for r in ferrymq_engine::batch::records(&rec.payload) {
             let res = r.map_err(|e| e.to_string()).and_then(|(kind, payload)| {
@@ -183,13 +184,13 @@ impl Apply for HaApp {
         let image = core.engine.checkpoint_image(now_ms());
         // Active (its base is set under the core lock when it takes over): the engine may hold
         // records not yet applied. Otherwise the engine is exactly the applied state.
-        let active = self.props.st.lock().base.is_some();
+        let active = self.props.is_active();
         let at: Option<CaptureAt> = if active {
             // The active engine is ahead of what is applied: its image ends at the last
             // record logged, whose batch must be cut here and committed first.
             let seq = self.props.seal();
             drop(core);
-            self.props.wake.notify_one();
+            self.props.wake_replicator();
             let props = self.props.clone();
             Some(Box::pin(async move {
                 tokio::task::spawn_blocking(move || props.log_id_of(seq))

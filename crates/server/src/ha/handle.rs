@@ -9,6 +9,8 @@ pub struct HaHandle {
     pub replica: Replica,
     pub props: Arc<Proposals>,
     pub app: Arc<HaApp>,
+    /// A DR primary's lag gate, subscribed to the proposals' commits.
+    pub dr_gate: Option<Arc<Gate>>,
     /// Set once this instance is the active one (it stays set until the process restarts).
     pub active: AtomicBool,
     /// Set when the instance is being ended (endmqm): the monitor stops acting.

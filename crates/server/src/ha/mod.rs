@@ -21,24 +21,25 @@
 //! - **Snapshots** are the engine's incremental checkpoints (`Storage::write_checkpoint`), taken
 //!   when the ring is half full; the Raft snapshot metadata is stored in the checkpoint manifest.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use ferrymq_engine::{Engine, EngineConfig, LogSink, Lsn};
+use ferrymq_replication::clock::RealClock;
 use ferrymq_replication::openraft::{ServerState, SnapshotPolicy};
 use ferrymq_replication::{
     fast_failover_config, AppRecord, Apply, Capture, CaptureAt, LogId, Meta, Replica, ReplicaConfig,
 };
 use ferrymq_types::{MqError, Reason};
-use parking_lot::{Condvar, Mutex};
-use tokio::sync::Notify;
+use parking_lot::Mutex;
 
 use crate::config::{HaConfig, QmConfig, QmPaths};
 use crate::core::Core;
+use crate::dr::gate::Gate;
 use crate::storage::{decode_export, now_ms, Storage};
 
 /// AppRecord kind of a batch of engine log records.
@@ -47,19 +48,6 @@ pub(crate) use ferrymq_replication::KIND_ENGINE_BATCH;
 const KIND_CONTROL: u8 = 2;
 /// Non-preferred instances do not start elections for this long after a switch-over record.
 use ferrymq_replication::timing::SWITCHOVER_WINDOW_MS;
-/// A batch is proposed once it holds this much (or as soon as the replicator is free).
-const BATCH_BYTES: usize = 1 << 20;
-/// Batches proposed and not yet committed, at most: about one per millisecond a commit takes
-/// (an average of recent ones), between these bounds, unless qm.ini `NativeHA:MaxInFlight` fixes
-/// it. Few on a fast link: while they are in flight, records gather into the next batch, so one
-/// Raft entry (one round of appends, syncs and acknowledgements on every instance) carries many
-/// commits — group commit across the group. More when the link is slow, so that replication
-/// round trips overlap (measured with 10 ms: 2 in flight gave 2.2k round trips/s, 32 gave 4.1k;
-/// on loopback 32 cost a fifth of the rate).
-const MIN_IN_FLIGHT: usize = 2;
-const MAX_IN_FLIGHT: usize = 64;
-/// Proposals stop while the Raft log ring is this full (percent), until a snapshot frees it.
-const RING_STOP_PCT: u64 = 85;
 /// A snapshot is requested once the ring is this full (percent).
 const RING_SNAPSHOT_PCT: u64 = 40;
 /// A snapshot just built is followed at once by the next (ring still filling) only once this
@@ -84,13 +72,63 @@ fn yes_no(b: bool) -> &'static str {
 
 mod app;
 mod handle;
-mod proposals;
 mod roles;
 
 pub use app::HaApp;
+pub use ferrymq_replication::ha::Proposals;
 pub use handle::HaHandle;
-pub use proposals::{HaSink, Proposals};
 pub use roles::{monitor, replicate};
+
+/// The engine's log sink in a replicated queue manager: each record, in the engine's batch
+/// framing, joins the open batch of the proposals.
+pub struct HaSink {
+    pub(super) props: Arc<Proposals>,
+    pub(super) max_record: usize,
+}
+
+impl LogSink for HaSink {
+    fn append(&mut self, kind: u8, parts: &[&[u8]]) -> Result<Lsn, MqError> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len + ferrymq_engine::batch::RECORD_HEAD_BYTES > self.max_record {
+            return Err(MqError::new(
+                Reason::RESOURCE_PROBLEM,
+                format!(
+                    "a log record of {len} bytes exceeds the largest the replicated log holds ({}); enlarge the log (-lf) for messages this big",
+                    self.max_record
+                ),
+            ));
+        }
+        Ok(self
+            .props
+            .push(|open| ferrymq_engine::batch::push_record(open, kind, parts)))
+    }
+}
+
+/// `FERRYMQ_HA_TRACE` set: the active instance logs batch counts and commit latency every 2 s.
+fn trace_commits(props: &Proposals) {
+    if std::env::var_os("FERRYMQ_HA_TRACE").is_none() {
+        return;
+    }
+    // Batches, their summed commit latency, since when, and the last record number then.
+    let window = Mutex::new((0u64, Duration::ZERO, Instant::now(), 0u64));
+    props.subscribe(Box::new(move |batches| {
+        let mut w = window.lock();
+        for b in batches.iter().filter(|b| b.last_seq != 0) {
+            w.0 += 1;
+            w.1 += b.latency;
+            if w.2.elapsed() > Duration::from_secs(2) {
+                crate::qm_log!(
+                    crate::errlog::ids::LOG_TRACE,
+                    "trace: {} batches, {} records, avg commit {} us",
+                    w.0,
+                    b.last_seq - w.3,
+                    w.1.as_micros() as u64 / w.0.max(1)
+                );
+                *w = (0, Duration::ZERO, Instant::now(), b.last_seq);
+            }
+        }
+    }));
+}
 
 /// Replaces this process with a fresh start of the same command: what an instance does when it
 /// can no longer trust its engine (deposed while active, Raft stopped). The pid stays the same.
@@ -136,10 +174,23 @@ pub struct Started {
 
 /// Opens the instance's store, starts its replica (which loads the newest checkpoint into the
 /// engine and re-applies the committed log after it) and, for a brand-new group, forms it.
-pub async fn start(paths: &QmPaths, cfg: &QmConfig, ecfg: EngineConfig) -> Result<Started, String> {
+///
+/// A DR primary's lag gate (`dr_gate`) hears of every batch committed or applied from the start,
+/// re-applied entries included, so that it counts the log an instance inherits.
+pub async fn start(
+    paths: &QmPaths,
+    cfg: &QmConfig,
+    ecfg: EngineConfig,
+    dr_gate: Option<Arc<Gate>>,
+) -> Result<Started, String> {
     let ha = cfg.ha.clone().expect("an HA configuration");
     let storage = Arc::new(Storage::open_store(paths)?);
-    let props = Proposals::new();
+    let props = Proposals::new(Arc::new(RealClock::new()));
+    if let Some(g) = &dr_gate {
+        let g = g.clone();
+        props.subscribe(Box::new(move |batches| g.committed(batches)));
+    }
+    trace_commits(&props);
     let mut rcfg = ReplicaConfig::new(ha.local_id(), paths.dir.clone());
     rcfg.log_files = cfg.log_primary_files;
     rcfg.log_file_pages = cfg.log_file_pages;
@@ -198,6 +249,7 @@ pub async fn start(paths: &QmPaths, cfg: &QmConfig, ecfg: EngineConfig) -> Resul
         replica,
         props,
         app,
+        dr_gate,
         active: AtomicBool::new(false),
         ending: AtomicBool::new(false),
         started: Instant::now(),

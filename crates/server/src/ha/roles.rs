@@ -3,64 +3,19 @@
 //! ring fills.
 
 use super::*;
+use ferrymq_replication::ha::Replicator;
 
-/// Proposes the engine's batches to Raft, in order, until leadership is lost.
+/// Proposes the engine's batches to Raft, in order, until leadership is lost (the policy is
+/// `ferrymq_replication::ha`'s).
 pub async fn replicate(h: Arc<HaHandle>) {
-    let in_flight = Arc::new(AtomicUsize::new(0));
-    let freed = Arc::new(Notify::new());
-    let raft = h.replica.raft().clone();
-    loop {
-        // Room first, then the batch: whatever arrived while waiting goes into it.
-        loop {
-            let limit = h
-                .cfg
-                .max_in_flight
-                .unwrap_or_else(|| h.props.adaptive_in_flight());
-            let notified = freed.notified();
-            if in_flight.load(Ordering::Acquire) < limit {
-                break;
-            }
-            notified.await;
-        }
-        let (last, payload) = h.props.next_batch().await;
-        // Keep the ring from filling faster than snapshots free it — except for the batch a
-        // snapshot being built waits for (it is what frees the ring), within the headroom.
-        loop {
-            let (cap, _) = h.replica.storage().geometry();
-            let used = h.replica.storage().used_bytes().unwrap_or(0);
-            if cap == 0 || used * 100 < cap * RING_STOP_PCT {
-                break;
-            }
-            if h.props.snapshot_waiting.load(Ordering::Acquire) && used * 100 < cap * 95 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        let rec = AppRecord {
-            kind: KIND_ENGINE_BATCH,
-            payload,
-        };
-        in_flight.fetch_add(1, Ordering::AcqRel);
-        match raft.client_write_ff(rec).await {
-            Ok(rx) => {
-                let props = h.props.clone();
-                let (in_flight, freed) = (in_flight.clone(), freed.clone());
-                tokio::spawn(async move {
-                    let r = rx.await;
-                    in_flight.fetch_sub(1, Ordering::AcqRel);
-                    freed.notify_one();
-                    match r {
-                        Ok(Ok(resp)) => props.committed(last, resp.log_id),
-                        _ => props.set_lost(),
-                    }
-                });
-            }
-            Err(_) => {
-                h.props.set_lost();
-                return;
-            }
-        }
-    }
+    ferrymq_replication::ha::replicate(Replicator {
+        props: h.props.clone(),
+        raft: h.replica.raft().clone(),
+        log: h.replica.storage().clone(),
+        max_in_flight: h.cfg.max_in_flight,
+        kind: KIND_ENGINE_BATCH,
+    })
+    .await
 }
 
 /// Makes this (leading) instance's engine complete: confirms leadership with a quorum, waits
@@ -94,9 +49,13 @@ pub(super) async fn activate_engine(
         .last_applied
         .ok_or_else(|| "nothing applied yet".to_string())?;
     let core = h.app.core.lock();
-    let seq = h.props.seal();
-    h.props.hold_dr_bound(core.engine.dr_state());
-    h.props.st.lock().base = Some((seq, applied));
+    // Replies are held within the DR lag bound from the secondary's last recorded
+    // acknowledgement (replicated in `DR_ACKED`) before any application is served; the shipper
+    // then takes over (or the grace period ends the hold).
+    if let (Some(g), Some(pos)) = (&h.dr_gate, crate::dr::recorded_ack(core.engine.dr_state())) {
+        g.bound(Some(pos));
+    }
+    h.props.activate(applied);
     h.app.own_from.store(applied.index + 1, Ordering::Release);
     drop(core);
     Ok((applied, timeline))
@@ -165,7 +124,7 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
             {
                 restart_instance("lost contact with the majority of the group");
             }
-            if h.props.lost.load(Ordering::Acquire) {
+            if h.props.is_lost() {
                 restart_instance("a replicated write failed (leadership lost)");
             }
             if let Some(to) = h.switch_over_due(&m, &mut in_sync_since) {

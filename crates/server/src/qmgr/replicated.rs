@@ -20,9 +20,12 @@ impl Raft {
     ) -> Result<(Opened, Raft), String> {
         let rt = raft_runtime()?;
         let began = std::time::Instant::now();
-        let (p2, c2) = (paths.clone(), cfg.clone());
+        // A DR primary's replies wait on the lag bound, fed by the group's commits from the
+        // start (the entries an instance re-applies count towards the lag it inherits).
+        let gate = max_lag.map(|max| Gate::new(Meter::raft(), max, 0));
+        let (p2, c2, g2) = (paths.clone(), cfg.clone(), gate.clone());
         let started = io.block_on(async {
-            rt.spawn(async move { ha::start(&p2, &c2, engine_config(&c2)).await })
+            rt.spawn(async move { ha::start(&p2, &c2, engine_config(&c2), g2).await })
                 .await
                 .map_err(|e| format!("starting the replica: {e}"))?
         })?;
@@ -41,11 +44,6 @@ impl Raft {
                     l.index, l.leader_id.term
                 )),
         );
-        let gate = max_lag.map(|max| {
-            let g = Gate::new(Meter::Raft(h.props.clone()), max, 0);
-            h.props.set_dr_gate(g.clone());
-            g
-        });
         let opened = Opened {
             core: started.core,
             storage: started.storage,

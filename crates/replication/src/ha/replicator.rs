@@ -1,0 +1,88 @@
+//! The replicator: proposes the sealed batches to Raft in order while this instance leads, with
+//! room in flight and in the log ring.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use super::{Proposals, RING_RETRY_MS, RING_SNAPSHOT_HEADROOM_PCT, RING_STOP_PCT};
+use crate::{AppRecord, FerryRaft, LogStorage};
+
+/// What the replicator proposes with.
+pub struct Replicator {
+    pub props: Arc<Proposals>,
+    pub raft: FerryRaft,
+    /// The Raft log, for how full its ring is.
+    pub log: LogStorage,
+    /// How many batches may be in flight, if fixed (qm.ini `NativeHA:MaxInFlight`); otherwise
+    /// [`Proposals::adaptive_in_flight`].
+    pub max_in_flight: Option<usize>,
+    /// The [`AppRecord`] kind a batch is proposed as.
+    pub kind: u8,
+}
+
+/// Whether a batch may be proposed with `used` of the ring's `cap` bytes taken: not while it is
+/// [`RING_STOP_PCT`] full, so that the ring does not fill faster than snapshots free it —
+/// except for the batch a snapshot being built waits for (it is what frees the ring), within
+/// the headroom up to [`RING_SNAPSHOT_HEADROOM_PCT`]. A ring of unknown size admits everything.
+pub fn ring_admits(used: u64, cap: u64, snapshot_waiting: bool) -> bool {
+    cap == 0
+        || used * 100 < cap * RING_STOP_PCT
+        || (snapshot_waiting && used * 100 < cap * RING_SNAPSHOT_HEADROOM_PCT)
+}
+
+/// Proposes the batches to Raft, in order, until a proposal fails (leadership lost; the
+/// proposals are then marked lost).
+pub async fn replicate(r: Replicator) {
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let freed = Arc::new(Notify::new());
+    let clock = r.props.clock().clone();
+    loop {
+        // Room first, then the batch: whatever arrived while waiting goes into it.
+        loop {
+            let limit = r
+                .max_in_flight
+                .unwrap_or_else(|| r.props.adaptive_in_flight());
+            let notified = freed.notified();
+            if in_flight.load(Ordering::Acquire) < limit {
+                break;
+            }
+            notified.await;
+        }
+        let (last, payload) = r.props.next_batch().await;
+        loop {
+            let (cap, _) = r.log.geometry();
+            let used = r.log.used_bytes().unwrap_or(0);
+            if ring_admits(used, cap, r.props.snapshot_waiting()) {
+                break;
+            }
+            clock.sleep(Duration::from_millis(RING_RETRY_MS)).await;
+        }
+        let rec = AppRecord {
+            kind: r.kind,
+            payload,
+        };
+        in_flight.fetch_add(1, Ordering::AcqRel);
+        match r.raft.client_write_ff(rec).await {
+            Ok(rx) => {
+                let props = r.props.clone();
+                let (in_flight, freed) = (in_flight.clone(), freed.clone());
+                tokio::spawn(async move {
+                    let res = rx.await;
+                    in_flight.fetch_sub(1, Ordering::AcqRel);
+                    freed.notify_one();
+                    match res {
+                        Ok(Ok(resp)) => props.committed(last, resp.log_id),
+                        _ => props.set_lost(),
+                    }
+                });
+            }
+            Err(_) => {
+                r.props.set_lost();
+                return;
+            }
+        }
+    }
+}
