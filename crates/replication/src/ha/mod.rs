@@ -9,11 +9,13 @@
 
 mod proposals;
 mod replicator;
+mod snapshots;
 #[cfg(test)]
 mod tests;
 
 pub use proposals::{Committed, Proposals, Subscriber};
 pub use replicator::{replicate, ring_admits, Replicator};
+pub use snapshots::SnapshotPacer;
 
 /// A batch is proposed once it holds this much (or as soon as the replicator is free).
 pub const BATCH_BYTES: usize = 1 << 20;
@@ -30,6 +32,12 @@ pub const MAX_IN_FLIGHT: usize = 64;
 pub const RING_STOP_PCT: u64 = 85;
 /// ...except the batch a snapshot in progress waits for (it is what frees the ring), up to this.
 pub const RING_SNAPSHOT_HEADROOM_PCT: u64 = 95;
+/// A snapshot is requested once the ring is this full (percent).
+pub const RING_SNAPSHOT_PCT: u64 = 40;
+/// A snapshot just built is followed at once by the next (ring still filling) only once this
+/// many entries have been applied after it; otherwise requests are this far apart.
+pub const SNAPSHOT_AGAIN_ENTRIES: u64 = 64;
+pub const SNAPSHOT_GAP_MS: u64 = 500;
 /// How long the replicator waits before it looks at a full ring again.
 pub const RING_RETRY_MS: u64 = 5;
 /// Log ids of this many recently committed batches are kept for [`Proposals::log_id_of`].

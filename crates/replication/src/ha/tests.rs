@@ -255,3 +255,36 @@ async fn a_manual_clock_sleeper_wakes_only_when_the_clock_is_moved() {
         .expect("the sleeper did not wake")
         .unwrap();
 }
+
+#[test]
+fn snapshots_are_requested_as_the_ring_fills_paced_by_the_clock_and_by_progress() {
+    let clock = Arc::new(ManualClock::new());
+    let mut pacer = SnapshotPacer::new(clock.clone());
+    let (cap, ms) = (100, Duration::from_millis);
+    assert!(
+        !pacer.due(39, cap, Some(id(500)), None),
+        "ring not full enough"
+    );
+    assert!(
+        !pacer.due(0, 0, Some(id(500)), None),
+        "a ring of unknown size"
+    );
+    assert!(pacer.due(40, cap, Some(id(500)), None), "the first request");
+    // Not built yet: the next waits for the gap.
+    assert!(!pacer.due(60, cap, Some(id(600)), None));
+    clock.advance(ms(SNAPSHOT_GAP_MS));
+    assert!(
+        !pacer.due(60, cap, Some(id(600)), None),
+        "the gap is not over"
+    );
+    clock.advance(ms(1));
+    assert!(pacer.due(60, cap, Some(id(600)), None), "the gap is over");
+    // Built, and entries applied after it: at once, without waiting for the gap...
+    let built = Some(id(600));
+    assert!(!pacer.due(70, cap, Some(id(600 + SNAPSHOT_AGAIN_ENTRIES - 1)), built));
+    assert!(pacer.due(70, cap, Some(id(600 + SNAPSHOT_AGAIN_ENTRIES)), built));
+    // ...but a full ring the newest snapshot already covers waits for its purge.
+    assert!(!pacer.due(90, cap, Some(id(900)), built));
+    clock.advance(ms(SNAPSHOT_GAP_MS + 1));
+    assert!(pacer.due(90, cap, Some(id(900)), built));
+}

@@ -46,18 +46,13 @@ use crate::storage::{decode_export, now_ms, Storage};
 pub(crate) use ferrymq_replication::KIND_ENGINE_BATCH;
 /// AppRecord kind of a group control record (text): `PREFER [name]`, `SWITCHOVER name at_ms`.
 const KIND_CONTROL: u8 = 2;
-/// Non-preferred instances do not start elections for this long after a switch-over record.
-use ferrymq_replication::timing::SWITCHOVER_WINDOW_MS;
-/// A snapshot is requested once the ring is this full (percent).
-const RING_SNAPSHOT_PCT: u64 = 40;
-/// A snapshot just built is followed at once by the next (ring still filling) only once this
-/// many entries have been applied after it; otherwise the monitor waits 500 ms between requests.
-const SNAPSHOT_AGAIN_ENTRIES: u64 = 64;
 /// An active instance that has not heard from a majority for this long gives up the role. Below
 /// the followers' leader lease (openraft: the 600 ms election timeout maximum, during which they
 /// refuse to vote), so a cut-off active instance is gone before another can be elected (the
 /// orderings are checked in `ferrymq_replication::timing`).
 use ferrymq_replication::timing::QUORUM_LOSS_MS;
+/// Non-preferred instances do not start elections for this long after a switch-over record.
+use ferrymq_replication::timing::SWITCHOVER_WINDOW_MS;
 /// `dspmq -o ha`: a reachable instance whose oldest missing entry was appended less than this
 /// long ago is in sync (see [`HaHandle::status_rows`]): the reachability window.
 pub const INSYNC_MS: u64 = ferrymq_replication::timing::REACH_WINDOW_MS;

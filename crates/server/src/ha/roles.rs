@@ -3,7 +3,7 @@
 //! ring fills.
 
 use super::*;
-use ferrymq_replication::ha::Replicator;
+use ferrymq_replication::ha::{Replicator, SnapshotPacer};
 
 /// Proposes the engine's batches to Raft, in order, until leadership is lost (the policy is
 /// `ferrymq_replication::ha`'s).
@@ -68,8 +68,7 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
     let raft = h.replica.raft().clone();
     let me = h.cfg.local_id();
     let mut metrics = raft.metrics();
-    let mut last_snapshot_request = Instant::now() - Duration::from_secs(10);
-    let mut snapshot_at_request = None;
+    let mut snapshots = SnapshotPacer::new(h.props.clock().clone());
     let mut in_sync_since: Option<Instant> = None;
     let mut failed_term = 0;
     loop {
@@ -139,20 +138,7 @@ pub async fn monitor(h: Arc<HaHandle>, activate: impl Fn()) {
         }
         let (cap, _) = h.replica.storage().geometry();
         let used = h.replica.storage().used_bytes().unwrap_or(0);
-        // Once the last snapshot requested is built, the next may be asked for at once if entries
-        // have been applied since: under a heavy load the ring fills in a fraction of a second,
-        // and a fixed gap between requests let it reach the proposal stop (a stall of every
-        // reply). A full ring the newest snapshot already covers is waiting for its purge, not
-        // for another snapshot.
-        let index = |l: Option<LogId>| l.map_or(0, |l| l.index);
-        let again = m.snapshot != snapshot_at_request
-            && index(m.last_applied) >= index(m.snapshot) + SNAPSHOT_AGAIN_ENTRIES;
-        if cap > 0
-            && used * 100 >= cap * RING_SNAPSHOT_PCT
-            && (again || last_snapshot_request.elapsed() > Duration::from_millis(500))
-        {
-            last_snapshot_request = Instant::now();
-            snapshot_at_request = m.snapshot;
+        if snapshots.due(used, cap, m.last_applied, m.snapshot) {
             let _ = raft.trigger().snapshot().await;
         }
         // Metrics change with every entry; acting on each change would cost more CPU than the
