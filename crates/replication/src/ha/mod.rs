@@ -14,7 +14,7 @@ mod snapshots;
 mod tests;
 
 pub use proposals::{Committed, Proposals, Subscriber};
-pub use replicator::{replicate, ring_admits, Replicator};
+pub use replicator::{replicate, ring_admits, Commit, Group, RaftGroup, Replicator};
 pub use snapshots::SnapshotPacer;
 
 /// A batch is proposed once it holds this much (or as soon as the replicator is free).

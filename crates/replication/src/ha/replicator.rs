@@ -1,6 +1,8 @@
 //! The replicator: proposes the sealed batches to Raft in order while this instance leads, with
 //! room in flight and in the log ring.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,14 +10,59 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use super::{Proposals, RING_RETRY_MS, RING_SNAPSHOT_HEADROOM_PCT, RING_STOP_PCT};
-use crate::{AppRecord, FerryRaft, LogStorage};
+use crate::{AppRecord, FerryRaft, LogId, LogStorage};
+
+/// A proposal's outcome: the log id it was committed at, or `None` if it never will be.
+pub type Commit = Pin<Box<dyn Future<Output = Option<LogId>> + Send>>;
+
+/// What the replicator proposes to.
+pub trait Group: Send + Sync + 'static {
+    /// Bytes of the Raft log ring in use, and its capacity (0: unknown).
+    fn ring_usage(&self) -> (u64, u64);
+    /// Hands `rec` to Raft, in the order of the calls; resolves once it is accepted, with its
+    /// commit to wait for (`None`: not accepted, leadership is lost).
+    fn propose(&self, rec: AppRecord) -> Pin<Box<dyn Future<Output = Option<Commit>> + Send + '_>>;
+}
+
+impl<G: Group> Group for Arc<G> {
+    fn ring_usage(&self) -> (u64, u64) {
+        (**self).ring_usage()
+    }
+
+    fn propose(&self, rec: AppRecord) -> Pin<Box<dyn Future<Output = Option<Commit>> + Send + '_>> {
+        (**self).propose(rec)
+    }
+}
+
+/// The group as a replica sees it: its Raft and its log.
+pub struct RaftGroup {
+    pub raft: FerryRaft,
+    pub log: LogStorage,
+}
+
+impl Group for RaftGroup {
+    fn ring_usage(&self) -> (u64, u64) {
+        (self.log.used_bytes().unwrap_or(0), self.log.geometry().0)
+    }
+
+    fn propose(&self, rec: AppRecord) -> Pin<Box<dyn Future<Output = Option<Commit>> + Send + '_>> {
+        Box::pin(async move {
+            let rx = self.raft.client_write_ff(rec).await.ok()?;
+            let commit: Commit = Box::pin(async move {
+                match rx.await {
+                    Ok(Ok(resp)) => Some(resp.log_id),
+                    _ => None,
+                }
+            });
+            Some(commit)
+        })
+    }
+}
 
 /// What the replicator proposes with.
-pub struct Replicator {
+pub struct Replicator<G: Group> {
     pub props: Arc<Proposals>,
-    pub raft: FerryRaft,
-    /// The Raft log, for how full its ring is.
-    pub log: LogStorage,
+    pub group: G,
     /// How many batches may be in flight, if fixed (qm.ini `NativeHA:MaxInFlight`); otherwise
     /// [`Proposals::adaptive_in_flight`].
     pub max_in_flight: Option<usize>,
@@ -33,9 +80,9 @@ pub fn ring_admits(used: u64, cap: u64, snapshot_waiting: bool) -> bool {
         || (snapshot_waiting && used * 100 < cap * RING_SNAPSHOT_HEADROOM_PCT)
 }
 
-/// Proposes the batches to Raft, in order, until a proposal fails (leadership lost; the
+/// Proposes the batches to the group, in order, until a proposal fails (leadership lost; the
 /// proposals are then marked lost).
-pub async fn replicate(r: Replicator) {
+pub async fn replicate<G: Group>(r: Replicator<G>) {
     let in_flight = Arc::new(AtomicUsize::new(0));
     let freed = Arc::new(Notify::new());
     let clock = r.props.clock().clone();
@@ -53,8 +100,7 @@ pub async fn replicate(r: Replicator) {
         }
         let (last, payload) = r.props.next_batch().await;
         loop {
-            let (cap, _) = r.log.geometry();
-            let used = r.log.used_bytes().unwrap_or(0);
+            let (used, cap) = r.group.ring_usage();
             if ring_admits(used, cap, r.props.snapshot_waiting()) {
                 break;
             }
@@ -65,21 +111,21 @@ pub async fn replicate(r: Replicator) {
             payload,
         };
         in_flight.fetch_add(1, Ordering::AcqRel);
-        match r.raft.client_write_ff(rec).await {
-            Ok(rx) => {
+        match r.group.propose(rec).await {
+            Some(commit) => {
                 let props = r.props.clone();
                 let (in_flight, freed) = (in_flight.clone(), freed.clone());
                 tokio::spawn(async move {
-                    let res = rx.await;
+                    let id = commit.await;
                     in_flight.fetch_sub(1, Ordering::AcqRel);
                     freed.notify_one();
-                    match res {
-                        Ok(Ok(resp)) => props.committed(last, resp.log_id),
-                        _ => props.set_lost(),
+                    match id {
+                        Some(id) => props.committed(last, id),
+                        None => props.set_lost(),
                     }
                 });
             }
-            Err(_) => {
+            None => {
                 r.props.set_lost();
                 return;
             }

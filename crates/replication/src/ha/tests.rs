@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 
 use super::*;
 use crate::clock::ManualClock;
-use crate::LogId;
+use crate::{AppRecord, LogId};
 
 fn id(index: u64) -> LogId {
     LogId::new(CommittedLeaderId::new(1, 1), index)
@@ -287,4 +287,136 @@ fn snapshots_are_requested_as_the_ring_fills_paced_by_the_clock_and_by_progress(
     assert!(!pacer.due(90, cap, Some(id(900)), built));
     clock.advance(ms(SNAPSHOT_GAP_MS + 1));
     assert!(pacer.due(90, cap, Some(id(900)), built));
+}
+
+/// A group whose ring usage the test sets and whose commits the test decides.
+struct FakeGroup {
+    usage: Mutex<(u64, u64)>,
+    proposed: tokio::sync::mpsc::UnboundedSender<(AppRecord, tokio::sync::oneshot::Sender<LogId>)>,
+}
+
+impl Group for FakeGroup {
+    fn ring_usage(&self) -> (u64, u64) {
+        *self.usage.lock()
+    }
+
+    fn propose(
+        &self,
+        rec: AppRecord,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Commit>> + Send + '_>> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let _ = self.proposed.send((rec, tx));
+        let commit: Commit = Box::pin(async move { rx.await.ok() });
+        Box::pin(async move { Some(commit) })
+    }
+}
+
+type Proposed =
+    tokio::sync::mpsc::UnboundedReceiver<(AppRecord, tokio::sync::oneshot::Sender<LogId>)>;
+
+/// Starts a replicator on a fake group with `max_in_flight` fixed and the ring `usage`.
+fn replicator(
+    max_in_flight: Option<usize>,
+    usage: (u64, u64),
+) -> (Arc<Proposals>, Arc<ManualClock>, Arc<FakeGroup>, Proposed) {
+    let (p, clock) = proposals();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let group = Arc::new(FakeGroup {
+        usage: Mutex::new(usage),
+        proposed: tx,
+    });
+    tokio::spawn(replicate(Replicator {
+        props: p.clone(),
+        group: group.clone(),
+        max_in_flight,
+        kind: 9,
+    }));
+    (p, clock, group, rx)
+}
+
+/// The next proposal, if one comes within `wait`.
+async fn proposal(
+    rx: &mut Proposed,
+    wait: Duration,
+) -> Option<(AppRecord, tokio::sync::oneshot::Sender<LogId>)> {
+    tokio::time::timeout(wait, rx.recv()).await.ok().flatten()
+}
+
+const NONE_WITHIN: Duration = Duration::from_millis(50);
+const SOME_WITHIN: Duration = Duration::from_secs(10);
+
+#[tokio::test]
+async fn the_replicator_keeps_at_most_the_limit_in_flight_and_proposes_in_order() {
+    let (p, _, _, mut rx) = replicator(Some(2), (0, 0));
+    let durable = p.durable_watch();
+    let mut commits = Vec::new();
+    for n in 1..=2u8 {
+        p.push(|b| b.push(n));
+        let (rec, commit) = proposal(&mut rx, SOME_WITHIN).await.expect("proposed");
+        assert_eq!((rec.kind, rec.payload), (9, vec![n]));
+        commits.push(commit);
+    }
+    // Two in flight: the next batch gathers what is logged meanwhile.
+    p.push(|b| b.push(3));
+    p.push(|b| b.push(4));
+    assert!(
+        proposal(&mut rx, NONE_WITHIN).await.is_none(),
+        "a third in flight"
+    );
+    commits.remove(0).send(id(1)).unwrap();
+    let (rec, _) = proposal(&mut rx, SOME_WITHIN).await.expect("room again");
+    assert_eq!(rec.payload, vec![3, 4]);
+    tokio::time::timeout(SOME_WITHIN, durable.wait(1))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(durable.get(), 1, "the second batch is not committed");
+}
+
+// Two threads: the test blocks on the snapshot's answer while the commit is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_ring_stops_proposals_except_the_batch_a_snapshot_waits_for() {
+    let (p, clock, group, mut rx) = replicator(None, (90, 100));
+    let seq = p.push(|b| b.push(1));
+    for _ in 0..3 {
+        clock.advance(Duration::from_millis(RING_RETRY_MS));
+        assert!(
+            proposal(&mut rx, NONE_WITHIN).await.is_none(),
+            "proposed into a full ring"
+        );
+    }
+    // A snapshot waits for this batch: it may use the headroom.
+    let answer = ask_log_id(&p, seq);
+    let mut got = None;
+    for _ in 0..200 {
+        clock.advance(Duration::from_millis(RING_RETRY_MS));
+        got = proposal(&mut rx, NONE_WITHIN).await;
+        if got.is_some() {
+            break;
+        }
+    }
+    let (_, commit) = got.expect("the snapshot's batch was not proposed");
+    commit.send(id(7)).unwrap();
+    assert_eq!(answer.recv_timeout(SOME_WITHIN), Ok(Some(id(7))));
+    // Beyond the headroom nothing goes, snapshot or not, until the ring is freed.
+    *group.usage.lock() = (96, 100);
+    let seq = p.push(|b| b.push(2));
+    let _answer = ask_log_id(&p, seq);
+    for _ in 0..3 {
+        clock.advance(Duration::from_millis(RING_RETRY_MS));
+        assert!(
+            proposal(&mut rx, NONE_WITHIN).await.is_none(),
+            "proposed past the headroom"
+        );
+    }
+    *group.usage.lock() = (10, 100);
+    let mut got = None;
+    for _ in 0..200 {
+        clock.advance(Duration::from_millis(RING_RETRY_MS));
+        got = proposal(&mut rx, NONE_WITHIN).await;
+        if got.is_some() {
+            break;
+        }
+    }
+    assert_eq!(got.expect("a freed ring admits").0.payload, vec![2]);
 }

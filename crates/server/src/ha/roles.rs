@@ -3,15 +3,17 @@
 //! ring fills.
 
 use super::*;
-use ferrymq_replication::ha::{Replicator, SnapshotPacer};
+use ferrymq_replication::ha::{RaftGroup, Replicator, SnapshotPacer};
 
 /// Proposes the engine's batches to Raft, in order, until leadership is lost (the policy is
 /// `ferrymq_replication::ha`'s).
 pub async fn replicate(h: Arc<HaHandle>) {
     ferrymq_replication::ha::replicate(Replicator {
         props: h.props.clone(),
-        raft: h.replica.raft().clone(),
-        log: h.replica.storage().clone(),
+        group: RaftGroup {
+            raft: h.replica.raft().clone(),
+            log: h.replica.storage().clone(),
+        },
         max_in_flight: h.cfg.max_in_flight,
         kind: KIND_ENGINE_BATCH,
     })
