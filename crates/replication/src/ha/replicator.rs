@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use super::{Proposals, RING_RETRY_MS, RING_SNAPSHOT_HEADROOM_PCT, RING_STOP_PCT};
-use crate::{AppRecord, FerryRaft, LogId, LogStorage};
+use crate::{AppRecord, FerryRaft, LogId, LogStorage, KIND_ENGINE_BATCH};
 
 /// A proposal's outcome: the log id it was committed at, or `None` if it never will be.
 pub type Commit = Pin<Box<dyn Future<Output = Option<LogId>> + Send>>;
@@ -66,8 +66,6 @@ pub struct Replicator<G: Group> {
     /// How many batches may be in flight, if fixed (qm.ini `NativeHA:MaxInFlight`); otherwise
     /// [`Proposals::adaptive_in_flight`].
     pub max_in_flight: Option<usize>,
-    /// The [`AppRecord`] kind a batch is proposed as.
-    pub kind: u8,
 }
 
 /// Whether a batch may be proposed with `used` of the ring's `cap` bytes taken: not while it is
@@ -107,7 +105,7 @@ pub async fn replicate<G: Group>(r: Replicator<G>) {
             clock.sleep(Duration::from_millis(RING_RETRY_MS)).await;
         }
         let rec = AppRecord {
-            kind: r.kind,
+            kind: KIND_ENGINE_BATCH,
             payload,
         };
         in_flight.fetch_add(1, Ordering::AcqRel);

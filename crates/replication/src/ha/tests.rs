@@ -329,7 +329,6 @@ fn replicator(
         props: p.clone(),
         group: group.clone(),
         max_in_flight,
-        kind: 9,
     }));
     (p, clock, group, rx)
 }
@@ -353,7 +352,7 @@ async fn the_replicator_keeps_at_most_the_limit_in_flight_and_proposes_in_order(
     for n in 1..=2u8 {
         p.push(|b| b.push(n));
         let (rec, commit) = proposal(&mut rx, SOME_WITHIN).await.expect("proposed");
-        assert_eq!((rec.kind, rec.payload), (9, vec![n]));
+        assert_eq!((rec.kind, rec.payload), (crate::KIND_ENGINE_BATCH, vec![n]));
         commits.push(commit);
     }
     // Two in flight: the next batch gathers what is logged meanwhile.

@@ -15,7 +15,6 @@ pub async fn replicate(h: Arc<HaHandle>) {
             log: h.replica.storage().clone(),
         },
         max_in_flight: h.cfg.max_in_flight,
-        kind: KIND_ENGINE_BATCH,
     })
     .await
 }
