@@ -21,17 +21,21 @@ pub type Lsn = u64;
 
 /// The descriptor's strings, the properties and its rarely nonzero fields: behind a pointer,
 /// and only when one of them is set. Since the queue manager fills in the context (user,
-/// program) of every message, nearly every message has one; consecutive messages with the same
-/// text (one program's stream: same user, program, format, reply queue) share it rather than
-/// each holding a copy ([`shared_text`]).
+/// program) of every message, nearly every message has one; messages with the same text (one
+/// program's stream: same user, program, format, reply queue) share it rather than each holding
+/// a copy ([`shared_text`]).
+///
+/// The six strings are kept end to end in one buffer: comparing a put's text with a kept one
+/// then reads two allocations (this structure and the buffer) rather than seven, which matters
+/// because a kept text is usually no longer in the processor's caches when the next message of
+/// its stream arrives.
 #[derive(Debug, Default, Clone, PartialEq)]
 struct Text {
-    format: String,
-    reply_to_q: String,
-    reply_to_qmgr: String,
-    user_id: String,
-    appl_identity: String,
-    put_appl_name: String,
+    /// Format, ReplyToQ, ReplyToQMgr, UserIdentifier, ApplIdentityData and PutApplName, in that
+    /// order ([`Strs`]), end to end.
+    strings: Box<str>,
+    /// Where each of the six ends in `strings`.
+    ends: [u32; 6],
     props: Properties,
     backout_count: u32,
     feedback: i32,
@@ -90,49 +94,152 @@ static NO_GROUP: Group = Group {
 };
 
 impl Text {
+    /// String `i` of the six (see [`Strs`]).
+    fn str(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.strings[start..self.ends[i] as usize]
+    }
+}
+
+/// A message's text fields as its descriptor holds them, borrowed: compared with the kept texts
+/// before any copy is made of them.
+struct Strs<'a> {
+    /// Format, ReplyToQ, ReplyToQMgr, UserIdentifier, ApplIdentityData, PutApplName.
+    strs: [&'a str; 6],
+    backout_count: u32,
+    feedback: i32,
+    report: i32,
+    group: Group,
+}
+
+impl Strs<'_> {
     fn is_empty(&self) -> bool {
-        self.format.is_empty()
-            && self.reply_to_q.is_empty()
-            && self.reply_to_qmgr.is_empty()
-            && self.user_id.is_empty()
-            && self.appl_identity.is_empty()
-            && self.put_appl_name.is_empty()
-            && self.props.is_empty()
+        self.strs.iter().all(|s| s.is_empty())
             && self.backout_count == 0
             && self.feedback == 0
             && self.report == 0
             && self.group == NO_GROUP
     }
+
+    /// Whether `t` (a text without properties) holds exactly these fields.
+    fn matches(&self, t: &Text) -> bool {
+        t.props.is_empty()
+            && self.backout_count == t.backout_count
+            && self.feedback == t.feedback
+            && self.report == t.report
+            && self.group == t.group
+            && self.strings_match(t)
+    }
+
+    /// The six strings against `t`'s buffer: lengths first (they sit beside the other fields),
+    /// then bytes, skipping the empty ones.
+    fn strings_match(&self, t: &Text) -> bool {
+        let bytes = t.strings.as_bytes();
+        let mut start = 0;
+        for (s, &end) in self.strs.iter().zip(&t.ends) {
+            let end = end as usize;
+            if end.wrapping_sub(start) != s.len() {
+                return false;
+            }
+            if !s.is_empty() && bytes.get(start..end) != Some(s.as_bytes()) {
+                return false;
+            }
+            start = end;
+        }
+        true
+    }
+
+    fn to_text(&self, props: Properties) -> Text {
+        let mut strings = String::with_capacity(self.strs.iter().map(|s| s.len()).sum());
+        let mut ends = [0u32; 6];
+        for (end, s) in ends.iter_mut().zip(self.strs) {
+            strings.push_str(s);
+            // The descriptor's strings travel with 16-bit lengths: six of them end to end are
+            // far below 4 GiB.
+            *end = u32::try_from(strings.len()).expect("descriptor strings fit in 4 GiB");
+        }
+        Text {
+            strings: strings.into_boxed_str(),
+            ends,
+            props,
+            backout_count: self.backout_count,
+            feedback: self.feedback,
+            report: self.report,
+            group: self.group,
+        }
+    }
 }
 
 static NO_PROPERTIES: Properties = Properties(Vec::new());
 
-/// Texts (without properties) recently made on this thread, most recent first: a message whose
-/// text equals one of them shares it. A few entries cover several interleaved producers; a miss costs a few string
-/// comparisons. (Sharing changes nothing a message shows: a text is immutable once shared.)
-const TEXT_CACHE_ENTRIES: usize = 4;
+/// Texts (without properties) recently made on this thread: a message whose text equals a kept
+/// one shares it. A text is looked for only among the few kept under its fingerprint (a hash of
+/// its fields): one set of `TEXT_CACHE_WAYS` entries, most recently used first, whose
+/// fingerprints are compared before any text is. So a put pays one hash and, on a hit, one full
+/// comparison (which guards against fingerprint collisions), however many streams interleave; a
+/// miss compares no text at all and replaces the set's least recently used entry. (A single
+/// short list compared text by text missed on every put once more streams interleaved than it
+/// held — one per requester's reply queue is common — and paid a full comparison for each
+/// entry, touching cold memory, on every miss.) Sharing changes nothing a message shows: a text
+/// is immutable once shared.
+const TEXT_CACHE_SETS: usize = 32;
+const TEXT_CACHE_WAYS: usize = 4;
+const _: () = assert!(TEXT_CACHE_SETS.is_power_of_two());
+
+type TextSet = [Option<(u64, Arc<Text>)>; TEXT_CACHE_WAYS];
 
 thread_local! {
-    static TEXT_CACHE: std::cell::RefCell<Vec<Arc<Text>>> = const { std::cell::RefCell::new(Vec::new()) };
+    static TEXT_CACHE: std::cell::RefCell<[TextSet; TEXT_CACHE_SETS]> =
+        const { std::cell::RefCell::new([const { [const { None }; TEXT_CACHE_WAYS] }; TEXT_CACHE_SETS]) };
 }
 
-fn shared_text(text: Text) -> Arc<Text> {
+impl Strs<'_> {
+    /// A hash of every field (texts with properties are not cached).
+    fn fingerprint(&self) -> u64 {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let mut h = TEXT_HASHER.build_hasher();
+        self.strs.hash(&mut h);
+        self.backout_count.hash(&mut h);
+        self.feedback.hash(&mut h);
+        self.report.hash(&mut h);
+        let g = &self.group;
+        g.group_id.hash(&mut h);
+        (g.msg_seq_number, g.offset, g.msg_flags, g.original_length).hash(&mut h);
+        h.finish()
+    }
+}
+
+/// Fixed keys: the fingerprints only pick slots in this process's own cache.
+static TEXT_HASHER: ahash::RandomState = ahash::RandomState::with_seeds(
+    0x243f_6a88_85a3_08d3,
+    0x1319_8a2e_0370_7344,
+    0xa409_3822_299f_31d0,
+    0x082e_fa98_ec4e_6c89,
+);
+
+fn shared_text(text: &Strs, props: Properties) -> Arc<Text> {
     // Texts with properties are neither shared nor kept: they seldom repeat, and the cache must
     // not hold large ones alive after their messages are gone.
-    if !text.props.is_empty() {
-        return Arc::new(text);
+    if !props.is_empty() {
+        return Arc::new(text.to_text(props));
     }
+    let fp = text.fingerprint();
     TEXT_CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        if let Some(i) = c.iter().position(|t| **t == text) {
-            let t = c.remove(i);
-            c.insert(0, t.clone());
-            return t;
+        let set = &mut c[fp as usize & (TEXT_CACHE_SETS - 1)];
+        let found = set
+            .iter()
+            .position(|e| e.as_ref().is_some_and(|(f, t)| *f == fp && text.matches(t)));
+        // The entry found (or the least recently used one, replaced) moves to the front.
+        let at = found.unwrap_or(TEXT_CACHE_WAYS - 1);
+        set[..=at].rotate_right(1);
+        if found.is_none() {
+            set[0] = Some((fp, Arc::new(text.to_text(props))));
         }
-        let t = Arc::new(text);
-        c.insert(0, t.clone());
-        c.truncate(TEXT_CACHE_ENTRIES);
-        t
+        set[0]
+            .as_ref()
+            .map(|(_, t)| t.clone())
+            .expect("just placed")
     })
 }
 
@@ -202,14 +309,15 @@ impl Message {
             msg_flags,
             original_length,
         } = md;
-        let text = Text {
-            format,
-            reply_to_q,
-            reply_to_qmgr,
-            user_id,
-            appl_identity,
-            put_appl_name,
-            props,
+        let text = Strs {
+            strs: [
+                &format,
+                &reply_to_q,
+                &reply_to_qmgr,
+                &user_id,
+                &appl_identity,
+                &put_appl_name,
+            ],
             backout_count,
             feedback,
             report,
@@ -221,7 +329,7 @@ impl Message {
                 original_length,
             },
         };
-        let empty = text.is_empty();
+        let empty = text.is_empty() && props.is_empty();
         Message {
             seq,
             body: own_body(body),
@@ -236,7 +344,7 @@ impl Message {
             msg_type,
             encoding,
             ccsid,
-            text: (!empty).then(|| shared_text(text)),
+            text: (!empty).then(|| shared_text(&text, props)),
             persistence,
             persistent,
             priority,
@@ -246,7 +354,7 @@ impl Message {
     /// The descriptor as put (backout count as at put time).
     pub fn md(&self) -> MessageDescriptor {
         let t = self.text.as_deref();
-        let s = |f: fn(&Text) -> &String| t.map_or_else(String::new, |t| f(t).clone());
+        let s = |i: usize| t.map_or_else(String::new, |t| t.str(i).to_string());
         let n = |f: fn(&Text) -> i32| t.map_or(0, f);
         let g = *self.group();
         MessageDescriptor {
@@ -256,14 +364,14 @@ impl Message {
             priority: self.md_priority,
             expiry: self.expiry,
             msg_type: self.msg_type,
-            format: s(|t| &t.format),
-            reply_to_q: s(|t| &t.reply_to_q),
-            reply_to_qmgr: s(|t| &t.reply_to_qmgr),
+            format: s(0),
+            reply_to_q: s(1),
+            reply_to_qmgr: s(2),
             backout_count: t.map_or(0, |t| t.backout_count),
             put_time_ms: self.put_time_ms,
-            user_id: s(|t| &t.user_id),
-            appl_identity: s(|t| &t.appl_identity),
-            put_appl_name: s(|t| &t.put_appl_name),
+            user_id: s(3),
+            appl_identity: s(4),
+            put_appl_name: s(5),
             encoding: self.encoding,
             ccsid: self.ccsid,
             feedback: n(|t| t.feedback),
@@ -472,6 +580,53 @@ mod tests {
             "a changed copy is not shared"
         );
         assert_eq!(d.md().user_id, "u1");
+    }
+
+    #[test]
+    fn interleaved_streams_each_keep_sharing_their_text() {
+        // Sixteen requesters, each naming its own reply queue, put in turn: more streams than
+        // a short most-recently-used list holds, so each message's nearest equal text is
+        // fifteen messages back.
+        let md = |q: usize| MessageDescriptor {
+            reply_to_q: format!("REPLY{q}"),
+            user_id: "app".into(),
+            put_appl_name: "requester".into(),
+            ..Default::default()
+        };
+        let make = |q| Message::new(1, md(q), Properties::default(), Bytes::new(), None, 0);
+        let first: Vec<Message> = (0..16).map(make).collect();
+        for _round in 0..3 {
+            for (q, f) in first.iter().enumerate() {
+                let m = make(q);
+                let (t, ft) = (m.text.as_ref().unwrap(), f.text.as_ref().unwrap());
+                assert!(Arc::ptr_eq(t, ft), "stream {q} got a text of its own");
+                assert_eq!(m.md().reply_to_q, format!("REPLY{q}"));
+            }
+        }
+    }
+
+    #[test]
+    fn texts_whose_strings_join_alike_stay_apart() {
+        // Kept end to end, "REPLY" + "1Q" and "REPLY1" + "Q" read the same: the lengths tell
+        // them apart.
+        let md = |q: &str, qmgr: &str| MessageDescriptor {
+            reply_to_q: q.into(),
+            reply_to_qmgr: qmgr.into(),
+            user_id: "app".into(),
+            ..Default::default()
+        };
+        let make = |m: &MessageDescriptor| {
+            Message::new(1, m.clone(), Properties::default(), Bytes::new(), None, 0)
+        };
+        let (a, b) = (md("REPLY", "1Q"), md("REPLY1", "Q"));
+        let (ma, mb) = (make(&a), make(&b));
+        assert!(!Arc::ptr_eq(
+            ma.text.as_ref().unwrap(),
+            mb.text.as_ref().unwrap()
+        ));
+        assert_eq!(ma.md(), a);
+        assert_eq!(mb.md(), b);
+        assert_eq!(make(&a).md(), a);
     }
 
     #[test]
