@@ -89,18 +89,17 @@ impl Session {
         let deadline = Instant::now() + REPLY_TIMEOUT;
         // Whether this reply waits for a commit (many replies depend only on what is already
         // durable, e.g. a backout that logs nothing).
-        let waits = qm.props.durable() < lsn;
+        let waits = qm.durable.get() < lsn;
         loop {
             if !qm.is_serving() || qm.props.is_lost() {
                 return Err(Broken);
             }
-            let advanced = qm.props.advanced();
-            if qm.props.durable() >= lsn {
+            if qm.durable.get() >= lsn {
                 break;
             }
             tokio::select! {
                 biased;
-                _ = advanced => {}
+                r = qm.durable.wait(lsn) => r.map_err(|_| Broken)?,
                 _ = tokio::time::sleep(Duration::from_millis(10)) => {}
                 _ = tokio::time::sleep_until(deadline) => return Err(Broken),
             }

@@ -2,7 +2,8 @@
 //! three nodes — each the real openraft `Raft` with FerryMQ's Raft configuration, its log on a
 //! simulated disk whose writes are durable only once a simulated fsync completes, and a queue
 //! manager like the server's: the real `ferrymq_engine::Engine`, its records batched into Raft
-//! entries with the production framing, replies released only once their batch is committed —
+//! entries by the production replication policy (`ferrymq_replication::ha`), replies released
+//! only once the production durable position passes them —
 //! with simulated applications against them, inside one single-threaded tokio runtime whose clock
 //! only moves when every task waits, while a fault schedule drawn from a seed crashes nodes, cuts
 //! and delays links. A shadow ledger of every acknowledged operation is checked against what the
@@ -13,7 +14,7 @@ mod disk;
 pub mod ledger;
 mod net;
 mod node;
-mod proposer;
+mod replication;
 mod world;
 
 use std::sync::Arc;
@@ -35,8 +36,8 @@ pub const QUEUE: &str = "SIM.Q";
 #[derive(Debug, Clone)]
 pub struct SimConfig {
     pub seed: u64,
-    /// Test only, deliberately wrong: replies go out once the leader has appended their batch
-    /// to its own log, not once a majority has it. The checks must catch it.
+    /// Test only, deliberately wrong: a batch counts as committed (and its replies go out) once
+    /// the leader's Raft has taken it, not once a majority has it. The checks must catch it.
     pub ack_before_commit: bool,
     /// Simulated time with clients and faults (then everything is healed and checked).
     pub duration: Duration,
@@ -220,7 +221,7 @@ async fn finish(world: &Arc<world::World>) {
     };
     // Everything the leader logged committed, and applied everywhere.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while leader.qm.props.durable() < leader.qm.props.last_seq() {
+    while leader.qm.durable.get() < leader.qm.logged() {
         if Instant::now() > deadline || !leader.qm.is_serving() {
             sh.violation("the active instance's last batches never committed after healing");
             return;

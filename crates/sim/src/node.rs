@@ -9,15 +9,19 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use ferrymq_engine::{Engine, EngineConfig, Image};
+use ferrymq_log::lsn::LsnWatch;
+use ferrymq_replication::ha::Proposals;
 use ferrymq_replication::openraft::storage::{RaftStateMachine, Snapshot};
 use ferrymq_replication::openraft::{
     AnyError, EntryPayload, RaftSnapshotBuilder, ServerState, StorageError, StorageIOError,
     StoredMembership,
 };
-use ferrymq_replication::{AppRecord, Entry, FerryRaft, LogId, Meta, NodeId, TypeConfig};
+use ferrymq_replication::{
+    AppRecord, Entry, FerryRaft, LogId, Meta, NodeId, TypeConfig, KIND_ENGINE_BATCH,
+};
 use parking_lot::Mutex;
 
-use crate::proposer::{Proposer, KIND_ENGINE_BATCH};
+use crate::replication::{SimClock, SimGroup, SimSink};
 use crate::world::{Shared, World};
 
 type StorageResult<T> = Result<T, StorageError<NodeId>>;
@@ -26,7 +30,12 @@ type StorageResult<T> = Result<T, StorageError<NodeId>>;
 pub struct Qm {
     pub node: NodeId,
     pub engine: Mutex<Engine>,
-    pub props: Arc<Proposer>,
+    /// The production proposals the engine's records go into.
+    pub props: Arc<Proposals>,
+    /// Their durable position: the last record number whose reply may go out.
+    pub durable: LsnWatch,
+    /// The number of the last record the engine logged.
+    logged: Arc<AtomicU64>,
     /// The term this life is active in (0: none yet).
     pub own_term: AtomicU64,
     /// Entries of `own_term` by this node from this index on are already in the engine.
@@ -44,28 +53,36 @@ impl Qm {
         alive: Arc<AtomicBool>,
         shared: Arc<Shared>,
     ) -> Arc<Qm> {
-        let props = Proposer::new(shared.cfg.ack_before_commit);
+        let props = Proposals::new(SimClock::start());
+        let logged = Arc::new(AtomicU64::new(0));
         let cfg = EngineConfig {
             qmgr_name: "SIMQM".into(),
             max_handles: 16,
             instance_id: node * 1_000_000 + life,
             backout_requeue: false,
         };
-        let engine = Engine::restore(
-            cfg,
-            Box::new(crate::proposer::SimSink(props.clone())),
-            image,
-        );
+        let sink = SimSink {
+            props: props.clone(),
+            logged: logged.clone(),
+        };
+        let engine = Engine::restore(cfg, Box::new(sink), image);
         Arc::new(Qm {
             node,
             engine: Mutex::new(engine),
+            durable: props.durable_watch(),
             props,
+            logged,
             own_term: AtomicU64::new(0),
             own_from: AtomicU64::new(u64::MAX),
             active: AtomicBool::new(false),
             alive,
             shared,
         })
+    }
+
+    /// The number of the last record the engine logged.
+    pub fn logged(&self) -> u64 {
+        self.logged.load(Ordering::Acquire)
     }
 
     pub fn is_serving(&self) -> bool {
@@ -87,6 +104,8 @@ impl Qm {
             ));
             return;
         }
+        self.props
+            .applied_elsewhere(log_id.index, rec.payload.len());
         let mut engine = self.engine.lock();
         for r in ferrymq_engine::batch::records(&rec.payload) {
             let res = r.map_err(|e| e.to_string()).and_then(|(kind, payload)| {
@@ -224,7 +243,7 @@ async fn activate(life: &Life) -> Result<LogId, String> {
         .map_err(|e| format!("the log was not applied: {e}"))?;
     let applied = m.last_applied.ok_or("nothing applied")?;
     let _engine = life.qm.engine.lock();
-    life.qm.props.reset();
+    life.qm.props.activate(applied);
     life.qm.own_from.store(applied.index + 1, Ordering::Release);
     Ok(applied)
 }
@@ -252,9 +271,9 @@ pub async fn monitor(world: Arc<World>, life: Arc<Life>) {
                         "node {} active term {} applied {}",
                         life.node, m.current_term, applied.index
                     ));
-                    let props = qm.props.clone();
-                    let raft = life.raft.clone();
-                    tokio::spawn(props.replicate(raft, |_| {}));
+                    let group =
+                        SimGroup::new(life.raft.clone(), &qm.props, sh.cfg.ack_before_commit);
+                    tokio::spawn(crate::replication::replicate(qm.props.clone(), group));
                 }
                 Ok(Ok(_)) => return,
                 _ => {
