@@ -216,6 +216,10 @@ pub fn run(paths: &QmPaths) -> Result<(), String> {
             return Err(format!("cannot lock {}: {e}", paths.lock_file().display()))
         }
     }
+    // A pid file left by a killed predecessor would tell `strmqm` this process is ready as soon
+    // as its bindings socket is bound, before its TCP listener runs: it is written again once
+    // everything listens.
+    let _ = std::fs::remove_file(paths.pid_file());
     // From here on this process owns the queue manager: its entries go to its error log files.
     let name = Ini::load(&paths.ini())
         .ok()
