@@ -148,7 +148,11 @@ impl State {
             return;
         }
         self.last_purged = Some(id);
-        self.entries = self.entries.split_off(&(id.index + 1));
+        // A purge up to the largest index leaves nothing (a damaged or hostile record can say so).
+        self.entries = match id.index.checked_add(1) {
+            Some(next) => self.entries.split_off(&next),
+            None => BTreeMap::new(),
+        };
     }
 
     fn replay(&mut self, lsn: Lsn, kind: u8, b: &[u8]) -> Result<(), DecodeError> {
@@ -323,7 +327,7 @@ impl LogStorage {
         }
         let from = st
             .entries
-            .range(index + 1..)
+            .range(index.saturating_add(1)..)
             .next()
             .map_or(st.next_lsn, |(_, c)| c.lsn);
         Some(st.next_lsn.saturating_sub(from))
@@ -333,7 +337,10 @@ impl LogStorage {
     /// is none). On the leader, the age of what a replica holding entries up to `index` lacks.
     pub fn appended_after(&self, index: u64) -> Option<std::time::Instant> {
         let st = self.inner.state.lock();
-        st.entries.range(index + 1..).next().map(|(_, c)| c.at)
+        st.entries
+            .range(index.saturating_add(1)..)
+            .next()
+            .map(|(_, c)| c.at)
     }
 
     /// Keeps the entries after `index` through later purges (see [`Inner::retain`]); purging
@@ -617,5 +624,20 @@ impl RaftLogStorage<TypeConfig> for LogStorage {
         .await
         .map_err(io_err)?
         .map_err(io_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::CommittedLeaderId;
+
+    #[test]
+    fn a_purge_up_to_the_largest_index_replays_without_overflow() {
+        let id = LogId::new(CommittedLeaderId::new(1, 1), u64::MAX);
+        let purged = record::encode_log_id(&id);
+        let r = replay_records([(RAFT_PURGED, purged.as_slice())]).unwrap();
+        assert_eq!(r.entries, 0);
+        assert_eq!(r.last_log_id, Some(id));
     }
 }
