@@ -16,6 +16,8 @@ const FLOORS: &[(&str, u32)] = &[
     ("ferrymq-engine", 1),
     ("ferrymq-mqsc", 1),
     ("ferrymq-replication", 1),
+    // Security rules (CHLAUTH, OAM, identities, TLS configuration): pure, asked by the server.
+    ("ferrymq-security", 1),
     // MQSC execution against the engine; the application side.
     ("ferrymq-admin", 2),
     ("ferrymq-client", 2),
