@@ -90,7 +90,8 @@ fn batch(payload: &[u8]) {
     }
     // The state it leaves can be captured as a checkpoint and restored.
     let image = engine.checkpoint_image(0);
-    let _ = Engine::restore(config(), Box::new(MemoryLog::default()), image);
+    Engine::restore(config(), Box::new(MemoryLog::default()), image)
+        .expect("a running engine's own checkpoint image restores");
 }
 
 /// A little-endian number from up to `n` bytes of `b`.

@@ -238,6 +238,16 @@ impl Queue {
         debug_assert!(old.is_none(), "two messages with one delivery key");
     }
 
+    /// Inserts `entry` unless a message already has `key`; then nothing changes and the entry
+    /// is handed back (restoring a damaged image must not let one message replace another).
+    pub fn insert_new(&mut self, key: Key, entry: Entry) -> Result<(), Box<Entry>> {
+        if self.msgs.contains_key(&key) {
+            return Err(Box::new(entry));
+        }
+        self.insert(key, entry);
+        Ok(())
+    }
+
     pub fn remove(&mut self, key: Key) -> Option<Entry> {
         let e = self.msgs.remove(&key)?;
         if let Some(ix) = &mut self.by_msg_id {

@@ -262,10 +262,17 @@ impl Engine {
     }
 
     /// Rebuilds an engine from a checkpoint image (then [`Engine::replay`] the log after it).
-    pub fn restore(cfg: EngineConfig, log: Box<dyn LogSink>, image: Image) -> Engine {
+    /// An image that holds two messages with one sequence number on one queue is damaged (a
+    /// running queue manager never makes one): OBJECT_DAMAGED, naming the queue and number,
+    /// rather than one message silently taking the other's place.
+    pub fn restore(
+        cfg: EngineConfig,
+        log: Box<dyn LogSink>,
+        image: Image,
+    ) -> Result<Engine, MqError> {
         let mut e = Engine::new(cfg, log);
-        e.load_image(image);
-        e
+        e.load_image(image)?;
+        Ok(e)
     }
 
     /// Replaces this engine's whole persistent state with `image`, keeping its log sink and
@@ -283,10 +290,12 @@ impl Engine {
         }
         self.waiters = Default::default();
         self.deliveries.clear();
-        self.load_image(image);
+        // The copy comes from a staging engine's own checkpoint image, whose keys are unique: a
+        // duplicate cannot occur here, and if it did the first message would be kept.
+        let _ = self.load_image(image);
     }
 
-    fn load_image(&mut self, image: Image) {
+    fn load_image(&mut self, image: Image) -> Result<(), MqError> {
         let e = self;
         e.attrs = image.attrs;
         e.next_seq = image.next_seq.max(1);
@@ -302,15 +311,23 @@ impl Engine {
             e.next_seq = e.next_seq.max(m.msg.seq.saturating_add(1));
             if let Some(q) = e.queues.get_mut(&*m.queue) {
                 let key = q.key_for(m.msg.priority, m.msg.seq);
-                q.insert(
-                    key,
-                    Entry {
-                        msg: m.msg,
-                        backout_count: m.backout_count,
-                    },
-                );
+                let seq = m.msg.seq;
+                let entry = Entry {
+                    msg: m.msg,
+                    backout_count: m.backout_count,
+                };
+                if q.insert_new(key, entry).is_err() {
+                    return Err(MqError::new(
+                        ferrymq_types::Reason::OBJECT_DAMAGED,
+                        format!(
+                            "the checkpoint image holds two messages with sequence number {seq} on queue '{}'",
+                            m.queue
+                        ),
+                    ));
+                }
             }
         }
+        Ok(())
     }
 
     /// What replaying a put leaves behind when the same records also remove its message again:

@@ -569,7 +569,8 @@ fn replaying_the_log_rebuilds_the_persistent_state() {
     .unwrap();
 
     let records = log.0.lock().unwrap().records.clone();
-    let mut r = Engine::restore(cfg(), Box::new(MemoryLog::default()), Image::default());
+    let mut r = Engine::restore(cfg(), Box::new(MemoryLog::default()), Image::default())
+        .expect("the image restores");
     for (k, p) in records {
         r.replay(k, Bytes::from(p)).unwrap();
     }
@@ -616,11 +617,30 @@ fn a_checkpoint_image_plus_later_records_equals_the_live_state() {
         put(&mut e, c, h, &format!("b{i}"), true, false);
     }
     let later: Vec<_> = log.0.lock().unwrap().records[mark..].to_vec();
-    let mut r = Engine::restore(cfg(), Box::new(MemoryLog::default()), image);
+    let mut r =
+        Engine::restore(cfg(), Box::new(MemoryLog::default()), image).expect("the image restores");
     for (k, p) in later {
         r.replay(k, Bytes::from(p)).unwrap();
     }
     assert_eq!(persistent_state(&r), persistent_state(&e));
+}
+
+#[test]
+fn an_image_with_two_messages_of_one_sequence_number_is_refused_as_damaged() {
+    let (mut e, _) = engine();
+    let c = e.connect("u", "app");
+    let h = open_io(&mut e, c, "Q1");
+    put(&mut e, c, h, "first", true, false);
+    put(&mut e, c, h, "second", true, false);
+    let mut image = e.checkpoint_image(0);
+    assert_eq!(image.messages.len(), 2);
+    // Damage that a checksum cannot see: the first message listed twice.
+    image.messages[1].msg = image.messages[0].msg.clone();
+    let Err(err) = Engine::restore(cfg(), Box::new(MemoryLog::default()), image) else {
+        panic!("a damaged image is refused");
+    };
+    assert_eq!(err.reason, ferrymq_types::Reason::OBJECT_DAMAGED);
+    assert!(err.message.contains("Q1"), "{}", err.message);
 }
 
 #[test]
@@ -1185,7 +1205,8 @@ fn reports_are_logged_with_their_event_and_replay_with_it() {
             feedback::EXPIRATION
         ]
     );
-    let mut replayed = Engine::restore(cfg(), Box::new(MemoryLog::default()), Image::default());
+    let mut replayed = Engine::restore(cfg(), Box::new(MemoryLog::default()), Image::default())
+        .expect("the image restores");
     for (k, p) in log.0.lock().unwrap().records.clone() {
         replayed.replay(k, Bytes::from(p)).unwrap();
     }

@@ -419,7 +419,8 @@ impl World {
                 let records = self.log.0.lock().unwrap().records[self.ckpt.1..].to_vec();
                 // The restarted engine goes on writing to the same log after what it replayed,
                 // as a queue manager does; the next restart replays from the same checkpoint.
-                let mut e = Engine::restore(cfg(), Box::new(self.log.clone()), self.ckpt.0.clone());
+                let mut e = Engine::restore(cfg(), Box::new(self.log.clone()), self.ckpt.0.clone())
+                    .expect("the image restores");
                 for (k, p) in records {
                     e.replay(k, Bytes::from(p))
                         .map_err(|err| TestCaseError::fail(format!("replay: {err}")))?;

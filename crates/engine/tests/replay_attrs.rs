@@ -213,7 +213,8 @@ impl World {
     /// What a crash now and a restart would rebuild: the newest image plus the log after it.
     fn recover(&self) -> Engine {
         let records = self.log.0.lock().unwrap().records[self.ckpt.1..].to_vec();
-        let mut r = Engine::restore(cfg(), Box::new(MemoryLog::default()), self.ckpt.0.clone());
+        let mut r = Engine::restore(cfg(), Box::new(MemoryLog::default()), self.ckpt.0.clone())
+            .expect("the image restores");
         for (k, p) in records {
             r.replay(k, Bytes::from(p))
                 .unwrap_or_else(|e| panic!("replay failed: {e}"));
@@ -322,7 +323,8 @@ fn a_logged_get_that_matches_nothing_is_an_integrity_error() {
     // Replay the get without the put before it.
     let records = w.log.0.lock().unwrap().records.clone();
     let (k, p) = records.last().unwrap().clone();
-    let mut r = Engine::restore(cfg(), Box::new(MemoryLog::default()), w.ckpt.0.clone());
+    let mut r = Engine::restore(cfg(), Box::new(MemoryLog::default()), w.ckpt.0.clone())
+        .expect("the image restores");
     let err = r.replay(k, Bytes::from(p)).unwrap_err();
     assert_eq!(err.reason, Reason::OBJECT_DAMAGED);
     assert!(err.to_string().contains("matches no message"), "{err}");

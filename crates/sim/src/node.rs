@@ -65,7 +65,8 @@ impl Qm {
             props: props.clone(),
             logged: logged.clone(),
         };
-        let engine = Engine::restore(cfg, Box::new(sink), image);
+        let engine = Engine::restore(cfg, Box::new(sink), image)
+            .expect("a simulated node restores the image its own engine captured");
         Arc::new(Qm {
             node,
             engine: Mutex::new(engine),

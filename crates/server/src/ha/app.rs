@@ -131,7 +131,8 @@ pub(super) fn checkpoint_key(meta: &[u8]) -> std::io::Result<Lsn> {
 impl Apply for HaApp {
     fn open(&self, _dir: &Path) -> std::io::Result<Option<Vec<u8>>> {
         let (_, image, meta) = self.storage.load_latest().map_err(HaApp::io)?;
-        let engine = Engine::restore(self.ecfg.clone(), self.sink(), image);
+        let engine = Engine::restore(self.ecfg.clone(), self.sink(), image)
+            .map_err(|e| HaApp::io(e.to_string()))?;
         self.core.lock().engine = engine;
         Ok((!meta.is_empty()).then_some(meta))
     }
@@ -221,10 +222,12 @@ impl Apply for HaApp {
     fn import(&self, meta: &[u8], data: &[u8]) -> std::io::Result<()> {
         let image = decode_export(data).map_err(HaApp::io)?;
         let key = checkpoint_key(meta)?;
+        // Restored first: a damaged image is refused before it becomes this instance's checkpoint.
+        let engine = Engine::restore(self.ecfg.clone(), self.sink(), image.clone())
+            .map_err(|e| HaApp::io(e.to_string()))?;
         self.storage
-            .write_checkpoint(key, image.clone(), meta.to_vec())
+            .write_checkpoint(key, image, meta.to_vec())
             .map_err(HaApp::io)?;
-        let engine = Engine::restore(self.ecfg.clone(), self.sink(), image);
         self.core.lock().engine = engine;
         Ok(())
     }

@@ -197,7 +197,8 @@ impl Storage {
             trigger_bytes,
             health: health.clone(),
         };
-        let mut engine = Engine::restore(ecfg, Box::new(sink), image);
+        let mut engine = Engine::restore(ecfg, Box::new(sink), image)
+            .map_err(|e| format!("cannot restore the newest checkpoint: {e}"))?;
         let mut replayed = 0;
         // Records before the manifest's LSN are already in it (a crash between writing the manifest
         // and moving the log's checkpoint leaves such records behind).
