@@ -168,6 +168,7 @@ fn objects(
     let noun = match t {
         ObjType::Channel => "channel",
         ObjType::Listener => "listener",
+        ObjType::Topic => "topic",
         _ => "authentication information",
     };
     let objs = defs

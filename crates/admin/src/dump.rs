@@ -256,6 +256,7 @@ fn entries(engine: &Engine, scope: DumpScope) -> Vec<Entry> {
             ObjectKind::AuthInfo,
             ObjectKind::Listener,
             ObjectKind::Channel,
+            ObjectKind::Topic,
         ] {
             out.extend(
                 engine

@@ -17,6 +17,7 @@ pub(crate) fn object_kind(t: ObjType) -> ObjectKind {
     match t {
         ObjType::Channel => ObjectKind::Channel,
         ObjType::Listener => ObjectKind::Listener,
+        ObjType::Topic => ObjectKind::Topic,
         _ => ObjectKind::AuthInfo,
     }
 }
@@ -26,6 +27,7 @@ pub(crate) fn obj_type(k: ObjectKind) -> ObjType {
         ObjectKind::Channel => ObjType::Channel,
         ObjectKind::Listener => ObjType::Listener,
         ObjectKind::AuthInfo => ObjType::AuthInfo,
+        ObjectKind::Topic => ObjType::Topic,
         ObjectKind::ChlAuth | ObjectKind::AuthRec => {
             unreachable!("security records are set with SET and shown by their own DISPLAY")
         }
@@ -74,6 +76,7 @@ fn default_object(t: ObjType, sub: Option<&str>) -> Option<String> {
     };
     match (t, sub) {
         (ObjType::Listener, _) => Some("SYSTEM.DEFAULT.LISTENER.TCP".into()),
+        (ObjType::Topic, _) => Some("SYSTEM.DEFAULT.TOPIC".into()),
         (ObjType::Channel, Some(c)) => channel(c).map(String::from),
         (ObjType::AuthInfo, Some(a)) => Some(format!("SYSTEM.DEFAULT.AUTHINFO.{a}")),
         _ => None,
@@ -168,6 +171,11 @@ pub(crate) fn define(
     for s in settings {
         attrs.insert(s.attr.name.to_string(), s.value.clone());
     }
+    if t == ObjType::Topic {
+        if let Err(e) = topic_string_rules(engine, name, &attrs, settings, false) {
+            return Response::failure(&what, &e);
+        }
+    }
     let mut def = ObjectDef {
         kind,
         name: name.to_string(),
@@ -255,6 +263,11 @@ pub(crate) fn alter(
             return Response::failure(&what, &e);
         }
     }
+    if t == ObjType::Topic {
+        if let Err(e) = topic_string_rules(engine, name, &def.attrs, settings, true) {
+            return Response::failure(&what, &e);
+        }
+    }
     for s in settings {
         def.attrs.insert(s.attr.name.to_string(), s.value.clone());
     }
@@ -263,6 +276,59 @@ pub(crate) fn alter(
             .flag_not_acted_on(settings),
         Err(e) => Response::failure(&what, &e),
     }
+}
+
+/// A topic object's topic string is its identity: DEFINE must give one (only the queue
+/// manager's own root objects have the empty string), no two topic objects share one, and ALTER
+/// cannot change it (delete and define the object again). `attrs` are the object's attributes as
+/// DEFINE would store them, or as they are before an ALTER.
+fn topic_string_rules(
+    engine: &Engine,
+    name: &str,
+    attrs: &BTreeMap<String, String>,
+    settings: &[Setting],
+    altering: bool,
+) -> Result<(), MqError> {
+    let current = attrs.get("TOPICSTR").map(String::as_str).unwrap_or("");
+    if altering {
+        if let Some(s) = settings.iter().find(|s| s.attr.name == "TOPICSTR") {
+            if s.value != current {
+                return Err(mqerr!(
+                    COMMAND_FAILED,
+                    "TOPIC({name}) has TOPICSTR('{current}'); a topic object's topic string cannot be altered (delete the object and define it again)"
+                ));
+            }
+        }
+        return Ok(());
+    }
+    if current.is_empty() {
+        return Err(mqerr!(
+            COMMAND_FAILED,
+            "DEFINE TOPIC({name}) needs a TOPICSTR: the topic string this object stands for (e.g. TOPICSTR('prices/fx'))"
+        ));
+    }
+    if let Some(was) = engine
+        .object(ObjectKind::Topic, name)
+        .and_then(|o| o.attrs.get("TOPICSTR"))
+        .filter(|was| was.as_str() != current)
+    {
+        return Err(mqerr!(
+            COMMAND_FAILED,
+            "TOPIC({name}) has TOPICSTR('{was}'); REPLACE cannot change a topic object's topic string (delete the object and define it again)"
+        ));
+    }
+    if let Some(other) = engine.objects().find(|o| {
+        o.kind == ObjectKind::Topic
+            && o.name != name
+            && o.attrs.get("TOPICSTR").map(String::as_str) == Some(current)
+    }) {
+        return Err(mqerr!(
+            COMMAND_FAILED,
+            "topic string '{current}' already belongs to TOPIC({}); each topic string has at most one topic object",
+            other.name
+        ));
+    }
+    Ok(())
 }
 
 pub(crate) fn delete(engine: &mut Engine, t: ObjType, name: &str) -> Response {

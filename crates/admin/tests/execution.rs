@@ -377,8 +377,8 @@ fn delete_and_clear_do_what_they_say() {
     qm.ok("DELETE AUTHINFO(LDAP.AI)");
     assert_eq!(
         qm.engine.objects().count(),
-        4,
-        "only the default objects remain"
+        6,
+        "only the default objects remain (two channels, a listener, an authinfo, two topics)"
     );
 }
 

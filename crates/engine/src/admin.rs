@@ -298,6 +298,14 @@ impl Engine {
                 "SYSTEM.DEFAULT.LISTENER.TCP",
                 &[("TRPTYPE", "TCP"), ("PORT", "0"), ("CONTROL", "MANUAL")],
             ),
+            // The root of the topic tree (the empty topic string) and the object DEFINE TOPIC
+            // copies from.
+            obj(ObjectKind::Topic, "SYSTEM.BASE.TOPIC", &[("TOPICSTR", "")]),
+            obj(
+                ObjectKind::Topic,
+                "SYSTEM.DEFAULT.TOPIC",
+                &[("TOPICSTR", "")],
+            ),
             obj(
                 ObjectKind::AuthInfo,
                 "SYSTEM.DEFAULT.AUTHINFO.IDPWOS",

@@ -48,6 +48,7 @@ DEFINE CHANNEL(QMX.TO.US) CHLTYPE(RCVR) DESCR('from QMX')
 DEFINE CHANNEL(APP.CLNT) CHLTYPE(CLNTCONN) CONNAME('h(1)') QMNAME(QMX)
 DEFINE LISTENER(APP.LSTR) TRPTYPE(TCP) PORT(0) CONTROL(MANUAL) BACKLOG(50)
 DEFINE AUTHINFO(APP.LDAP) AUTHTYPE(IDPWLDAP) CONNAME('ldap(389)') SHORTUSR('uid')
+DEFINE TOPIC(APP.PRICES) TOPICSTR('prices/fx') DESCR('fx prices') DEFPSIST(YES) DURSUB(NO)
 SET CHLAUTH('APP.*') TYPE(ADDRESSMAP) ADDRESS('10.1.*') USERSRC(CHANNEL) DESCR('lan')
 SET CHLAUTH('*') TYPE(BLOCKUSER) USERLIST('nobody','*MQADMIN') WARN(YES)
 SET CHLAUTH('*') TYPE(BLOCKADDR) ADDRLIST('192.0.2.*')
@@ -213,6 +214,57 @@ fn autoconfig_files_apply_in_name_order_at_every_start_and_failures_are_logged()
     mqsc_ok(&home, "AUTOCFG", "DISPLAY QLOCAL(AC.ELSEWHERE)\n");
 }
 
+#[test]
+fn a_topic_object_has_one_topic_string_of_its_own_that_never_changes() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "TOPICS", &[]);
+    mqsc_ok(
+        &home,
+        "TOPICS",
+        "DEFINE TOPIC(FX) TOPICSTR('prices/fx') DESCR('fx')\n",
+    );
+    let fail = |script: &str, why: &str| {
+        let (code, out) = mqsc(&home, "TOPICS", script);
+        assert_ne!(code, 0, "{script} should fail:\n{out}");
+        assert!(out.contains(why), "{script}: expected '{why}' in:\n{out}");
+    };
+    fail(
+        "DEFINE TOPIC(FX2) TOPICSTR('prices/fx')\n",
+        "already belongs to TOPIC(FX)",
+    );
+    fail("DEFINE TOPIC(NOSTR)\n", "needs a TOPICSTR");
+    fail(
+        "ALTER TOPIC(FX) TOPICSTR('prices/eq')\n",
+        "cannot be altered",
+    );
+    fail(
+        "DEFINE TOPIC(FX) TOPICSTR('prices/eq') REPLACE\n",
+        "REPLACE cannot change",
+    );
+    // Other attributes change; the root of the tree exists from the start.
+    mqsc_ok(&home, "TOPICS", "ALTER TOPIC(FX) DEFPSIST(YES)\n");
+    qm.end();
+    qm.restart();
+    let shown = mqsc_ok(
+        &home,
+        "TOPICS",
+        "DISPLAY TOPIC(FX) TOPICSTR DEFPSIST DESCR\nDISPLAY TOPIC(SYSTEM.BASE.TOPIC)\n",
+    );
+    for want in [
+        "TOPICSTR(prices/fx)",
+        "DEFPSIST(YES)",
+        "DESCR(fx)",
+        "TOPIC(SYSTEM.BASE.TOPIC)",
+    ] {
+        assert!(shown.contains(want), "{want} missing:\n{shown}");
+    }
+    mqsc_ok(
+        &home,
+        "TOPICS",
+        "DELETE TOPIC(FX)\nDEFINE TOPIC(FX2) TOPICSTR('prices/fx')\n",
+    );
+}
+
 /// The commands runmqsc reports failed or refused (their echo lines), in order.
 fn rejected(out: &str) -> Vec<String> {
     let mut v = Vec::new();
@@ -239,16 +291,10 @@ fn public_style_setup_scripts_run_except_for_capabilities_not_built_yet() {
     for (script, refused) in [
         (
             include_str!("fixtures/dev_config.mqsc"),
-            &[
-                (
-                    "DEFINE TOPIC('DEV.BASE.TOPIC')",
-                    "publish/subscribe is not built yet",
-                ),
-                (
-                    "DEFINE SUB('DEV.SUB.1')",
-                    "publish/subscribe is not built yet",
-                ),
-            ][..],
+            &[(
+                "DEFINE SUB('DEV.SUB.1')",
+                "publish/subscribe is not built yet",
+            )][..],
         ),
         (
             include_str!("fixtures/sender_receiver.mqsc"),

@@ -14,6 +14,7 @@ pub enum ObjType {
     Channel,
     Listener,
     AuthInfo,
+    Topic,
 }
 
 impl ObjType {
@@ -27,6 +28,7 @@ impl ObjType {
             ObjType::Channel => "CHANNEL",
             ObjType::Listener => "LISTENER",
             ObjType::AuthInfo => "AUTHINFO",
+            ObjType::Topic => "TOPIC",
         }
     }
 

@@ -43,6 +43,7 @@ pub fn defined(t: ObjType) -> &'static str {
         ObjType::Channel => "FMQ8014I",
         ObjType::Listener => "FMQ8626I",
         ObjType::AuthInfo => "FMQ8563I",
+        ObjType::Topic => "FMQ8690I",
     }
 }
 
@@ -52,6 +53,7 @@ pub fn altered(t: ObjType) -> &'static str {
         ObjType::Channel => "FMQ8016I",
         ObjType::Listener => "FMQ8623I",
         ObjType::AuthInfo => "FMQ8567I",
+        ObjType::Topic => "FMQ8691I",
     }
 }
 
@@ -61,6 +63,7 @@ pub fn deleted(t: ObjType) -> &'static str {
         ObjType::Channel => "FMQ8015I",
         ObjType::Listener => "FMQ8627I",
         ObjType::AuthInfo => "FMQ8565I",
+        ObjType::Topic => "FMQ8692I",
     }
 }
 
@@ -71,6 +74,7 @@ pub fn details(t: ObjType) -> &'static str {
         ObjType::Channel => "FMQ8414I",
         ObjType::Listener => "FMQ8630I",
         ObjType::AuthInfo => "FMQ8566I",
+        ObjType::Topic => "FMQ8633I",
     }
 }
 

@@ -50,6 +50,7 @@ fn obj_type(word: &str) -> Option<ObjType> {
         "CHANNEL" | "CHL" => ObjType::Channel,
         "LISTENER" | "LSTR" => ObjType::Listener,
         "AUTHINFO" => ObjType::AuthInfo,
+        "TOPIC" => ObjType::Topic,
         _ => return None,
     })
 }
@@ -57,7 +58,6 @@ fn obj_type(word: &str) -> Option<ObjType> {
 /// MQ object keywords FerryMQ has no objects for yet, with the capability each belongs to: the
 /// error says what is not built rather than "unknown".
 const UNSUPPORTED_OBJECTS: &[(&str, &str)] = &[
-    ("TOPIC", "publish/subscribe"),
     ("SUB", "publish/subscribe"),
     ("SBSTATUS", "publish/subscribe"),
     ("TPSTATUS", "publish/subscribe"),

@@ -307,7 +307,7 @@ fn malformed_syntax_points_where_it_went_wrong() {
         ("DEF QL", 4),
         ("DEF", 3),
         ("FROB QL(Q)", 0),
-        ("DEF TOPIC(T)", 4),
+        ("DEF SUB(S)", 4),
         ("DEF QL(Q) )", 10),
         ("DEF QL(Q) 'x'", 10),
         ("DEF QL(Q) DESCR(two words)", 16),

@@ -290,6 +290,8 @@ pub enum ObjectKind {
     ChlAuth,
     /// An authority record (SET AUTHREC), named by its key: object type, profile and entity.
     AuthRec,
+    /// A topic object: a node of the topic tree (TOPICSTR) and its publish/subscribe defaults.
+    Topic,
 }
 
 impl ObjectKind {
@@ -300,6 +302,7 @@ impl ObjectKind {
             ObjectKind::AuthInfo => "AUTHINFO",
             ObjectKind::ChlAuth => "CHLAUTH",
             ObjectKind::AuthRec => "AUTHREC",
+            ObjectKind::Topic => "TOPIC",
         }
     }
 
@@ -311,6 +314,7 @@ impl ObjectKind {
             ObjectKind::AuthInfo => 3,
             ObjectKind::ChlAuth => 4,
             ObjectKind::AuthRec => 5,
+            ObjectKind::Topic => 6,
         }
     }
 
@@ -321,6 +325,7 @@ impl ObjectKind {
             3 => ObjectKind::AuthInfo,
             4 => ObjectKind::ChlAuth,
             5 => ObjectKind::AuthRec,
+            6 => ObjectKind::Topic,
             k => return Err(DecodeError::invalid("object kind", format!("tag {k}"))),
         })
     }

@@ -7,11 +7,13 @@ mod channel;
 mod other;
 mod qmgr;
 mod queue;
+mod topic;
 
 pub use channel::CHANNEL;
 pub use other::{AUTHINFO, LISTENER};
 pub use qmgr::{CMDLEVEL, QMGR};
 pub use queue::{QALIAS, QLOCAL, QMODEL, QREMOTE};
+pub use topic::{TOPIC, TOPICSTR_LEN_MAX};
 
 use crate::command::ObjType;
 
@@ -126,6 +128,7 @@ pub fn table(kind: ObjType) -> &'static [AttrSpec] {
         ObjType::Channel => CHANNEL,
         ObjType::Listener => LISTENER,
         ObjType::AuthInfo => AUTHINFO,
+        ObjType::Topic => TOPIC,
     }
 }
 
@@ -188,6 +191,7 @@ mod tests {
             ("CHANNEL", CHANNEL),
             ("LISTENER", LISTENER),
             ("AUTHINFO", AUTHINFO),
+            ("TOPIC", TOPIC),
             ("QMGR", QMGR),
         ]
     }
