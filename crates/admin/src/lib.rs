@@ -244,6 +244,25 @@ fn execute_command(
                 msg::CHANNEL_STOPPED,
             )
         }
+        Command::RefreshQmgrExpiry { name } => {
+            let select = |q: &str| display::matches(name, q);
+            let (mut examined, mut discarded) = (0, 0);
+            let mut cursor = Default::default();
+            loop {
+                let p = engine.scan_expired(&mut cursor, now_ms, usize::MAX, &select);
+                examined += p.examined;
+                discarded += p.discarded;
+                if p.wrapped {
+                    break;
+                }
+            }
+            Response::success(
+                msg::QMGR_REFRESHED,
+                format!(
+                    "Expiry scan of the queues matching '{name}': {discarded} expired messages discarded, {examined} examined."
+                ),
+            )
+        }
         Command::RefreshSecurity { type_ } => match ops.refresh_security(type_) {
             Ok(m) => Response::success(msg::SECURITY_REFRESHED, m),
             Err(e) => Response::failure(&label, &e),

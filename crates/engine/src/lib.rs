@@ -14,6 +14,7 @@ pub mod batch;
 pub mod conn;
 mod consume;
 pub mod dr;
+pub mod expiry;
 mod get;
 pub mod group;
 pub mod message;

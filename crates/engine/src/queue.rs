@@ -325,6 +325,12 @@ impl Queue {
         None
     }
 
+    /// The available messages after `after` (all of them for `None`), in delivery order.
+    pub fn entries_after(&self, after: Option<Key>) -> impl Iterator<Item = (&Key, &Entry)> {
+        let lo = after.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
+        self.msgs.range((lo, std::ops::Bound::Unbounded))
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = (&Key, &Entry)> {
         self.msgs.iter()
     }

@@ -346,6 +346,70 @@ fn expired_messages_are_never_delivered() {
 }
 
 #[test]
+fn the_expiry_scan_discards_expired_messages_a_bounded_number_at_a_time() {
+    let (mut e, _) = engine();
+    e.define_queue(QueueDef::local("Q2"), false).unwrap();
+    let c = e.connect("u", "app");
+    let put_expiring = |e: &mut Engine, h: u32, i: u32, tenths: i32| {
+        let m = MessageDescriptor {
+            expiry: tenths,
+            ..md(i.is_multiple_of(2))
+        };
+        e.put(
+            c,
+            h,
+            &PutOptions::default(),
+            m,
+            Properties::default(),
+            Bytes::from(format!("m{i}")),
+            1000,
+        )
+        .unwrap();
+    };
+    // Q1 and Q2 hold 10 messages each; every other one expires at 2000 ms (10 tenths after the
+    // put at 1000 ms), the others never.
+    for q in ["Q1", "Q2"] {
+        let h = open_io(&mut e, c, q);
+        for i in 0..10 {
+            put_expiring(&mut e, h, i, if i.is_multiple_of(2) { 10 } else { -1 });
+        }
+    }
+    let depth = |e: &Engine, q: &str| e.queue_status(q).unwrap().cur_depth;
+    let all = |_: &str| true;
+    let mut cursor = ferrymq_engine::expiry::ExpiryCursor::default();
+    // Before the expiry time nothing goes, and a pass of budget 7 covers 7 messages.
+    let p = e.scan_expired(&mut cursor, 1999, 7, &all);
+    assert_eq!((p.examined, p.discarded, p.wrapped), (7, 0, false));
+    // Resumed at the cursor: 13 messages are left to look at, 4 calls of 4 take them all.
+    let mut passes = Vec::new();
+    loop {
+        let p = e.scan_expired(&mut cursor, 2000, 4, &all);
+        passes.push(p);
+        if p.wrapped {
+            break;
+        }
+        assert!(passes.len() < 10, "the scan never ends: {passes:?}");
+    }
+    let examined: usize = passes.iter().map(|p| p.examined).sum();
+    let discarded: usize = passes.iter().map(|p| p.discarded).sum();
+    assert!(passes.iter().all(|p| p.examined <= 4), "{passes:?}");
+    assert_eq!(examined, 13, "{passes:?}");
+    // The expiring messages the first call looked at before their time (m0, m2, m4 and m6 on
+    // Q1) are behind the cursor: the next pass from the start takes them.
+    let p = e.scan_expired(&mut cursor, 2000, 100, &all);
+    assert!(p.wrapped);
+    assert_eq!(discarded + p.discarded, 10, "{passes:?} then {p:?}");
+    assert_eq!((depth(&e, "Q1"), depth(&e, "Q2")), (5, 5));
+    // A selection limits the scan to the queues it accepts.
+    let h = open_io(&mut e, c, "Q1");
+    put_expiring(&mut e, h, 20, 10);
+    let h2 = open_io(&mut e, c, "Q2");
+    put_expiring(&mut e, h2, 22, 10);
+    let p = e.scan_expired(&mut Default::default(), 5000, 100, &|q: &str| q == "Q2");
+    assert_eq!((p.discarded, depth(&e, "Q1"), depth(&e, "Q2")), (1, 6, 5));
+}
+
+#[test]
 fn a_get_returns_the_expiry_left_in_tenths_rounded_up() {
     let (mut e, _) = engine();
     let c = e.connect("u", "app");

@@ -176,6 +176,11 @@ pub enum Command {
     RefreshSecurity {
         type_: String,
     },
+    /// REFRESH QMGR TYPE(EXPIRY) NAME(generic queue name): discard the expired messages of the
+    /// queues named now, rather than at the next expiry scan.
+    RefreshQmgrExpiry {
+        name: String,
+    },
     /// SET CHLAUTH: add, replace or remove channel authentication records (stored, not
     /// enforced yet).
     SetChlAuth(ChlAuthSet),
@@ -211,6 +216,7 @@ impl Command {
             Command::StartChannel { name, .. } => format!("START CHANNEL({name})"),
             Command::StopChannel { name, .. } => format!("STOP CHANNEL({name})"),
             Command::RefreshSecurity { .. } => "REFRESH SECURITY".into(),
+            Command::RefreshQmgrExpiry { .. } => "REFRESH QMGR TYPE(EXPIRY)".into(),
             Command::SetChlAuth(s) => format!("SET CHLAUTH({})", s.profile),
             Command::SetAuthRec(s) if s.profile.is_empty() => {
                 format!("SET AUTHREC OBJTYPE({})", s.objtype)

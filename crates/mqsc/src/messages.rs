@@ -16,6 +16,7 @@ pub const LISTENER_STOPPED: &str = "FMQ8023I";
 pub const UNCHANGED: &str = "FMQ8151I";
 pub const NO_MATCH: &str = "FMQ8420I";
 pub const SECURITY_REFRESHED: &str = "FMQ8560I";
+pub const QMGR_REFRESHED: &str = "FMQ8561I";
 pub const NOT_ACTED_ON: &str = "FMQ8890W";
 pub const AUTHREC_SET: &str = "FMQ8862I";
 pub const AUTHREC_DELETED: &str = "FMQ8863I";

@@ -503,10 +503,13 @@ fn delete(kind: ObjType, name: String, rest: &[Item]) -> Result<Command, SyntaxE
 }
 
 fn refresh(obj: &Item, rest: &[Item]) -> Result<Command, SyntaxError> {
+    if obj.word == "QMGR" {
+        return refresh_qmgr(obj, rest);
+    }
     if obj.word != "SECURITY" {
         return Err(unknown_object(
             obj,
-            "FerryMQ supports REFRESH SECURITY only",
+            "FerryMQ supports REFRESH SECURITY and REFRESH QMGR TYPE(EXPIRY)",
         ));
     }
     if let Some(p) = &obj.value {
@@ -541,6 +544,54 @@ fn refresh(obj: &Item, rest: &[Item]) -> Result<Command, SyntaxError> {
     // MQ refreshes the authorization service when no TYPE is given.
     Ok(Command::RefreshSecurity {
         type_: type_.unwrap_or_else(|| "AUTHSERV".into()),
+    })
+}
+
+/// REFRESH QMGR TYPE(EXPIRY) [NAME(generic queue name)]; NAME defaults to every queue.
+fn refresh_qmgr(obj: &Item, rest: &[Item]) -> Result<Command, SyntaxError> {
+    if let Some(p) = &obj.value {
+        return Err(SyntaxError::new(
+            "QMGR takes no name",
+            p.open_col,
+            format!("({})", p.raw),
+        ));
+    }
+    let (mut type_, mut name) = (None, None);
+    for item in rest {
+        match item.word.as_str() {
+            "TYPE" if type_.is_none() => type_ = Some(type_value(item, &["EXPIRY"])?),
+            "NAME" if name.is_none() => {
+                let Some(p) = &item.value else {
+                    return Err(SyntaxError::new(
+                        "NAME needs a queue name in parentheses",
+                        item.col,
+                        &item.text,
+                    ));
+                };
+                name = Some(crate::lexer::scalar(p)?.value);
+            }
+            "TYPE" | "NAME" => return Err(twice(item)),
+            _ => {
+                return Err(SyntaxError::new(
+                    format!(
+                        "unexpected '{}': REFRESH QMGR takes TYPE(EXPIRY) and NAME(...)",
+                        item.text
+                    ),
+                    item.col,
+                    &item.text,
+                ))
+            }
+        }
+    }
+    if type_.is_none() {
+        return Err(SyntaxError::new(
+            "REFRESH QMGR needs TYPE(EXPIRY), the only refresh of the queue manager FerryMQ has",
+            obj.col,
+            &obj.text,
+        ));
+    }
+    Ok(Command::RefreshQmgrExpiry {
+        name: name.unwrap_or_else(|| "*".into()),
     })
 }
 

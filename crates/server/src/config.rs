@@ -27,6 +27,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "MaxHandles",
             "Description",
             "BackoutRequeue",
+            "ExpiryInterval",
         ],
     ),
     (
@@ -307,6 +308,9 @@ pub struct QmConfig {
     /// (qm.ini `QueueManager:BackoutRequeue=yes`, the default); `no` leaves it on its queue for
     /// the application, as MQ does.
     pub backout_requeue: bool,
+    /// Seconds between two expiry scans (qm.ini `QueueManager:ExpiryInterval`, default 60; 0
+    /// turns the scan off, and expired messages then leave only when a get or browse meets them).
+    pub expiry_interval_s: u64,
     /// A checkpoint is taken at least this often while anything is being logged.
     pub checkpoint_interval_ms: u64,
     /// Set when this queue manager is one instance of a replicated (HA) group.
@@ -613,6 +617,7 @@ impl QmConfig {
                     }
                 },
             },
+            expiry_interval_s: num(ini, "QueueManager", "ExpiryInterval", 60u64)?,
             ha: HaConfig::from_ini(ini)?,
             dr: DrConfig::from_ini(ini)?,
             autoconfig_dir: known(ini, "AutoConfig", "MQSCConfig")

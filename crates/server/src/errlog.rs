@@ -110,6 +110,7 @@ pub mod ids {
         QMID_NOT_RECORDED = 1009 Warning "The queue manager's identifier (QMID) could not be logged at start; a later start tries again.";
         AUTOCONFIG_APPLIED = 1010 Info "An MQSC file of the AutoConfig directory was applied at start: commands run and failed.";
         AUTOCONFIG_FAILED = 1011 Error "A command of an AutoConfig MQSC file failed (file and line named); the queue manager runs on.";
+        EXPIRY_SCAN = 1012 Info "The expiry scan discarded expired messages (how many, of how many examined).";
                 RECOVERED = 2001 Info "Restart recovery finished: checkpoint, messages loaded, log records replayed.";
         RECOVERY_LOSS = 2002 Error "Restart recovery discarded data that may have been acknowledged; each item follows. strmqm exits with status 3.";
         RECOVERY_NOTE = 2003 Info "Restart recovery cut a torn log tail; nothing acknowledged was lost.";

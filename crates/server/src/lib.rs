@@ -14,6 +14,7 @@ mod core;
 mod dispatch;
 pub mod dr;
 pub mod errlog;
+mod expiry;
 pub mod ha;
 mod listeners;
 pub use ferrymq_log::lsn;

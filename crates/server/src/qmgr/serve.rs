@@ -64,6 +64,7 @@ pub(super) async fn serve(
         .map_err(|e| format!("cannot listen on {}: {e}", sock.display()))?;
     crate::metrics::start(shared.clone()).await?;
     let timer = tokio::spawn(wait_timer::run(shared.clone()));
+    let expiry = tokio::spawn(crate::expiry::run(shared.clone()));
     match shared.ha.clone() {
         None => start_listeners(&shared)?,
         Some(h) => {
@@ -140,6 +141,7 @@ pub(super) async fn serve(
     }
     shared.immediate_tx.send_replace(true);
     timer.abort();
+    expiry.abort();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while shared.control.lock().tasks.iter().any(|t| !t.is_finished())
         && tokio::time::Instant::now() < deadline
