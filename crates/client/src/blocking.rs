@@ -65,6 +65,11 @@ impl Connection {
         runtime().block_on(self.inner.open(name, options))
     }
 
+    /// Opens queue `name` of queue manager `qmgr`; see [`crate::Connection::open_qmgr`].
+    pub fn open_qmgr(&self, name: &str, qmgr: &str, options: u32) -> Result<ObjectHandle, MqError> {
+        runtime().block_on(self.inner.open_qmgr(name, qmgr, options))
+    }
+
     pub fn open_dynamic(
         &self,
         model: &str,

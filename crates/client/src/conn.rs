@@ -61,6 +61,8 @@ struct HandleState {
     server: u32,
     /// What to send to open it again after a reconnect.
     open_name: String,
+    /// The queue manager named at open (MQOD ObjectQMgrName); empty for this one.
+    open_qmgr: String,
     dynamic_name: String,
     options: u32,
     /// Set when a reconnect could not open the object again; every use reports it.
@@ -272,7 +274,18 @@ impl Connection {
 
     /// Opens a queue (or other object) with MQOO_* `options`.
     pub async fn open(&self, name: &str, options: u32) -> Result<ObjectHandle, MqError> {
-        self.open_object(name, "", options).await
+        self.open_object(name, "", "", options).await
+    }
+
+    /// Opens queue `name` of queue manager `qmgr` (MQOD's ObjectQMgrName): another queue
+    /// manager's queue is reached through a transmission queue, to put to it.
+    pub async fn open_qmgr(
+        &self,
+        name: &str,
+        qmgr: &str,
+        options: u32,
+    ) -> Result<ObjectHandle, MqError> {
+        self.open_object(name, qmgr, "", options).await
     }
 
     /// Opens a model queue, creating a dynamic queue named after `dynamic_name` (`*` completes a
@@ -283,18 +296,19 @@ impl Connection {
         dynamic_name: &str,
         options: u32,
     ) -> Result<ObjectHandle, MqError> {
-        self.open_object(model, dynamic_name, options).await
+        self.open_object(model, "", dynamic_name, options).await
     }
 
     async fn open_object(
         &self,
         name: &str,
+        qmgr: &str,
         dynamic_name: &str,
         options: u32,
     ) -> Result<ObjectHandle, MqError> {
         let req = Request::Open {
             name: name.to_string(),
-            qmgr: String::new(),
+            qmgr: qmgr.to_string(),
             options,
             dynamic_name: dynamic_name.to_string(),
         };
@@ -318,6 +332,7 @@ impl Connection {
                     HandleState {
                         server: hobj,
                         open_name,
+                        open_qmgr: qmgr.to_string(),
                         dynamic_name,
                         options,
                         lost: None,

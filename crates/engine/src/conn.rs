@@ -28,6 +28,17 @@ pub struct Handle {
     /// Opened with MQOO_SAVE_ALL_CONTEXT: the context of the last message got through it, for
     /// a put that passes it on (MQPMO_PASS_IDENTITY_CONTEXT, MQPMO_PASS_ALL_CONTEXT).
     pub saved_context: Option<Box<Context>>,
+    /// The handle leads to another queue manager: `queue` is the transmission queue, and each
+    /// put carries this destination in a transmission header.
+    pub remote: Option<Box<RemoteDest>>,
+}
+
+/// Where a message put through a remote queue definition (or with another queue manager's name)
+/// is going: the queue and queue manager its transmission header names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteDest {
+    pub remote_q: String,
+    pub remote_qmgr: String,
 }
 
 /// A message's context: identity (who) and origin (which program, when).

@@ -4,7 +4,44 @@
 use ferrymq_types::options::{close, open};
 use ferrymq_types::{mqerr, DynamicKind, MqError, QueueDef, QueueKind, Reason};
 
-use crate::conn::{ConnId, Handle};
+/// Where a name resolves to.
+enum Route {
+    /// A queue of this queue manager (to be opened by this name).
+    Local(String),
+    /// Another queue manager's queue, through this transmission queue.
+    Xmit(String, RemoteDest),
+}
+
+/// How a transmission queue was named, which decides the reason when it is not one.
+enum XmitqRole<'a> {
+    /// By the XMITQ of a remote queue definition or queue manager alias.
+    Named(&'a str),
+    NamedLikeQmgr,
+    Default,
+}
+
+/// What a handle to another queue manager's queue may do: put (with context), and inquire on
+/// a remote queue definition's own attributes.
+fn remote_options_check(options: u32, name: &str, via_definition: bool) -> Result<(), MqError> {
+    let mut allowed = open::OUTPUT
+        | (open::CONTEXT & !open::SAVE_ALL_CONTEXT)
+        | open::FAIL_IF_QUIESCING
+        | open::BIND_ON_OPEN
+        | open::BIND_NOT_FIXED;
+    if via_definition {
+        allowed |= open::INQUIRE;
+    }
+    if options & !allowed != 0 {
+        return Err(mqerr!(
+            OPTION_NOT_VALID_FOR_TYPE,
+            "'{name}' is a queue of another queue manager: it can be opened for output{} only",
+            if via_definition { " and inquire" } else { "" }
+        ));
+    }
+    Ok(())
+}
+
+use crate::conn::{ConnId, Handle, RemoteDest};
 use crate::message::Lsn;
 use crate::queue::Queue;
 use crate::records::Record;
@@ -74,13 +111,6 @@ impl Engine {
                 "open of '{name}' names no access (input, browse, output, inquire or set)"
             ));
         }
-        if !qmgr.is_empty() && qmgr != self.cfg.qmgr_name {
-            return Err(mqerr!(
-                UNKNOWN_OBJECT_Q_MGR,
-                "queue manager '{qmgr}' is not this one ('{}') and no transmission queue leads to it",
-                self.cfg.qmgr_name
-            ));
-        }
         {
             let c = self.conn_mut(conn)?;
             if c.handles.len() as u32 >= c.max_handles {
@@ -91,6 +121,58 @@ impl Engine {
                 ));
             }
         }
+        // A queue of another queue manager: its transmission queue, with the destination.
+        let mut remote = None;
+        let mut cur = name.to_string();
+        if !qmgr.is_empty() && qmgr != self.cfg.qmgr_name {
+            match self.route(name, qmgr, 0)? {
+                Route::Local(q) => cur = q,
+                Route::Xmit(xmitq, dest) => {
+                    remote_options_check(options, name, false)?;
+                    remote = Some((xmitq, dest, None));
+                }
+            }
+        }
+        if remote.is_none() {
+            if let Some(QueueKind::Remote {
+                rname,
+                rqmname,
+                xmitq,
+            }) = self.queues.get(&cur).map(|q| q.def.kind.clone())
+            {
+                let name = cur.as_str();
+                if rname.is_empty() {
+                    return Err(mqerr!(
+                        Q_TYPE_ERROR,
+                        "'{name}' is a queue manager alias (a remote queue definition with no RNAME): name it as the queue manager of a queue, not as a queue"
+                    ));
+                }
+                let route = if !xmitq.is_empty() {
+                    self.xmitq_checked(&xmitq, XmitqRole::Named(name))?;
+                    Route::Xmit(
+                        xmitq,
+                        RemoteDest {
+                            remote_q: rname,
+                            remote_qmgr: rqmname,
+                        },
+                    )
+                } else {
+                    self.route(&rname, &rqmname, 0)?
+                };
+                match route {
+                    Route::Local(q) => cur = q,
+                    Route::Xmit(x, dest) => {
+                        remote_options_check(options, name, true)?;
+                        remote = Some((x, dest, Some(name.to_string())));
+                    }
+                }
+            }
+        }
+        if let Some((xmitq, dest, via)) = remote {
+            let opened = via.clone().unwrap_or_else(|| name.to_string());
+            return Ok(self.open_remote(conn, xmitq, dest, via, &opened, options));
+        }
+        let name = cur.as_str();
         let def = self
             .queues
             .get(name)
@@ -145,7 +227,7 @@ impl Engine {
             QueueKind::Remote { .. } => {
                 return Err(mqerr!(
                     Q_TYPE_ERROR,
-                    "'{name}' is a remote queue definition; sending to other queue managers needs channels, which this release does not run yet"
+                    "'{name}' is a remote queue definition that leads back to this queue manager's own remote queue definition"
                 ));
             }
         };
@@ -191,9 +273,141 @@ impl Engine {
                 owns_temporary,
                 groups: Default::default(),
                 saved_context: None,
+                remote: None,
             },
         );
         Ok((hobj, queue, lsn))
+    }
+
+    /// Opens a handle that puts to transmission queue `xmitq` for `dest`, opened as `opened`
+    /// (through the remote queue definition `via`, if any).
+    fn open_remote(
+        &mut self,
+        conn: ConnId,
+        xmitq: String,
+        dest: RemoteDest,
+        via: Option<String>,
+        opened: &str,
+        options: u32,
+    ) -> (u32, String, Lsn) {
+        let c = self.conns.get_mut(&conn).expect("checked by the caller");
+        let hobj = c.next_hobj;
+        c.next_hobj = c.next_hobj.wrapping_add(1).max(1);
+        c.handles.insert(
+            hobj,
+            Handle {
+                queue: xmitq.clone(),
+                opened_name: opened.to_string(),
+                alias: via,
+                options,
+                browse_cursor: None,
+                owns_temporary: false,
+                groups: Default::default(),
+                saved_context: None,
+                remote: Some(Box::new(dest)),
+            },
+        );
+        if options & open::OUTPUT != 0 {
+            if let Some(q) = self.queues.get_mut(&xmitq) {
+                q.stats.open_output += 1;
+            }
+        }
+        (hobj, xmitq, 0)
+    }
+
+    /// How queue `remote_q` of queue manager `remote_qmgr` is reached, as MQ resolves a queue
+    /// manager name: this queue manager itself; a queue manager alias (a remote queue definition
+    /// named like it, with no RNAME); a transmission queue named like it; the default
+    /// transmission queue (DEFXMITQ).
+    fn route(&self, remote_q: &str, remote_qmgr: &str, depth: u32) -> Result<Route, MqError> {
+        if remote_qmgr.is_empty() || remote_qmgr == self.cfg.qmgr_name {
+            return Ok(Route::Local(remote_q.to_string()));
+        }
+        let dest = |qmgr: &str| RemoteDest {
+            remote_q: remote_q.to_string(),
+            remote_qmgr: qmgr.to_string(),
+        };
+        if let Some(QueueKind::Remote {
+            rname,
+            rqmname,
+            xmitq,
+        }) = self.queues.get(remote_qmgr).map(|q| &q.def.kind)
+        {
+            if rname.is_empty() && depth == 0 {
+                if !xmitq.is_empty() {
+                    self.xmitq_checked(xmitq, XmitqRole::Named(remote_qmgr))?;
+                    return Ok(Route::Xmit(xmitq.clone(), dest(rqmname)));
+                }
+                return self.route(remote_q, rqmname, depth + 1);
+            }
+        }
+        if let Some(q) = self.queues.get(remote_qmgr) {
+            if !matches!(q.def.kind, QueueKind::Remote { .. }) {
+                self.xmitq_checked(remote_qmgr, XmitqRole::NamedLikeQmgr)?;
+                return Ok(Route::Xmit(remote_qmgr.to_string(), dest(remote_qmgr)));
+            }
+        }
+        let def_xmitq = self
+            .attrs
+            .other
+            .get("DEFXMITQ")
+            .map(|s| s.trim())
+            .unwrap_or("");
+        if !def_xmitq.is_empty() {
+            self.xmitq_checked(def_xmitq, XmitqRole::Default)?;
+            return Ok(Route::Xmit(def_xmitq.to_string(), dest(remote_qmgr)));
+        }
+        Err(mqerr!(
+            UNKNOWN_REMOTE_Q_MGR,
+            "no route to queue manager '{remote_qmgr}': define a transmission queue named like it (DEFINE QLOCAL('{remote_qmgr}') USAGE(XMITQ)), a queue manager alias, or the queue manager's DEFXMITQ"
+        ))
+    }
+
+    /// Checks that `name` is a local queue with USAGE(XMITQ), with the reason MQ gives for the
+    /// way it was named.
+    fn xmitq_checked(&self, name: &str, role: XmitqRole<'_>) -> Result<(), MqError> {
+        let (unknown, wrong_type, wrong_usage, how) = match role {
+            XmitqRole::Named(by) => (
+                Reason::UNKNOWN_XMIT_Q,
+                Reason::XMIT_Q_TYPE_ERROR,
+                Reason::XMIT_Q_USAGE_ERROR,
+                format!("the XMITQ of '{by}'"),
+            ),
+            XmitqRole::NamedLikeQmgr => (
+                Reason::UNKNOWN_XMIT_Q,
+                Reason::XMIT_Q_TYPE_ERROR,
+                Reason::XMIT_Q_USAGE_ERROR,
+                "the transmission queue named like the queue manager".to_string(),
+            ),
+            XmitqRole::Default => (
+                Reason::UNKNOWN_DEF_XMIT_Q,
+                Reason::DEF_XMIT_Q_TYPE_ERROR,
+                Reason::DEF_XMIT_Q_USAGE_ERROR,
+                "the queue manager's DEFXMITQ".to_string(),
+            ),
+        };
+        let Some(q) = self.queues.get(name) else {
+            return Err(MqError::new(
+                unknown,
+                format!("{how}, '{name}', is not defined"),
+            ));
+        };
+        if !q.def.holds_messages() {
+            return Err(MqError::new(
+                wrong_type,
+                format!(
+                    "{how}, '{name}', is a {}, not a local queue",
+                    q.def.kind.mq_name()
+                ),
+            ));
+        }
+        if !q.def.is_xmitq {
+            return Err(MqError::new(
+                wrong_usage,
+                format!("{how}, '{name}', is not a transmission queue: ALTER QLOCAL('{name}') USAGE(XMITQ)"),
+            ));
+        }
+        Ok(())
     }
 
     /// Builds a dynamic queue name from a pattern whose trailing '*' is replaced by 16 hex digits

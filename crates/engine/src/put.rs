@@ -7,9 +7,10 @@ use bytes::{Bytes, BytesMut};
 use ferrymq_types::descriptor::{EXPIRY_UNLIMITED, ID_NONE, PRIORITY_AS_Q_DEF};
 use ferrymq_types::limits::{APPL_IDENTITY_LEN_MAX, PUT_APPL_NAME_LEN_MAX, USER_ID_LEN_MAX};
 use ferrymq_types::options::{open, pmo, PutOptions, Syncpoint};
+use ferrymq_types::xqh::{self, TransmissionHeader};
 use ferrymq_types::{mqerr, DynamicKind, MessageDescriptor, MqError, Persistence, Properties};
 
-use crate::conn::{ConnId, Context};
+use crate::conn::{ConnId, Context, RemoteDest};
 use crate::message::{Entry, Lsn, Message};
 use crate::records::{kind, put_head};
 use crate::report::Event;
@@ -208,8 +209,18 @@ impl Engine {
                 apply_queue_defaults(&mut md, &a.def);
             }
         }
+        let remote = h.remote.clone();
         let pos = self.group_put_fields(conn, hobj, opts, &mut md, body.len())?;
         let assigned = (md.group_id, md.msg_seq_number, md.offset);
+        if let Some(dest) = remote {
+            let (md, body, opts) = self.wrap_for_transmission(&queue, &dest, opts, md, body);
+            let mut done = self.put_to_queue(conn, &queue, &opts, md, props, body, now_ms)?;
+            if opts.logical_order {
+                self.group_put_done(conn, hobj, pos);
+                done.group = Some(assigned);
+            }
+            return Ok(done);
+        }
         let mut done = self.put_to_queue(conn, &queue, opts, md, props, body, now_ms)?;
         if opts.logical_order {
             self.group_put_done(conn, hobj, pos);
@@ -252,6 +263,44 @@ impl Engine {
             d.wait_lsn = d.wait_lsn.max(open_lsn).max(close_lsn);
             d
         })
+    }
+
+    /// A message for another queue manager as its transmission queue `xmitq` holds it: the
+    /// transmission header (destination and the message's descriptor, its defaults resolved and
+    /// its identifiers assigned) in front of the data, Format MQXMIT.
+    fn wrap_for_transmission(
+        &mut self,
+        xmitq: &str,
+        dest: &RemoteDest,
+        opts: &PutOptions,
+        mut md: MessageDescriptor,
+        body: Bytes,
+    ) -> (MessageDescriptor, Bytes, PutOptions) {
+        if let Some(q) = self.queues.get(xmitq) {
+            apply_queue_defaults(&mut md, &q.def);
+        }
+        if opts.new_msg_id || md.msg_id == ID_NONE {
+            md.msg_id = self.new_id();
+        }
+        if opts.new_correl_id {
+            md.correl_id = self.new_id();
+        }
+        let header = TransmissionHeader {
+            remote_q: dest.remote_q.clone(),
+            remote_qmgr: dest.remote_qmgr.clone(),
+            md: md.clone(),
+        }
+        .encode();
+        let mut wrapped = BytesMut::with_capacity(header.len() + body.len());
+        wrapped.extend_from_slice(&header);
+        wrapped.extend_from_slice(&body);
+        md.format = xqh::FORMAT.to_string();
+        let opts = PutOptions {
+            new_msg_id: false,
+            new_correl_id: false,
+            ..opts.clone()
+        };
+        (md, wrapped.freeze(), opts)
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -513,3 +513,45 @@ fn mqset_changes_inhibits_and_trigger_attributes_durably() {
     );
     assert_eq!(shown.matches("PUT(DISABLED)").count(), 2, "{shown}");
 }
+
+#[test]
+fn a_put_to_a_remote_queue_waits_on_its_transmission_queue_behind_a_transmission_header() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "XQ1", &[]);
+    mqsc_ok(
+        &home,
+        "XQ1",
+        "DEFINE QLOCAL(QM2) USAGE(XMITQ)\n\
+         DEFINE QREMOTE(ORDERS) RNAME(ORDERS.IN) RQMNAME(QM2)\n",
+    );
+    let c = qm.connect();
+    let h = c.open("ORDERS", open::OUTPUT).unwrap();
+    let md = MessageDescriptor {
+        persistence: Persistence::Persistent,
+        format: "MQSTR".into(),
+        ..Default::default()
+    };
+    put(&c, &h, &md, "order 1");
+    c.close(&h, 0).unwrap();
+    // Held across a crash like any persistent message.
+    drop(c);
+    qm.kill9();
+    qm.restart();
+    let c = qm.connect();
+    let x = c.open("QM2", open::INPUT_SHARED).unwrap();
+    let got = c.get(&x, &GetOptions::any()).unwrap();
+    assert_eq!(got.md.format, "MQXMIT");
+    let (xqh, data) =
+        ferrymq_types::xqh::TransmissionHeader::parse(&got.body).expect("a transmission header");
+    assert_eq!(
+        (xqh.remote_q.as_str(), xqh.remote_qmgr.as_str()),
+        ("ORDERS.IN", "QM2")
+    );
+    assert_eq!((xqh.md.format.as_str(), data), ("MQSTR", &b"order 1"[..]));
+    assert_eq!(xqh.md.msg_id, got.md.msg_id);
+    // With no transmission queue for a queue manager, the put says so.
+    let err = c
+        .open_qmgr("ANY.Q", "QM9", open::OUTPUT)
+        .expect_err("no route to QM9");
+    assert_eq!(err.reason, ferrymq_types::Reason::UNKNOWN_REMOTE_Q_MGR);
+}

@@ -14,6 +14,7 @@ pub mod objects;
 pub mod options;
 pub mod reason;
 pub mod time;
+pub mod xqh;
 
 pub use descriptor::{MessageDescriptor, MsgId, Persistence, Properties, PropertyValue};
 pub use objects::{

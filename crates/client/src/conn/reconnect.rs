@@ -115,7 +115,7 @@ impl Conv {
                 .map(|(id, h)| {
                     let req = Request::Open {
                         name: h.open_name.clone(),
-                        qmgr: String::new(),
+                        qmgr: h.open_qmgr.clone(),
                         options: h.options,
                         dynamic_name: h.dynamic_name.clone(),
                     };
