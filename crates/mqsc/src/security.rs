@@ -10,6 +10,7 @@
 use crate::command::SyntaxError;
 use crate::lexer::{scalar, scalar_at, Item, Paren};
 use crate::values::{name_problem, CHANNEL_NAME_LEN_MAX};
+use ferrymq_types::authority;
 use ferrymq_types::limits::OBJECT_NAME_LEN_MAX;
 
 /// CHLAUTH record types.
@@ -23,22 +24,10 @@ pub const CHLAUTH_TYPES: &[&str] = &[
 ];
 
 /// Object types an authority record can name.
-pub const AUTHREC_OBJTYPES: &[&str] = &[
-    "AUTHINFO", "CHANNEL", "CLNTCONN", "COMMINFO", "LISTENER", "NAMELIST", "PROCESS", "QUEUE",
-    "QMGR", "RQMNAME", "SERVICE", "TOPIC",
-];
+pub const AUTHREC_OBJTYPES: &[&str] = authority::OBJTYPES;
 
 /// Authorities in the order AUTHLIST shows them.
-pub const AUTHREC_ORDER: &[&str] = AUTHORITIES;
-const AUTHORITIES: &[&str] = &[
-    "ALTUSR", "BROWSE", "CHG", "CLR", "CONNECT", "CRT", "CTRL", "CTRLX", "DLT", "DSP", "GET",
-    "INQ", "PASSALL", "PASSID", "PUB", "PUT", "RESUME", "SET", "SETALL", "SETID", "SUB", "SYSTEM",
-];
-const ALLMQI: &[&str] = &[
-    "ALTUSR", "BROWSE", "CONNECT", "GET", "INQ", "PASSALL", "PASSID", "PUB", "PUT", "RESUME",
-    "SET", "SETALL", "SETID", "SUB",
-];
-const ALLADM: &[&str] = &["CHG", "CLR", "CTRL", "CTRLX", "DLT", "DSP"];
+pub const AUTHREC_ORDER: &[&str] = authority::AUTHORITIES;
 
 /// SET CHLAUTH's ACTION.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -463,32 +452,21 @@ pub(crate) fn set_chlauth(obj: &Item, rest: &[Item]) -> Result<ChlAuthSet, Synta
 fn expand(item: &Item, v: Vec<String>) -> Result<Vec<String>, SyntaxError> {
     let mut out: Vec<&str> = Vec::new();
     for a in &v {
-        let a = a.to_ascii_uppercase();
-        match a.as_str() {
-            "ALL" => {
-                out.extend(ALLMQI);
-                out.extend(ALLADM);
-                out.push("CRT");
-                out.push("SYSTEM");
+        match authority::expand(a) {
+            Some(list) => out.extend(list),
+            None => {
+                return Err(err(
+                    format!(
+                        "'{}' is not an authority; use ALL, ALLADM, ALLMQI, NONE or {}",
+                        a.to_ascii_uppercase(),
+                        authority::AUTHORITIES.join(", ")
+                    ),
+                    item,
+                ))
             }
-            "ALLMQI" => out.extend(ALLMQI),
-            "ALLADM" => out.extend(ALLADM),
-            "NONE" => {}
-            w => match AUTHORITIES.iter().find(|x| **x == w) {
-                Some(x) => out.push(x),
-                None => {
-                    return Err(err(
-                        format!(
-                            "'{a}' is not an authority; use ALL, ALLADM, ALLMQI, NONE or {}",
-                            AUTHORITIES.join(", ")
-                        ),
-                        item,
-                    ))
-                }
-            },
         }
     }
-    Ok(AUTHORITIES
+    Ok(authority::AUTHORITIES
         .iter()
         .filter(|a| out.contains(a))
         .map(|a| a.to_string())
