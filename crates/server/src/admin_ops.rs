@@ -74,6 +74,19 @@ impl ServerOps for Ops<'_> {
         rows
     }
 
+    fn principal(&self, user: &str) -> (Vec<String>, bool) {
+        let who = crate::authz::resolve(
+            &ferrymq_security::users::os::current_user(),
+            &self.shared.cfg.admin_group,
+            user,
+        );
+        (who.principal.groups, who.admin)
+    }
+
+    fn is_admin_group(&self, group: &str) -> bool {
+        group == self.shared.cfg.admin_group
+    }
+
     fn refresh_security(&mut self, type_: &str) -> Result<String, MqError> {
         Ok(format!(
             "security refreshed (TYPE({type_})); connection authentication is not enforced by this release, so nothing else changed"
