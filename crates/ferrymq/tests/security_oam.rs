@@ -230,3 +230,89 @@ fn dspmqaut_shows_effective_authorities_and_dmpmqaut_the_records() {
     assert!(out.contains("PROFILE(APP.IN)"), "{out}");
     assert!(!out.contains("PROFILE(APP.**)"), "{out}");
 }
+
+/// An operating-system group and a user in it, made for one test and removed after it.
+struct OsUser {
+    user: String,
+    group: String,
+}
+
+impl OsUser {
+    fn new(tag: &str) -> OsUser {
+        let id = std::process::id();
+        let u = OsUser {
+            user: format!("fmq{tag}u{id}"),
+            group: format!("fmq{tag}g{id}"),
+        };
+        let run = |cmd: &str, args: &[&str]| {
+            let out = std::process::Command::new(cmd)
+                .args(args)
+                .output()
+                .unwrap_or_else(|e| panic!("{cmd}: {e} (these tests run as root)"));
+            assert!(
+                out.status.success(),
+                "{cmd} {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        run("groupadd", &[&u.group]);
+        run("useradd", &["-M", "-N", "-G", &u.group, &u.user]);
+        u
+    }
+}
+
+impl Drop for OsUser {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("userdel")
+            .arg(&self.user)
+            .output();
+        let _ = std::process::Command::new("groupdel")
+            .arg(&self.group)
+            .output();
+    }
+}
+
+#[test]
+fn a_users_operating_system_groups_give_it_their_authorities() {
+    let os = OsUser::new("grp");
+    let home = Home::new();
+    let qm = Qm::start(&home, "OAM6", &[]);
+    mqsc(&qm, "DEFINE QLOCAL(TEAM.Q)\n");
+    assert_eq!(reason_of(client_as(&qm, &os.user)), Reason::NOT_AUTHORIZED);
+    home.ok(&[
+        "setmqaut", "-m", "OAM6", "-t", "qmgr", "-g", &os.group, "+connect",
+    ]);
+    home.ok(&[
+        "setmqaut", "-m", "OAM6", "-t", "queue", "-n", "TEAM.*", "-g", &os.group, "+put",
+    ]);
+    let c = client_as(&qm, &os.user).expect("the group grants CONNECT");
+    put(&c, "TEAM.Q", "from the team").expect("the group grants PUT");
+
+    // The refusal names the user's groups.
+    let e = c.open("TEAM.Q", open::INPUT_SHARED).unwrap_err();
+    assert!(e.message.contains(&os.group), "{}", e.message);
+
+    // MATCH(MEMBERSHIP) shows the records of the user's groups.
+    let out = mqsc(
+        &qm,
+        &format!(
+            "DISPLAY AUTHREC PRINCIPAL('{}') MATCH(MEMBERSHIP)\n",
+            os.user
+        ),
+    );
+    assert!(out.contains(&format!("ENTITY({})", os.group)), "{out}");
+}
+
+#[test]
+fn members_of_the_admin_group_may_do_everything() {
+    let os = OsUser::new("adm");
+    let home = Home::new();
+    let qm = Qm::create(&home, "OAM7", &[]);
+    qm.set_ini("Security", "AdminGroup", &os.group);
+    qm.restart();
+    let c = client_as(&qm, &os.user).expect("an administrator connects");
+    put(&c, "SYSTEM.DEFAULT.LOCAL.QUEUE", "x").expect("and puts anywhere");
+    let out = home.ok(&["dspmqaut", "-m", "OAM7", "-t", "qmgr", "-p", &os.user]);
+    assert!(out.contains("\tconnect\n"), "{out}");
+    assert!(out.contains("administrators' group"), "{out}");
+}
