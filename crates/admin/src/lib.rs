@@ -43,6 +43,11 @@ pub trait ServerOps {
     fn is_admin_group(&self, _group: &str) -> bool {
         false
     }
+    /// Whether a generic DISPLAY shows the object: the command's user holds DSP on it (objects
+    /// it may not display are left out, as MQ leaves them out).
+    fn may_display(&self, _objtype: &str, _name: &str) -> bool {
+        true
+    }
 }
 
 /// The outcome of one command.

@@ -167,7 +167,7 @@ fn mqsc_over_a_client_connection_needs_dsp_for_display() {
     let qm = Qm::start_remote_admin(&home, "OAM4", &[]);
     mqsc(
         &qm,
-        "DEFINE QLOCAL(ADM.Q)\n\
+        "DEFINE QLOCAL(ADM.Q)\nDEFINE QLOCAL(SECRET.Q)\n\
          SET AUTHREC OBJTYPE(QMGR) PRINCIPAL('ops') AUTHADD(CONNECT)\n",
     );
     let c = client_as(&qm, "ops").unwrap();
@@ -186,6 +186,10 @@ fn mqsc_over_a_client_connection_needs_dsp_for_display() {
     ]);
     let out = c.admin("MQSC DISPLAY QLOCAL(ADM.Q)").expect("DSP granted");
     assert!(out.contains("QUEUE(ADM.Q)"), "{out}");
+    // A generic DISPLAY shows only what the user may display.
+    let out = c.admin("MQSC DISPLAY QLOCAL(*)").unwrap();
+    assert!(out.contains("QUEUE(ADM.Q)"), "{out}");
+    assert!(!out.contains("SECRET.Q"), "{out}");
     // DSP is not CHG.
     assert_eq!(
         reason_of(c.admin("MQSC ALTER QLOCAL(ADM.Q) DESCR('x')")),

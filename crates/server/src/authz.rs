@@ -80,7 +80,7 @@ impl Authz {
     }
 
     /// The compiled records, rebuilt if the engine's objects changed since.
-    fn oam(&mut self, engine: &Engine) -> Arc<Oam> {
+    pub fn oam(&mut self, engine: &Engine) -> Arc<Oam> {
         let v = engine.objects_version();
         match &self.compiled {
             Some((built, oam)) if *built == v => oam.clone(),
@@ -213,10 +213,16 @@ fn objtype_of(kind: ObjType) -> &'static str {
 }
 
 /// What an MQSC command needs: (object type, object name, authorities). The name of a QMGR
-/// check is the queue manager's own.
+/// check is the queue manager's own. A DISPLAY of queues or objects by a generic name needs
+/// nothing up front: it shows only the objects the user may display (DSP on each).
 pub fn mqsc_needs(cmd: &Command) -> Option<(&'static str, String, Authorities)> {
     let qmgr = |a| Some(("QMGR", String::new(), a));
     match cmd {
+        Command::Display {
+            what: DisplayWhat::Queue | DisplayWhat::Object(_),
+            name,
+            ..
+        } if name.contains('*') => None,
         Command::Define { kind, name, .. } => {
             Some((objtype_of(*kind), name.clone(), Authorities::CRT))
         }
@@ -296,6 +302,7 @@ mod tests {
             need("SET AUTHREC OBJTYPE(QMGR) GROUP(g) AUTHADD(CONNECT)"),
             Some(("QMGR", String::new(), Authorities::CHG))
         );
+        assert_eq!(need("DISPLAY QLOCAL(APP.*)"), None);
         assert_eq!(
             need("CLEAR QLOCAL(Q)"),
             Some(("QUEUE", "Q".into(), Authorities::CLR))

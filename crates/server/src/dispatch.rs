@@ -530,11 +530,13 @@ fn admin(
                 return Action::Reply(reply(Reason::NOT_AUTHORIZED, &text), 0);
             }
         }
+        let mut ops = Ops {
+            shared,
+            viewer: Some((who, core.authz.oam(&core.engine))),
+        };
         let r = match &parsed {
-            Ok(cmd) => ferrymq_admin::execute(cmd, &mut core.engine, &mut Ops { shared }, now_ms),
-            Err(_) => {
-                ferrymq_admin::execute_text(mqsc, &mut core.engine, &mut Ops { shared }, now_ms)
-            }
+            Ok(cmd) => ferrymq_admin::execute(cmd, &mut core.engine, &mut ops, now_ms),
+            Err(_) => ferrymq_admin::execute_text(mqsc, &mut core.engine, &mut ops, now_ms),
         };
         core.flush_deliveries();
         let resp = reply(
