@@ -106,6 +106,7 @@ fn queues(
     what: DisplayWhat,
     name: &str,
     type_: Option<&str>,
+    ops: &dyn ServerOps,
 ) -> Result<(&'static str, Vec<Obj>), Response> {
     let wanted = match what {
         DisplayWhat::Object(t) => Some(t),
@@ -135,6 +136,7 @@ fn queues(
     let objs = defs
         .into_iter()
         .filter(|d| wanted.is_none_or(|t| t == queue::obj_type(&d.kind)))
+        .filter(|d| !is_generic(name) || ops.may_display("QUEUE", &d.name))
         .map(|d| {
             let st = engine.queue_status(&d.name);
             Obj::new(
@@ -152,6 +154,7 @@ fn objects(
     t: ObjType,
     name: &str,
     type_: Option<&str>,
+    ops: &dyn ServerOps,
 ) -> Result<(&'static str, Vec<Obj>), Response> {
     let kind = object::object_kind(t);
     let defs: Vec<_> = engine
@@ -179,6 +182,7 @@ fn objects(
                 ty == "ALL" || o.attrs.get("CHLTYPE").map(String::as_str) == Some(ty)
             })
         })
+        .filter(|o| !is_generic(name) || ops.may_display(t.keyword(), &o.name))
         .map(|o| {
             Obj::new(
                 format!("{id}: Attributes of {noun} {}:", o.name),
@@ -208,9 +212,9 @@ pub(crate) fn display(
     };
     let type_ = type_.as_deref();
     let found = match what {
-        DisplayWhat::Queue => queues(engine, *what, name, type_),
-        DisplayWhat::Object(t) if t.is_queue() => queues(engine, *what, name, type_),
-        DisplayWhat::Object(t) => objects(engine, *t, name, type_),
+        DisplayWhat::Queue => queues(engine, *what, name, type_, ops),
+        DisplayWhat::Object(t) if t.is_queue() => queues(engine, *what, name, type_, ops),
+        DisplayWhat::Object(t) => objects(engine, *t, name, type_, ops),
         DisplayWhat::Qmgr => {
             let mut o = Obj::new(
                 format!(

@@ -16,6 +16,7 @@ pub(crate) mod status;
 pub use dump::{dump_config, DumpScope};
 use ferrymq_engine::{Engine, Lsn};
 use ferrymq_types::{MqError, ObjectDef, ObjectKind, Reason};
+pub use security::authority_records;
 
 use ferrymq_mqsc::format::{render_fields, Field};
 use ferrymq_mqsc::messages as msg;
@@ -33,6 +34,20 @@ pub trait ServerOps {
     /// Pairs for DISPLAY QMSTATUS (STATUS(RUNNING), STARTDA, STARTTI, CONNS, ...).
     fn qmgr_status(&self) -> Vec<(String, String)>;
     fn refresh_security(&mut self, type_: &str) -> Result<String, MqError>;
+    /// A user's groups, and whether it holds every authority (the queue manager's own user, or
+    /// a member of the administrators' group).
+    fn principal(&self, user: &str) -> (Vec<String>, bool) {
+        (ferrymq_security::users::os::groups_of(user), false)
+    }
+    /// Whether members of `group` hold every authority.
+    fn is_admin_group(&self, _group: &str) -> bool {
+        false
+    }
+    /// Whether a generic DISPLAY shows the object: the command's user holds DSP on it (objects
+    /// it may not display are left out, as MQ leaves them out).
+    fn may_display(&self, _objtype: &str, _name: &str) -> bool {
+        true
+    }
 }
 
 /// The outcome of one command.
@@ -273,7 +288,8 @@ fn execute_command(
         Command::DisplayChlAuth { profile, type_ } => {
             security::display_chlauth(engine, profile, type_.as_deref())
         }
-        Command::DisplayAuthRec(f) => security::display_authrec(engine, f),
+        Command::DisplayAuthRec(f) => security::display_authrec(engine, f, &*ops),
+        Command::DisplayEntAuth(q) => security::display_entauth(engine, q, &*ops),
         Command::PingQmgr => Response::success(
             msg::PING,
             format!(

@@ -1,5 +1,7 @@
-//! SET CHLAUTH, SET AUTHREC, DELETE AUTHREC, DISPLAY CHLAUTH and DISPLAY AUTHREC against the
-//! engine's stored records. Nothing here is enforced yet: each reply says so.
+//! SET CHLAUTH, SET AUTHREC, DELETE AUTHREC, DISPLAY CHLAUTH, DISPLAY AUTHREC and DISPLAY
+//! ENTAUTH against the engine's stored records. The queue manager enforces authority records
+//! (`ferrymq_security::oam` decides); CHLAUTH records are stored, and their replies say they
+//! are not enforced yet.
 
 use std::collections::BTreeMap;
 
@@ -8,18 +10,16 @@ use ferrymq_types::{mqerr, ObjectDef, ObjectKind, ObjectTimes, Reason};
 
 use super::display::matches;
 use super::object::time_value;
-use super::Response;
+use super::{Response, ServerOps};
 use ferrymq_mqsc::format::Field;
 use ferrymq_mqsc::messages as msg;
 use ferrymq_mqsc::security::{
-    authlist, authrec_key, chlauth_key_is, AuthRecFilter, AuthRecSet, ChlAuthAction, ChlAuthSet,
-    Entity,
+    authlist, authrec_key, chlauth_key_is, AuthMatch, AuthRecFilter, AuthRecSet, ChlAuthAction,
+    ChlAuthSet, EntAuthQuery, Entity,
 };
 
 const NOT_ENFORCED_CHLAUTH: &str =
     "FerryMQ stores channel authentication records but does not enforce them yet (connections are not authenticated).";
-const NOT_ENFORCED_AUTHREC: &str =
-    "FerryMQ stores authority records but does not enforce them yet (connections are not authenticated).";
 
 fn note(mut r: Response, text: &str) -> Response {
     if r.ok {
@@ -207,6 +207,29 @@ pub(crate) fn display_chlauth(engine: &Engine, profile: &str, type_: Option<&str
     r
 }
 
+/// Every stored authority record, as the authority checks read them.
+pub fn authority_records(engine: &Engine) -> Vec<ferrymq_security::oam::Record> {
+    use ferrymq_security::oam;
+    engine
+        .objects()
+        .filter(|o| o.kind == ObjectKind::AuthRec)
+        .map(|o| {
+            let (objtype, profile, e) = authrec_identity(o);
+            oam::Record {
+                objtype,
+                profile,
+                entity: match e {
+                    Entity::Principal(n) => oam::Entity::Principal(n),
+                    Entity::Group(n) => oam::Entity::Group(n),
+                },
+                auths: oam::Authorities::from_authlist(
+                    o.attrs.get("AUTHLIST").map(String::as_str).unwrap_or(""),
+                ),
+            }
+        })
+        .collect()
+}
+
 /// An authority record's identity from its stored attributes.
 fn authrec_identity(o: &ObjectDef) -> (String, String, Entity) {
     let get = |k: &str| o.attrs.get(k).cloned().unwrap_or_default();
@@ -277,7 +300,7 @@ pub(crate) fn set_authrec(engine: &mut Engine, s: &AuthRecSet, now_ms: u64) -> R
         ),
         Err(e) => Response::failure(what, &e),
     };
-    note(r, NOT_ENFORCED_AUTHREC)
+    r
 }
 
 fn selected<'e>(engine: &'e Engine, f: &AuthRecFilter) -> Vec<&'e ObjectDef> {
@@ -314,12 +337,9 @@ pub(crate) fn delete_authrec(engine: &mut Engine, f: &AuthRecFilter) -> Response
             return Response::failure("DELETE AUTHREC", &e);
         }
     }
-    note(
-        Response::success(
-            msg::AUTHREC_DELETED,
-            format!("{} authority record(s) deleted.", keys.len()),
-        ),
-        NOT_ENFORCED_AUTHREC,
+    Response::success(
+        msg::AUTHREC_DELETED,
+        format!("{} authority record(s) deleted.", keys.len()),
     )
 }
 
@@ -339,8 +359,35 @@ pub(crate) fn authrec_fields(o: &ObjectDef, qmgr: &str) -> Vec<Field> {
     ]
 }
 
-pub(crate) fn display_authrec(engine: &Engine, f: &AuthRecFilter) -> Response {
-    let mut shown = selected(engine, f);
+/// The records DISPLAY AUTHREC shows, by its MATCH: EXACT as DELETE selects; PROFILE also the
+/// generic profiles that cover the PROFILE named; MEMBERSHIP also the records of the groups
+/// the PRINCIPAL is in.
+fn displayed<'e>(engine: &'e Engine, f: &AuthRecFilter, ops: &dyn ServerOps) -> Vec<&'e ObjectDef> {
+    if f.match_ == AuthMatch::Exact {
+        return selected(engine, f);
+    }
+    let groups: Vec<String> = match (&f.entity, f.match_) {
+        (Some(Entity::Principal(u)), AuthMatch::Membership) => ops.principal(u).0,
+        _ => Vec::new(),
+    };
+    engine
+        .objects()
+        .filter(|o| o.kind == ObjectKind::AuthRec)
+        .filter(|o| {
+            let (t, p, e) = authrec_identity(o);
+            f.objtype.as_deref().is_none_or(|x| x == t)
+                && f.profile
+                    .as_deref()
+                    .is_none_or(|x| x == p || ferrymq_security::oam::matches(&p, x))
+                && f.entity
+                    .as_ref()
+                    .is_none_or(|x| *x == e || matches!(&e, Entity::Group(g) if groups.contains(g)))
+        })
+        .collect()
+}
+
+pub(crate) fn display_authrec(engine: &Engine, f: &AuthRecFilter, ops: &dyn ServerOps) -> Response {
+    let mut shown = displayed(engine, f, ops);
     shown.sort_by_key(|o| {
         let (t, p, e) = authrec_identity(o);
         (t, p, e.kind(), e.name().to_string())
@@ -360,5 +407,77 @@ pub(crate) fn display_authrec(engine: &Engine, f: &AuthRecFilter) -> Response {
         );
     }
     r.reason = Reason::NONE;
+    r
+}
+
+/// DISPLAY ENTAUTH: what the entity holds on the object, from its records (a principal's
+/// combined with its groups'), or everything for the queue manager's administrators.
+pub(crate) fn display_entauth(engine: &Engine, q: &EntAuthQuery, ops: &dyn ServerOps) -> Response {
+    use ferrymq_security::oam::{Authorities, Oam, Principal};
+    let (principal, admin) = match &q.entity {
+        Entity::Principal(u) => {
+            let (groups, admin) = ops.principal(u);
+            (
+                Principal {
+                    user: u.clone(),
+                    groups,
+                },
+                admin,
+            )
+        }
+        Entity::Group(g) => (
+            Principal {
+                // No principal record can be named by an empty user.
+                user: String::new(),
+                groups: vec![g.clone()],
+            },
+            ops.is_admin_group(g),
+        ),
+    };
+    let objname = if q.objtype == "QMGR" {
+        engine.qmgr_name().to_string()
+    } else {
+        q.objname.clone()
+    };
+    let eff = Oam::build(authority_records(engine)).effective(&principal, &q.objtype, &objname);
+    let auths = if admin { Authorities::ALL } else { eff.auths };
+    let mut r = Response::success(msg::ENTAUTH_DETAILS, "");
+    r.text.clear();
+    r.push_object(
+        format!(
+            "{}: Display entity authority details.",
+            msg::ENTAUTH_DETAILS
+        ),
+        vec![
+            Field::new("OBJNAME", &objname),
+            Field::new("ENTITY", q.entity.name()),
+            Field::new("ENTTYPE", q.entity.kind()),
+            Field::new("OBJTYPE", &q.objtype),
+            Field::new("AUTHLIST", auths.to_string()),
+        ],
+    );
+    if admin {
+        r.text.push_str(&format!(
+            "\n{}: {} '{}' is the queue manager's own user or in its administrators' group (qm.ini Security:AdminGroup): it holds every authority whatever the records say.",
+            msg::ENTAUTH_DETAILS,
+            q.entity.kind(),
+            q.entity.name()
+        ));
+    } else if eff.consulted.is_empty() {
+        r.text.push_str(&format!(
+            "\n{}: no authority record of the entity{} matches the object.",
+            msg::ENTAUTH_DETAILS,
+            if principal.groups.is_empty() {
+                String::new()
+            } else {
+                format!(" or its groups ({})", principal.groups.join(", "))
+            }
+        ));
+    } else {
+        for c in &eff.consulted {
+            r.text
+                .push_str(&format!("\n{}: from {c}", msg::ENTAUTH_DETAILS));
+        }
+    }
     r
 }

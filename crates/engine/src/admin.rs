@@ -178,6 +178,7 @@ impl Engine {
         }
         let lsn = self.log_record(&Record::DefineObject(def.clone()))?;
         self.objects.insert((def.kind, def.name.clone()), def);
+        self.objects_version += 1;
         Ok(lsn)
     }
 
@@ -191,6 +192,7 @@ impl Engine {
         }
         let lsn = self.log_record(&Record::DeleteObject(kind, name.to_string()))?;
         self.objects.remove(&(kind, name.to_string()));
+        self.objects_version += 1;
         Ok(lsn)
     }
 
@@ -200,6 +202,12 @@ impl Engine {
 
     pub fn objects(&self) -> impl Iterator<Item = &ObjectDef> {
         self.objects.values()
+    }
+
+    /// A number that changes whenever an object other than a queue is defined, replaced or
+    /// deleted: a cache built from [`Engine::objects`] is current while it stays the same.
+    pub fn objects_version(&self) -> u64 {
+        self.objects_version
     }
 
     /// Every local queue (with its depth and counters), for status and metrics.

@@ -146,6 +146,9 @@ pub struct Engine {
     /// The end of the last administrative record logged (definitions, deletions, clears, the
     /// queue manager's attributes): what a reply that shows definitions must wait for.
     admin_lsn: Lsn,
+    /// Moves whenever an object other than a queue is defined, replaced or deleted (live,
+    /// replayed or restored): what a cache built from objects (authority records) compares.
+    objects_version: u64,
     /// The time the server last passed in (`note_time`), for records of verbs that take none.
     now_hint_ms: u64,
 }
@@ -177,6 +180,7 @@ impl Engine {
             deliveries: Vec::new(),
             dr: dr::DrState::default(),
             admin_lsn: 0,
+            objects_version: 0,
             now_hint_ms: 0,
         }
     }

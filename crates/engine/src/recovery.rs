@@ -306,6 +306,7 @@ impl Engine {
         for o in image.objects {
             e.objects.insert((o.kind, o.name.clone()), o);
         }
+        e.objects_version += 1;
         for m in image.messages {
             // A damaged image's last sequence number must not overflow the counter.
             e.next_seq = e.next_seq.max(m.msg.seq.saturating_add(1));
@@ -434,9 +435,11 @@ impl Engine {
             }
             Record::DefineObject(o) => {
                 self.objects.insert((o.kind, o.name.clone()), o);
+                self.objects_version += 1;
             }
             Record::DeleteObject(k, n) => {
                 self.objects.remove(&(k, n));
+                self.objects_version += 1;
             }
             Record::QmgrAttrs(a) => self.attrs = a,
             Record::ClearQueue(n) => {

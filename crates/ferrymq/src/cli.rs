@@ -40,6 +40,9 @@ const MQ_STYLE: &[&str] = &[
     "makedrsecondary",
     "runmqsc",
     "dmpmqcfg",
+    "setmqaut",
+    "dspmqaut",
+    "dmpmqaut",
     "run-qmgr",
 ];
 
@@ -68,7 +71,9 @@ pub const GROUPS: &[(&str, &[&str], &str)] = &[
     ),
     (
         "Administration",
-        &["runmqsc", "dmpmqcfg", "dmplog", "dspmqver"],
+        &[
+            "runmqsc", "dmpmqcfg", "setmqaut", "dspmqaut", "dmpmqaut", "dmplog", "dspmqver",
+        ],
         "",
     ),
     (
@@ -171,6 +176,34 @@ Examples:
 ALTER QMGR, then DEFINE ... REPLACE of every object that is not a SYSTEM one with all its
 attributes, then SET CHLAUTH and SET AUTHREC. Lines starting '*' are comments (queue manager
 name, QMID, time of the dump). Exit 0; 1: usage; 20: the queue manager is not available.";
+
+const EXAMPLES_SETMQAUT: &str = "\
+Examples:
+  ferrymq setmqaut -m QM1 -t qmgr -p app +connect +inq
+  ferrymq setmqaut -m QM1 -t queue -n 'APP.**' -g apps +put +get +browse +inq
+  ferrymq setmqaut -m QM1 -t queue -n APP.SECRET -p app -get -browse
+
+Runs SET AUTHREC through the queue manager's bindings socket (so the caller needs CHG on the
+queue manager). Profiles may be generic: * within a qualifier, ** any qualifiers, ? one
+character; for each entity the most specific matching profile decides. Authorities: all,
+allmqi, alladm, none, or altusr browse chg clr connect crt ctrl ctrlx dlt dsp get inq passall
+passid pub put resume set setall setid sub system. Exit 0; 1: usage; 71: refused or failed.";
+
+const EXAMPLES_DSPMQAUT: &str = "\
+Examples:
+  ferrymq dspmqaut -m QM1 -t queue -n APP.IN -p app
+  ferrymq dspmqaut -m QM1 -t qmgr -g apps
+
+The authorities the entity holds on the object: a user's own records and its groups' combined
+(DISPLAY ENTAUTH), and the records they come from. Exit 0; 1: usage; 71: refused or failed.";
+
+const EXAMPLES_DMPMQAUT: &str = "\
+Examples:
+  ferrymq dmpmqaut -m QM1
+  ferrymq dmpmqaut -m QM1 -t queue -n APP.IN -p app
+
+Lists authority records (DISPLAY AUTHREC): with -n, the records whose profile is the name or a
+generic profile covering it. Exit 0; 1: usage; 71: refused or failed.";
 
 const EXAMPLES_DMPLOG: &str = "\
 Examples:
@@ -316,6 +349,24 @@ pub enum Cmd {
         override_usage = "ferrymq dmpmqcfg -m QMNAME [-o mqsc|json] [-x all|object|authrec|chlauth]"
     )]
     Dmpmqcfg(Dmpmqcfg),
+    /// Grant or revoke authorities of a user or group on objects (SET AUTHREC)
+    #[command(
+        after_help = EXAMPLES_SETMQAUT,
+        override_usage = "ferrymq setmqaut -m QMNAME -t TYPE [-n PROFILE] (-p USER | -g GROUP) +AUTH|-AUTH ..."
+    )]
+    Setmqaut(Setmqaut),
+    /// Show the authorities a user or group holds on an object
+    #[command(
+        after_help = EXAMPLES_DSPMQAUT,
+        override_usage = "ferrymq dspmqaut -m QMNAME -t TYPE [-n OBJECT] (-p USER | -g GROUP)"
+    )]
+    Dspmqaut(Dspmqaut),
+    /// List authority records
+    #[command(
+        after_help = EXAMPLES_DMPMQAUT,
+        override_usage = "ferrymq dmpmqaut -m QMNAME [-t TYPE] [-n PROFILE] [-p USER | -g GROUP]"
+    )]
+    Dmpmqaut(Dmpmqaut),
     /// List a queue manager's recovery log and message store records, and their damage
     #[command(after_help = EXAMPLES_DMPLOG)]
     Dmplog(Dmplog),
@@ -666,6 +717,69 @@ pub struct Dmpmqcfg {
 }
 
 #[derive(Args, Debug, Default)]
+pub struct Setmqaut {
+    /// The queue manager (local: through its bindings socket)
+    #[arg(long, value_name = "QMNAME", required = true)]
+    pub m: Option<String>,
+    /// The object type: queue, qmgr, channel, listener, authinfo, ...
+    #[arg(long, value_name = "TYPE", required = true)]
+    pub t: String,
+    /// The profile: an object name or a generic profile (not with -t qmgr)
+    #[arg(long, value_name = "PROFILE")]
+    pub n: Option<String>,
+    /// The user (principal)
+    #[arg(long, value_name = "USER", conflicts_with = "g")]
+    pub p: Option<String>,
+    /// The group
+    #[arg(long, value_name = "GROUP")]
+    pub g: Option<String>,
+    /// Authorities to revoke (written -AUTH)
+    #[arg(long, value_name = "AUTH", hide = true)]
+    pub remove: Vec<String>,
+    /// Authorities to grant (+AUTH) and revoke (-AUTH)
+    #[arg(value_name = "+AUTH|-AUTH")]
+    pub add: Vec<String>,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct Dspmqaut {
+    /// The queue manager (local: through its bindings socket)
+    #[arg(long, value_name = "QMNAME", required = true)]
+    pub m: Option<String>,
+    /// The object type: queue, qmgr, channel, listener, authinfo, ...
+    #[arg(long, value_name = "TYPE", required = true)]
+    pub t: String,
+    /// The object's name (not with -t qmgr)
+    #[arg(long, value_name = "OBJECT")]
+    pub n: Option<String>,
+    /// The user (principal)
+    #[arg(long, value_name = "USER", conflicts_with = "g")]
+    pub p: Option<String>,
+    /// The group
+    #[arg(long, value_name = "GROUP")]
+    pub g: Option<String>,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct Dmpmqaut {
+    /// The queue manager (local: through its bindings socket)
+    #[arg(long, value_name = "QMNAME", required = true)]
+    pub m: Option<String>,
+    /// Only records of this object type
+    #[arg(long, value_name = "TYPE")]
+    pub t: Option<String>,
+    /// Only records whose profile is this name or covers it
+    #[arg(long, value_name = "PROFILE")]
+    pub n: Option<String>,
+    /// Only this user's records
+    #[arg(long, value_name = "USER", conflicts_with = "g")]
+    pub p: Option<String>,
+    /// Only this group's records
+    #[arg(long, value_name = "GROUP")]
+    pub g: Option<String>,
+}
+
+#[derive(Args, Debug, Default)]
 pub struct Dmplog {
     /// (queue manager ended) overwrite each damaged log span that readable records follow with a
     /// filler, so that recovery keeps the records after it
@@ -917,6 +1031,11 @@ fn prepare(sub: &clap::Command, args: &[String]) -> Result<Vec<String>, String> 
         if a == "--" {
             out.extend(args[i - 1..].iter().cloned());
             break;
+        }
+        // setmqaut's revocations (-put, -all) are authorities, not flags.
+        if name == "setmqaut" && ferrymq_types::authority::expand(&a[1..]).is_some() {
+            out.push(format!("--remove={}", &a[1..]));
+            continue;
         }
         if a == "-?" || a == "--help" || (a == "-h" && !has_h) {
             out.push("--help".into());

@@ -5,6 +5,7 @@
 //! reads the command line (one clap tree, `cli`) and calls the crates that do the work; it holds
 //! no queue logic of its own.
 
+mod authcmds;
 mod cli;
 mod demo;
 mod dlq_handler;
@@ -53,6 +54,9 @@ fn run(cli: Cli) -> Res {
         Cmd::RunQmgr(a) => lifecycle::run_qmgr(&a.name),
         Cmd::Runmqsc(a) => runmqsc::run(&a),
         Cmd::Dmpmqcfg(a) => runmqsc::dmpmqcfg(&a),
+        Cmd::Setmqaut(a) => authcmds::setmqaut(&a),
+        Cmd::Dspmqaut(a) => authcmds::dspmqaut(&a),
+        Cmd::Dmpmqaut(a) => authcmds::dmpmqaut(&a),
         Cmd::Dmplog(a) => dmplog::run(&a),
         Cmd::Put(a) => samples::put(&a.args),
         Cmd::Get(a) => samples::get(&a.args, false),

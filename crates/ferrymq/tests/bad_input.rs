@@ -152,7 +152,7 @@ fn a_malformed_request_on_a_conversation_gets_an_error_and_the_socket_stays_usab
         1,
         &Request::Connect {
             qmgr: "QBAD4".into(),
-            user: "u".into(),
+            user: String::new(),
             password: String::new(),
             app_name: "t".into(),
         },
@@ -228,7 +228,7 @@ fn a_client_vanishing_mid_transaction_has_its_work_backed_out() {
             1,
             &Request::Connect {
                 qmgr: String::new(),
-                user: "u".into(),
+                user: String::new(),
                 password: String::new(),
                 app_name: "t".into(),
             },

@@ -80,7 +80,7 @@ fn small_queued_messages_cost_about_their_size() {
         1,
         &Request::Connect {
             qmgr: String::new(),
-            user: "u".into(),
+            user: String::new(),
             password: String::new(),
             app_name: "mem".into(),
         },

@@ -69,7 +69,17 @@ fn depth(c: &Connection, q: &str) -> u32 {
     a[0].1.parse().unwrap()
 }
 
+/// A client connection asserting `user`, which is first given every authority on the queue
+/// manager and its queues (these tests are about the context a user's messages carry).
 fn client_as(qm: &Qm<'_>, user: &str, app: &str) -> Connection {
+    mqsc(
+        qm.home,
+        &qm.name,
+        &format!(
+            "SET AUTHREC OBJTYPE(QMGR) PRINCIPAL('{user}') AUTHADD(ALL)\n\
+             SET AUTHREC PROFILE('**') OBJTYPE(QUEUE) PRINCIPAL('{user}') AUTHADD(ALL)\n"
+        ),
+    );
     let mut o = ConnectOptions::client(&qm.name, &qm.conname()).unwrap();
     o.user = user.to_string();
     o.app_name = app.to_string();

@@ -84,7 +84,7 @@ fn open_silent(port: u16, queue: &str) -> (TcpStream, u32) {
         1,
         &Request::Connect {
             qmgr: String::new(),
-            user: "u".into(),
+            user: String::new(),
             password: String::new(),
             app_name: "silent".into(),
         },

@@ -2,7 +2,7 @@
 //! executor (and anything else that inspects a command) deals only in canonical MQ keywords.
 
 use crate::attrs::AttrSpec;
-use crate::security::{AuthRecFilter, AuthRecSet, ChlAuthSet};
+use crate::security::{AuthRecFilter, AuthRecSet, ChlAuthSet, EntAuthQuery};
 
 /// The object types DEFINE, ALTER and DELETE work on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -181,10 +181,9 @@ pub enum Command {
     RefreshQmgrExpiry {
         name: String,
     },
-    /// SET CHLAUTH: add, replace or remove channel authentication records (stored, not
-    /// enforced yet).
+    /// SET CHLAUTH: add, replace or remove channel authentication records.
     SetChlAuth(ChlAuthSet),
-    /// SET AUTHREC: add or remove authorities of a principal or group (stored, not enforced yet).
+    /// SET AUTHREC: add or remove authorities of a principal or group.
     SetAuthRec(AuthRecSet),
     DeleteAuthRec(AuthRecFilter),
     DisplayChlAuth {
@@ -193,6 +192,8 @@ pub enum Command {
         type_: Option<String>,
     },
     DisplayAuthRec(AuthRecFilter),
+    /// DISPLAY ENTAUTH: the authorities an entity holds on one object (dspmqaut).
+    DisplayEntAuth(EntAuthQuery),
     PingQmgr,
     /// END: ends a runmqsc session (the client acts on it; the server has nothing to do).
     End,
@@ -227,6 +228,7 @@ impl Command {
             Command::DeleteAuthRec(_) => "DELETE AUTHREC".into(),
             Command::DisplayChlAuth { profile, .. } => format!("DISPLAY CHLAUTH({profile})"),
             Command::DisplayAuthRec(_) => "DISPLAY AUTHREC".into(),
+            Command::DisplayEntAuth(_) => "DISPLAY ENTAUTH".into(),
             Command::PingQmgr => "PING QMGR".into(),
             Command::End => "END".into(),
         }

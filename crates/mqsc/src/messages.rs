@@ -21,6 +21,7 @@ pub const NOT_ACTED_ON: &str = "FMQ8890W";
 pub const AUTHREC_SET: &str = "FMQ8862I";
 pub const AUTHREC_DELETED: &str = "FMQ8863I";
 pub const AUTHREC_DETAILS: &str = "FMQ8864I";
+pub const ENTAUTH_DETAILS: &str = "FMQ8865I";
 pub const CHLAUTH_SET: &str = "FMQ8877I";
 pub const CHLAUTH_DETAILS: &str = "FMQ8878I";
 pub const SYNTAX_ERROR: &str = "FMQ8405E";

@@ -148,6 +148,10 @@ pub fn parse(text: &str) -> Result<Command, SyntaxError> {
             let (profile, type_) = security::display_chlauth(obj, rest)?;
             Ok(Command::DisplayChlAuth { profile, type_ })
         }
+        Verb::Display if obj.word == "ENTAUTH" => {
+            no_name(obj)?;
+            Ok(Command::DisplayEntAuth(security::display_entauth(rest)?))
+        }
         Verb::Display if obj.word == "AUTHREC" => {
             no_name(obj)?;
             Ok(Command::DisplayAuthRec(security::display_authrec(rest)?))

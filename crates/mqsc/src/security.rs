@@ -1,7 +1,7 @@
-//! SET CHLAUTH, SET AUTHREC, DELETE AUTHREC and their DISPLAY commands: parsing and checking.
-//! Channel authentication and authority records are stored and shown as MQ administrators write
-//! them, so setup scripts run unchanged; FerryMQ does not enforce them yet (connections are not
-//! authenticated), and every reply says so.
+//! SET CHLAUTH, SET AUTHREC, DELETE AUTHREC, their DISPLAY commands and DISPLAY ENTAUTH:
+//! parsing and checking. Channel authentication and authority records are stored and shown as
+//! MQ administrators write them, so setup scripts run unchanged; the queue manager enforces the
+//! authority records (CHLAUTH replies say whether their records are acted on).
 //!
 //! Each record is kept as an engine object of kind CHLAUTH or AUTHREC whose name is the record's
 //! key (what identifies it in MQ: for CHLAUTH the profile, type and what it matches; for AUTHREC
@@ -10,6 +10,7 @@
 use crate::command::SyntaxError;
 use crate::lexer::{scalar, scalar_at, Item, Paren};
 use crate::values::{name_problem, CHANNEL_NAME_LEN_MAX};
+use ferrymq_types::authority;
 use ferrymq_types::limits::OBJECT_NAME_LEN_MAX;
 
 /// CHLAUTH record types.
@@ -23,22 +24,10 @@ pub const CHLAUTH_TYPES: &[&str] = &[
 ];
 
 /// Object types an authority record can name.
-pub const AUTHREC_OBJTYPES: &[&str] = &[
-    "AUTHINFO", "CHANNEL", "CLNTCONN", "COMMINFO", "LISTENER", "NAMELIST", "PROCESS", "QUEUE",
-    "QMGR", "RQMNAME", "SERVICE", "TOPIC",
-];
+pub const AUTHREC_OBJTYPES: &[&str] = authority::OBJTYPES;
 
 /// Authorities in the order AUTHLIST shows them.
-pub const AUTHREC_ORDER: &[&str] = AUTHORITIES;
-const AUTHORITIES: &[&str] = &[
-    "ALTUSR", "BROWSE", "CHG", "CLR", "CONNECT", "CRT", "CTRL", "CTRLX", "DLT", "DSP", "GET",
-    "INQ", "PASSALL", "PASSID", "PUB", "PUT", "RESUME", "SET", "SETALL", "SETID", "SUB", "SYSTEM",
-];
-const ALLMQI: &[&str] = &[
-    "ALTUSR", "BROWSE", "CONNECT", "GET", "INQ", "PASSALL", "PASSID", "PUB", "PUT", "RESUME",
-    "SET", "SETALL", "SETID", "SUB",
-];
-const ALLADM: &[&str] = &["CHG", "CLR", "CTRL", "CTRLX", "DLT", "DSP"];
+pub const AUTHREC_ORDER: &[&str] = authority::AUTHORITIES;
 
 /// SET CHLAUTH's ACTION.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,12 +121,35 @@ pub fn authrec_key(objtype: &str, profile: &str, entity: &Entity) -> String {
     format!("{objtype}|{profile}|{e}")
 }
 
-/// Which authority records a DELETE or DISPLAY AUTHREC selects.
+/// DISPLAY AUTHREC's MATCH: how PROFILE and PRINCIPAL select records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AuthMatch {
+    /// The records whose profile is PROFILE or a generic profile that covers it (the default).
+    #[default]
+    Profile,
+    /// As PROFILE, and with PRINCIPAL also the records of the groups the principal is in.
+    Membership,
+    /// Only the record of exactly this profile and entity.
+    Exact,
+}
+
+/// Which authority records a DELETE or DISPLAY AUTHREC selects. DELETE always matches exactly.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct AuthRecFilter {
     pub profile: Option<String>,
     pub objtype: Option<String>,
     pub entity: Option<Entity>,
+    /// DISPLAY's MATCH (DELETE's is always EXACT).
+    pub match_: AuthMatch,
+}
+
+/// A parsed DISPLAY ENTAUTH: what an entity may do to one object, its records combined.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntAuthQuery {
+    /// The object's name (empty for OBJTYPE(QMGR): this queue manager).
+    pub objname: String,
+    pub objtype: String,
+    pub entity: Entity,
 }
 
 impl AuthRecFilter {
@@ -463,32 +475,21 @@ pub(crate) fn set_chlauth(obj: &Item, rest: &[Item]) -> Result<ChlAuthSet, Synta
 fn expand(item: &Item, v: Vec<String>) -> Result<Vec<String>, SyntaxError> {
     let mut out: Vec<&str> = Vec::new();
     for a in &v {
-        let a = a.to_ascii_uppercase();
-        match a.as_str() {
-            "ALL" => {
-                out.extend(ALLMQI);
-                out.extend(ALLADM);
-                out.push("CRT");
-                out.push("SYSTEM");
+        match authority::expand(a) {
+            Some(list) => out.extend(list),
+            None => {
+                return Err(err(
+                    format!(
+                        "'{}' is not an authority; use ALL, ALLADM, ALLMQI, NONE or {}",
+                        a.to_ascii_uppercase(),
+                        authority::AUTHORITIES.join(", ")
+                    ),
+                    item,
+                ))
             }
-            "ALLMQI" => out.extend(ALLMQI),
-            "ALLADM" => out.extend(ALLADM),
-            "NONE" => {}
-            w => match AUTHORITIES.iter().find(|x| **x == w) {
-                Some(x) => out.push(x),
-                None => {
-                    return Err(err(
-                        format!(
-                            "'{a}' is not an authority; use ALL, ALLADM, ALLMQI, NONE or {}",
-                            AUTHORITIES.join(", ")
-                        ),
-                        item,
-                    ))
-                }
-            },
         }
     }
-    Ok(AUTHORITIES
+    Ok(authority::AUTHORITIES
         .iter()
         .filter(|a| out.contains(a))
         .map(|a| a.to_string())
@@ -643,8 +644,22 @@ pub(crate) fn delete_authrec(rest: &[Item]) -> Result<AuthRecFilter, SyntaxError
 
 /// Parses DISPLAY AUTHREC's parameters (every one optional).
 pub(crate) fn display_authrec(rest: &[Item]) -> Result<AuthRecFilter, SyntaxError> {
+    let mut match_ = None;
     let mut f = authrec_common(rest, |item| match item.word.as_str() {
-        "ALL" | "MATCH" | "SERVCOMP" => Ok(()),
+        "MATCH" => {
+            if match_.is_some() {
+                return Err(twice(item));
+            }
+            match_ = Some(
+                match word_in(item, &["PROFILE", "MEMBERSHIP", "EXACT"])?.as_str() {
+                    "PROFILE" => AuthMatch::Profile,
+                    "MEMBERSHIP" => AuthMatch::Membership,
+                    _ => AuthMatch::Exact,
+                },
+            );
+            Ok(())
+        }
+        "ALL" | "SERVCOMP" => Ok(()),
         "AUTHLIST" | "ENTITY" | "ENTTYPE" => Ok(()),
         _ => Err(err(
             format!(
@@ -657,7 +672,91 @@ pub(crate) fn display_authrec(rest: &[Item]) -> Result<AuthRecFilter, SyntaxErro
     if f.objtype.as_deref() == Some("QMGR") {
         f.profile = Some(String::new());
     }
+    f.match_ = match_.unwrap_or_default();
+    if f.match_ == AuthMatch::Membership && !matches!(f.entity, Some(Entity::Principal(_))) {
+        return Err(SyntaxError::new(
+            "MATCH(MEMBERSHIP) needs PRINCIPAL('user'): it adds the records of the user's groups",
+            0,
+            "MATCH",
+        ));
+    }
     Ok(f)
+}
+
+/// Parses DISPLAY ENTAUTH's parameters: OBJNAME (not with OBJTYPE(QMGR)), OBJTYPE, and one
+/// PRINCIPAL or GROUP.
+pub(crate) fn display_entauth(rest: &[Item]) -> Result<EntAuthQuery, SyntaxError> {
+    let mut objname = None;
+    let f = authrec_common(rest, |item| match item.word.as_str() {
+        "OBJNAME" => {
+            if objname.is_some() {
+                return Err(twice(item));
+            }
+            let p = value_of(item, "OBJNAME('APP.IN')")?;
+            let s = scalar(p)?;
+            if let Some(problem) = name_problem(&s.value, OBJECT_NAME_LEN_MAX) {
+                return Err(SyntaxError::new(
+                    format!("not a valid object name: {problem}"),
+                    s.col,
+                    s.written,
+                ));
+            }
+            objname = Some(s.value);
+            Ok(())
+        }
+        "ALL" | "AUTHLIST" | "SERVCOMP" => Ok(()),
+        _ => Err(err(
+            format!(
+                "unexpected '{}': DISPLAY ENTAUTH takes OBJNAME, OBJTYPE and PRINCIPAL or GROUP",
+                item.text
+            ),
+            item,
+        )),
+    })?;
+    if f.profile.is_some() {
+        return Err(SyntaxError::new(
+            "DISPLAY ENTAUTH names its object with OBJNAME(...), not PROFILE",
+            0,
+            "PROFILE",
+        ));
+    }
+    let Some(objtype) = f.objtype else {
+        return Err(SyntaxError::new(
+            "DISPLAY ENTAUTH needs OBJTYPE(...), e.g. OBJTYPE(QUEUE)",
+            0,
+            "",
+        ));
+    };
+    let objname = match (objtype.as_str(), objname) {
+        ("QMGR", None) => String::new(),
+        ("QMGR", Some(_)) => {
+            return Err(SyntaxError::new(
+                "OBJNAME is not valid with OBJTYPE(QMGR): the object is this queue manager",
+                0,
+                "OBJNAME",
+            ))
+        }
+        (t, None) => {
+            return Err(SyntaxError::new(
+                format!("DISPLAY ENTAUTH needs OBJNAME(...) with OBJTYPE({t})"),
+                0,
+                "",
+            ))
+        }
+        (_, Some(n)) => n,
+    };
+    let Some(entity) = f.entity else {
+        return Err(SyntaxError::new(
+            "DISPLAY ENTAUTH needs PRINCIPAL('user') or GROUP('group')",
+            0,
+            "",
+        ));
+    };
+    Ok(EntAuthQuery {
+        objname,
+        objtype,
+        entity,
+    })
 }
 
 /// Parses DISPLAY CHLAUTH(profile) [TYPE(...)] [ALL]: the profile pattern and type wanted.
@@ -762,5 +861,34 @@ mod tests {
                 .contains("not both")
         );
         assert!(parse("SET AUTHREC OBJTYPE(QMGR) GROUP('mqclient') AUTHADD(CONNECT,INQ)").is_ok());
+    }
+
+    #[test]
+    fn display_authrec_takes_match_and_display_entauth_names_one_object() {
+        use crate::security::{AuthMatch, Entity};
+        let Command::DisplayAuthRec(f) =
+            parse("DISPLAY AUTHREC PROFILE(A.B) OBJTYPE(QUEUE) PRINCIPAL(app) MATCH(MEMBERSHIP)")
+                .unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(f.match_, AuthMatch::Membership);
+        let Command::DisplayAuthRec(f) = parse("DISPLAY AUTHREC").unwrap() else {
+            panic!()
+        };
+        assert_eq!(f.match_, AuthMatch::Profile);
+        assert!(err("DISPLAY AUTHREC GROUP(g) MATCH(MEMBERSHIP)").contains("PRINCIPAL"));
+        let Command::DisplayEntAuth(q) =
+            parse("DISPLAY ENTAUTH OBJNAME('Q1') OBJTYPE(QUEUE) PRINCIPAL('app')").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (q.objname.as_str(), q.objtype.as_str(), q.entity),
+            ("Q1", "QUEUE", Entity::Principal("app".into()))
+        );
+        assert!(parse("DISPLAY ENTAUTH OBJTYPE(QMGR) GROUP(g)").is_ok());
+        assert!(err("DISPLAY ENTAUTH OBJTYPE(QUEUE) GROUP(g)").contains("OBJNAME"));
+        assert!(err("DISPLAY ENTAUTH OBJNAME(Q) OBJTYPE(QUEUE)").contains("PRINCIPAL"));
     }
 }

@@ -7,11 +7,16 @@ use std::sync::Arc;
 use ferrymq_admin::ServerOps;
 use ferrymq_types::{MqError, ObjectDef};
 
+use crate::authz::Who;
 use crate::listeners;
 use crate::qmgr::Shared;
+use ferrymq_security::oam::{Authorities, Oam};
 
 pub struct Ops<'a> {
     pub shared: &'a Arc<Shared>,
+    /// Who runs the command and the records in force, when a generic DISPLAY must leave out
+    /// what that user may not display (None: the administrator's AutoConfig, everything).
+    pub viewer: Option<(Arc<Who>, Arc<Oam>)>,
 }
 
 impl ServerOps for Ops<'_> {
@@ -72,6 +77,31 @@ impl ServerOps for Ops<'_> {
             rows.extend(ha.qmstatus_rows());
         }
         rows
+    }
+
+    fn principal(&self, user: &str) -> (Vec<String>, bool) {
+        let who = crate::authz::resolve(
+            &ferrymq_security::users::os::current_user(),
+            &self.shared.cfg.admin_group,
+            user,
+        );
+        (who.principal.groups, who.admin)
+    }
+
+    fn is_admin_group(&self, group: &str) -> bool {
+        group == self.shared.cfg.admin_group
+    }
+
+    fn may_display(&self, objtype: &str, name: &str) -> bool {
+        match &self.viewer {
+            None => true,
+            Some((who, oam)) => {
+                who.admin
+                    || oam
+                        .check(&who.principal, objtype, name, Authorities::DSP)
+                        .is_ok()
+            }
+        }
     }
 
     fn refresh_security(&mut self, type_: &str) -> Result<String, MqError> {

@@ -73,7 +73,15 @@ pub fn apply(shared: &Arc<Shared>) {
             run += 1;
             let r = {
                 let mut core = shared.core.lock();
-                let r = execute_text(&cmd.text, &mut core.engine, &mut Ops { shared }, now_ms());
+                let r = execute_text(
+                    &cmd.text,
+                    &mut core.engine,
+                    &mut Ops {
+                        shared,
+                        viewer: None,
+                    },
+                    now_ms(),
+                );
                 core.flush_deliveries();
                 r
             };

@@ -71,6 +71,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
         ],
     ),
     ("Metrics", &["Port", "Address"]),
+    ("Security", &["AdminGroup"]),
     ("AutoConfig", &["MQSCConfig"]),
     ("QMErrorLog", &["ErrorLogSize", "Format"]),
     (
@@ -304,6 +305,9 @@ pub struct QmConfig {
     /// by default: until connections are authenticated, anyone who can reach the port could
     /// otherwise define, alter, clear and delete objects).
     pub remote_admin: bool,
+    /// The operating-system group whose members hold every authority, as the queue manager's
+    /// own user does (qm.ini `Security:AdminGroup`, default `mqm`).
+    pub admin_group: String,
     /// A backout moves a message that reached BOTHRESH to BOQNAME or the dead-letter queue
     /// (qm.ini `QueueManager:BackoutRequeue=yes`, the default); `no` leaves it on its queue for
     /// the application, as MQ does.
@@ -593,6 +597,10 @@ impl QmConfig {
                 v
             },
             checkpoint_interval_ms: num(ini, "Log", "CheckpointIntervalMs", 30_000u64)?,
+            admin_group: known(ini, "Security", "AdminGroup")
+                .map(|g| g.trim().to_string())
+                .filter(|g| !g.is_empty())
+                .unwrap_or_else(|| "mqm".to_string()),
             remote_admin: match known(ini, "Channels", "RemoteAdmin") {
                 None => false,
                 Some(v) => match v.trim().to_ascii_lowercase().as_str() {

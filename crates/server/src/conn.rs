@@ -67,6 +67,7 @@ where
         tx: tx.clone(),
         info,
         admin_refusal_logged: false,
+        principals: AHashMap::new(),
     };
     if let Err(e) = run(&mut rd, &shared, &mut session, &stall).await {
         // Tell the peer why before closing, when the socket can still carry it.

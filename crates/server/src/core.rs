@@ -137,6 +137,8 @@ struct Route {
 
 pub struct Core {
     pub engine: Engine,
+    /// Object authorities: the compiled records and the queue manager's own user.
+    pub authz: crate::authz::Authz,
     routes: AHashMap<ConnId, Route>,
     /// New connections are refused once a controlled or immediate end has begun.
     pub quiescing: bool,
@@ -169,6 +171,7 @@ impl Core {
     pub fn new(engine: Engine) -> Core {
         Core {
             engine,
+            authz: crate::authz::Authz::default(),
             routes: AHashMap::new(),
             quiescing: false,
         }

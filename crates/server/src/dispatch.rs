@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::admin_ops::Ops;
+use crate::authz::{self, Who};
 use crate::core::{error_response, message_response, Core, Outbox};
 use crate::listeners::SocketInfo;
 use crate::qmgr::Shared;
@@ -25,6 +26,8 @@ pub struct Session {
     pub info: SocketInfo,
     /// A refused MQSC command from this socket has been reported in the error log.
     pub admin_refusal_logged: bool,
+    /// Who each connected conversation runs as, resolved when it connected.
+    pub principals: AHashMap<u16, Arc<Who>>,
 }
 
 /// What the connection task does after a request.
@@ -139,10 +142,13 @@ pub fn handle(
             );
             return Action::Reply(error_response(e), 0);
         }
-        return Action::Reply(connect(core, s, conv, qmgr, user, app_name), 0);
+        return Action::Reply(
+            connect(core, &shared.cfg.admin_group, s, conv, qmgr, user, app_name),
+            0,
+        );
     }
     if let Q::Admin { command } = &r {
-        return admin(core, shared, s, command, now_ms);
+        return admin(core, shared, s, conv, command, now_ms);
     }
     if let Q::Heartbeat = &r {
         // Heartbeats belong to the socket (conversation 0), not to a connection.
@@ -155,12 +161,44 @@ pub fn handle(
         );
         return Action::Reply(error_response(e), 0);
     };
+    // Authority is decided here, at open and MQPUT1; a handle keeps what its open was granted.
+    match &r {
+        Q::Open { name, options, .. } => {
+            let (needed, names) = authz::open_needs(*options);
+            if let Err(err) = check(
+                core,
+                s,
+                conv,
+                &format!("MQOPEN with options {names}"),
+                "QUEUE",
+                name,
+                needed,
+            ) {
+                return Action::Reply(error_response(err), 0);
+            }
+        }
+        Q::Put1 { name, opts, .. } => {
+            if let Err(err) = check(
+                core,
+                s,
+                conv,
+                "MQPUT1",
+                "QUEUE",
+                name,
+                authz::put1_needs(opts.context),
+            ) {
+                return Action::Reply(error_response(err), 0);
+            }
+        }
+        _ => {}
+    }
     let e = &mut core.engine;
     match r {
         Q::Disconnect => {
             let r = e.disconnect_normally(conn, now_ms);
             core.remove_route(conn);
             s.convs.remove(&conv);
+            s.principals.remove(&conv);
             s.info.conversations.fetch_sub(1, Ordering::Relaxed);
             done(r)
         }
@@ -267,8 +305,26 @@ pub fn handle(
     }
 }
 
+/// Checks the authority of the conversation's user (see [`authz`]).
+fn check(
+    core: &mut Core,
+    s: &Session,
+    conv: u16,
+    what: &str,
+    objtype: &str,
+    name: &str,
+    needed: ferrymq_security::oam::Authorities,
+) -> Result<(), MqError> {
+    let Some(who) = s.principals.get(&conv) else {
+        return Ok(());
+    };
+    core.authz
+        .check(&core.engine, who, what, objtype, name, needed)
+}
+
 fn connect(
     core: &mut Core,
+    admin_group: &str,
     s: &mut Session,
     conv: u16,
     qmgr: &str,
@@ -315,9 +371,21 @@ fn connect(
         (Some(os), true) => os.as_str(),
         _ => user,
     };
+    let who = core.authz.resolve(admin_group, user);
+    if let Err(e) = core.authz.check(
+        &core.engine,
+        &who,
+        "connect (MQCONN)",
+        "QMGR",
+        "",
+        ferrymq_security::oam::Authorities::CONNECT,
+    ) {
+        return fail(e.reason, e.message);
+    }
     let conn = core.engine.connect(user, app);
     core.add_route(conn, s.tx.clone(), conv);
     s.convs.insert(conv, conn);
+    s.principals.insert(conv, who);
     s.info.conversations.fetch_add(1, Ordering::Relaxed);
     status_ok()
 }
@@ -386,6 +454,7 @@ fn admin(
     core: &mut Core,
     shared: &Arc<Shared>,
     s: &mut Session,
+    conv: u16,
     command: &str,
     now_ms: u64,
 ) -> Action {
@@ -427,7 +496,48 @@ fn admin(
                 0,
             );
         }
-        let r = ferrymq_admin::execute_text(mqsc, &mut core.engine, &mut Ops { shared }, now_ms);
+        // The command's authority: the conversation's user; a bindings socket's process's user
+        // when the conversation is not connected; a client's that asserted nobody, the queue
+        // manager's own (see `authz`).
+        let who = match s.principals.get(&conv) {
+            Some(w) => w.clone(),
+            None => core.authz.resolve(
+                &shared.cfg.admin_group,
+                if s.bindings {
+                    s.info.os_user.as_deref().unwrap_or("")
+                } else {
+                    ""
+                },
+            ),
+        };
+        let parsed = ferrymq_mqsc::parse(mqsc);
+        if let Some((objtype, name, needed)) = parsed.as_ref().ok().and_then(authz::mqsc_needs) {
+            let label = parsed.as_ref().map(|c| c.label()).unwrap_or_default();
+            if let Err(e) = core.authz.check(
+                &core.engine,
+                &who,
+                &format!("run MQSC {label}"),
+                objtype,
+                &name,
+                needed,
+            ) {
+                let text = format!(
+                    "{}: {label} refused: {}\n   Reason: {}",
+                    ferrymq_mqsc::messages::NOT_AUTHORIZED,
+                    e.message,
+                    e.reason
+                );
+                return Action::Reply(reply(Reason::NOT_AUTHORIZED, &text), 0);
+            }
+        }
+        let mut ops = Ops {
+            shared,
+            viewer: Some((who, core.authz.oam(&core.engine))),
+        };
+        let r = match &parsed {
+            Ok(cmd) => ferrymq_admin::execute(cmd, &mut core.engine, &mut ops, now_ms),
+            Err(_) => ferrymq_admin::execute_text(mqsc, &mut core.engine, &mut ops, now_ms),
+        };
         core.flush_deliveries();
         let resp = reply(
             if r.ok {

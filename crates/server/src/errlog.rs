@@ -125,6 +125,7 @@ pub mod ids {
         MAX_CHANNELS = 3004 Warning "A connection was refused: Channels:MaxChannels reached.";
         METRICS_STARTED = 3005 Info "Prometheus metrics are served at the address named.";
         METRICS_ACCEPT_FAILED = 3006 Warning "Accepting a metrics connection failed.";
+        NOT_AUTHORIZED = 3008 Warning "A connection, open, MQPUT1 or MQSC command was refused with MQRC_NOT_AUTHORIZED: the user and its groups, the operation, the object and the authorities missing are named.";
         REMOTE_ADMIN_REFUSED = 3007 Warning "MQSC from a client (TCP) connection was refused because qm.ini Channels:RemoteAdmin is off (logged once per connection).";
         HA_PREFERRED = 4001 Info "The preferred instance of the HA group changed.";
         HA_PREFERRED_UNRECORDED = 4002 Error "The preferred instance cannot be recorded in qm.ini.";

@@ -7,6 +7,7 @@
 //! `ferrymq-proto`.
 
 mod admin_ops;
+mod authz;
 mod autoconfig;
 pub mod config;
 mod conn;

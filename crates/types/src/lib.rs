@@ -4,6 +4,7 @@
 //! use to encode them. It also owns two contracts every process shares: the home directory's layout and MQ's
 //! connection names. This crate does no I/O.
 
+pub mod authority;
 pub mod codec;
 pub mod conname;
 pub mod descriptor;
