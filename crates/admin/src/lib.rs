@@ -251,7 +251,12 @@ fn execute_command(
         Command::SetChlAuth(s) => security::set_chlauth(engine, s, now_ms),
         Command::SetAuthRec(s) => security::set_authrec(engine, s, now_ms),
         Command::DeleteAuthRec(f) => security::delete_authrec(engine, f),
-        Command::DisplayChlAuth { profile, type_ } => {
+        Command::DisplayChlAuth {
+            profile,
+            runcheck: Some(rc),
+            ..
+        } => security::runcheck_chlauth(engine, profile, rc),
+        Command::DisplayChlAuth { profile, type_, .. } => {
             security::display_chlauth(engine, profile, type_.as_deref())
         }
         Command::DisplayAuthRec(f) => security::display_authrec(engine, f),

@@ -16,8 +16,6 @@ use ferrymq_mqsc::security::{
     Entity,
 };
 
-const NOT_ENFORCED_CHLAUTH: &str =
-    "FerryMQ stores channel authentication records but does not enforce them yet (connections are not authenticated).";
 const NOT_ENFORCED_AUTHREC: &str =
     "FerryMQ stores authority records but does not enforce them yet (connections are not authenticated).";
 
@@ -118,7 +116,7 @@ pub(crate) fn set_chlauth(engine: &mut Engine, s: &ChlAuthSet, now_ms: u64) -> R
             )
         }
     };
-    note(r, NOT_ENFORCED_CHLAUTH)
+    r
 }
 
 /// The fields DISPLAY CHLAUTH shows for a record, in MQ's order.
@@ -204,6 +202,62 @@ pub(crate) fn display_chlauth(engine: &Engine, profile: &str, type_: Option<&str
             chlauth_fields(o),
         );
     }
+    r
+}
+
+/// DISPLAY CHLAUTH(channel) MATCH(RUNCHECK): the record that would decide a connection attempt,
+/// shown as DISPLAY CHLAUTH shows records, or a message that none applies.
+pub(crate) fn runcheck_chlauth(
+    engine: &Engine,
+    channel: &str,
+    rc: &ferrymq_mqsc::security::RunCheck,
+) -> Response {
+    use ferrymq_security::chlauth;
+    let stored: Vec<&ObjectDef> = engine
+        .objects()
+        .filter(|o| o.kind == ObjectKind::ChlAuth)
+        .collect();
+    let rules: Vec<chlauth::Rule> = stored
+        .iter()
+        .filter_map(|o| chlauth::Rule::from_attrs(&o.attrs))
+        .collect();
+    let attempt = chlauth::Attempt {
+        channel,
+        address: &rc.address,
+        client_user: &rc.clntuser,
+        cert_dn: rc.sslpeer.as_deref(),
+        remote_qmgr: None,
+    };
+    let admin = |u: &str| u == "mqm" || u == "root";
+    let Some(rule) = chlauth::runcheck(&rules, &attempt, chlauth::dn_matches_simple, &admin) else {
+        return Response::success(
+            msg::NO_MATCH,
+            format!(
+                "No channel authentication record applies to channel '{channel}' from address '{}'{}.",
+                rc.address,
+                if rc.clntuser.is_empty() {
+                    String::new()
+                } else {
+                    format!(" for client user '{}'", rc.clntuser)
+                }
+            ),
+        );
+    };
+    let Some(o) = stored
+        .iter()
+        .find(|o| chlauth::Rule::from_attrs(&o.attrs).as_ref() == Some(rule))
+    else {
+        return Response::success(msg::NO_MATCH, rule.describe());
+    };
+    let mut r = Response::success(msg::CHLAUTH_DETAILS, "");
+    r.text.clear();
+    r.push_object(
+        format!(
+            "{}: Display channel authentication record details.",
+            msg::CHLAUTH_DETAILS
+        ),
+        chlauth_fields(o),
+    );
     r
 }
 

@@ -184,6 +184,8 @@ pub enum Command {
         /// Profile or generic pattern.
         profile: String,
         type_: Option<String>,
+        /// MATCH(RUNCHECK): which record applies to a connection attempt on channel `profile`.
+        runcheck: Option<crate::security::RunCheck>,
     },
     DisplayAuthRec(AuthRecFilter),
     PingQmgr,

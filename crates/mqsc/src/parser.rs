@@ -145,8 +145,12 @@ pub fn parse(text: &str) -> Result<Command, SyntaxError> {
             )),
         },
         Verb::Display if obj.word == "CHLAUTH" => {
-            let (profile, type_) = security::display_chlauth(obj, rest)?;
-            Ok(Command::DisplayChlAuth { profile, type_ })
+            let (profile, type_, runcheck) = security::display_chlauth(obj, rest)?;
+            Ok(Command::DisplayChlAuth {
+                profile,
+                type_,
+                runcheck,
+            })
         }
         Verb::Display if obj.word == "AUTHREC" => {
             no_name(obj)?;

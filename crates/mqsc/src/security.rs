@@ -661,10 +661,18 @@ pub(crate) fn display_authrec(rest: &[Item]) -> Result<AuthRecFilter, SyntaxErro
 }
 
 /// Parses DISPLAY CHLAUTH(profile) [TYPE(...)] [ALL]: the profile pattern and type wanted.
+/// DISPLAY CHLAUTH(channel) MATCH(RUNCHECK): the attempt to check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunCheck {
+    pub address: String,
+    pub clntuser: String,
+    pub sslpeer: Option<String>,
+}
+
 pub(crate) fn display_chlauth(
     obj: &Item,
     rest: &[Item],
-) -> Result<(String, Option<String>), SyntaxError> {
+) -> Result<(String, Option<String>, Option<RunCheck>), SyntaxError> {
     let Some(p) = &obj.value else {
         return Err(err(
             "CHLAUTH needs a profile or pattern in parentheses, e.g. CHLAUTH(*)",
@@ -673,6 +681,8 @@ pub(crate) fn display_chlauth(
     };
     let name = profile_name(p, CHANNEL_NAME_LEN_MAX, "*", "channel profile")?;
     let mut type_ = None;
+    let mut runcheck = false;
+    let (mut address, mut clntuser, mut sslpeer) = (None, None, None);
     for item in rest {
         match item.word.as_str() {
             "TYPE" => {
@@ -683,12 +693,18 @@ pub(crate) fn display_chlauth(
                 words.push("ALL");
                 type_ = Some(word_in(item, &words)?).filter(|t| t != "ALL");
             }
-            "ALL" | "MATCH" | "DESCR" | "ALTDATE" | "ALTTIME" | "USERSRC" | "MCAUSER"
-            | "ADDRESS" | "WARN" | "CUSTOM" | "CHCKCLNT" => {}
+            "MATCH" => {
+                runcheck = word_in(item, &["RUNCHECK", "EXACT", "GENERIC", "ALL"])? == "RUNCHECK";
+            }
+            "ADDRESS" if item.value.is_some() => address = Some(text(item, 264)?),
+            "CLNTUSER" if item.value.is_some() => clntuser = Some(text(item, 64)?),
+            "SSLPEER" if item.value.is_some() => sslpeer = Some(text(item, 1024)?),
+            "ALL" | "DESCR" | "ALTDATE" | "ALTTIME" | "USERSRC" | "MCAUSER" | "ADDRESS"
+            | "WARN" | "CUSTOM" | "CHCKCLNT" | "CLNTUSER" | "SSLPEER" => {}
             _ => {
                 return Err(err(
                     format!(
-                        "unexpected '{}': DISPLAY CHLAUTH takes TYPE(...) and ALL",
+                        "unexpected '{}': DISPLAY CHLAUTH takes TYPE(...), MATCH(...) and ALL",
                         item.text
                     ),
                     item,
@@ -696,7 +712,30 @@ pub(crate) fn display_chlauth(
             }
         }
     }
-    Ok((name, type_))
+    if !runcheck {
+        return Ok((name, type_, None));
+    }
+    if name.contains('*') {
+        return Err(err(
+            "MATCH(RUNCHECK) checks one channel: give its name, not a pattern",
+            obj,
+        ));
+    }
+    let Some(address) = address else {
+        return Err(err(
+            "MATCH(RUNCHECK) needs ADDRESS('a.b.c.d'): the address the connection comes from",
+            obj,
+        ));
+    };
+    Ok((
+        name,
+        type_,
+        Some(RunCheck {
+            address,
+            clntuser: clntuser.unwrap_or_default(),
+            sslpeer,
+        }),
+    ))
 }
 
 #[cfg(test)]
