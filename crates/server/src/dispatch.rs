@@ -25,6 +25,11 @@ pub struct Session {
     pub info: SocketInfo,
     /// A refused MQSC command from this socket has been reported in the error log.
     pub admin_refusal_logged: bool,
+    /// The channel a client socket runs as (None: bindings).
+    pub channel: Option<crate::connsec::ChannelBinding>,
+    /// Who each connected conversation runs as: its effective user (the one its engine
+    /// connection carries) and that user's groups, for authority checks.
+    pub identities: AHashMap<u16, crate::connsec::Identity>,
 }
 
 /// What the connection task does after a request.
@@ -161,6 +166,7 @@ pub fn handle(
             let r = e.disconnect_normally(conn, now_ms);
             core.remove_route(conn);
             s.convs.remove(&conv);
+            s.identities.remove(&conv);
             s.info.conversations.fetch_sub(1, Ordering::Relaxed);
             done(r)
         }
@@ -309,12 +315,9 @@ fn connect(
             format!("conversation {conv} is already connected"),
         );
     }
-    // Until connections are authenticated, a bindings connection's messages carry its
-    // process's operating-system user, a client's the user id it asserts.
-    let user = match (&s.info.os_user, s.bindings) {
-        (Some(os), true) => os.as_str(),
-        _ => user,
-    };
+    // `user` is the effective user `connsec::admit` decided: for a bindings connection its
+    // process's operating-system user (unless authentication adopted another), for a client the
+    // mapped, channel, adopted or asserted user, in that order.
     let conn = core.engine.connect(user, app);
     core.add_route(conn, s.tx.clone(), conv);
     s.convs.insert(conv, conn);

@@ -10,6 +10,7 @@ mod admin_ops;
 mod autoconfig;
 pub mod config;
 mod conn;
+mod connsec;
 mod core;
 mod dispatch;
 pub mod dr;
