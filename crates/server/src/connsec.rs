@@ -538,6 +538,34 @@ mod tests {
     }
 
     #[test]
+    fn an_address_that_failed_too_often_is_throttled_until_its_window_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        let sec = Security::new(dir.path().join("users"));
+        let t0 = 1_000_000;
+        for i in 0..AUTH_FAILURES_PER_WINDOW_MAX {
+            assert!(!sec.throttled("10.0.0.1", t0), "after {i} failures");
+            sec.record_failure("10.0.0.1", t0 + u64::from(i));
+        }
+        assert!(sec.throttled("10.0.0.1", t0 + 10));
+        assert!(!sec.throttled("10.0.0.2", t0 + 10));
+        assert!(!sec.throttled("10.0.0.1", t0 + AUTH_FAILURE_WINDOW_MS));
+        assert_eq!(
+            sec.auth_failures.load(Ordering::Relaxed),
+            u64::from(AUTH_FAILURES_PER_WINDOW_MAX)
+        );
+    }
+
+    #[test]
+    fn the_failure_table_stays_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let sec = Security::new(dir.path().join("users"));
+        for i in 0..(AUTH_FAILURE_ADDRESSES_MAX + 10) {
+            sec.record_failure(&format!("a{i}"), 5 + i as u64);
+        }
+        assert_eq!(sec.failures.lock().len(), AUTH_FAILURE_ADDRESSES_MAX);
+    }
+
+    #[test]
     fn the_address_of_a_connection_name() {
         assert_eq!(address_of("127.0.0.1"), "127.0.0.1");
         assert_eq!(address_of("10.0.0.1(1414)"), "10.0.0.1");
