@@ -256,9 +256,12 @@ fn execute_command(
             runcheck: Some(rc),
             ..
         } => security::runcheck_chlauth(engine, profile, rc),
-        Command::DisplayChlAuth { profile, type_, .. } => {
-            security::display_chlauth(engine, profile, type_.as_deref())
-        }
+        Command::DisplayChlAuth {
+            profile,
+            type_,
+            filter,
+            ..
+        } => security::display_chlauth(engine, profile, type_.as_deref(), filter),
         Command::DisplayAuthRec(f) => security::display_authrec(engine, f),
         Command::PingQmgr => Response::success(
             msg::PING,

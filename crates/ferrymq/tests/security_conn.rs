@@ -306,5 +306,23 @@ fn display_chlauth_runcheck_names_the_rule_that_applies() {
         tail.contains("CHLAUTH(*)") && tail.contains("TYPE(ADDRESSMAP)"),
         "{out}"
     );
+
+    // The filters select records: by client user, and MATCH(ALL) with the generic profiles that
+    // would apply to a channel name.
+    let out = mqsc_ok(&home, &qm.name, "DISPLAY CHLAUTH(*) CLNTUSER('alice')\n");
+    assert!(
+        out.contains("TYPE(USERMAP)") && !out.contains("TYPE(ADDRESSMAP)"),
+        "{out}"
+    );
+    let out = mqsc_ok(&home, &qm.name, "DISPLAY CHLAUTH('APP.ONE') MATCH(ALL)\n");
+    assert!(
+        out.contains("CHLAUTH(APP.*)") && out.contains("CHLAUTH(*)"),
+        "{out}"
+    );
+    let out = mqsc_ok(&home, &qm.name, "DISPLAY CHLAUTH('APP.*') MATCH(EXACT)\n");
+    assert!(
+        out.contains("CHLAUTH(APP.*)") && !out.contains("CHLAUTH(*)"),
+        "{out}"
+    );
     qm.end();
 }

@@ -186,6 +186,8 @@ pub enum Command {
         type_: Option<String>,
         /// MATCH(RUNCHECK): which record applies to a connection attempt on channel `profile`.
         runcheck: Option<crate::security::RunCheck>,
+        /// MATCH(EXACT|GENERIC|ALL) and the ADDRESS, CLNTUSER and SSLPEER filters.
+        filter: crate::security::ChlAuthFilter,
     },
     DisplayAuthRec(AuthRecFilter),
     PingQmgr,

@@ -145,11 +145,12 @@ pub fn parse(text: &str) -> Result<Command, SyntaxError> {
             )),
         },
         Verb::Display if obj.word == "CHLAUTH" => {
-            let (profile, type_, runcheck) = security::display_chlauth(obj, rest)?;
+            let (profile, type_, runcheck, filter) = security::display_chlauth(obj, rest)?;
             Ok(Command::DisplayChlAuth {
                 profile,
                 type_,
                 runcheck,
+                filter,
             })
         }
         Verb::Display if obj.word == "AUTHREC" => {

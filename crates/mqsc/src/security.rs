@@ -669,10 +669,25 @@ pub struct RunCheck {
     pub sslpeer: Option<String>,
 }
 
-pub(crate) fn display_chlauth(
-    obj: &Item,
-    rest: &[Item],
-) -> Result<(String, Option<String>, Option<RunCheck>), SyntaxError> {
+/// How DISPLAY CHLAUTH selects records (without MATCH(RUNCHECK)).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChlAuthFilter {
+    /// MATCH(EXACT): only records whose profile is exactly the name given.
+    pub exact: bool,
+    /// MATCH(ALL): also every record whose generic profile would match the name given.
+    pub all: bool,
+    /// Records whose ADDRESS pattern (or BLOCKADDR list) holds this address.
+    pub address: Option<String>,
+    /// Records for this client user (USERMAP CLNTUSER, or in a BLOCKUSER list).
+    pub clntuser: Option<String>,
+    /// Records whose SSLPEER filter matches this DN.
+    pub sslpeer: Option<String>,
+}
+
+/// What DISPLAY CHLAUTH asks: profile, type, MATCH(RUNCHECK) attempt or filter.
+type ChlAuthQuery = (String, Option<String>, Option<RunCheck>, ChlAuthFilter);
+
+pub(crate) fn display_chlauth(obj: &Item, rest: &[Item]) -> Result<ChlAuthQuery, SyntaxError> {
     let Some(p) = &obj.value else {
         return Err(err(
             "CHLAUTH needs a profile or pattern in parentheses, e.g. CHLAUTH(*)",
@@ -682,6 +697,7 @@ pub(crate) fn display_chlauth(
     let name = profile_name(p, CHANNEL_NAME_LEN_MAX, "*", "channel profile")?;
     let mut type_ = None;
     let mut runcheck = false;
+    let mut filter = ChlAuthFilter::default();
     let (mut address, mut clntuser, mut sslpeer) = (None, None, None);
     for item in rest {
         match item.word.as_str() {
@@ -694,7 +710,10 @@ pub(crate) fn display_chlauth(
                 type_ = Some(word_in(item, &words)?).filter(|t| t != "ALL");
             }
             "MATCH" => {
-                runcheck = word_in(item, &["RUNCHECK", "EXACT", "GENERIC", "ALL"])? == "RUNCHECK";
+                let m = word_in(item, &["RUNCHECK", "EXACT", "GENERIC", "ALL"])?;
+                runcheck = m == "RUNCHECK";
+                filter.exact = m == "EXACT";
+                filter.all = m == "ALL";
             }
             "ADDRESS" if item.value.is_some() => address = Some(text(item, 264)?),
             "CLNTUSER" if item.value.is_some() => clntuser = Some(text(item, 64)?),
@@ -713,7 +732,10 @@ pub(crate) fn display_chlauth(
         }
     }
     if !runcheck {
-        return Ok((name, type_, None));
+        filter.address = address;
+        filter.clntuser = clntuser;
+        filter.sslpeer = sslpeer;
+        return Ok((name, type_, None, filter));
     }
     if name.contains('*') {
         return Err(err(
@@ -735,6 +757,7 @@ pub(crate) fn display_chlauth(
             clntuser: clntuser.unwrap_or_default(),
             sslpeer,
         }),
+        filter,
     ))
 }
 
