@@ -241,6 +241,11 @@ pub fn mapping<'r>(rules: &'r [Rule], a: &Attempt<'_>, dn_match: DnMatch) -> Map
                     r.clntuser.clone(),
                     r.sslpeer.clone(),
                     r.qmname.clone(),
+                    // Records with one key are one record in the store; should the matcher be
+                    // given two, the choice still does not depend on their order.
+                    r.usersrc as u8,
+                    r.mcauser.clone(),
+                    r.type_,
                 )
             };
             key(x).cmp(&key(y))
@@ -263,29 +268,25 @@ pub fn blocked_user<'r>(
     user: &str,
     is_admin: &dyn Fn(&str) -> bool,
 ) -> Option<&'r Rule> {
-    let r = rules
-        .iter()
-        .filter(|r| r.type_ == RuleType::BlockUser && profile_matches(&r.profile, channel))
-        .min_by(|x, y| {
-            (
-                std::cmp::Reverse(profile_specificity(&x.profile)),
-                &x.profile,
-            )
-                .cmp(&(
-                    std::cmp::Reverse(profile_specificity(&y.profile)),
-                    &y.profile,
-                ))
-        })?;
-    r.userlist
-        .iter()
-        .any(|u| {
+    let candidates = || {
+        rules
+            .iter()
+            .filter(|r| r.type_ == RuleType::BlockUser && profile_matches(&r.profile, channel))
+    };
+    // The most specific profile decides; should it hold several records (the store keeps one
+    // per profile, but the matcher does not rely on it), any of them blocks, whatever their order.
+    let best = candidates()
+        .map(|r| (profile_specificity(&r.profile), &r.profile))
+        .max_by(|x, y| x.0.cmp(&y.0).then_with(|| y.1.cmp(x.1)))?;
+    candidates().filter(|r| &r.profile == best.1).find(|r| {
+        r.userlist.iter().any(|u| {
             if u.eq_ignore_ascii_case("*MQADMIN") {
                 is_admin(user)
             } else {
                 u == user
             }
         })
-        .then_some(r)
+    })
 }
 
 /// Whether one rule's own filters (address, user, DN, queue manager) match `a`.
@@ -723,6 +724,20 @@ mod tests {
         // APP.* has its own list, which does not hold mqm.
         assert!(blocked_user(&rules, "APP.1", "mqm", &admin).is_none());
         assert!(blocked_user(&rules, "APP.1", "eve", &admin).is_some());
+    }
+
+    #[test]
+    fn two_blockuser_records_of_one_profile_block_in_either_order() {
+        // Found by the chlauth_match fuzz target: the first record of the profile used to
+        // decide alone.
+        let mut rules = vec![
+            rule("", "BLOCKUSER", &[("USERLIST", "x")]),
+            rule("", "BLOCKUSER", &[("USERLIST", "e")]),
+        ];
+        let no = |_: &str| false;
+        assert!(blocked_user(&rules, "", "e", &no).is_some());
+        rules.reverse();
+        assert!(blocked_user(&rules, "", "e", &no).is_some());
     }
 
     #[test]
