@@ -285,9 +285,17 @@ fn execute_command(
         Command::SetChlAuth(s) => security::set_chlauth(engine, s, now_ms),
         Command::SetAuthRec(s) => security::set_authrec(engine, s, now_ms),
         Command::DeleteAuthRec(f) => security::delete_authrec(engine, f),
-        Command::DisplayChlAuth { profile, type_ } => {
-            security::display_chlauth(engine, profile, type_.as_deref())
-        }
+        Command::DisplayChlAuth {
+            profile,
+            runcheck: Some(rc),
+            ..
+        } => security::runcheck_chlauth(engine, profile, rc),
+        Command::DisplayChlAuth {
+            profile,
+            type_,
+            filter,
+            ..
+        } => security::display_chlauth(engine, profile, type_.as_deref(), filter),
         Command::DisplayAuthRec(f) => security::display_authrec(engine, f, &*ops),
         Command::DisplayEntAuth(q) => security::display_entauth(engine, q, &*ops),
         Command::PingQmgr => Response::success(

@@ -18,16 +18,6 @@ use ferrymq_mqsc::security::{
     ChlAuthSet, EntAuthQuery, Entity,
 };
 
-const NOT_ENFORCED_CHLAUTH: &str =
-    "FerryMQ stores channel authentication records but does not enforce them yet (connections are not authenticated).";
-
-fn note(mut r: Response, text: &str) -> Response {
-    if r.ok {
-        r.text.push_str(&format!("\n{}: {text}", msg::NOT_ACTED_ON));
-    }
-    r
-}
-
 pub(crate) fn set_chlauth(engine: &mut Engine, s: &ChlAuthSet, now_ms: u64) -> Response {
     let what = format!("SET CHLAUTH({}) TYPE({})", s.profile, s.type_);
     let key = s.key();
@@ -118,7 +108,7 @@ pub(crate) fn set_chlauth(engine: &mut Engine, s: &ChlAuthSet, now_ms: u64) -> R
             )
         }
     };
-    note(r, NOT_ENFORCED_CHLAUTH)
+    r
 }
 
 /// The fields DISPLAY CHLAUTH shows for a record, in MQ's order.
@@ -167,21 +157,70 @@ pub(crate) fn chlauth_fields(o: &ObjectDef) -> Vec<Field> {
     out
 }
 
-pub(crate) fn display_chlauth(engine: &Engine, profile: &str, type_: Option<&str>) -> Response {
+/// Whether a record passes DISPLAY CHLAUTH's ADDRESS, CLNTUSER and SSLPEER filters.
+fn passes(o: &ObjectDef, f: &ferrymq_mqsc::security::ChlAuthFilter) -> bool {
+    use ferrymq_security::chlauth;
+    let get = |k: &str| o.attrs.get(k).map(String::as_str);
+    let list = |k: &str| {
+        get(k)
+            .unwrap_or("")
+            .split(',')
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    if let Some(a) = &f.address {
+        let ip = chlauth::parse_ip(a);
+        let holds = |p: &str| {
+            p.eq_ignore_ascii_case(a) || ip.is_some_and(|ip| chlauth::address_matches(p, ip))
+        };
+        let ok = get("ADDRESS").is_some_and(holds) || list("ADDRLIST").iter().any(|p| holds(p));
+        if !ok {
+            return false;
+        }
+    }
+    if let Some(u) = &f.clntuser {
+        if get("CLNTUSER") != Some(u.as_str()) && !list("USERLIST").contains(u) {
+            return false;
+        }
+    }
+    if let Some(dn) = &f.sslpeer {
+        if !get("SSLPEER").is_some_and(|p| p == dn || chlauth::dn_matches_simple(p, dn)) {
+            return false;
+        }
+    }
+    true
+}
+
+pub(crate) fn display_chlauth(
+    engine: &Engine,
+    profile: &str,
+    type_: Option<&str>,
+    filter: &ferrymq_mqsc::security::ChlAuthFilter,
+) -> Response {
     let mut shown: Vec<&ObjectDef> = engine
         .objects()
         .filter(|o| o.kind == ObjectKind::ChlAuth)
         .filter(|o| {
             let p = o.attrs.get("CHLAUTH").map(String::as_str).unwrap_or("");
             // A pattern matches profiles by prefix; a profile that is itself generic (APP.*)
-            // is also found by its exact text.
-            (matches(profile, p) || profile == p)
+            // is also found by its exact text. MATCH(EXACT) takes the text only; MATCH(ALL)
+            // also the generic profiles that would apply to the name.
+            let by_profile = if filter.exact {
+                profile == p
+            } else {
+                matches(profile, p)
+                    || profile == p
+                    || (filter.all && ferrymq_security::chlauth::profile_matches(p, profile))
+            };
+            by_profile
                 && type_.is_none_or(|t| o.attrs.get("TYPE").map(String::as_str) == Some(t))
+                && passes(o, filter)
         })
         .collect();
     shown.sort_by(|a, b| (a.attrs.get("CHLAUTH"), &a.name).cmp(&(b.attrs.get("CHLAUTH"), &b.name)));
     if shown.is_empty() {
-        if !profile.ends_with('*') {
+        let filtered = *filter != ferrymq_mqsc::security::ChlAuthFilter::default();
+        if !profile.ends_with('*') && !filtered {
             let e = mqerr!(
                 UNKNOWN_OBJECT_NAME,
                 "no channel authentication record has profile '{profile}'"
@@ -228,6 +267,62 @@ pub fn authority_records(engine: &Engine) -> Vec<ferrymq_security::oam::Record> 
             }
         })
         .collect()
+}
+
+/// DISPLAY CHLAUTH(channel) MATCH(RUNCHECK): the record that would decide a connection attempt,
+/// shown as DISPLAY CHLAUTH shows records, or a message that none applies.
+pub(crate) fn runcheck_chlauth(
+    engine: &Engine,
+    channel: &str,
+    rc: &ferrymq_mqsc::security::RunCheck,
+) -> Response {
+    use ferrymq_security::chlauth;
+    let stored: Vec<&ObjectDef> = engine
+        .objects()
+        .filter(|o| o.kind == ObjectKind::ChlAuth)
+        .collect();
+    let rules: Vec<chlauth::Rule> = stored
+        .iter()
+        .filter_map(|o| chlauth::Rule::from_attrs(&o.attrs))
+        .collect();
+    let attempt = chlauth::Attempt {
+        channel,
+        address: &rc.address,
+        client_user: &rc.clntuser,
+        cert_dn: rc.sslpeer.as_deref(),
+        remote_qmgr: None,
+    };
+    let admin = |u: &str| u == "mqm" || u == "root";
+    let Some(rule) = chlauth::runcheck(&rules, &attempt, chlauth::dn_matches_simple, &admin) else {
+        return Response::success(
+            msg::NO_MATCH,
+            format!(
+                "No channel authentication record applies to channel '{channel}' from address '{}'{}.",
+                rc.address,
+                if rc.clntuser.is_empty() {
+                    String::new()
+                } else {
+                    format!(" for client user '{}'", rc.clntuser)
+                }
+            ),
+        );
+    };
+    let Some(o) = stored
+        .iter()
+        .find(|o| chlauth::Rule::from_attrs(&o.attrs).as_ref() == Some(rule))
+    else {
+        return Response::success(msg::NO_MATCH, rule.describe());
+    };
+    let mut r = Response::success(msg::CHLAUTH_DETAILS, "");
+    r.text.clear();
+    r.push_object(
+        format!(
+            "{}: Display channel authentication record details.",
+            msg::CHLAUTH_DETAILS
+        ),
+        chlauth_fields(o),
+    );
+    r
 }
 
 /// An authority record's identity from its stored attributes.

@@ -37,7 +37,7 @@ pub use callback::{CallbackConsumer, Flow};
 pub use conn::{unique_id, Connection, Consumer};
 pub use options::{
     bindings_socket_path, ferrymq_home, parse_conn_name, ConnectOptions, Reconnect, Transport,
-    CONNECT_TIMEOUT_DEFAULT, DEFAULT_PORT,
+    CONNECT_TIMEOUT_DEFAULT, DEFAULT_CHANNEL, DEFAULT_PORT,
 };
 
 // Re-exported so that an application needs only this crate for the values its calls take.

@@ -11,6 +11,8 @@ use ferrymq_types::{MqError, Reason};
 
 pub use ferrymq_types::conname::{parse_conn_name, DEFAULT_PORT};
 pub use ferrymq_types::home::ferrymq_home;
+/// The channel a client connection runs as unless it names another (MQ's default SVRCONN).
+pub const DEFAULT_CHANNEL: &str = "SYSTEM.DEF.SVRCONN";
 /// How long an initial connect (TCP connect plus handshake) may take by default.
 pub const CONNECT_TIMEOUT_DEFAULT: Duration = Duration::from_secs(10);
 
@@ -41,6 +43,8 @@ pub struct ConnectOptions {
     /// Queue manager name; empty accepts whichever queue manager answers (client mode only).
     pub qmgr: String,
     pub transport: Transport,
+    /// The server-connection channel a client (TCP) connection runs as; unused in bindings mode.
+    pub channel: String,
     pub user: String,
     pub password: String,
     /// Shown by the queue manager in its connection displays.
@@ -62,6 +66,7 @@ impl fmt::Debug for ConnectOptions {
         f.debug_struct("ConnectOptions")
             .field("qmgr", &self.qmgr)
             .field("transport", &self.transport)
+            .field("channel", &self.channel)
             .field("user", &self.user)
             .field(
                 "password",
@@ -82,6 +87,7 @@ impl ConnectOptions {
         ConnectOptions {
             qmgr: qmgr.into(),
             transport,
+            channel: DEFAULT_CHANNEL.to_string(),
             user: String::new(),
             password: String::new(),
             app_name: default_app_name(),

@@ -449,6 +449,11 @@ async fn handshake(
         max_msg_len: opts.max_msg_len,
         heartbeat_ms: opts.heartbeat_ms,
         sharecnv: opts.sharecnv,
+        // A bindings connection runs as no channel.
+        channel: match ep {
+            Endpoint::Tcp(..) => opts.channel.clone(),
+            Endpoint::Unix(_) => String::new(),
+        },
         ..Hello::new(opts.app_name.clone())
     };
     let mut out = BytesMut::new();

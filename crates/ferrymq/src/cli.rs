@@ -34,6 +34,9 @@ const MQ_STYLE: &[&str] = &[
     "dspmq",
     "setmqini",
     "dspmqini",
+    "setmqusr",
+    "dltmqusr",
+    "dspmqusr",
     "sethapreferred",
     "clearhapreferred",
     "makedrprimary",
@@ -47,7 +50,13 @@ const MQ_STYLE: &[&str] = &[
 ];
 
 /// FerryMQ's own flags on MQ-style commands, spelt with two dashes (command, long name).
-const DOUBLE_DASH_IN_MQ: &[(&str, &str)] = &[("runmqsc", "conn")];
+const DOUBLE_DASH_IN_MQ: &[(&str, &str)] = &[
+    ("runmqsc", "conn"),
+    ("runmqsc", "channel"),
+    ("runmqsc", "user"),
+    ("runmqsc", "password-stdin"),
+    ("setmqusr", "password-stdin"),
+];
 
 /// How `ferrymq --help` groups the commands (as the README does). A test checks that every
 /// visible command is in exactly one group.
@@ -75,6 +84,11 @@ pub const GROUPS: &[(&str, &[&str], &str)] = &[
             "runmqsc", "dmpmqcfg", "setmqaut", "dspmqaut", "dmpmqaut", "dmplog", "dspmqver",
         ],
         "",
+    ),
+    (
+        "Users of the queue manager's user store (connection authentication)",
+        &["setmqusr", "dltmqusr", "dspmqusr"],
+        "Passwords never go on the command line: --password-stdin, or FERRYMQ_PASSWORD.",
     ),
     (
         "Sample programs (bindings mode by queue manager name, or --conn 'host(port),...')",
@@ -109,6 +123,24 @@ Examples:
   ferrymq endmqm -i QM1        immediate end
 
 Exit 16: it does not exist; 40: it is not running.";
+
+const EXAMPLES_SETMQUSR: &str = "\
+Examples:
+  printf '%s\\n' \"$PW\" | ferrymq setmqusr -m QM1 -u alice -g apps --password-stdin
+  ferrymq setmqusr -m QM1 -u alice -g apps,ops
+
+Adds the user or changes its groups (-g) and password (--password-stdin, or FERRYMQ_PASSWORD).
+A running queue manager reads the store again at once.";
+
+const EXAMPLES_DLTMQUSR: &str = "\
+Examples:
+  ferrymq dltmqusr -m QM1 -u alice";
+
+const EXAMPLES_DSPMQUSR: &str = "\
+Examples:
+  ferrymq dspmqusr -m QM1
+
+Shows each user's groups and whether it has a password (never the password or its hash).";
 
 const EXAMPLES_DLTMQM: &str = "\
 Examples:
@@ -313,6 +345,18 @@ pub enum Cmd {
         override_usage = "ferrymq setmqini -m QMNAME -s STANZA -k KEY (-v VALUE | -d) [-f]"
     )]
     Setmqini(Setmqini),
+    /// Add a user to the queue manager's user store, or change its groups or password
+    #[command(
+        after_help = EXAMPLES_SETMQUSR,
+        override_usage = "ferrymq setmqusr -m QMNAME -u USER [-g GROUP,...] [--password-stdin]"
+    )]
+    Setmqusr(Setmqusr),
+    /// Remove a user from the queue manager's user store
+    #[command(after_help = EXAMPLES_DLTMQUSR, override_usage = "ferrymq dltmqusr -m QMNAME -u USER")]
+    Dltmqusr(Dltmqusr),
+    /// Show the users of the queue manager's user store and their groups
+    #[command(after_help = EXAMPLES_DSPMQUSR, override_usage = "ferrymq dspmqusr -m QMNAME")]
+    Dspmqusr(Dspmqusr),
     /// Show a queue manager's qm.ini
     #[command(after_help = EXAMPLES_DSPMQINI, override_usage = "ferrymq dspmqini -m QMNAME")]
     Dspmqini(Dspmqini),
@@ -607,6 +651,39 @@ pub struct Dspmq {
 }
 
 #[derive(Args, Debug, Default)]
+pub struct Setmqusr {
+    /// The queue manager
+    #[arg(long, value_name = "QMNAME", required = true)]
+    pub m: Option<String>,
+    /// The user
+    #[arg(long, value_name = "USER", required = true)]
+    pub u: Option<String>,
+    /// Its groups, comma-separated (replaces the ones it had)
+    #[arg(long, value_name = "GROUPS")]
+    pub g: Option<String>,
+    /// Read its password from the first line of standard input
+    #[arg(long)]
+    pub password_stdin: bool,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct Dltmqusr {
+    /// The queue manager
+    #[arg(long, value_name = "QMNAME", required = true)]
+    pub m: Option<String>,
+    /// The user
+    #[arg(long, value_name = "USER", required = true)]
+    pub u: Option<String>,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct Dspmqusr {
+    /// The queue manager
+    #[arg(long, value_name = "QMNAME", required = true)]
+    pub m: Option<String>,
+}
+
+#[derive(Args, Debug, Default)]
 pub struct Setmqini {
     /// The queue manager
     #[arg(long, value_name = "QMNAME", required = true)]
@@ -684,6 +761,52 @@ pub struct Makedrsecondary {
     pub drlag: Option<String>,
 }
 
+/// How a client connection names its channel and who it is: shared by every command that takes
+/// `--conn`. The password is never an argument (arguments show in `ps`).
+#[derive(Args, Debug, Default, Clone)]
+pub struct ConnAuth {
+    /// Client mode: the server-connection channel to run as (default SYSTEM.DEF.SVRCONN)
+    #[arg(long, value_name = "NAME")]
+    pub channel: Option<String>,
+    /// The user id to connect as; its password comes from FERRYMQ_PASSWORD or --password-stdin
+    #[arg(long, value_name = "USER")]
+    pub user: Option<String>,
+    /// Read the password from the first line of standard input
+    #[arg(long)]
+    pub password_stdin: bool,
+}
+
+impl ConnAuth {
+    /// Sets the channel, user and password of `opts` from these arguments and the environment.
+    pub fn apply(&self, opts: &mut ferrymq_client::ConnectOptions) -> Result<(), String> {
+        if let Some(c) = &self.channel {
+            opts.channel = c.clone();
+        }
+        if let Some(u) = &self.user {
+            opts.user = u.clone();
+        }
+        if self.password_stdin {
+            opts.password = read_password_line()?;
+        } else if let Ok(p) = std::env::var("FERRYMQ_PASSWORD") {
+            opts.password = p;
+        }
+        Ok(())
+    }
+}
+
+/// The first line of standard input, without its line end (the rest stays for the command).
+pub fn read_password_line() -> Result<String, String> {
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .map_err(|e| format!("--password-stdin: cannot read standard input: {e}"))?;
+    let p = line.trim_end_matches(['\n', '\r']).to_string();
+    if p.is_empty() {
+        return Err("--password-stdin: the first line of standard input is empty".into());
+    }
+    Ok(p)
+}
+
 #[derive(Args, Debug, Default)]
 pub struct Runmqsc {
     /// Do not echo the commands
@@ -698,6 +821,8 @@ pub struct Runmqsc {
     /// Client mode: the connection name, 'host(port)'
     #[arg(long, value_name = "CONNAME")]
     pub conn: Option<String>,
+    #[command(flatten)]
+    pub auth: ConnAuth,
     /// The queue manager
     #[arg(value_name = "QMNAME")]
     pub name: String,
@@ -833,6 +958,8 @@ pub struct Req {
     /// Client mode: MQ connection name list, e.g. 'host(1414),host2(1414)'
     #[arg(long, value_name = "CONNAME")]
     pub conn: Option<String>,
+    #[command(flatten)]
+    pub auth: ConnAuth,
 }
 
 #[derive(Args, Debug)]
@@ -847,6 +974,8 @@ pub struct Runmqdlq {
     /// Client mode: MQ connection name list, e.g. 'host(1414),host2(1414)'
     #[arg(long, value_name = "CONNAME")]
     pub conn: Option<String>,
+    #[command(flatten)]
+    pub auth: ConnAuth,
 }
 
 #[derive(Args, Debug)]

@@ -16,6 +16,7 @@ mod relay;
 mod req;
 mod runmqsc;
 mod samples;
+mod users;
 mod version;
 
 use cli::{Cli, Cmd, Parsed};
@@ -47,6 +48,9 @@ fn run(cli: Cli) -> Res {
         Cmd::Dspmq(a) => lifecycle::dspmq(&a),
         Cmd::Setmqini(a) => lifecycle::setmqini(&a),
         Cmd::Dspmqini(a) => lifecycle::dspmqini(&a),
+        Cmd::Setmqusr(a) => users::setmqusr(&a),
+        Cmd::Dltmqusr(a) => users::dltmqusr(&a),
+        Cmd::Dspmqusr(a) => users::dspmqusr(&a),
         Cmd::Sethapreferred(a) => lifecycle::hapreferred(&a.m.unwrap_or_default(), Some(a.i)),
         Cmd::Clearhapreferred(a) => lifecycle::hapreferred(&a.m.unwrap_or_default(), None),
         Cmd::Makedrprimary(a) => dr_cmds::makedrprimary(&a),

@@ -65,7 +65,7 @@ fn run_with(a: &Req) -> Res {
         });
     }
     let bits = report_bits(&a.report)?;
-    let c = connect(&a.qmgr, a.conn.as_deref(), "ferrymq req")?;
+    let c = connect(&a.qmgr, a.conn.as_deref(), &a.auth, "ferrymq req")?;
     let reply_qmgr = if reply_qmgr.is_empty() {
         c.qmgr_name().to_string()
     } else {

@@ -183,6 +183,8 @@ struct PutArgs {
     /// Client mode: MQ connection name list, e.g. 'host(1414),host2(1414)'
     #[arg(long, value_name = "CONNAME")]
     conn: Option<String>,
+    #[command(flatten)]
+    auth: crate::cli::ConnAuth,
 }
 
 /// `ferrymq get` / `ferrymq browse`: options of the get and browse samples.
@@ -217,6 +219,8 @@ struct GetArgs {
     /// Client mode: MQ connection name list, e.g. 'host(1414),host2(1414)'
     #[arg(long, value_name = "CONNAME")]
     conn: Option<String>,
+    #[command(flatten)]
+    auth: crate::cli::ConnAuth,
 }
 
 /// Parses `rest` (the arguments after the command name) with `T`'s derived parser, the examples
@@ -348,12 +352,21 @@ fn named(cmd: &str) -> impl Fn(Fail) -> Fail + '_ {
     }
 }
 
-pub fn connect(qmgr: &str, conn: Option<&str>, app: &str) -> Result<Connection, Fail> {
+pub fn connect(
+    qmgr: &str,
+    conn: Option<&str>,
+    auth: &crate::cli::ConnAuth,
+    app: &str,
+) -> Result<Connection, Fail> {
     let mut opts = match conn {
         Some(c) => ConnectOptions::client(qmgr, c).map_err(mq)?,
         None => ConnectOptions::bindings(qmgr),
     };
     opts.app_name = app.to_string();
+    auth.apply(&mut opts).map_err(|message| Fail {
+        code: EXIT_USAGE,
+        message,
+    })?;
     Connection::connect(opts).map_err(mq)
 }
 
@@ -423,7 +436,7 @@ fn put_with(a: &PutArgs) -> Res {
         ..PutOptions::default()
     };
 
-    let c = connect(&a.qmgr, a.conn.as_deref(), "ferrymq put")?;
+    let c = connect(&a.qmgr, a.conn.as_deref(), &a.auth, "ferrymq put")?;
     if !md.reply_to_q.is_empty() && md.reply_to_qmgr.is_empty() {
         // As MQ does for a blank ReplyToQMgr: the queue manager the message is put on.
         md.reply_to_qmgr = c.qmgr_name().to_string();
@@ -750,7 +763,12 @@ fn get_with(a: &GetArgs, browse: bool, cmd: &str) -> Res {
         json: a.json,
     };
     let q = &a.queue;
-    let c = connect(&a.qmgr, a.conn.as_deref(), &format!("ferrymq {cmd}"))?;
+    let c = connect(
+        &a.qmgr,
+        a.conn.as_deref(),
+        &a.auth,
+        &format!("ferrymq {cmd}"),
+    )?;
     let h = c
         .open(
             q,

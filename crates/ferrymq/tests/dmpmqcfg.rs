@@ -325,8 +325,8 @@ fn public_style_setup_scripts_run_except_for_capabilities_not_built_yet() {
             );
         }
         assert_eq!(code, 10, "{out}");
-        // The CHLAUTH records are stored and their replies say they are not enforced yet.
-        assert!(out.contains("does not enforce them yet"), "{out}");
+        // Channel authentication and authority records are enforced: no reply says otherwise.
+        assert!(!out.contains("does not enforce them yet"), "{out}");
     }
     let shown = mqsc_ok(
         &home,

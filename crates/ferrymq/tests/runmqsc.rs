@@ -410,11 +410,12 @@ fn set_chlauth_and_authrec_are_checked_stored_durably_and_shown() {
          SET AUTHREC OBJTYPE(QMGR) GROUP('apps') AUTHADD(CONNECT,INQ)\n",
     );
     assert_eq!(code, 0, "{text}");
-    // Authority records are enforced (tests/security_oam.rs); CHLAUTH records not yet.
+    // Both kinds of record are enforced (tests/security_oam.rs, tests/security_conn.rs): no
+    // reply says otherwise.
     assert_eq!(
         text.matches("does not enforce them yet").count(),
-        4,
-        "every CHLAUTH reply says the record is not enforced:\n{text}"
+        0,
+        "no reply says a record is not enforced:\n{text}"
     );
 
     // Wrong syntax is a clear MQSC error naming what is wrong.

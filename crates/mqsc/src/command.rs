@@ -190,6 +190,10 @@ pub enum Command {
         /// Profile or generic pattern.
         profile: String,
         type_: Option<String>,
+        /// MATCH(RUNCHECK): which record applies to a connection attempt on channel `profile`.
+        runcheck: Option<crate::security::RunCheck>,
+        /// MATCH(EXACT|GENERIC|ALL) and the ADDRESS, CLNTUSER and SSLPEER filters.
+        filter: crate::security::ChlAuthFilter,
     },
     DisplayAuthRec(AuthRecFilter),
     /// DISPLAY ENTAUTH: the authorities an entity holds on one object (dspmqaut).

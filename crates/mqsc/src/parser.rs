@@ -145,8 +145,13 @@ pub fn parse(text: &str) -> Result<Command, SyntaxError> {
             )),
         },
         Verb::Display if obj.word == "CHLAUTH" => {
-            let (profile, type_) = security::display_chlauth(obj, rest)?;
-            Ok(Command::DisplayChlAuth { profile, type_ })
+            let (profile, type_, runcheck, filter) = security::display_chlauth(obj, rest)?;
+            Ok(Command::DisplayChlAuth {
+                profile,
+                type_,
+                runcheck,
+                filter,
+            })
         }
         Verb::Display if obj.word == "ENTAUTH" => {
             no_name(obj)?;

@@ -760,10 +760,33 @@ pub(crate) fn display_entauth(rest: &[Item]) -> Result<EntAuthQuery, SyntaxError
 }
 
 /// Parses DISPLAY CHLAUTH(profile) [TYPE(...)] [ALL]: the profile pattern and type wanted.
-pub(crate) fn display_chlauth(
-    obj: &Item,
-    rest: &[Item],
-) -> Result<(String, Option<String>), SyntaxError> {
+/// DISPLAY CHLAUTH(channel) MATCH(RUNCHECK): the attempt to check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunCheck {
+    pub address: String,
+    pub clntuser: String,
+    pub sslpeer: Option<String>,
+}
+
+/// How DISPLAY CHLAUTH selects records (without MATCH(RUNCHECK)).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChlAuthFilter {
+    /// MATCH(EXACT): only records whose profile is exactly the name given.
+    pub exact: bool,
+    /// MATCH(ALL): also every record whose generic profile would match the name given.
+    pub all: bool,
+    /// Records whose ADDRESS pattern (or BLOCKADDR list) holds this address.
+    pub address: Option<String>,
+    /// Records for this client user (USERMAP CLNTUSER, or in a BLOCKUSER list).
+    pub clntuser: Option<String>,
+    /// Records whose SSLPEER filter matches this DN.
+    pub sslpeer: Option<String>,
+}
+
+/// What DISPLAY CHLAUTH asks: profile, type, MATCH(RUNCHECK) attempt or filter.
+type ChlAuthQuery = (String, Option<String>, Option<RunCheck>, ChlAuthFilter);
+
+pub(crate) fn display_chlauth(obj: &Item, rest: &[Item]) -> Result<ChlAuthQuery, SyntaxError> {
     let Some(p) = &obj.value else {
         return Err(err(
             "CHLAUTH needs a profile or pattern in parentheses, e.g. CHLAUTH(*)",
@@ -772,6 +795,9 @@ pub(crate) fn display_chlauth(
     };
     let name = profile_name(p, CHANNEL_NAME_LEN_MAX, "*", "channel profile")?;
     let mut type_ = None;
+    let mut runcheck = false;
+    let mut filter = ChlAuthFilter::default();
+    let (mut address, mut clntuser, mut sslpeer) = (None, None, None);
     for item in rest {
         match item.word.as_str() {
             "TYPE" => {
@@ -782,12 +808,21 @@ pub(crate) fn display_chlauth(
                 words.push("ALL");
                 type_ = Some(word_in(item, &words)?).filter(|t| t != "ALL");
             }
-            "ALL" | "MATCH" | "DESCR" | "ALTDATE" | "ALTTIME" | "USERSRC" | "MCAUSER"
-            | "ADDRESS" | "WARN" | "CUSTOM" | "CHCKCLNT" => {}
+            "MATCH" => {
+                let m = word_in(item, &["RUNCHECK", "EXACT", "GENERIC", "ALL"])?;
+                runcheck = m == "RUNCHECK";
+                filter.exact = m == "EXACT";
+                filter.all = m == "ALL";
+            }
+            "ADDRESS" if item.value.is_some() => address = Some(text(item, 264)?),
+            "CLNTUSER" if item.value.is_some() => clntuser = Some(text(item, 64)?),
+            "SSLPEER" if item.value.is_some() => sslpeer = Some(text(item, 1024)?),
+            "ALL" | "DESCR" | "ALTDATE" | "ALTTIME" | "USERSRC" | "MCAUSER" | "ADDRESS"
+            | "WARN" | "CUSTOM" | "CHCKCLNT" | "CLNTUSER" | "SSLPEER" => {}
             _ => {
                 return Err(err(
                     format!(
-                        "unexpected '{}': DISPLAY CHLAUTH takes TYPE(...) and ALL",
+                        "unexpected '{}': DISPLAY CHLAUTH takes TYPE(...), MATCH(...) and ALL",
                         item.text
                     ),
                     item,
@@ -795,7 +830,34 @@ pub(crate) fn display_chlauth(
             }
         }
     }
-    Ok((name, type_))
+    if !runcheck {
+        filter.address = address;
+        filter.clntuser = clntuser;
+        filter.sslpeer = sslpeer;
+        return Ok((name, type_, None, filter));
+    }
+    if name.contains('*') {
+        return Err(err(
+            "MATCH(RUNCHECK) checks one channel: give its name, not a pattern",
+            obj,
+        ));
+    }
+    let Some(address) = address else {
+        return Err(err(
+            "MATCH(RUNCHECK) needs ADDRESS('a.b.c.d'): the address the connection comes from",
+            obj,
+        ));
+    };
+    Ok((
+        name,
+        type_,
+        Some(RunCheck {
+            address,
+            clntuser: clntuser.unwrap_or_default(),
+            sslpeer,
+        }),
+        filter,
+    ))
 }
 
 #[cfg(test)]

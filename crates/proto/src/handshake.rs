@@ -30,6 +30,11 @@ pub struct Hello {
     pub sharecnv: u16,
     /// Shown by the server in its connection displays and logs.
     pub client_name: String,
+    /// The server-connection channel the socket runs as (MQ's MQCD ChannelName). Empty means the
+    /// queue manager's default, SYSTEM.DEF.SVRCONN. A trailing field, written only when not
+    /// empty, so that a Hello from a client that predates it still decodes, and a client that
+    /// names no channel still speaks to a server that predates it.
+    pub channel: String,
 }
 
 impl Hello {
@@ -42,11 +47,17 @@ impl Hello {
             heartbeat_ms: HEARTBEAT_DEFAULT_MS,
             sharecnv: SHARECNV_DEFAULT,
             client_name: client_name.into(),
+            channel: String::new(),
         }
     }
 
     pub(crate) fn encoded_len(&self) -> usize {
-        MAGIC.len() + 2 + 2 + 4 + 4 + 2 + crate::size::str16(&self.client_name)
+        let channel = if self.channel.is_empty() {
+            0
+        } else {
+            crate::size::str16(&self.channel)
+        };
+        MAGIC.len() + 2 + 2 + 4 + 4 + 2 + crate::size::str16(&self.client_name) + channel
     }
 
     pub(crate) fn encode(&self, out: &mut BytesMut) {
@@ -57,6 +68,9 @@ impl Hello {
         out.put_u32_le(self.heartbeat_ms);
         out.put_u16_le(self.sharecnv);
         out.put_str16(&self.client_name);
+        if !self.channel.is_empty() {
+            out.put_str16(&self.channel);
+        }
     }
 
     pub(crate) fn decode(r: &mut Reader) -> Result<Hello, ProtoError> {
@@ -70,6 +84,11 @@ impl Hello {
                 heartbeat_ms: r.u32("heartbeat_ms")?,
                 sharecnv: r.u16("sharecnv")?,
                 client_name: r.str16("client_name")?,
+                channel: if r.remaining() > 0 {
+                    r.str16("channel")?
+                } else {
+                    String::new()
+                },
             })
         };
         decode(r).map_err(body)
@@ -136,6 +155,7 @@ mod tests {
             heartbeat_ms,
             sharecnv,
             client_name: "t".into(),
+            channel: String::new(),
         }
     }
 
@@ -228,6 +248,41 @@ mod tests {
                 HEARTBEAT_DEFAULT_MS,
                 SHARECNV_DEFAULT
             )
+        );
+    }
+
+    fn roundtrip(h: &Hello) -> (usize, Hello) {
+        let req = crate::Request::Hello(h.clone());
+        let mut out = BytesMut::new();
+        crate::encode_request(0, 0, &req, &mut out);
+        let len = out.len();
+        let f = crate::FrameDecoder::new(u32::MAX)
+            .decode(&mut out)
+            .unwrap()
+            .unwrap();
+        match crate::parse_request(&f).unwrap() {
+            crate::Request::Hello(back) => (len, back),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_channel_name_travels_in_hello() {
+        let mut h = Hello::new("app");
+        h.channel = "APP.SVRCONN".into();
+        assert_eq!(roundtrip(&h).1, h);
+    }
+
+    #[test]
+    fn a_hello_without_a_channel_is_the_same_bytes_as_before_the_field_existed() {
+        // The field is trailing and omitted when empty: an older client's Hello decodes (to the
+        // default channel), and an older server still decodes this one.
+        let h = Hello::new("app");
+        let (len, back) = roundtrip(&h);
+        assert_eq!(back, h);
+        assert_eq!(
+            len,
+            crate::frame::HEADER_LEN + MAGIC.len() + 14 + 2 + "app".len()
         );
     }
 }

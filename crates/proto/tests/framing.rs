@@ -235,7 +235,13 @@ fn a_truncated_hello_is_bad_magic_or_a_body_error() {
 
 #[test]
 fn trailing_garbage_after_a_body_is_refused() {
-    for r in [put(b"x"), Request::Commit, Request::Hello(Hello::new("c"))] {
+    // A Hello's channel is an optional trailing field; with it present, anything after it is
+    // garbage.
+    let hello = Request::Hello(Hello {
+        channel: "APP.SVRCONN".into(),
+        ..Hello::new("c")
+    });
+    for r in [put(b"x"), Request::Commit, hello] {
         let mut f = FrameDecoder::new(1024)
             .decode(&mut request_frame(0, 1, &r))
             .unwrap()

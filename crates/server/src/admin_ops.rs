@@ -80,10 +80,18 @@ impl ServerOps for Ops<'_> {
     }
 
     fn principal(&self, user: &str) -> (Vec<String>, bool) {
+        let store_groups = self
+            .shared
+            .security
+            .store()
+            .get(user)
+            .map(|u| u.groups.clone())
+            .unwrap_or_default();
         let who = crate::authz::resolve(
             &ferrymq_security::users::os::current_user(),
             &self.shared.cfg.admin_group,
             user,
+            &store_groups,
         );
         (who.principal.groups, who.admin)
     }
@@ -105,8 +113,15 @@ impl ServerOps for Ops<'_> {
     }
 
     fn refresh_security(&mut self, type_: &str) -> Result<String, MqError> {
+        // Channel authentication records and AUTHINFO objects are read at every connection; the
+        // user store is read from its file again here.
+        let n = self
+            .shared
+            .security
+            .reload()
+            .map_err(|e| MqError::new(ferrymq_types::Reason::RESOURCE_PROBLEM, e))?;
         Ok(format!(
-            "security refreshed (TYPE({type_})); connection authentication is not enforced by this release, so nothing else changed"
+            "security refreshed (TYPE({type_})): the user store holds {n} user(s); channel authentication records and AUTHINFO objects apply from the next connection"
         ))
     }
 }

@@ -60,9 +60,14 @@ impl Default for Authz {
 
 /// Who `user` is, for a queue manager run by `qm_user` whose administrators' group is
 /// `admin_group`: the queue manager's user when empty; groups from the operating system.
-pub fn resolve(qm_user: &str, admin_group: &str, user: &str) -> Who {
+pub fn resolve(qm_user: &str, admin_group: &str, user: &str, store_groups: &[String]) -> Who {
     let user = if user.is_empty() { qm_user } else { user };
-    let groups = os::groups_of(user);
+    let mut groups = os::groups_of(user);
+    for g in store_groups {
+        if !groups.contains(g) {
+            groups.push(g.clone());
+        }
+    }
     let admin = user == qm_user || groups.iter().any(|g| g == admin_group);
     Who {
         principal: Principal {
@@ -75,8 +80,8 @@ pub fn resolve(qm_user: &str, admin_group: &str, user: &str) -> Who {
 
 impl Authz {
     /// Who `user` is (see [`resolve`]).
-    pub fn resolve(&self, admin_group: &str, user: &str) -> Arc<Who> {
-        Arc::new(resolve(&self.qm_user, admin_group, user))
+    pub fn resolve(&self, admin_group: &str, user: &str, store_groups: &[String]) -> Arc<Who> {
+        Arc::new(resolve(&self.qm_user, admin_group, user, store_groups))
     }
 
     /// The compiled records, rebuilt if the engine's objects changed since.

@@ -50,6 +50,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "RemoteAdmin",
         ],
     ),
+    ("Security", &["ConnAuth"]),
     (
         "NativeHA",
         &[
@@ -308,6 +309,11 @@ pub struct QmConfig {
     /// The operating-system group whose members hold every authority, as the queue manager's
     /// own user does (qm.ini `Security:AdminGroup`, default `mqm`).
     pub admin_group: String,
+    /// Connection authentication through the default AUTHINFO (SYSTEM.DEFAULT.AUTHINFO.IDPWOS)
+    /// is enforced (qm.ini `Security:ConnAuth=on`; off by default, so that a new release does
+    /// not refuse every existing client). An AUTHINFO an administrator names in QMGR CONNAUTH is
+    /// enforced either way.
+    pub connauth: bool,
     /// A backout moves a message that reached BOTHRESH to BOQNAME or the dead-letter queue
     /// (qm.ini `QueueManager:BackoutRequeue=yes`, the default); `no` leaves it on its queue for
     /// the application, as MQ does.
@@ -611,6 +617,14 @@ impl QmConfig {
                             "qm.ini Channels:RemoteAdmin={v}: use 'yes' or 'no'"
                         ))
                     }
+                },
+            },
+            connauth: match known(ini, "Security", "ConnAuth") {
+                None => false,
+                Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                    "on" | "yes" => true,
+                    "off" | "no" => false,
+                    _ => return Err(format!("qm.ini Security:ConnAuth={v}: use 'on' or 'off'")),
                 },
             },
             backout_requeue: match known(ini, "QueueManager", "BackoutRequeue") {

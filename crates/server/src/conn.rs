@@ -68,6 +68,9 @@ where
         info,
         admin_refusal_logged: false,
         principals: AHashMap::new(),
+        channel: None,
+        identities: AHashMap::new(),
+        connect_groups: Vec::new(),
     };
     if let Err(e) = run(&mut rd, &shared, &mut session, &stall).await {
         // Tell the peer why before closing, when the socket can still carry it.
@@ -155,9 +158,31 @@ async fn run<R: AsyncRead + Unpin>(
         ));
     };
     let cfg = &shared.cfg;
-    let max_msg = shared.core.lock().engine.attrs().max_msg_len;
+    // A client socket runs as the channel its Hello names; that channel's limits bound what is
+    // negotiated. A bindings connection has no channel.
+    let (max_msg, binding) = {
+        let core = shared.core.lock();
+        let b = if s.bindings {
+            None
+        } else {
+            Some(crate::connsec::bind_channel(
+                &core,
+                &h.channel,
+                &s.info.conname,
+            )?)
+        };
+        (core.engine.attrs().max_msg_len, b)
+    };
+    let (srv_max, srv_hb, srv_cnv) = match &binding {
+        Some(b) => b.bound(max_msg, cfg.heartbeat_ms, cfg.sharecnv),
+        None => (max_msg, cfg.heartbeat_ms, cfg.sharecnv),
+    };
     let (version, max_msg_len, heartbeat_ms, sharecnv) =
-        negotiate(&h, max_msg, cfg.heartbeat_ms, cfg.sharecnv).map_err(proto)?;
+        negotiate(&h, srv_max, srv_hb, srv_cnv).map_err(proto)?;
+    if let Some(b) = &binding {
+        s.info.state.lock().channel = b.name.clone();
+    }
+    s.channel = binding;
     s.sharecnv = sharecnv;
     dec.set_max_frame_bytes(ferrymq_proto::frame_limit_for(max_msg_len));
     let ok = Response::HelloOk {
@@ -198,6 +223,12 @@ async fn run<R: AsyncRead + Unpin>(
     loop {
         while let Some(f) = dec.decode(&mut buf).map_err(proto)? {
             frames.push_back(f);
+        }
+        // A Connect is decided outside the core lock (password hashing, FAILDLAY), before the
+        // frames behind it run.
+        if frames.front().is_some_and(|f| f.kind == kind::CONNECT) {
+            let f = frames.pop_front().expect("front exists");
+            connect(shared, s, f).await;
         }
         if !frames.is_empty() {
             process(shared, s, &mut frames)?;
@@ -272,6 +303,11 @@ fn process(
         let mut core = shared.core.lock();
         let mut n = 0u64;
         while let Some(f) = frames.pop_front() {
+            if f.kind == kind::CONNECT && n > 0 {
+                // Left for `connect`, outside the lock.
+                frames.push_front(f);
+                break;
+            }
             n += 1;
             if f.kind == kind::HEARTBEAT_ACK {
                 continue;
@@ -351,6 +387,88 @@ fn process(
     match fatal {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// A conversation's Connect: who it runs as (CHLAUTH, CONNAUTH, the effective user), then the
+/// engine connection under the core lock. A refusal is answered on the conversation; the socket
+/// stays, so that the application can try again.
+async fn connect(shared: &Arc<Shared>, s: &mut Session, f: RawFrame) {
+    let req = match parse_request(&f) {
+        Ok(r) => r,
+        Err(e) => {
+            let r = Response::Status {
+                reason: e.reason(),
+                message: e.to_string(),
+            };
+            s.tx.send(Out {
+                frame: encode(f.conv, f.req, &r),
+                wait_lsn: 0,
+                close: false,
+            })
+            .ok();
+            return;
+        }
+    };
+    let Request::Connect {
+        qmgr,
+        user,
+        password,
+        app_name,
+    } = req
+    else {
+        unreachable!("a CONNECT frame parses to Connect");
+    };
+    let admitted = crate::connsec::admit(
+        shared,
+        s.channel.as_ref(),
+        &s.info.conname,
+        s.info.os_user.as_deref(),
+        crate::connsec::ConnectRequest {
+            user: &user,
+            password: &password,
+            app: &app_name,
+        },
+    )
+    .await;
+    let id = match admitted {
+        Ok(id) => id,
+        Err(e) => {
+            s.tx.send(Out {
+                frame: encode(f.conv, f.req, &error_response(e)),
+                wait_lsn: 0,
+                close: false,
+            })
+            .ok();
+            return;
+        }
+    };
+    let req = Request::Connect {
+        qmgr,
+        user: id.user.clone(),
+        password: String::new(),
+        app_name,
+    };
+    s.connect_groups = id.groups.clone();
+    let action = {
+        let mut core = shared.core.lock();
+        let a = dispatch::handle(&mut core, shared, s, f.conv, f.req, req, now_ms());
+        core.flush_deliveries();
+        a
+    };
+    if let Action::Reply(r, lsn) = action {
+        if matches!(&r, Response::Status { reason, .. } if *reason == Reason::NONE)
+            && s.convs.contains_key(&f.conv)
+        {
+            s.info.state.lock().user = id.user.clone();
+            s.identities.insert(f.conv, id);
+        }
+        s.tx.send(Out {
+            frame: encode(f.conv, f.req, &r),
+            wait_lsn: lsn,
+            close: false,
+        })
+        .ok();
     }
 }
 

@@ -28,6 +28,14 @@ pub struct Session {
     pub admin_refusal_logged: bool,
     /// Who each connected conversation runs as, resolved when it connected.
     pub principals: AHashMap<u16, Arc<Who>>,
+    /// The channel a client socket runs as (None: bindings).
+    pub channel: Option<crate::connsec::ChannelBinding>,
+    /// Who each connected conversation runs as: its effective user (the one its engine
+    /// connection carries) and that user's groups, for authority checks.
+    pub identities: AHashMap<u16, crate::connsec::Identity>,
+    /// The user store's groups of the user a Connect being handled was admitted as (set by the
+    /// connection task just before it hands the Connect over).
+    pub connect_groups: Vec<String>,
 }
 
 /// What the connection task does after a request.
@@ -199,6 +207,7 @@ pub fn handle(
             core.remove_route(conn);
             s.convs.remove(&conv);
             s.principals.remove(&conv);
+            s.identities.remove(&conv);
             s.info.conversations.fetch_sub(1, Ordering::Relaxed);
             done(r)
         }
@@ -365,13 +374,12 @@ fn connect(
             format!("conversation {conv} is already connected"),
         );
     }
-    // Until connections are authenticated, a bindings connection's messages carry its
-    // process's operating-system user, a client's the user id it asserts.
-    let user = match (&s.info.os_user, s.bindings) {
-        (Some(os), true) => os.as_str(),
-        _ => user,
-    };
-    let who = core.authz.resolve(admin_group, user);
+    // `user` is the effective user `connsec::admit` decided: for a bindings connection its
+    // process's operating-system user (unless authentication adopted another), for a client the
+    // mapped, channel, adopted or asserted user, in that order. Its groups are the operating
+    // system's and, for a user of the queue manager's user store, the store's.
+    let store_groups = std::mem::take(&mut s.connect_groups);
+    let who = core.authz.resolve(admin_group, user, &store_groups);
     if let Err(e) = core.authz.check(
         &core.engine,
         &who,
@@ -508,6 +516,7 @@ fn admin(
                 } else {
                     ""
                 },
+                &[],
             ),
         };
         let parsed = ferrymq_mqsc::parse(mqsc);

@@ -127,6 +127,10 @@ pub mod ids {
         METRICS_ACCEPT_FAILED = 3006 Warning "Accepting a metrics connection failed.";
         NOT_AUTHORIZED = 3008 Warning "A connection, open, MQPUT1 or MQSC command was refused with MQRC_NOT_AUTHORIZED: the user and its groups, the operation, the object and the authorities missing are named.";
         REMOTE_ADMIN_REFUSED = 3007 Warning "MQSC from a client (TCP) connection was refused because qm.ini Channels:RemoteAdmin is off (logged once per connection).";
+        CHANNEL_REFUSED = 3008 Warning "A client connection named a channel that is not a defined SVRCONN channel; it was refused (channel and address named).";
+        CHLAUTH_REFUSED = 3009 Warning "A channel authentication record refused a connection, or would have with WARN(YES) (rule, address and user named).";
+        CONNAUTH_FAILED = 3010 Warning "Connection authentication failed: user, address and why are named (never the password).";
+        USER_STORE = 3011 Error "The queue manager's user store could not be read; the users loaded before stay in force.";
         HA_PREFERRED = 4001 Info "The preferred instance of the HA group changed.";
         HA_PREFERRED_UNRECORDED = 4002 Error "The preferred instance cannot be recorded in qm.ini.";
         HA_UNKNOWN_CONTROL = 4003 Warning "An HA control record of an unknown kind was ignored (a newer version wrote it?).";

@@ -11,6 +11,7 @@ mod authz;
 mod autoconfig;
 pub mod config;
 mod conn;
+mod connsec;
 mod core;
 mod dispatch;
 pub mod dr;

@@ -40,6 +40,15 @@ pub struct SocketInfo {
     pub started_ms: u64,
     pub conversations: Arc<AtomicU64>,
     pub frames: Arc<AtomicU64>,
+    /// The channel the socket runs as and the effective user of its latest conversation.
+    pub state: Arc<parking_lot::Mutex<SocketState>>,
+}
+
+/// What DISPLAY CHSTATUS shows of who a socket is, filled in at Hello and Connect.
+#[derive(Debug, Clone, Default)]
+pub struct SocketState {
+    pub channel: String,
+    pub user: String,
 }
 
 #[derive(Default)]
@@ -78,6 +87,7 @@ impl Control {
             started_ms: now_ms(),
             conversations: Arc::new(AtomicU64::new(0)),
             frames: Arc::new(AtomicU64::new(0)),
+            state: Arc::default(),
         };
         self.sockets.insert(self.next_socket, info.clone());
         (self.next_socket, info)
@@ -117,11 +127,19 @@ impl Control {
             .filter(|s| !s.bindings)
             .map(|s| {
                 let (d, t) = fmt_date_time(s.started_ms);
+                let st = s.state.lock().clone();
+                // Between accept and Hello a socket is not bound to a channel yet.
+                let (channel, status) = if st.channel.is_empty() {
+                    ("SYSTEM.DEF.SVRCONN".to_string(), "BINDING")
+                } else {
+                    (st.channel, "RUNNING")
+                };
                 vec![
-                    ("CHANNEL".into(), "SYSTEM.DEF.SVRCONN".into()),
+                    ("CHANNEL".into(), channel),
                     ("CHLTYPE".into(), "SVRCONN".into()),
                     ("CONNAME".into(), s.conname.clone()),
-                    ("STATUS".into(), "RUNNING".into()),
+                    ("STATUS".into(), status.into()),
+                    ("MCAUSER".into(), st.user),
                     (
                         "CURSHCNV".into(),
                         s.conversations.load(Ordering::Relaxed).to_string(),
@@ -260,6 +278,11 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
     loop {
         match listener.accept().await {
             Ok((s, peer)) => {
+                // BLOCKADDR decides on the address alone, before any frame is read.
+                if crate::connsec::refused_at_accept(&shared, &peer.ip().to_string()) {
+                    drop(s);
+                    continue;
+                }
                 let _ = s.set_nodelay(true);
                 spawn_conn(&shared, s, peer.ip().to_string(), false, None);
             }

@@ -146,6 +146,31 @@ pub fn render(shared: &Shared) -> String {
         &[],
         shared.durable.get() as f64,
     );
+    let sec = &shared.security;
+    for (name, help, v) in [
+        (
+            "ferrymq_auth_failures_total",
+            "Failed connection authentications (wrong, missing or throttled passwords) since start.",
+            &sec.auth_failures,
+        ),
+        (
+            "ferrymq_auth_throttled_total",
+            "Authentications refused without a password check because their address failed too often.",
+            &sec.auth_throttled,
+        ),
+        (
+            "ferrymq_chlauth_refusals_total",
+            "Connections refused by a channel authentication record since start.",
+            &sec.chlauth_refusals,
+        ),
+    ] {
+        o.family(name, "counter", help);
+        o.sample(
+            name,
+            &[],
+            v.load(std::sync::atomic::Ordering::Relaxed) as f64,
+        );
+    }
     queues(shared, &mut o);
     if let Some(h) = &shared.ha {
         ha(h, &mut o);

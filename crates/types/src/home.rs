@@ -35,6 +35,10 @@ impl QmPaths {
     pub fn store_dir(&self) -> PathBuf {
         self.dir.join("store")
     }
+    /// The queue manager's user store: user ids, hashed passwords and groups (mode 0600).
+    pub fn users(&self) -> PathBuf {
+        self.dir.join("users")
+    }
     /// The bindings-mode socket local applications connect through.
     pub fn socket(&self) -> PathBuf {
         self.dir.join("qm.sock")

@@ -66,3 +66,22 @@ pub const LOG_CHECKPOINT_TRIGGER_PCT: u64 = 40;
 pub const USER_ID_LEN_MAX: usize = 12;
 pub const APPL_IDENTITY_LEN_MAX: usize = 32;
 pub const PUT_APPL_NAME_LEN_MAX: usize = 28;
+
+/// Longest user or group name the queue manager's user store holds (MQ's 64-character MCAUSER).
+pub const USER_NAME_LEN_MAX: usize = 64;
+/// Most users the queue manager's user store holds.
+pub const USER_STORE_USERS_MAX: usize = 10_000;
+/// Most groups one user of the store belongs to.
+pub const USER_GROUPS_MAX: usize = 64;
+/// Largest user store file read or written.
+pub const USER_STORE_FILE_MAX_BYTES: u64 = 4 << 20;
+/// Longest password accepted (longer ones are refused before hashing, so that a client cannot
+/// make the queue manager hash megabytes).
+pub const PASSWORD_LEN_MAX_BYTES: usize = 256;
+/// Failed authentications from one address within [`AUTH_FAILURE_WINDOW_MS`] after which further
+/// attempts from it are delayed by the AUTHINFO's FAILDLAY and refused without a password check.
+pub const AUTH_FAILURES_PER_WINDOW_MAX: u32 = 5;
+/// The window over which failed authentications are counted per address.
+pub const AUTH_FAILURE_WINDOW_MS: u64 = 60_000;
+/// Addresses whose failures are remembered at once (the oldest are forgotten first).
+pub const AUTH_FAILURE_ADDRESSES_MAX: usize = 4096;

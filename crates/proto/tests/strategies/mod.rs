@@ -239,15 +239,27 @@ pub fn hello() -> impl Strategy<Value = Hello> {
         any::<u32>(),
         any::<u16>(),
         text(),
+        text(),
     )
         .prop_map(
-            |(version_min, version_max, max_msg_len, heartbeat_ms, sharecnv, client_name)| Hello {
+            |(
                 version_min,
                 version_max,
                 max_msg_len,
                 heartbeat_ms,
                 sharecnv,
                 client_name,
+                channel,
+            )| {
+                Hello {
+                    version_min,
+                    version_max,
+                    max_msg_len,
+                    heartbeat_ms,
+                    sharecnv,
+                    client_name,
+                    channel,
+                }
             },
         )
 }

@@ -62,6 +62,8 @@ pub struct Shared {
     pub dr: Option<Arc<DrHandle>>,
     /// A DR primary's lag bound (its durable watch is `durable`).
     pub dr_gate: Option<Arc<Gate>>,
+    /// The user store and the counts of refused connections.
+    pub security: crate::connsec::Security,
 }
 
 impl Shared {
@@ -89,6 +91,8 @@ impl Shared {
         })
     }
 
+    // Each argument is one independent part of the running queue manager, built by `run`.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         core: Arc<Mutex<Core>>,
         storage: Arc<Storage>,
@@ -97,6 +101,7 @@ impl Shared {
         end_tx: watch::Sender<Option<AdminAction>>,
         ha: Option<Arc<HaHandle>>,
         dr: Option<(Arc<DrHandle>, Option<Arc<Gate>>)>,
+        users: std::path::PathBuf,
     ) -> Shared {
         let (dr, dr_gate) = match dr {
             Some((d, g)) => (Some(d), g),
@@ -121,6 +126,7 @@ impl Shared {
             ha,
             dr,
             dr_gate,
+            security: crate::connsec::Security::new(users),
         }
     }
 
@@ -312,6 +318,7 @@ fn run_instance(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
         end_tx,
         opened.ha,
         dr.map(|d| (d, opened.gate)),
+        paths.users(),
     ));
     if let Log::Ring(r) = &mut log {
         r.before_serving(&shared)?;
