@@ -75,6 +75,16 @@ impl ServerOps for Ops<'_> {
     }
 
     fn refresh_security(&mut self, type_: &str) -> Result<String, MqError> {
+        if type_ == "SSL" || type_ == "ALL" {
+            // The TLS key repository is read again for connections accepted from now on.
+            let tls = self.shared.tls.refresh().map_err(|e| {
+                MqError::new(
+                    ferrymq_types::Reason::SSL_INITIALIZATION_ERROR,
+                    format!("REFRESH SECURITY TYPE({type_}): {e}"),
+                )
+            })?;
+            return Ok(format!("security refreshed (TYPE({type_})): {tls}"));
+        }
         Ok(format!(
             "security refreshed (TYPE({type_})); connection authentication is not enforced by this release, so nothing else changed"
         ))

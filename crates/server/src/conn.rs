@@ -29,7 +29,7 @@ use crate::listeners::SocketInfo;
 use crate::qmgr::Shared;
 use crate::storage::now_ms;
 
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const READ_CHUNK_BYTES: usize = 64 * 1024;
 const WRITE_BATCH_BYTES: usize = 1 << 20;
 /// Frames at least this large are written from their own buffer, not copied into the batch.
@@ -153,6 +153,9 @@ async fn run<R: AsyncRead + Unpin>(
             "the first frame must be Hello",
         ));
     };
+    if !s.bindings {
+        check_channel(shared, s)?;
+    }
     let cfg = &shared.cfg;
     let max_msg = shared.core.lock().engine.attrs().max_msg_len;
     let (version, max_msg_len, heartbeat_ms, sharecnv) =
@@ -252,6 +255,31 @@ async fn run<R: AsyncRead + Unpin>(
             }
         }
     }
+}
+
+/// The TLS rules of the socket's channel (SSLCIPH, SSLCAUTH, SSLPEER), at Hello: a refusal is
+/// logged with the channel, the rule and the client's DN, and the client told why.
+fn check_channel(shared: &Arc<Shared>, s: &Session) -> Result<(), MqError> {
+    let channel = crate::listeners::DEFAULT_SVRCONN;
+    let attrs = shared
+        .core
+        .lock()
+        .engine
+        .object(ferrymq_types::ObjectKind::Channel, channel)
+        .map(|d| d.attrs.clone());
+    let Some(attrs) = attrs else {
+        return Ok(());
+    };
+    crate::security::tls::check_channel(channel, &attrs, s.info.tls.as_deref()).map_err(|r| {
+        crate::qm_log!(
+            crate::errlog::ids::CHANNEL_TLS_REFUSED,
+            "connection from {} refused by {}: {}",
+            s.info.conname,
+            r.rule,
+            r.message
+        );
+        MqError::new(r.reason, r.message)
+    })
 }
 
 /// Runs a batch of frames under one lock. Each frame's reply, and the deliveries its work pushed
@@ -407,6 +435,15 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         if !ok {
             // A peer that takes nothing for a heartbeat interval is not reading: the reader
             // closes the socket and backs out its units of work.
+            q.kill();
+            return;
+        }
+        // A TLS stream may hold records it could not write yet: they must leave now, not with
+        // the next batch (a no-op on a plain socket).
+        if tokio::time::timeout(stall, wr.flush())
+            .await
+            .map_or(true, |r| r.is_err())
+        {
             q.kill();
             return;
         }

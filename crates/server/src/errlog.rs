@@ -125,6 +125,10 @@ pub mod ids {
         METRICS_STARTED = 3005 Info "Prometheus metrics are served at the address named.";
         METRICS_ACCEPT_FAILED = 3006 Warning "Accepting a metrics connection failed.";
         REMOTE_ADMIN_REFUSED = 3007 Warning "MQSC from a client (TCP) connection was refused because qm.ini Channels:RemoteAdmin is off (logged once per connection).";
+        TLS_REPOSITORY_LOADED = 3008 Info "The TLS key repository (qm.ini SSL stanza) was loaded; its certificate is named.";
+        TLS_REPOSITORY_FAILED = 3009 Error "The TLS key repository cannot be used (file and problem named); TLS connections are refused, or the one loaded before stays in force.";
+        TLS_SOCKET_REFUSED = 3010 Warning "A TLS connection was closed before its handshake finished: no key repository, a failed or slow handshake, or a certificate that does not verify.";
+        CHANNEL_TLS_REFUSED = 3011 Warning "A channel refused a connection by its SSLCIPH, SSLCAUTH or SSLPEER (channel, rule and DN named).";
         HA_PREFERRED = 4001 Info "The preferred instance of the HA group changed.";
         HA_PREFERRED_UNRECORDED = 4002 Error "The preferred instance cannot be recorded in qm.ini.";
         HA_UNKNOWN_CONTROL = 4003 Warning "An HA control record of an unknown kind was ignored (a newer version wrote it?).";

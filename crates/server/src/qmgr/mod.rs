@@ -62,6 +62,8 @@ pub struct Shared {
     pub dr: Option<Arc<DrHandle>>,
     /// A DR primary's lag bound (its durable watch is `durable`).
     pub dr_gate: Option<Arc<Gate>>,
+    /// The TLS key repository new client sockets are served with.
+    pub tls: crate::security::tls::TlsState,
 }
 
 impl Shared {
@@ -89,6 +91,9 @@ impl Shared {
         })
     }
 
+    // Each argument is one independently opened part of the queue manager; a builder would only
+    // rename them.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         core: Arc<Mutex<Core>>,
         storage: Arc<Storage>,
@@ -97,6 +102,7 @@ impl Shared {
         end_tx: watch::Sender<Option<AdminAction>>,
         ha: Option<Arc<HaHandle>>,
         dr: Option<(Arc<DrHandle>, Option<Arc<Gate>>)>,
+        tls: crate::security::tls::TlsState,
     ) -> Shared {
         let (dr, dr_gate) = match dr {
             Some((d, g)) => (Some(d), g),
@@ -121,6 +127,7 @@ impl Shared {
             ha,
             dr,
             dr_gate,
+            tls,
         }
     }
 
@@ -304,6 +311,8 @@ fn run_instance(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
         (o, Log::Ring(r))
     };
     let (end_tx, end_rx) = watch::channel(None);
+    let tls =
+        crate::security::tls::TlsState::load(cfg.ssl.as_ref(), paths.ini(), paths.dir.clone());
     let shared = Arc::new(Shared::new(
         opened.core,
         opened.storage,
@@ -312,6 +321,7 @@ fn run_instance(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
         end_tx,
         opened.ha,
         dr.map(|d| (d, opened.gate)),
+        tls,
     ));
     if let Log::Ring(r) = &mut log {
         r.before_serving(&shared)?;
