@@ -7,6 +7,7 @@
 
 mod cli;
 mod demo;
+mod devcerts;
 mod dlq_handler;
 mod dmplog;
 mod dr_cmds;
@@ -53,6 +54,7 @@ fn run(cli: Cli) -> Res {
         Cmd::RunQmgr(a) => lifecycle::run_qmgr(&a.name),
         Cmd::Runmqsc(a) => runmqsc::run(&a),
         Cmd::Dmpmqcfg(a) => runmqsc::dmpmqcfg(&a),
+        Cmd::Mkdevcerts(a) => devcerts::run(&a),
         Cmd::Dmplog(a) => dmplog::run(&a),
         Cmd::Put(a) => samples::put(&a.args),
         Cmd::Get(a) => samples::get(&a.args, false),

@@ -17,7 +17,16 @@ use ferrymq_types::Reason;
 use crate::cli;
 use crate::lifecycle::{Fail, Res};
 
-fn connect(qm: &str, client: bool, conn: Option<&str>) -> Result<Connection, String> {
+fn connect(
+    qm: &str,
+    client: bool,
+    conn: Option<&str>,
+    tls: &cli::TlsArgs,
+) -> Result<Connection, String> {
+    let tls = tls.options()?;
+    if tls.is_some() && !client {
+        return Err("runmqsc: --tls-ca is for client mode (-c)".into());
+    }
     let mut opts = if client {
         let conname = match conn {
             Some(c) => c.to_string(),
@@ -30,6 +39,7 @@ fn connect(qm: &str, client: bool, conn: Option<&str>) -> Result<Connection, Str
     } else {
         ConnectOptions::bindings(qm)
     };
+    opts.tls = tls;
     opts.app_name = "runmqsc".into();
     Connection::connect(opts).map_err(|e| e.to_string())
 }
@@ -41,10 +51,12 @@ pub fn run(p: &cli::Runmqsc) -> Res {
     let conn = if verify_only {
         None
     } else {
-        Some(connect(&qm, p.c, p.conn.as_deref()).map_err(|e| Fail {
-            code: 20,
-            message: format!("runmqsc: queue manager '{qm}' is not available: {e}"),
-        })?)
+        Some(
+            connect(&qm, p.c, p.conn.as_deref(), &p.tls).map_err(|e| Fail {
+                code: 20,
+                message: format!("runmqsc: queue manager '{qm}' is not available: {e}"),
+            })?,
+        )
     };
     println!(
         "FerryMQ MQSC for queue manager {qm}{}.",
@@ -199,7 +211,7 @@ fn run_one(
 /// manager (bindings mode, as runmqsc) for its configuration and prints it.
 pub fn dmpmqcfg(p: &cli::Dmpmqcfg) -> Res {
     let qm = p.m.clone().unwrap_or_default();
-    let conn = connect(&qm, false, None).map_err(|e| Fail {
+    let conn = connect(&qm, false, None, &cli::TlsArgs::default()).map_err(|e| Fail {
         code: 20,
         message: format!("dmpmqcfg: queue manager '{qm}' is not available: {e}"),
     })?;
