@@ -335,5 +335,15 @@ mod tests {
         fn parsing_never_panics(filter in ".{0,64}", dn in ".{0,64}") {
             let _ = dn_matches(&filter, &dn);
         }
+
+        #[test]
+        fn a_well_formed_filter_without_wildcards_matches_itself(
+            text in "[A-Za-z ]{1,3}=[a-zA-Z0-9 ,;+=\\\"]{0,10}(,[A-Za-z]{1,3}=[a-z0-9 \\\"]{0,8}){0,4}"
+        ) {
+            if check_filter(&text).is_ok() {
+                prop_assert!(dn_matches("", &text));
+                prop_assert!(dn_matches(&text, &text), "{:?}", text);
+            }
+        }
     }
 }
