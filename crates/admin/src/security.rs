@@ -184,7 +184,7 @@ fn passes(o: &ObjectDef, f: &ferrymq_mqsc::security::ChlAuthFilter) -> bool {
         }
     }
     if let Some(dn) = &f.sslpeer {
-        if !get("SSLPEER").is_some_and(|p| p == dn || chlauth::dn_matches_simple(p, dn)) {
+        if !get("SSLPEER").is_some_and(|p| p == dn || ferrymq_security::tls::dn_matches(p, dn)) {
             return false;
         }
     }
@@ -293,7 +293,8 @@ pub(crate) fn runcheck_chlauth(
         remote_qmgr: None,
     };
     let admin = |u: &str| u == "mqm" || u == "root";
-    let Some(rule) = chlauth::runcheck(&rules, &attempt, chlauth::dn_matches_simple, &admin) else {
+    let Some(rule) = chlauth::runcheck(&rules, &attempt, ferrymq_security::tls::dn_matches, &admin)
+    else {
         return Response::success(
             msg::NO_MATCH,
             format!(

@@ -57,6 +57,11 @@ impl Connection {
         self.inner.max_msg_len()
     }
 
+    /// See [`crate::Connection::tls_session`].
+    pub fn tls_session(&self) -> Option<ferrymq_security::tls::TlsSession> {
+        self.inner.tls_session()
+    }
+
     pub fn reconnects(&self) -> u64 {
         self.inner.reconnects()
     }

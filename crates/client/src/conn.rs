@@ -257,6 +257,12 @@ impl Connection {
         &self.inner.qmgr_name
     }
 
+    /// What TLS negotiated on the current socket and the queue manager's certificate (None: a
+    /// plain or bindings connection).
+    pub fn tls_session(&self) -> Option<ferrymq_security::tls::TlsSession> {
+        self.inner.bind.lock().socket.tls.clone()
+    }
+
     /// The negotiated largest message length.
     pub fn max_msg_len(&self) -> u32 {
         self.inner.bind.lock().socket.params.max_msg_len

@@ -35,9 +35,10 @@ use ferrymq_types::{MessageDescriptor, Properties};
 
 pub use callback::{CallbackConsumer, Flow};
 pub use conn::{unique_id, Connection, Consumer};
+pub use ferrymq_security::tls::{CertNames, TlsSession};
 pub use options::{
-    bindings_socket_path, ferrymq_home, parse_conn_name, ConnectOptions, Reconnect, Transport,
-    CONNECT_TIMEOUT_DEFAULT, DEFAULT_CHANNEL, DEFAULT_PORT,
+    bindings_socket_path, ferrymq_home, parse_conn_name, ConnectOptions, Reconnect, TlsOptions,
+    Transport, CONNECT_TIMEOUT_DEFAULT, DEFAULT_CHANNEL, DEFAULT_PORT,
 };
 
 // Re-exported so that an application needs only this crate for the values its calls take.

@@ -58,6 +58,47 @@ pub struct ConnectOptions {
     pub reconnect: Reconnect,
     /// Bound on one TCP/Unix connect plus handshake.
     pub connect_timeout: Duration,
+    /// TLS on client (TCP) connections, every socket of them, reconnects included; ignored in
+    /// bindings mode.
+    pub tls: Option<TlsOptions>,
+}
+
+/// How a client speaks TLS (MQ's SSLCIPH of the client channel and its key repository).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TlsOptions {
+    /// The CA certificates (PEM) the queue manager's certificate must chain to.
+    pub ca_file: PathBuf,
+    /// This client's certificate and private key (PEM), for channels with SSLCAUTH(REQUIRED) or
+    /// SSLPEER.
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+    /// The CipherSpec offered (an SSLCIPH value: `ANY_TLS12_OR_HIGHER`, `TLS_AES_256_GCM_SHA384`,
+    /// ...); None offers every TLS 1.2 and 1.3 suite.
+    pub cipher: Option<String>,
+    /// The name the queue manager's certificate must carry; None: the host of the connection
+    /// name (an IP address is checked against the certificate's IP addresses).
+    pub server_name: Option<String>,
+}
+
+impl TlsOptions {
+    /// The rustls configuration, or why these options cannot be used (MQRC_SSL_INITIALIZATION_ERROR).
+    pub(crate) fn client_config(&self) -> Result<std::sync::Arc<rustls::ClientConfig>, MqError> {
+        let bad = |m: String| MqError::new(Reason::SSL_INITIALIZATION_ERROR, m);
+        let cipher = self
+            .cipher
+            .as_deref()
+            .map(ferrymq_security::tls::CipherSpec::parse)
+            .transpose()
+            .map_err(bad)?;
+        ferrymq_security::tls::ClientTls {
+            ca_file: self.ca_file.clone(),
+            cert_file: self.cert_file.clone(),
+            key_file: self.key_file.clone(),
+            cipher,
+        }
+        .config()
+        .map_err(|e| bad(format!("TLS settings cannot be used: {e}")))
+    }
 }
 
 // Hand-written so that the password never reaches a log through `{:?}`.
@@ -78,6 +119,7 @@ impl fmt::Debug for ConnectOptions {
             .field("sharecnv", &self.sharecnv)
             .field("reconnect", &self.reconnect)
             .field("connect_timeout", &self.connect_timeout)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -96,6 +138,7 @@ impl ConnectOptions {
             sharecnv: SHARECNV_DEFAULT,
             reconnect: Reconnect::Disabled,
             connect_timeout: CONNECT_TIMEOUT_DEFAULT,
+            tls: None,
         }
     }
 

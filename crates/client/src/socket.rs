@@ -64,6 +64,8 @@ struct State {
 pub(crate) struct Socket {
     pub endpoint: Endpoint,
     pub params: Negotiated,
+    /// What TLS negotiated, and the queue manager's certificate (None: a plain socket).
+    pub tls: Option<ferrymq_security::tls::TlsSession>,
     tx: mpsc::UnboundedSender<Out>,
     state: Mutex<State>,
     next_req: AtomicU32,
@@ -173,6 +175,11 @@ impl Socket {
             ),
         }
         };
+        let tls_config = match (ep, &opts.tls) {
+            (Endpoint::Tcp(..), Some(t)) => Some(t.client_config()?),
+            _ => None,
+        };
+        let mut tls_session = None;
         let work = async {
             let (rd, wr): (BoxRead, BoxWrite) = match ep {
                 Endpoint::Tcp(host, port) => {
@@ -181,8 +188,38 @@ impl Socket {
                         .map_err(|e| unreachable(e.to_string()))?;
                     // Requests are small and answered one by one; Nagle would add a delay to each.
                     let _ = s.set_nodelay(true);
-                    let (r, w) = s.into_split();
-                    (Box::new(r), Box::new(w))
+                    match tls_config {
+                        None => {
+                            let (r, w) = s.into_split();
+                            (Box::new(r), Box::new(w))
+                        }
+                        Some(cfg) => {
+                            let t = opts.tls.as_ref().expect("TLS options give a configuration");
+                            let name = t.server_name.as_deref().unwrap_or(host).to_string();
+                            let server_name = rustls_pki_types::ServerName::try_from(name.clone())
+                                .map_err(|e| {
+                                    MqError::new(
+                                        Reason::SSL_INITIALIZATION_ERROR,
+                                        format!(
+                                            "'{name}' cannot be checked against a certificate: {e}"
+                                        ),
+                                    )
+                                })?;
+                            let tls = tokio_rustls::TlsConnector::from(cfg)
+                                .connect(server_name, s)
+                                .await
+                                .map_err(|e| {
+                                    MqError::new(
+                                        Reason::SSL_INITIALIZATION_ERROR,
+                                        format!("TLS handshake with {ep} failed: {e}"),
+                                    )
+                                })?;
+                            tls_session =
+                                ferrymq_security::tls::TlsSession::from_state(tls.get_ref().1);
+                            let (r, w) = tokio::io::split(tls);
+                            (Box::new(r), Box::new(w))
+                        }
+                    }
                 }
                 Endpoint::Unix(path) => {
                     let s = tokio::net::UnixStream::connect(path)
@@ -192,7 +229,7 @@ impl Socket {
                     (Box::new(r), Box::new(w))
                 }
             };
-            handshake(ep, opts, qmgr, rd, wr).await
+            handshake(ep, opts, qmgr, rd, wr, opts.tls.is_some()).await
         };
         let (rd, wr, dec, buf, params) = tokio::time::timeout(limit, work)
             .await
@@ -202,6 +239,7 @@ impl Socket {
         let sock = Arc::new(Socket {
             endpoint: ep.clone(),
             params,
+            tls: tls_session,
             tx,
             state: Mutex::new(State::default()),
             next_req: AtomicU32::new(1),
@@ -444,6 +482,7 @@ async fn handshake(
     qmgr: &str,
     mut rd: BoxRead,
     mut wr: BoxWrite,
+    tls: bool,
 ) -> Result<Handshaken, MqError> {
     let hello = Hello {
         max_msg_len: opts.max_msg_len,
@@ -458,7 +497,21 @@ async fn handshake(
     };
     let mut out = BytesMut::new();
     encode_request(0, 0, &Request::Hello(hello), &mut out);
-    let io = |e: std::io::Error| broken(format!("handshake with {ep} failed: {e}"));
+    let io = |e: std::io::Error| {
+        // Over TLS the queue manager may refuse this client's certificate only now (TLS 1.3
+        // verifies it after the client's side of the handshake ended).
+        let refused = e
+            .get_ref()
+            .is_some_and(|i| i.downcast_ref::<rustls::Error>().is_some());
+        if tls && refused {
+            MqError::new(
+                Reason::SSL_INITIALIZATION_ERROR,
+                format!("TLS with {ep} failed: {e}"),
+            )
+        } else {
+            broken(format!("handshake with {ep} failed: {e}"))
+        }
+    };
     let proto =
         |e: ProtoError| MqError::new(e.reason(), format!("handshake with {ep} failed: {e}"));
     wr.write_all(&out).await.map_err(io)?;
@@ -580,6 +633,11 @@ async fn write_loop(
             let written = tokio::select! {
                 _ = stop.wait_for(|s| *s) => return,
                 r = wr.write_all(&batch) => r,
+            };
+            // A TLS stream may hold records it could not write yet (a no-op on a plain socket).
+            let written = match written {
+                Ok(()) => wr.flush().await,
+                e => e,
             };
             if let Err(e) = written {
                 sock.fail(broken(format!("writing to {} failed: {e}", sock.endpoint)));

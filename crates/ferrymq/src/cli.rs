@@ -56,6 +56,10 @@ const DOUBLE_DASH_IN_MQ: &[(&str, &str)] = &[
     ("runmqsc", "user"),
     ("runmqsc", "password-stdin"),
     ("setmqusr", "password-stdin"),
+    ("runmqsc", "tls-ca"),
+    ("runmqsc", "tls-cert"),
+    ("runmqsc", "tls-key"),
+    ("runmqsc", "cipher"),
 ];
 
 /// How `ferrymq --help` groups the commands (as the README does). A test checks that every
@@ -82,6 +86,7 @@ pub const GROUPS: &[(&str, &[&str], &str)] = &[
         "Administration",
         &[
             "runmqsc", "dmpmqcfg", "setmqaut", "dspmqaut", "dmpmqaut", "dmplog", "dspmqver",
+            "mkdevcerts",
         ],
         "",
     ),
@@ -411,6 +416,12 @@ pub enum Cmd {
         override_usage = "ferrymq dmpmqaut -m QMNAME [-t TYPE] [-n PROFILE] [-p USER | -g GROUP]"
     )]
     Dmpmqaut(Dmpmqaut),
+    /// Development only: a CA, a queue manager's and clients' TLS certificates (PEM)
+    #[command(
+        after_help = EXAMPLES_MKDEVCERTS,
+        override_usage = "ferrymq mkdevcerts --dir DIR [-m QMNAME] [--client NAME ...] [--host NAME ...]"
+    )]
+    Mkdevcerts(Mkdevcerts),
     /// List a queue manager's recovery log and message store records, and their damage
     #[command(after_help = EXAMPLES_DMPLOG)]
     Dmplog(Dmplog),
@@ -476,6 +487,85 @@ pub enum Shell {
     Bash,
     Zsh,
     Fish,
+}
+
+const EXAMPLES_MKDEVCERTS: &str = "\
+For development and tests only: keys are written unencrypted and nothing can revoke them.
+DIR gets ca.pem (and ca.key, reused by later runs), QMNAME.pem/QMNAME.key for the queue manager
+(valid for localhost, 127.0.0.1, ::1 and each --host) and NAME.pem/NAME.key per --client (CN=NAME).
+With -m, the queue manager's qm.ini SSL stanza is set to them (REFRESH SECURITY TYPE(SSL) or a
+restart makes it take effect).
+
+Examples:
+  ferrymq mkdevcerts --dir /tmp/certs -m QM1 --client app
+  ferrymq put --conn 'localhost(1414)' --tls-ca /tmp/certs/ca.pem \\
+      --tls-cert /tmp/certs/app.pem --tls-key /tmp/certs/app.key QM1 Q1";
+
+#[derive(Args, Debug, Default)]
+pub struct Mkdevcerts {
+    /// Where the certificates and keys are written (created if needed)
+    #[arg(long, value_name = "DIR", required = true)]
+    pub dir: Option<std::path::PathBuf>,
+    /// The queue manager: its certificate is issued, and its qm.ini SSL stanza set
+    #[arg(short = 'm', value_name = "QMNAME")]
+    pub m: Option<String>,
+    /// A client certificate with this common name (repeatable)
+    #[arg(long, value_name = "NAME")]
+    pub client: Vec<String>,
+    /// A host name or IP address the queue manager is reached by, besides localhost (repeatable)
+    #[arg(long, value_name = "NAME")]
+    pub host: Vec<String>,
+    /// The name of the queue manager certificate's files without -m (default: qmgr)
+    #[arg(long, value_name = "NAME")]
+    pub qmgr_cert: Option<String>,
+}
+
+/// Where a client-mode command connects: the connection name list and TLS.
+#[derive(Args, Debug, Default, Clone)]
+pub struct ConnArgs {
+    /// Client mode: MQ connection name list, e.g. 'host(1414),host2(1414)'
+    #[arg(long, value_name = "CONNAME")]
+    pub conn: Option<String>,
+    #[command(flatten)]
+    pub auth: ConnAuth,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// TLS for a client-mode connection (see `ferrymq mkdevcerts` for development certificates).
+#[derive(Args, Debug, Default, Clone)]
+pub struct TlsArgs {
+    /// Client mode over TLS: the CA certificates (PEM) the queue manager's certificate must chain to
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<std::path::PathBuf>,
+    /// TLS: this client's certificate (PEM), for channels with SSLCAUTH(REQUIRED) or SSLPEER
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// TLS: the private key (PEM) of --tls-cert
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// TLS: the CipherSpec to offer, as SSLCIPH names it (default: any TLS 1.2 or 1.3 suite)
+    #[arg(long, value_name = "SPEC")]
+    pub cipher: Option<String>,
+}
+
+impl TlsArgs {
+    /// The client's TLS options; None without --tls-ca (then the other TLS flags are refused).
+    pub fn options(&self) -> Result<Option<ferrymq_client::TlsOptions>, String> {
+        let Some(ca) = &self.tls_ca else {
+            if self.tls_cert.is_some() || self.cipher.is_some() {
+                return Err("--tls-cert, --tls-key and --cipher need --tls-ca FILE (the CA certificates the queue manager's certificate must chain to)".into());
+            }
+            return Ok(None);
+        };
+        Ok(Some(ferrymq_client::TlsOptions {
+            ca_file: ca.clone(),
+            cert_file: self.tls_cert.clone(),
+            key_file: self.tls_key.clone(),
+            cipher: self.cipher.clone(),
+            server_name: None,
+        }))
+    }
 }
 
 /// Arguments passed on untouched (the samples parse their own).
@@ -823,6 +913,8 @@ pub struct Runmqsc {
     pub conn: Option<String>,
     #[command(flatten)]
     pub auth: ConnAuth,
+    #[command(flatten)]
+    pub tls: TlsArgs,
     /// The queue manager
     #[arg(value_name = "QMNAME")]
     pub name: String,
@@ -955,11 +1047,8 @@ pub struct Req {
     /// Print each reply's descriptor too
     #[arg(long)]
     pub md: bool,
-    /// Client mode: MQ connection name list, e.g. 'host(1414),host2(1414)'
-    #[arg(long, value_name = "CONNAME")]
-    pub conn: Option<String>,
     #[command(flatten)]
-    pub auth: ConnAuth,
+    pub conn: ConnArgs,
 }
 
 #[derive(Args, Debug)]
@@ -971,11 +1060,8 @@ pub struct Runmqdlq {
     /// Read the rules from this file instead of standard input
     #[arg(long, value_name = "PATH")]
     pub rules: Option<std::path::PathBuf>,
-    /// Client mode: MQ connection name list, e.g. 'host(1414),host2(1414)'
-    #[arg(long, value_name = "CONNAME")]
-    pub conn: Option<String>,
     #[command(flatten)]
-    pub auth: ConnAuth,
+    pub conn: ConnArgs,
 }
 
 #[derive(Args, Debug)]

@@ -141,24 +141,14 @@ fn workload(port: u16, seconds: u64, requesters: usize, size: usize, persistent:
     let latency_us = Arc::new(AtomicU64::new(0));
     let mut threads = Vec::new();
     for _ in 0..requesters {
-        let c = connect(
-            QMGR,
-            Some(&conname),
-            &crate::cli::ConnAuth::default(),
-            "demo responder",
-        )?;
+        let c = connect(QMGR, Some(&conname), "demo responder")?;
         let stop = stop.clone();
         threads.push(std::thread::spawn(move || responder(c, stop)));
     }
     let start = Instant::now();
     let deadline = start + Duration::from_secs(seconds);
     for _ in 0..requesters {
-        let c = connect(
-            QMGR,
-            Some(&conname),
-            &crate::cli::ConnAuth::default(),
-            "demo requester",
-        )?;
+        let c = connect(QMGR, Some(&conname), "demo requester")?;
         let (trips, latency_us) = (trips.clone(), latency_us.clone());
         threads.push(std::thread::spawn(move || {
             requester(c, deadline, size, persistent, trips, latency_us)

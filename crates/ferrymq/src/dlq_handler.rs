@@ -264,7 +264,7 @@ fn run_with(a: &Runmqdlq) -> Res {
             usage("no queue manager: name it after the queue, or INPUTQM(..)".into())
         })?;
     let retry_int = Duration::from_secs(control.retry_int_s.unwrap_or(60));
-    let c = samples::connect(&qmgr, a.conn.as_deref(), &a.auth, "ferrymq runmqdlq")?;
+    let c = samples::connect_with(&qmgr, &a.conn, "ferrymq runmqdlq")?;
     let dlq = a
         .queue
         .clone()

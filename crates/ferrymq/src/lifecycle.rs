@@ -594,24 +594,33 @@ pub fn setmqini(p: &cli::Setmqini) -> Res {
             "setmqini: note: {s}:{k} is MQ's; FerryMQ keeps it but does not act on it"
         );
     }
-    let mut ini = Ini::load(&paths.ini()).map_err(other)?;
     if p.d {
+        let mut ini = Ini::load(&paths.ini()).map_err(other)?;
         for (st, kv) in ini.stanzas.iter_mut() {
             if st.eq_ignore_ascii_case(&s) {
                 kv.retain(|(key, _)| !key.eq_ignore_ascii_case(&k));
             }
         }
+        ini.save(&paths.ini()).map_err(other)?;
     } else {
         let v = p.v.clone().unwrap_or_default();
-        ini.set(&s, &k, &v);
-        // Refuse a value that would stop the queue manager from starting.
-        QmConfig::from_ini(&ini).map_err(|e| other(format!("setmqini: {e}")))?;
+        set_ini_keys("setmqini", &paths, &[(&s, &k, &v)])?;
     }
-    ini.save(&paths.ini()).map_err(other)?;
     if is_running(&paths) {
         println!("setmqini: {s}:{k} set; it takes effect when queue manager '{m}' restarts.");
     }
     Ok(())
+}
+
+/// Sets qm.ini keys together (setmqini, mkdevcerts): refused, with nothing written, when the
+/// result would stop the queue manager from starting.
+pub(crate) fn set_ini_keys(cmd: &str, paths: &QmPaths, keys: &[(&str, &str, &str)]) -> Res {
+    let mut ini = Ini::load(&paths.ini()).map_err(other)?;
+    for (s, k, v) in keys {
+        ini.set(s, k, v);
+    }
+    QmConfig::from_ini(&ini).map_err(|e| other(format!("{cmd}: {e}")))?;
+    ini.save(&paths.ini()).map_err(other)
 }
 
 pub fn dspmqini(p: &cli::Dspmqini) -> Res {

@@ -8,6 +8,7 @@
 mod authcmds;
 mod cli;
 mod demo;
+mod devcerts;
 mod dlq_handler;
 mod dmplog;
 mod dr_cmds;
@@ -61,6 +62,7 @@ fn run(cli: Cli) -> Res {
         Cmd::Setmqaut(a) => authcmds::setmqaut(&a),
         Cmd::Dspmqaut(a) => authcmds::dspmqaut(&a),
         Cmd::Dmpmqaut(a) => authcmds::dmpmqaut(&a),
+        Cmd::Mkdevcerts(a) => devcerts::run(&a),
         Cmd::Dmplog(a) => dmplog::run(&a),
         Cmd::Put(a) => samples::put(&a.args),
         Cmd::Get(a) => samples::get(&a.args, false),

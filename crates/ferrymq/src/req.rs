@@ -13,7 +13,7 @@ use ferrymq_types::{MessageDescriptor, MsgId, Persistence, Properties, Reason};
 
 use crate::cli::Req;
 use crate::lifecycle::{Fail, Res};
-use crate::samples::{self, connect, render, Style, EXIT_USAGE};
+use crate::samples::{self, render, Style, EXIT_USAGE};
 
 /// The Report bits for `--report` words.
 fn report_bits(kinds: &[String]) -> Result<i32, Fail> {
@@ -65,7 +65,7 @@ fn run_with(a: &Req) -> Res {
         });
     }
     let bits = report_bits(&a.report)?;
-    let c = connect(&a.qmgr, a.conn.as_deref(), &a.auth, "ferrymq req")?;
+    let c = samples::connect_with(&a.qmgr, &a.conn, "ferrymq req")?;
     let reply_qmgr = if reply_qmgr.is_empty() {
         c.qmgr_name().to_string()
     } else {

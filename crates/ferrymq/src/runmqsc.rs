@@ -22,7 +22,12 @@ fn connect(
     client: bool,
     conn: Option<&str>,
     auth: &cli::ConnAuth,
+    tls: &cli::TlsArgs,
 ) -> Result<Connection, String> {
+    let tls = tls.options()?;
+    if tls.is_some() && !client {
+        return Err("runmqsc: --tls-ca is for client mode (-c)".into());
+    }
     let mut opts = if client {
         let conname = match conn {
             Some(c) => c.to_string(),
@@ -35,6 +40,7 @@ fn connect(
     } else {
         ConnectOptions::bindings(qm)
     };
+    opts.tls = tls;
     opts.app_name = "runmqsc".into();
     auth.apply(&mut opts)?;
     Connection::connect(opts).map_err(|e| e.to_string())
@@ -48,7 +54,7 @@ pub fn run(p: &cli::Runmqsc) -> Res {
         None
     } else {
         Some(
-            connect(&qm, p.c, p.conn.as_deref(), &p.auth).map_err(|e| Fail {
+            connect(&qm, p.c, p.conn.as_deref(), &p.auth, &p.tls).map_err(|e| Fail {
                 code: 20,
                 message: format!("runmqsc: queue manager '{qm}' is not available: {e}"),
             })?,
@@ -207,7 +213,14 @@ fn run_one(
 /// manager (bindings mode, as runmqsc) for its configuration and prints it.
 pub fn dmpmqcfg(p: &cli::Dmpmqcfg) -> Res {
     let qm = p.m.clone().unwrap_or_default();
-    let conn = connect(&qm, false, None, &cli::ConnAuth::default()).map_err(|e| Fail {
+    let conn = connect(
+        &qm,
+        false,
+        None,
+        &cli::ConnAuth::default(),
+        &cli::TlsArgs::default(),
+    )
+    .map_err(|e| Fail {
         code: 20,
         message: format!("dmpmqcfg: queue manager '{qm}' is not available: {e}"),
     })?;

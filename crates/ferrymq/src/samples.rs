@@ -180,11 +180,8 @@ struct PutArgs {
     /// Put the whole file as one message (repeatable; standard input is then not read)
     #[arg(long, value_name = "PATH")]
     file: Vec<PathBuf>,
-    /// Client mode: MQ connection name list, e.g. 'host(1414),host2(1414)'
-    #[arg(long, value_name = "CONNAME")]
-    conn: Option<String>,
     #[command(flatten)]
-    auth: crate::cli::ConnAuth,
+    conn: crate::cli::ConnArgs,
 }
 
 /// `ferrymq get` / `ferrymq browse`: options of the get and browse samples.
@@ -216,11 +213,8 @@ struct GetArgs {
     #[arg(long, value_name = "MS", default_value_t = 0,
           value_parser = clap::value_parser!(u64).range(0..=GET_WAIT_MAX_MS))]
     wait_ms: u64,
-    /// Client mode: MQ connection name list, e.g. 'host(1414),host2(1414)'
-    #[arg(long, value_name = "CONNAME")]
-    conn: Option<String>,
     #[command(flatten)]
-    auth: crate::cli::ConnAuth,
+    conn: crate::cli::ConnArgs,
 }
 
 /// Parses `rest` (the arguments after the command name) with `T`'s derived parser, the examples
@@ -330,6 +324,13 @@ fn parse_property(s: &str) -> Result<(String, PropertyValue), String> {
     Ok((name.to_string(), v))
 }
 
+fn usage(m: impl Into<String>) -> Fail {
+    Fail {
+        code: EXIT_USAGE,
+        message: m.into(),
+    }
+}
+
 pub(crate) fn other(m: impl Into<String>) -> Fail {
     Fail {
         code: EXIT_OTHER,
@@ -352,18 +353,36 @@ fn named(cmd: &str) -> impl Fn(Fail) -> Fail + '_ {
     }
 }
 
-pub fn connect(
+pub fn connect(qmgr: &str, conn: Option<&str>, app: &str) -> Result<Connection, Fail> {
+    connect_with(
+        qmgr,
+        &crate::cli::ConnArgs {
+            conn: conn.map(str::to_string),
+            ..Default::default()
+        },
+        app,
+    )
+}
+
+/// Connects in bindings mode, or in client mode with `--conn` (and TLS with `--tls-ca`).
+pub fn connect_with(
     qmgr: &str,
-    conn: Option<&str>,
-    auth: &crate::cli::ConnAuth,
+    args: &crate::cli::ConnArgs,
     app: &str,
 ) -> Result<Connection, Fail> {
-    let mut opts = match conn {
+    let tls = args.tls.options().map_err(usage)?;
+    let mut opts = match &args.conn {
         Some(c) => ConnectOptions::client(qmgr, c).map_err(mq)?,
+        None if tls.is_some() => {
+            return Err(usage(
+                "--tls-ca is for client mode: give --conn 'host(port)' too".to_string(),
+            ))
+        }
         None => ConnectOptions::bindings(qmgr),
     };
+    opts.tls = tls;
     opts.app_name = app.to_string();
-    auth.apply(&mut opts).map_err(|message| Fail {
+    args.auth.apply(&mut opts).map_err(|message| Fail {
         code: EXIT_USAGE,
         message,
     })?;
@@ -436,7 +455,7 @@ fn put_with(a: &PutArgs) -> Res {
         ..PutOptions::default()
     };
 
-    let c = connect(&a.qmgr, a.conn.as_deref(), &a.auth, "ferrymq put")?;
+    let c = connect_with(&a.qmgr, &a.conn, "ferrymq put")?;
     if !md.reply_to_q.is_empty() && md.reply_to_qmgr.is_empty() {
         // As MQ does for a blank ReplyToQMgr: the queue manager the message is put on.
         md.reply_to_qmgr = c.qmgr_name().to_string();
@@ -763,12 +782,7 @@ fn get_with(a: &GetArgs, browse: bool, cmd: &str) -> Res {
         json: a.json,
     };
     let q = &a.queue;
-    let c = connect(
-        &a.qmgr,
-        a.conn.as_deref(),
-        &a.auth,
-        &format!("ferrymq {cmd}"),
-    )?;
+    let c = connect_with(&a.qmgr, &a.conn, &format!("ferrymq {cmd}"))?;
     let h = c
         .open(
             q,

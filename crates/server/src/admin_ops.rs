@@ -113,6 +113,22 @@ impl ServerOps for Ops<'_> {
     }
 
     fn refresh_security(&mut self, type_: &str) -> Result<String, MqError> {
+        let mut tls = None;
+        if type_ == "SSL" || type_ == "ALL" {
+            // The TLS key repository is read again for connections accepted from now on.
+            tls = Some(self.shared.tls.refresh().map_err(|e| {
+                MqError::new(
+                    ferrymq_types::Reason::SSL_INITIALIZATION_ERROR,
+                    format!("REFRESH SECURITY TYPE({type_}): {e}"),
+                )
+            })?);
+            if type_ == "SSL" {
+                return Ok(format!(
+                    "security refreshed (TYPE({type_})): {}",
+                    tls.unwrap_or_default()
+                ));
+            }
+        }
         // Channel authentication records and AUTHINFO objects are read at every connection; the
         // user store is read from its file again here.
         let n = self
@@ -121,7 +137,8 @@ impl ServerOps for Ops<'_> {
             .reload()
             .map_err(|e| MqError::new(ferrymq_types::Reason::RESOURCE_PROBLEM, e))?;
         Ok(format!(
-            "security refreshed (TYPE({type_})): the user store holds {n} user(s); channel authentication records and AUTHINFO objects apply from the next connection"
+            "security refreshed (TYPE({type_})): the user store holds {n} user(s); channel authentication records and AUTHINFO objects apply from the next connection{}",
+            tls.map(|t| format!("; {t}")).unwrap_or_default()
         ))
     }
 }

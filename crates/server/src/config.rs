@@ -50,7 +50,6 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "RemoteAdmin",
         ],
     ),
-    ("Security", &["ConnAuth"]),
     (
         "NativeHA",
         &[
@@ -72,7 +71,8 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
         ],
     ),
     ("Metrics", &["Port", "Address"]),
-    ("Security", &["AdminGroup"]),
+    ("Security", &["AdminGroup", "ConnAuth"]),
+    ("SSL", &["CertFile", "KeyFile", "CAFile"]),
     ("AutoConfig", &["MQSCConfig"]),
     ("QMErrorLog", &["ErrorLogSize", "Format"]),
     (
@@ -330,6 +330,9 @@ pub struct QmConfig {
     /// Where Prometheus metrics are served over HTTP (`host:port`, qm.ini `Metrics:Port` and
     /// `Metrics:Address`, default address 127.0.0.1); None: not served.
     pub metrics: Option<String>,
+    /// The queue manager's TLS key repository (qm.ini `SSL:CertFile`, `KeyFile`, `CAFile`; a
+    /// relative path is under the queue manager's directory); None: TLS sockets are refused.
+    pub ssl: Option<ferrymq_security::tls::KeyRepoPaths>,
     /// The directory whose `*.mqsc` files are applied at every start (qm.ini
     /// `AutoConfig:MQSCConfig`, as MQ names it); None: `<qmdir>/autocfg`.
     pub autoconfig_dir: Option<PathBuf>,
@@ -539,6 +542,27 @@ impl HaConfig {
     }
 }
 
+/// qm.ini `SSL:` stanza: all three files, or none (TLS off).
+pub fn ssl_from_ini(ini: &Ini) -> Result<Option<ferrymq_security::tls::KeyRepoPaths>, String> {
+    let get = |k: &str| {
+        known(ini, "SSL", k)
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+    };
+    match (get("CertFile"), get("KeyFile"), get("CAFile")) {
+        (None, None, None) => Ok(None),
+        (Some(c), Some(k), Some(a)) => Ok(Some(ferrymq_security::tls::KeyRepoPaths {
+            cert_file: c.into(),
+            key_file: k.into(),
+            ca_file: a.into(),
+        })),
+        _ => Err(
+            "qm.ini SSL: needs all of CertFile=, KeyFile= and CAFile= (PEM files; relative to the queue manager's directory), or none of them"
+                .into(),
+        ),
+    }
+}
+
 fn num<T: std::str::FromStr>(ini: &Ini, stanza: &str, key: &str, default: T) -> Result<T, String> {
     match known(ini, stanza, key) {
         None => Ok(default),
@@ -642,6 +666,7 @@ impl QmConfig {
             expiry_interval_s: num(ini, "QueueManager", "ExpiryInterval", 60u64)?,
             ha: HaConfig::from_ini(ini)?,
             dr: DrConfig::from_ini(ini)?,
+            ssl: ssl_from_ini(ini)?,
             autoconfig_dir: known(ini, "AutoConfig", "MQSCConfig")
                 .map(str::trim)
                 .filter(|v| !v.is_empty())

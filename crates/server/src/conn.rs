@@ -29,7 +29,7 @@ use crate::listeners::SocketInfo;
 use crate::qmgr::Shared;
 use crate::storage::now_ms;
 
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const READ_CHUNK_BYTES: usize = 64 * 1024;
 const WRITE_BATCH_BYTES: usize = 1 << 20;
 /// Frames at least this large are written from their own buffer, not copied into the batch.
@@ -157,6 +157,9 @@ async fn run<R: AsyncRead + Unpin>(
             "the first frame must be Hello",
         ));
     };
+    if !s.bindings {
+        check_channel(shared, s, &h.channel)?;
+    }
     let cfg = &shared.cfg;
     // A client socket runs as the channel its Hello names; that channel's limits bound what is
     // negotiated. A bindings connection has no channel.
@@ -284,6 +287,37 @@ async fn run<R: AsyncRead + Unpin>(
             }
         }
     }
+}
+
+/// The TLS rules of the socket's channel (SSLCIPH, SSLCAUTH, SSLPEER), at Hello: a refusal is
+/// logged with the channel, the rule and the client's DN, and the client told why.
+/// `requested` is the channel the Hello names (empty: the default SVRCONN); an unknown channel
+/// passes here and is refused by the channel binding that follows.
+fn check_channel(shared: &Arc<Shared>, s: &Session, requested: &str) -> Result<(), MqError> {
+    let channel = if requested.is_empty() {
+        crate::listeners::DEFAULT_SVRCONN
+    } else {
+        requested
+    };
+    let attrs = shared
+        .core
+        .lock()
+        .engine
+        .object(ferrymq_types::ObjectKind::Channel, channel)
+        .map(|d| d.attrs.clone());
+    let Some(attrs) = attrs else {
+        return Ok(());
+    };
+    crate::security::tls::check_channel(channel, &attrs, s.info.tls.as_deref()).map_err(|r| {
+        crate::qm_log!(
+            crate::errlog::ids::CHANNEL_TLS_REFUSED,
+            "connection from {} refused by {}: {}",
+            s.info.conname,
+            r.rule,
+            r.message
+        );
+        MqError::new(r.reason, r.message)
+    })
 }
 
 /// Runs a batch of frames under one lock. Each frame's reply, and the deliveries its work pushed
@@ -424,6 +458,11 @@ async fn connect(shared: &Arc<Shared>, s: &mut Session, f: RawFrame) {
         s.channel.as_ref(),
         &s.info.conname,
         s.info.os_user.as_deref(),
+        s.info
+            .tls
+            .as_ref()
+            .and_then(|t| t.peer.as_ref())
+            .map(|p| p.subject.as_str()),
         crate::connsec::ConnectRequest {
             user: &user,
             password: &password,
@@ -526,6 +565,15 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         if !ok {
             // A peer that takes nothing for a heartbeat interval is not reading: the reader
             // closes the socket and backs out its units of work.
+            q.kill();
+            return;
+        }
+        // A TLS stream may hold records it could not write yet: they must leave now, not with
+        // the next batch (a no-op on a plain socket).
+        if tokio::time::timeout(stall, wr.flush())
+            .await
+            .map_or(true, |r| r.is_err())
+        {
             q.kill();
             return;
         }

@@ -326,6 +326,7 @@ pub async fn admit(
     channel: Option<&ChannelBinding>,
     conname: &str,
     os_user: Option<&str>,
+    cert_dn: Option<&str>,
     req: ConnectRequest<'_>,
 ) -> Result<Identity, MqError> {
     let address = address_of(conname).to_string();
@@ -357,10 +358,10 @@ pub async fn admit(
             channel: &ch.name,
             address: &address,
             client_user: req.user,
-            cert_dn: None,
+            cert_dn,
             remote_qmgr: None,
         };
-        match chlauth::mapping(&rules, &attempt, chlauth::dn_matches_simple) {
+        match chlauth::mapping(&rules, &attempt, ferrymq_security::tls::dn_matches) {
             // USERSRC(CHANNEL): the channel's own rules apply, as with no rule.
             Mapping::None | Mapping::Channel(_) => {}
             Mapping::Map(_, u) => mapped = Some(u),

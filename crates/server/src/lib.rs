@@ -22,6 +22,7 @@ mod listeners;
 pub use ferrymq_log::lsn;
 pub mod metrics;
 pub mod qmgr;
+pub mod security;
 pub mod storage;
 mod wait_timer;
 

@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use ferrymq_security::tls::{TlsSession, HANDSHAKE_RECORD_BYTE};
 use ferrymq_types::{MqError, ObjectDef, Reason};
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::qmgr::Shared;
@@ -42,6 +43,8 @@ pub struct SocketInfo {
     pub frames: Arc<AtomicU64>,
     /// The channel the socket runs as and the effective user of its latest conversation.
     pub state: Arc<parking_lot::Mutex<SocketState>>,
+    /// What a TLS socket negotiated and its client's certificate (None: a plain socket).
+    pub tls: Option<Arc<TlsSession>>,
 }
 
 /// What DISPLAY CHSTATUS shows of who a socket is, filled in at Hello and Connect.
@@ -50,6 +53,9 @@ pub struct SocketState {
     pub channel: String,
     pub user: String,
 }
+
+/// The channel client sockets are on until the Hello names one.
+pub const DEFAULT_SVRCONN: &str = "SYSTEM.DEF.SVRCONN";
 
 #[derive(Default)]
 pub struct Control {
@@ -78,12 +84,14 @@ impl Control {
         conname: String,
         bindings: bool,
         os_user: Option<String>,
+        tls: Option<Arc<TlsSession>>,
     ) -> (u64, SocketInfo) {
         self.next_socket += 1;
         let info = SocketInfo {
             conname,
             bindings,
             os_user,
+            tls,
             started_ms: now_ms(),
             conversations: Arc::new(AtomicU64::new(0)),
             frames: Arc::new(AtomicU64::new(0)),
@@ -134,6 +142,16 @@ impl Control {
                 } else {
                     (st.channel, "RUNNING")
                 };
+                let (ciph, peer) = match &s.tls {
+                    Some(t) => (
+                        t.cipher_name(),
+                        t.peer
+                            .as_ref()
+                            .map(|p| p.subject.clone())
+                            .unwrap_or_default(),
+                    ),
+                    None => (String::new(), String::new()),
+                };
                 vec![
                     ("CHANNEL".into(), channel),
                     ("CHLTYPE".into(), "SVRCONN".into()),
@@ -147,6 +165,8 @@ impl Control {
                     ("MSGS".into(), s.frames.load(Ordering::Relaxed).to_string()),
                     ("CHSTADA".into(), d),
                     ("CHSTATI".into(), t),
+                    ("SSLCIPH".into(), ciph),
+                    ("SSLPEER".into(), peer),
                 ]
             })
             .collect()
@@ -284,7 +304,7 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
                     continue;
                 }
                 let _ = s.set_nodelay(true);
-                spawn_conn(&shared, s, peer.ip().to_string(), false, None);
+                accept_tcp(&shared, s, peer.ip().to_string());
             }
             Err(e) => {
                 // Out of file descriptors and similar: back off instead of spinning.
@@ -295,8 +315,83 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
     }
 }
 
-/// Serves an accepted socket, within the MaxChannels limit (client and bindings connections are
-/// counted apart).
+/// Takes one of the connection slots (client and bindings connections are counted apart), or
+/// logs the refusal.
+fn take_slot(shared: &Arc<Shared>, bindings: bool, conname: &str) -> Option<OwnedSemaphorePermit> {
+    let slots: &Arc<Semaphore> = if bindings {
+        &shared.bindings_slots
+    } else {
+        &shared.slots
+    };
+    match slots.clone().try_acquire_owned() {
+        Ok(p) => Some(p),
+        Err(_) => {
+            crate::qm_log!(
+                crate::errlog::ids::MAX_CHANNELS,
+                "connection from {conname} refused: MaxChannels ({}) reached",
+                shared.cfg.max_sockets
+            );
+            None
+        }
+    }
+}
+
+fn track(shared: &Arc<Shared>, h: JoinHandle<()>) {
+    let mut ctl = shared.control.lock();
+    ctl.tasks.retain(|h| !h.is_finished());
+    ctl.tasks.push(h);
+}
+
+/// Serves an accepted TCP socket, plain or TLS: one port serves both, told apart by the first
+/// byte (a TLS handshake record starts with 0x16, a FerryMQ frame never does). The wait for that
+/// byte and the TLS handshake are bounded by the handshake timeout.
+fn accept_tcp(shared: &Arc<Shared>, s: TcpStream, conname: String) {
+    let Some(permit) = take_slot(shared, false, &conname) else {
+        return;
+    };
+    let sh = shared.clone();
+    let h = tokio::spawn(async move {
+        let limit = crate::conn::HANDSHAKE_TIMEOUT;
+        let mut first = [0u8; 1];
+        match tokio::time::timeout(limit, s.peek(&mut first)).await {
+            Ok(Ok(1)) if first[0] == HANDSHAKE_RECORD_BYTE => {}
+            Ok(Ok(1)) => return serve_socket(&sh, s, conname, false, None, None, permit).await,
+            // Closed, failed, or silent: nothing to serve.
+            _ => return,
+        }
+        let Some(cfg) = sh.tls.server_config() else {
+            crate::qm_log!(
+                crate::errlog::ids::TLS_SOCKET_REFUSED,
+                "TLS connection from {conname} closed: this queue manager has no TLS key repository (qm.ini SSL: CertFile, KeyFile, CAFile; then REFRESH SECURITY TYPE(SSL))"
+            );
+            return;
+        };
+        let acceptor = tokio_rustls::TlsAcceptor::from(cfg);
+        let tls = match tokio::time::timeout(limit, acceptor.accept(s)).await {
+            Ok(Ok(t)) => t,
+            Ok(Err(e)) => {
+                crate::qm_log!(
+                    crate::errlog::ids::TLS_SOCKET_REFUSED,
+                    "TLS handshake with {conname} failed: {e}"
+                );
+                return;
+            }
+            Err(_) => {
+                crate::qm_log!(
+                    crate::errlog::ids::TLS_SOCKET_REFUSED,
+                    "TLS handshake with {conname} not finished within {} s; closed",
+                    limit.as_secs()
+                );
+                return;
+            }
+        };
+        let session = TlsSession::from_state(tls.get_ref().1).map(Arc::new);
+        serve_socket(&sh, tls, conname, false, None, session, permit).await;
+    });
+    track(shared, h);
+}
+
+/// Serves an accepted bindings (Unix) socket, within its bound.
 pub fn spawn_conn<S>(
     shared: &Arc<Shared>,
     s: S,
@@ -306,32 +401,35 @@ pub fn spawn_conn<S>(
 ) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
-    let slots: &Arc<Semaphore> = if bindings {
-        &shared.bindings_slots
-    } else {
-        &shared.slots
-    };
-    let Ok(permit) = slots.clone().try_acquire_owned() else {
-        crate::qm_log!(
-            crate::errlog::ids::MAX_CHANNELS,
-            "connection from {conname} refused: MaxChannels ({}) reached",
-            shared.cfg.max_sockets
-        );
+    let Some(permit) = take_slot(shared, bindings, &conname) else {
         return;
     };
+    let sh = shared.clone();
+    let h = tokio::spawn(async move {
+        serve_socket(&sh, s, conname, bindings, os_user, None, permit).await;
+    });
+    track(shared, h);
+}
+
+/// Registers a socket for DISPLAY CHSTATUS, serves it until it ends, then forgets it.
+async fn serve_socket<S>(
+    shared: &Arc<Shared>,
+    s: S,
+    conname: String,
+    bindings: bool,
+    os_user: Option<String>,
+    tls: Option<Arc<TlsSession>>,
+    permit: OwnedSemaphorePermit,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+{
     let (id, info) = shared
         .control
         .lock()
-        .register_socket(conname, bindings, os_user);
-    let sh = shared.clone();
-    let h = tokio::spawn(async move {
-        crate::conn::serve(s, sh.clone(), bindings, info).await;
-        sh.control.lock().sockets.remove(&id);
-        drop(permit);
-    });
-    let mut ctl = shared.control.lock();
-    ctl.tasks.retain(|h| !h.is_finished());
-    ctl.tasks.push(h);
+        .register_socket(conname, bindings, os_user, tls);
+    crate::conn::serve(s, shared.clone(), bindings, info).await;
+    shared.control.lock().sockets.remove(&id);
+    drop(permit);
 }
 
 /// The name of the user a Unix socket's peer process runs as (its uid when `/etc/passwd` does not

@@ -64,6 +64,8 @@ pub struct Shared {
     pub dr_gate: Option<Arc<Gate>>,
     /// The user store and the counts of refused connections.
     pub security: crate::connsec::Security,
+    /// The TLS key repository new client sockets are served with.
+    pub tls: crate::security::tls::TlsState,
 }
 
 impl Shared {
@@ -91,7 +93,8 @@ impl Shared {
         })
     }
 
-    // Each argument is one independent part of the running queue manager, built by `run`.
+    // Each argument is one independently opened part of the queue manager; a builder would only
+    // rename them.
     #[allow(clippy::too_many_arguments)]
     fn new(
         core: Arc<Mutex<Core>>,
@@ -102,6 +105,7 @@ impl Shared {
         ha: Option<Arc<HaHandle>>,
         dr: Option<(Arc<DrHandle>, Option<Arc<Gate>>)>,
         users: std::path::PathBuf,
+        tls: crate::security::tls::TlsState,
     ) -> Shared {
         let (dr, dr_gate) = match dr {
             Some((d, g)) => (Some(d), g),
@@ -127,6 +131,7 @@ impl Shared {
             dr,
             dr_gate,
             security: crate::connsec::Security::new(users),
+            tls,
         }
     }
 
@@ -310,6 +315,8 @@ fn run_instance(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
         (o, Log::Ring(r))
     };
     let (end_tx, end_rx) = watch::channel(None);
+    let tls =
+        crate::security::tls::TlsState::load(cfg.ssl.as_ref(), paths.ini(), paths.dir.clone());
     let shared = Arc::new(Shared::new(
         opened.core,
         opened.storage,
@@ -319,6 +326,7 @@ fn run_instance(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
         opened.ha,
         dr.map(|d| (d, opened.gate)),
         paths.users(),
+        tls,
     ));
     if let Log::Ring(r) = &mut log {
         r.before_serving(&shared)?;
