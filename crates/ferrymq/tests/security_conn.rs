@@ -62,7 +62,10 @@ fn chckclnt_required_refuses_no_or_wrong_password_and_a_new_user_applies_without
         &qm.name,
         "DEFINE AUTHINFO(APP.IDPW) AUTHTYPE(IDPWOS) CHCKCLNT(REQUIRED) FAILDLAY(0)\n\
          ALTER QMGR CONNAUTH(APP.IDPW)\n\
-         REFRESH SECURITY TYPE(CONNAUTH)\n",
+         REFRESH SECURITY TYPE(CONNAUTH)\n\
+         SET AUTHREC OBJTYPE(QMGR) GROUP('apps') AUTHADD(CONNECT)\n\
+         SET AUTHREC PROFILE('SYSTEM.DEFAULT.LOCAL.QUEUE') OBJTYPE(QUEUE) GROUP('apps') +
+             AUTHADD(BROWSE)\n",
     );
     let d = "SYSTEM.DEF.SVRCONN";
     assert_eq!(
@@ -192,7 +195,11 @@ fn usermap_runs_alice_as_bob() {
         &home,
         &qm.name,
         "DEFINE QLOCAL(APP.Q)\n\
-         SET CHLAUTH('SYSTEM.DEF.SVRCONN') TYPE(USERMAP) CLNTUSER('alice') USERSRC(MAP) MCAUSER('bob')\n",
+         SET CHLAUTH('SYSTEM.DEF.SVRCONN') TYPE(USERMAP) CLNTUSER('alice') USERSRC(MAP) MCAUSER('bob')\n\
+         SET AUTHREC OBJTYPE(QMGR) PRINCIPAL('bob') AUTHADD(CONNECT)\n\
+         SET AUTHREC OBJTYPE(QMGR) PRINCIPAL('carol') AUTHADD(CONNECT)\n\
+         SET AUTHREC PROFILE('APP.**') OBJTYPE(QUEUE) PRINCIPAL('bob') AUTHADD(ALLMQI)\n\
+         SET AUTHREC PROFILE('APP.**') OBJTYPE(QUEUE) PRINCIPAL('carol') AUTHADD(ALLMQI)\n",
     );
     let c = client(&qm, "127.0.0.1", "SYSTEM.DEF.SVRCONN", "alice", "").unwrap();
     let h = c.open("APP.Q", open::OUTPUT | open::INPUT_SHARED).unwrap();
@@ -232,7 +239,8 @@ fn addressmap_noaccess_refuses_and_usersrc_channel_lets_through() {
         &qm.name,
         "DEFINE CHANNEL(APP.SVRCONN) CHLTYPE(SVRCONN)\n\
          SET CHLAUTH('*') TYPE(ADDRESSMAP) ADDRESS('*') USERSRC(NOACCESS)\n\
-         SET CHLAUTH('APP.SVRCONN') TYPE(ADDRESSMAP) ADDRESS('127.0.0.*') USERSRC(CHANNEL)\n",
+         SET CHLAUTH('APP.SVRCONN') TYPE(ADDRESSMAP) ADDRESS('127.0.0.*') USERSRC(CHANNEL)\n\
+         SET AUTHREC OBJTYPE(QMGR) PRINCIPAL('u1') AUTHADD(CONNECT)\n",
     );
     assert_eq!(
         reason(client(&qm, "127.0.0.1", "SYSTEM.DEF.SVRCONN", "u1", "")),
