@@ -599,6 +599,11 @@ fn a_hundred_megabyte_message_round_trips() {
     let c = qm.connect();
     mqsc(&c, "ALTER QMGR MAXMSGL(104857600)");
     mqsc(&c, "DEFINE QLOCAL(V.BIG) MAXMSGL(104857600)");
+    // The channel's MAXMSGL bounds what a client connection negotiates, as in MQ.
+    mqsc(
+        &c,
+        "ALTER CHANNEL(SYSTEM.DEF.SVRCONN) CHLTYPE(SVRCONN) MAXMSGL(104857600)",
+    );
     drop(c);
     // Reconnect: the maximum message length is negotiated at connect time.
     let c = qm.connect();
