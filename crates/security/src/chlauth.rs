@@ -217,7 +217,41 @@ pub fn blocked_address<'r>(rules: &'r [Rule], address: &str) -> Option<&'r Rule>
     rules
         .iter()
         .filter(|r| r.type_ == RuleType::BlockAddr)
-        .find(|r| r.addrlist.iter().any(|p| address_matches(p, ip)))
+        .filter(|r| r.addrlist.iter().any(|p| address_matches(p, ip)))
+        .min_by(|x, y| tie_key(x).cmp(&tie_key(y)))
+}
+
+/// Orders rules that decide alike, so that which one is reported (RUNCHECK, the error log) never
+/// depends on the order the records are stored in.
+#[allow(clippy::type_complexity)]
+fn tie_key(
+    r: &Rule,
+) -> (
+    &str,
+    RuleType,
+    &Option<String>,
+    &Option<String>,
+    &Option<String>,
+    &Option<String>,
+    &[String],
+    &[String],
+    u8,
+    &str,
+    bool,
+) {
+    (
+        &r.profile,
+        r.type_,
+        &r.address,
+        &r.clntuser,
+        &r.sslpeer,
+        &r.qmname,
+        &r.userlist,
+        &r.addrlist,
+        r.usersrc as u8,
+        &r.mcauser,
+        r.warn,
+    )
 }
 
 /// The mapping rule that decides `a`, by the order in the module documentation.
@@ -278,15 +312,18 @@ pub fn blocked_user<'r>(
     let best = candidates()
         .map(|r| (profile_specificity(&r.profile), &r.profile))
         .max_by(|x, y| x.0.cmp(&y.0).then_with(|| y.1.cmp(x.1)))?;
-    candidates().filter(|r| &r.profile == best.1).find(|r| {
-        r.userlist.iter().any(|u| {
-            if u.eq_ignore_ascii_case("*MQADMIN") {
-                is_admin(user)
-            } else {
-                u == user
-            }
+    candidates()
+        .filter(|r| &r.profile == best.1)
+        .filter(|r| {
+            r.userlist.iter().any(|u| {
+                if u.eq_ignore_ascii_case("*MQADMIN") {
+                    is_admin(user)
+                } else {
+                    u == user
+                }
+            })
         })
-    })
+        .min_by(|x, y| tie_key(x).cmp(&tie_key(y)))
 }
 
 /// Whether one rule's own filters (address, user, DN, queue manager) match `a`.
@@ -533,6 +570,29 @@ mod tests {
         m.insert("CHLAUTH".into(), profile.into());
         m.insert("TYPE".into(), t.into());
         Rule::from_attrs(&m).unwrap()
+    }
+
+    #[test]
+    fn which_of_two_alike_blocking_records_is_reported_does_not_depend_on_their_order() {
+        // Found by the chlauth_match fuzz target: two BLOCKUSER records of one profile naming
+        // the same user, differing only in an attribute BLOCKUSER does not use.
+        let a = rule("", "BLOCKUSER", &[("USERLIST", "$"), ("SSLPEER", "")]);
+        let b = rule("", "BLOCKUSER", &[("USERLIST", "$"), ("SSLPEER", "*~x")]);
+        let c = rule("*", "BLOCKADDR", &[("ADDRLIST", "10.*")]);
+        let d = rule("*", "BLOCKADDR", &[("ADDRLIST", "10.1.*")]);
+        let no_admin = |_: &str| false;
+        let at = attempt("", "10.1.2.3", "$");
+        let one = vec![a.clone(), b.clone(), c.clone(), d.clone()];
+        let two = vec![d, c, b, a];
+        assert_eq!(
+            runcheck(&one, &at, dn_matches_simple, &no_admin),
+            runcheck(&two, &at, dn_matches_simple, &no_admin)
+        );
+        let at = attempt("", "192.0.2.1", "$");
+        assert_eq!(
+            runcheck(&one, &at, dn_matches_simple, &no_admin),
+            runcheck(&two, &at, dn_matches_simple, &no_admin)
+        );
     }
 
     fn attempt<'a>(channel: &'a str, address: &'a str, user: &'a str) -> Attempt<'a> {
