@@ -46,14 +46,16 @@ pub struct DeadLetterHeader {
     pub put_time: String,
 }
 
-fn put_fixed(out: &mut Vec<u8>, s: &str, width: usize) {
+/// Writes `s` into a fixed-width, blank-padded MQ character field (cut at `width` bytes).
+pub(crate) fn put_fixed(out: &mut Vec<u8>, s: &str, width: usize) {
     let b = s.as_bytes();
     let n = b.len().min(width);
     out.extend_from_slice(&b[..n]);
     out.extend(std::iter::repeat_n(b' ', width - n));
 }
 
-fn get_fixed(b: &[u8]) -> String {
+/// Reads a fixed-width MQ character field without its trailing blanks (or NULs).
+pub(crate) fn get_fixed(b: &[u8]) -> String {
     String::from_utf8_lossy(b)
         .trim_end_matches([' ', '\0'])
         .to_string()

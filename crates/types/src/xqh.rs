@@ -7,6 +7,7 @@
 //! original message's, and the application data follows the header unchanged.
 
 use crate::descriptor::{msg_type, MessageDescriptor, MsgId, Persistence, ID_NONE};
+use crate::dlh::{get_fixed, put_fixed};
 
 /// MQXQH's StrucId and version.
 pub const STRUC_ID: &[u8; 4] = b"XQH ";
@@ -22,19 +23,6 @@ pub const MDE_LEN_BYTES: usize = 72;
 pub const MDE_FORMAT: &str = "MQHMDE";
 
 const QNAME_LEN: usize = 48;
-
-fn put_fixed(out: &mut Vec<u8>, s: &str, width: usize) {
-    let b = s.as_bytes();
-    let n = b.len().min(width);
-    out.extend_from_slice(&b[..n]);
-    out.extend(std::iter::repeat_n(b' ', width - n));
-}
-
-fn get_fixed(b: &[u8]) -> String {
-    String::from_utf8_lossy(b)
-        .trim_end_matches([' ', '\0'])
-        .to_string()
-}
 
 /// A message's destination beyond this queue manager and its own descriptor.
 #[derive(Clone, Debug, PartialEq)]
