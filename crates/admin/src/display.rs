@@ -228,7 +228,7 @@ pub(crate) fn display(
             o.default_all = true;
             Ok((msg::QMGR_DETAILS, vec![o]))
         }
-        DisplayWhat::QStatus => status::qstatus(engine, name, type_, now_ms),
+        DisplayWhat::QStatus => status::qstatus(engine, name, type_, ops, now_ms),
         DisplayWhat::Conn => status::conns(engine, name, type_, *requested == Requested::All),
         DisplayWhat::ChStatus | DisplayWhat::LsStatus | DisplayWhat::QmStatus => {
             status::server_rows(*what, ops, name)

@@ -42,16 +42,20 @@ fn handle_fields(h: &HandleInfo, out: &mut Vec<Field>) {
     out.push(Field::new("SET", yes_no(o & open::SET != 0)));
 }
 
+/// The status of local queues; by a generic name, only those the viewer may display (as for
+/// DISPLAY QUEUE).
 pub(crate) fn qstatus(
     engine: &Engine,
     name: &str,
     type_: Option<&str>,
+    ops: &dyn ServerOps,
     now_ms: u64,
 ) -> Result<(&'static str, Vec<Obj>), Response> {
     let queues: Vec<String> = engine
         .queue_defs()
         .into_iter()
         .filter(|d| d.kind == QueueKind::Local && matches(name, &d.name))
+        .filter(|d| !is_generic(name) || ops.may_display("QUEUE", &d.name))
         .map(|d| d.name.clone())
         .collect();
     if queues.is_empty() && !is_generic(name) {

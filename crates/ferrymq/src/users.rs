@@ -12,13 +12,24 @@ use ferrymq_security::users::store::{hash_password, UserStore};
 use crate::cli;
 use crate::lifecycle::{existing, is_running, other, Res};
 
+/// The store, read under an exclusive lock (`users.lock` next to it) that the returned file
+/// holds until it is dropped: two commands changing the store at once (each reads, changes and
+/// writes the whole file) would otherwise lose one's change.
 fn load(
     cmd: &str,
     qm: &str,
-) -> Result<(ferrymq_types::home::QmPaths, UserStore), crate::lifecycle::Fail> {
+) -> Result<(ferrymq_types::home::QmPaths, UserStore, std::fs::File), crate::lifecycle::Fail> {
     let paths = existing(cmd, qm)?;
+    let lock_path = paths.users().with_extension("lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .and_then(|f| f.lock().map(|()| f))
+        .map_err(|e| other(format!("{cmd}: cannot lock {}: {e}", lock_path.display())))?;
     let store = UserStore::load(&paths.users()).map_err(|e| other(format!("{cmd}: {e}")))?;
-    Ok((paths, store))
+    Ok((paths, store, lock))
 }
 
 /// Tells a running queue manager to read its user store again; says so when it is not running.
@@ -44,7 +55,6 @@ fn notify(qm: &str, paths: &ferrymq_types::home::QmPaths) -> String {
 pub fn setmqusr(a: &cli::Setmqusr) -> Res {
     let qm = a.m.clone().unwrap_or_default();
     let user = a.u.clone().unwrap_or_default();
-    let (paths, mut store) = load("setmqusr", &qm)?;
     let password = if a.password_stdin {
         Some(cli::read_password_line().map_err(|e| other(format!("setmqusr: {e}")))?)
     } else {
@@ -62,6 +72,8 @@ pub fn setmqusr(a: &cli::Setmqusr) -> Res {
             .filter(|x| !x.is_empty())
             .collect::<Vec<_>>()
     });
+    // Hashed before the store is locked: argon2 takes its time on purpose.
+    let (paths, mut store, _lock) = load("setmqusr", &qm)?;
     let existed = store.get(&user).is_some();
     store
         .set(&user, groups, hash)
@@ -80,7 +92,7 @@ pub fn setmqusr(a: &cli::Setmqusr) -> Res {
 pub fn dltmqusr(a: &cli::Dltmqusr) -> Res {
     let qm = a.m.clone().unwrap_or_default();
     let user = a.u.clone().unwrap_or_default();
-    let (paths, mut store) = load("dltmqusr", &qm)?;
+    let (paths, mut store, _lock) = load("dltmqusr", &qm)?;
     if !store.remove(&user) {
         return Err(other(format!(
             "dltmqusr: user '{user}' is not in the user store of queue manager '{qm}' (dspmqusr -m {qm} lists them)"
@@ -98,7 +110,7 @@ pub fn dltmqusr(a: &cli::Dltmqusr) -> Res {
 
 pub fn dspmqusr(a: &cli::Dspmqusr) -> Res {
     let qm = a.m.clone().unwrap_or_default();
-    let (_, store) = load("dspmqusr", &qm)?;
+    let (_, store, _lock) = load("dspmqusr", &qm)?;
     if store.is_empty() {
         println!("The user store of queue manager '{qm}' holds no users.");
     }

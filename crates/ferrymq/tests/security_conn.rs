@@ -334,3 +334,28 @@ fn display_chlauth_runcheck_names_the_rule_that_applies() {
     );
     qm.end();
 }
+
+#[test]
+fn concurrent_setmqusr_commands_lose_no_user() {
+    let home = Home::new();
+    home.ok(&["crtmqm", "USERS1"]);
+    // Eight commands at once, each reading, changing and writing the whole store: without the
+    // store's lock, one writer's file replaces another's and users go missing.
+    let users: Vec<String> = (0..8).map(|i| format!("user{i}")).collect();
+    std::thread::scope(|s| {
+        for u in &users {
+            let home = &home;
+            s.spawn(move || {
+                let out = home.run_with_input(
+                    &["setmqusr", "-m", "USERS1", "-u", u, "--password-stdin"],
+                    &format!("{PASSWORD}\n"),
+                );
+                assert!(out.status.success(), "{out:?}");
+            });
+        }
+    });
+    let listed = home.ok(&["dspmqusr", "-m", "USERS1"]);
+    for u in &users {
+        assert!(listed.contains(u.as_str()), "{u} missing from:\n{listed}");
+    }
+}

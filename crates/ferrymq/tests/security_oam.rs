@@ -195,6 +195,21 @@ fn mqsc_over_a_client_connection_needs_dsp_for_display() {
         reason_of(c.admin("MQSC ALTER QLOCAL(ADM.Q) DESCR('x')")),
         Reason::NOT_AUTHORIZED
     );
+    // A generic DISPLAY QSTATUS, likewise, lists only the queues the user may display.
+    let out = c.admin("MQSC DISPLAY QSTATUS(*)").unwrap();
+    assert!(out.contains("QUEUE(ADM.Q)"), "{out}");
+    assert!(!out.contains("SECRET.Q"), "{out}");
+    // DEFINE ... LIKE reads the LIKE object: CRT alone is not enough without DSP on it.
+    home.ok(&[
+        "setmqaut", "-m", "OAM4", "-t", "queue", "-n", "NEW.**", "-p", "ops", "+crt",
+    ]);
+    let e = c
+        .admin("MQSC DEFINE QLOCAL(NEW.Q1) LIKE(SECRET.Q)")
+        .unwrap_err();
+    assert_eq!(e.reason, Reason::NOT_AUTHORIZED, "{}", e.message);
+    assert!(e.message.contains("SECRET.Q"), "{}", e.message);
+    c.admin("MQSC DEFINE QLOCAL(NEW.Q2) LIKE(ADM.Q)")
+        .expect("CRT on NEW.Q2 and DSP on ADM.Q");
 }
 
 #[test]

@@ -218,32 +218,40 @@ fn objtype_of(kind: ObjType) -> &'static str {
     }
 }
 
-/// What an MQSC command needs: (object type, object name, authorities). The name of a QMGR
-/// check is the queue manager's own. A DISPLAY of queues or objects by a generic name needs
-/// nothing up front: it shows only the objects the user may display (DSP on each).
-pub fn mqsc_needs(cmd: &Command) -> Option<(&'static str, String, Authorities)> {
-    let qmgr = |a| Some(("QMGR", String::new(), a));
+/// What an MQSC command needs: (object type, object name, authorities) for each object it
+/// touches. The name of a QMGR check is the queue manager's own. A DISPLAY of queues, queue
+/// status or objects by a generic name needs nothing up front: it shows only the objects the
+/// user may display (DSP on each). A DEFINE with LIKE reads the LIKE object's attributes, so it
+/// needs DSP on that object besides CRT.
+pub fn mqsc_needs(cmd: &Command) -> Vec<(&'static str, String, Authorities)> {
+    let qmgr = |a| vec![("QMGR", String::new(), a)];
     match cmd {
         Command::Display {
-            what: DisplayWhat::Queue | DisplayWhat::Object(_),
+            what: DisplayWhat::Queue | DisplayWhat::QStatus | DisplayWhat::Object(_),
             name,
             ..
-        } if name.contains('*') => None,
-        Command::Define { kind, name, .. } => {
-            Some((objtype_of(*kind), name.clone(), Authorities::CRT))
+        } if name.contains('*') => Vec::new(),
+        Command::Define {
+            kind, name, like, ..
+        } => {
+            let mut v = vec![(objtype_of(*kind), name.clone(), Authorities::CRT)];
+            if let Some(l) = like {
+                v.push((objtype_of(*kind), l.clone(), Authorities::DSP));
+            }
+            v
         }
         Command::Alter { kind, name, .. } => {
-            Some((objtype_of(*kind), name.clone(), Authorities::CHG))
+            vec![(objtype_of(*kind), name.clone(), Authorities::CHG)]
         }
         Command::Delete { kind, name, .. } => {
-            Some((objtype_of(*kind), name.clone(), Authorities::DLT))
+            vec![(objtype_of(*kind), name.clone(), Authorities::DLT)]
         }
-        Command::Clear { name } => Some(("QUEUE", name.clone(), Authorities::CLR)),
+        Command::Clear { name } => vec![("QUEUE", name.clone(), Authorities::CLR)],
         Command::Display { what, name, .. } => match what {
             DisplayWhat::Queue | DisplayWhat::QStatus => {
-                Some(("QUEUE", name.clone(), Authorities::DSP))
+                vec![("QUEUE", name.clone(), Authorities::DSP)]
             }
-            DisplayWhat::Object(t) => Some((objtype_of(*t), name.clone(), Authorities::DSP)),
+            DisplayWhat::Object(t) => vec![(objtype_of(*t), name.clone(), Authorities::DSP)],
             DisplayWhat::Qmgr
             | DisplayWhat::Conn
             | DisplayWhat::ChStatus
@@ -251,10 +259,10 @@ pub fn mqsc_needs(cmd: &Command) -> Option<(&'static str, String, Authorities)> 
             | DisplayWhat::QmStatus => qmgr(Authorities::DSP),
         },
         Command::StartListener { name, .. } | Command::StopListener { name, .. } => {
-            Some(("LISTENER", name.clone(), Authorities::CTRL))
+            vec![("LISTENER", name.clone(), Authorities::CTRL)]
         }
         Command::StartChannel { name, .. } | Command::StopChannel { name, .. } => {
-            Some(("CHANNEL", name.clone(), Authorities::CTRL))
+            vec![("CHANNEL", name.clone(), Authorities::CTRL)]
         }
         Command::PingQmgr => qmgr(Authorities::CTRL),
         // Discarding expired messages changes no definition: control of the queue manager.
@@ -267,7 +275,7 @@ pub fn mqsc_needs(cmd: &Command) -> Option<(&'static str, String, Authorities)> 
         Command::DisplayChlAuth { .. }
         | Command::DisplayAuthRec(_)
         | Command::DisplayEntAuth(_) => qmgr(Authorities::DSP),
-        Command::End => None,
+        Command::End => Vec::new(),
     }
 }
 
@@ -293,10 +301,21 @@ mod tests {
 
     #[test]
     fn mqsc_commands_map_to_mq_authorities() {
-        let need = |t: &str| mqsc_needs(&ferrymq_mqsc::parse(t).unwrap());
+        let need = |t: &str| {
+            mqsc_needs(&ferrymq_mqsc::parse(t).unwrap())
+                .into_iter()
+                .next()
+        };
         assert_eq!(
             need("DEFINE QLOCAL(A.B)"),
             Some(("QUEUE", "A.B".into(), Authorities::CRT))
+        );
+        assert_eq!(
+            mqsc_needs(&ferrymq_mqsc::parse("DEFINE QLOCAL(A.C) LIKE(A.B)").unwrap()),
+            vec![
+                ("QUEUE", "A.C".into(), Authorities::CRT),
+                ("QUEUE", "A.B".into(), Authorities::DSP)
+            ]
         );
         assert_eq!(
             need("DISPLAY QLOCAL(Q1)"),
@@ -311,6 +330,7 @@ mod tests {
             Some(("QMGR", String::new(), Authorities::CHG))
         );
         assert_eq!(need("DISPLAY QLOCAL(APP.*)"), None);
+        assert_eq!(need("DISPLAY QSTATUS(APP.*)"), None);
         assert_eq!(
             need("CLEAR QLOCAL(Q)"),
             Some(("QUEUE", "Q".into(), Authorities::CLR))

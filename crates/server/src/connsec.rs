@@ -295,9 +295,15 @@ pub struct Identity {
     pub groups: Vec<String>,
 }
 
-/// The operating-system user the queue manager runs as.
-fn own_user() -> Option<String> {
-    std::env::var("USER").ok().filter(|u| !u.is_empty())
+/// The operating-system user the queue manager runs as: its process's effective uid, named by
+/// the system's passwd (not `$USER`, which the environment that started it could set to anyone).
+fn own_user() -> Option<&'static str> {
+    static OWN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    Some(
+        OWN.get_or_init(ferrymq_security::users::os::current_user)
+            .as_str(),
+    )
+    .filter(|u| !u.is_empty())
 }
 
 /// Administrative users (CHCKCLNT(REQDADM), BLOCKUSER `*MQADMIN`): the queue manager's own user,
@@ -305,7 +311,7 @@ fn own_user() -> Option<String> {
 fn is_admin(store: &UserStore, user: &str) -> bool {
     user == "mqm"
         || user == "root"
-        || own_user().as_deref() == Some(user)
+        || own_user() == Some(user)
         || store
             .get(user)
             .is_some_and(|u| u.groups.iter().any(|g| g == "mqm"))
@@ -399,7 +405,7 @@ pub async fn admit(
     // the store file and every queue manager file anyway.
     let mut authenticated: Option<String> = None;
     if let Some(p) = &policy {
-        let exempt = channel.is_none() && os_user.is_some() && os_user == own_user().as_deref();
+        let exempt = channel.is_none() && os_user.is_some() && os_user == own_user();
         let check = if exempt {
             Check::None
         } else if channel.is_some() {

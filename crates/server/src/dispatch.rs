@@ -520,7 +520,8 @@ fn admin(
             ),
         };
         let parsed = ferrymq_mqsc::parse(mqsc);
-        if let Some((objtype, name, needed)) = parsed.as_ref().ok().and_then(authz::mqsc_needs) {
+        let needs = parsed.as_ref().map(authz::mqsc_needs).unwrap_or_default();
+        for (objtype, name, needed) in needs {
             let label = parsed.as_ref().map(|c| c.label()).unwrap_or_default();
             if let Err(e) = core.authz.check(
                 &core.engine,

@@ -79,7 +79,8 @@ pub struct ConnAuth {
     /// Client mode: the server-connection channel to run as (default SYSTEM.DEF.SVRCONN)
     #[arg(long, value_name = "NAME")]
     pub channel: Option<String>,
-    /// The user id to connect as; its password comes from FERRYMQ_PASSWORD or --password-stdin
+    /// The user id to connect as; its password comes from FERRYMQ_PASSWORD, --password-stdin,
+    /// or else (standard input a terminal) a prompt that does not echo
     #[arg(long, value_name = "USER")]
     pub user: Option<String>,
     /// Read the password from the first line of standard input
@@ -100,6 +101,13 @@ impl ConnAuth {
             opts.password = read_password_line()?;
         } else if let Ok(p) = std::env::var("FERRYMQ_PASSWORD") {
             opts.password = p;
+        } else if let Some(u) = &self.user {
+            // A person at a terminal is asked, without echo; a script gets no prompt to hang on.
+            use std::io::IsTerminal;
+            if std::io::stdin().is_terminal() {
+                opts.password = rpassword::prompt_password(format!("Password for user '{u}': "))
+                    .map_err(|e| format!("--user {u}: cannot read the password: {e}"))?;
+            }
         }
         Ok(())
     }
