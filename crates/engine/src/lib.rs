@@ -163,6 +163,14 @@ impl std::fmt::Debug for Engine {
     }
 }
 
+/// Where a new engine's objects version starts: each engine of the process gets its own range
+/// of 2^32 versions, so a cache keyed on the version alone cannot take a replaced engine (an HA
+/// instance installing a snapshot) for the one it was built from.
+fn first_objects_version() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1 << 32, std::sync::atomic::Ordering::Relaxed)
+}
+
 impl Engine {
     /// An engine with no objects (use [`Engine::install_defaults`] for a new queue manager).
     pub fn new(cfg: EngineConfig, log: Box<dyn LogSink>) -> Engine {
@@ -180,7 +188,7 @@ impl Engine {
             deliveries: Vec::new(),
             dr: dr::DrState::default(),
             admin_lsn: 0,
-            objects_version: 0,
+            objects_version: first_objects_version(),
             now_hint_ms: 0,
         }
     }

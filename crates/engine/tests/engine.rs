@@ -1327,3 +1327,17 @@ fn a_dead_lettered_message_keeps_its_expiry_time() {
     assert!(at(&mut e, 5_900).is_ok(), "not expired before 6000 ms");
     assert!(at(&mut e, 6_000).is_err(), "expired at 6000 ms");
 }
+
+#[test]
+fn a_replaced_engine_never_repeats_the_objects_version_of_the_one_it_replaces() {
+    // Caches of compiled definitions (authority records, CHLAUTH rules) are keyed on the objects
+    // version; an HA instance restores its engine at start and swaps it for another restored one
+    // when it installs a snapshot.
+    let (mut a, _) = engine();
+    a.install_defaults().unwrap();
+    let image = a.checkpoint_image(0);
+    let b = Engine::restore(cfg(), Box::new(MemoryLog::default()), image.clone()).unwrap();
+    let c = Engine::restore(cfg(), Box::new(MemoryLog::default()), image).unwrap();
+    assert_ne!(b.objects_version(), c.objects_version());
+    assert_ne!(a.objects_version(), b.objects_version());
+}

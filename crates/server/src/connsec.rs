@@ -184,16 +184,33 @@ pub fn bind_channel(
     })
 }
 
+/// The CHLAUTH records compiled once per version of the engine's objects (and QMGR CHLAUTH),
+/// not per connection: every accept consults them under the core lock.
+#[derive(Debug, Default)]
+pub struct RuleCache {
+    compiled: Option<(u64, bool, Arc<Vec<Rule>>)>,
+}
+
 /// The CHLAUTH records in force: none when QMGR CHLAUTH(DISABLED).
-pub fn rules(core: &Core) -> Vec<Rule> {
-    if core.engine.attrs().other.get("CHLAUTH").map(String::as_str) == Some("DISABLED") {
-        return Vec::new();
+pub fn rules(core: &mut Core) -> Arc<Vec<Rule>> {
+    let disabled = core.engine.attrs().other.get("CHLAUTH").map(String::as_str) == Some("DISABLED");
+    let version = core.engine.objects_version();
+    if let Some((v, d, r)) = &core.chlauth.compiled {
+        if *v == version && *d == disabled {
+            return r.clone();
+        }
     }
-    core.engine
-        .objects()
-        .filter(|o| o.kind == ObjectKind::ChlAuth)
-        .filter_map(|o| Rule::from_attrs(&o.attrs))
-        .collect()
+    let r: Arc<Vec<Rule>> = Arc::new(if disabled {
+        Vec::new()
+    } else {
+        core.engine
+            .objects()
+            .filter(|o| o.kind == ObjectKind::ChlAuth)
+            .filter_map(|o| Rule::from_attrs(&o.attrs))
+            .collect()
+    });
+    core.chlauth.compiled = Some((version, disabled, r.clone()));
+    r
 }
 
 /// The peer address of a client's connection name (`host` or `host(port)`).
@@ -204,7 +221,7 @@ fn address_of(conname: &str) -> &str {
 /// At accept, before any frame: whether a BLOCKADDR rule refuses `address`. Logs either way a
 /// rule matched (a WARN(YES) rule only logs).
 pub fn refused_at_accept(shared: &Shared, address: &str) -> bool {
-    let rules = rules(&shared.core.lock());
+    let rules = rules(&mut shared.core.lock());
     let Some(r) = chlauth::blocked_address(&rules, address) else {
         return false;
     };
@@ -337,8 +354,8 @@ pub async fn admit(
 ) -> Result<Identity, MqError> {
     let address = address_of(conname).to_string();
     let (rules, policy) = {
-        let core = shared.core.lock();
-        (rules(&core), auth_policy(&core, shared.cfg.connauth))
+        let mut core = shared.core.lock();
+        (rules(&mut core), auth_policy(&core, shared.cfg.connauth))
     };
     let store = shared.security.store();
     let refuse = |why: String| -> MqError {

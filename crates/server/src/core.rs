@@ -139,6 +139,8 @@ pub struct Core {
     pub engine: Engine,
     /// Object authorities: the compiled records and the queue manager's own user.
     pub authz: crate::authz::Authz,
+    /// The CHLAUTH records, compiled (see `connsec::rules`).
+    pub chlauth: crate::connsec::RuleCache,
     routes: AHashMap<ConnId, Route>,
     /// New connections are refused once a controlled or immediate end has begun.
     pub quiescing: bool,
@@ -172,6 +174,7 @@ impl Core {
         Core {
             engine,
             authz: crate::authz::Authz::default(),
+            chlauth: crate::connsec::RuleCache::default(),
             routes: AHashMap::new(),
             quiescing: false,
         }
