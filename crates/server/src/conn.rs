@@ -196,12 +196,7 @@ async fn run<R: AsyncRead + Unpin>(
         qmgr_name: cfg.name.clone(),
         server_id: format!("ferrymq {}", env!("CARGO_PKG_VERSION")),
     };
-    s.tx.send(Out {
-        frame: encode(0, 0, &ok),
-        wait_lsn: 0,
-        close: false,
-    })
-    .ok();
+    s.tx.reply(0, 0, &ok, 0);
 
     stall.store(stall_ms(heartbeat_ms), std::sync::atomic::Ordering::Relaxed);
     let stall = Duration::from_millis(stall_ms(heartbeat_ms));
@@ -354,12 +349,7 @@ fn process(
                         reason: e.reason(),
                         message: e.to_string(),
                     };
-                    s.tx.send(Out {
-                        frame: encode(f.conv, f.req, &r),
-                        wait_lsn: 0,
-                        close: false,
-                    })
-                    .ok();
+                    s.tx.reply(f.conv, f.req, &r, 0);
                     if f.conv == 0 && f.kind != kind::HEARTBEAT {
                         fatal = Some(MqError::new(e.reason(), e.to_string()));
                         frames.clear();
@@ -370,12 +360,7 @@ fn process(
             };
             match dispatch::handle(&mut core, shared, s, f.conv, f.req, req, now) {
                 Action::Reply(r, lsn) => {
-                    s.tx.send(Out {
-                        frame: encode(f.conv, f.req, &r),
-                        wait_lsn: lsn,
-                        close: false,
-                    })
-                    .ok();
+                    s.tx.reply(f.conv, f.req, &r, lsn);
                 }
                 Action::Nothing => {}
                 Action::Wait { deadline_ms } => {
@@ -388,21 +373,12 @@ fn process(
                     let (conv, req) = (f.conv, f.req);
                     tokio::spawn(async move {
                         let r = fut.await;
-                        let _ = tx.send(Out {
-                            frame: encode(conv, req, &r),
-                            wait_lsn: 0,
-                            close: false,
-                        });
+                        tx.reply(conv, req, &r, 0);
                     });
                 }
                 Action::Admin(a, r) => {
                     admin = Some(a);
-                    s.tx.send(Out {
-                        frame: encode(f.conv, f.req, &r),
-                        wait_lsn: 0,
-                        close: false,
-                    })
-                    .ok();
+                    s.tx.reply(f.conv, f.req, &r, 0);
                 }
             }
             core.flush_deliveries();
@@ -435,12 +411,7 @@ async fn connect(shared: &Arc<Shared>, s: &mut Session, f: RawFrame) {
                 reason: e.reason(),
                 message: e.to_string(),
             };
-            s.tx.send(Out {
-                frame: encode(f.conv, f.req, &r),
-                wait_lsn: 0,
-                close: false,
-            })
-            .ok();
+            s.tx.reply(f.conv, f.req, &r, 0);
             return;
         }
     };
@@ -473,12 +444,7 @@ async fn connect(shared: &Arc<Shared>, s: &mut Session, f: RawFrame) {
     let id = match admitted {
         Ok(id) => id,
         Err(e) => {
-            s.tx.send(Out {
-                frame: encode(f.conv, f.req, &error_response(e)),
-                wait_lsn: 0,
-                close: false,
-            })
-            .ok();
+            s.tx.reply(f.conv, f.req, &error_response(e), 0);
             return;
         }
     };
@@ -502,12 +468,7 @@ async fn connect(shared: &Arc<Shared>, s: &mut Session, f: RawFrame) {
             s.info.state.lock().user = id.user.clone();
             s.identities.insert(f.conv, id);
         }
-        s.tx.send(Out {
-            frame: encode(f.conv, f.req, &r),
-            wait_lsn: lsn,
-            close: false,
-        })
-        .ok();
+        s.tx.reply(f.conv, f.req, &r, lsn);
     }
 }
 

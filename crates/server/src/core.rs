@@ -127,6 +127,16 @@ impl Outbox {
             self.q.queued.fetch_sub(FRAME_UNIT + n, Ordering::SeqCst);
         })
     }
+
+    /// Queues the response `r` to request `req` of conversation `conv`, written once the log is
+    /// durable up to `wait_lsn` (0: at once). A closed socket has nobody to tell: dropped.
+    pub fn reply(&self, conv: u16, req: u32, r: &Response, wait_lsn: Lsn) {
+        let _ = self.send(Out {
+            frame: encode(conv, req, r),
+            wait_lsn,
+            close: false,
+        });
+    }
 }
 
 #[derive(Debug)]
@@ -192,11 +202,7 @@ impl Core {
     pub fn send(&self, conn: ConnId, req: u32, r: &Response, wait_lsn: Lsn) {
         if let Some(route) = self.routes.get(&conn) {
             // A closed socket has nobody to tell; its connection is being disconnected.
-            let _ = route.tx.send(Out {
-                frame: encode(route.conv, req, r),
-                wait_lsn,
-                close: false,
-            });
+            route.tx.reply(route.conv, req, r, wait_lsn);
         }
     }
 
