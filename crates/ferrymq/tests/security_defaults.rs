@@ -328,3 +328,42 @@ fn crtmqm_dev_opens_the_development_configuration_for_app() {
         Reason::NOT_AUTHORIZED
     );
 }
+
+#[test]
+fn crtmqm_dev_without_a_password_lets_app_in_without_one_on_its_channel_only() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "QDEVOPEN", &["--dev"]);
+    let app = "DEV.APP.SVRCONN";
+    // As MQ's developer image without an application password: app (not an administrative
+    // user) comes in on its channel without one, and its temporary reply queues work.
+    let c = client(&qm, "127.0.0.1", app, "app", "").unwrap();
+    put_get(&c, "DEV.QUEUE.1", "open for development");
+    let reply = c
+        .open_dynamic(
+            "SYSTEM.DEFAULT.MODEL.QUEUE",
+            "DEV.REPLY.*",
+            open::INPUT_EXCLUSIVE,
+        )
+        .unwrap();
+    c.close(&reply, 0).unwrap();
+    c.disconnect().unwrap();
+    // Administrative users still need a password, and SYSTEM.DEF.SVRCONN stays shut.
+    add_user(&home, &qm.name, "boss", "mqm", ADMIN_PASSWORD);
+    assert_eq!(
+        reason(client(&qm, "127.0.0.2", "DEV.ADMIN.SVRCONN", "boss", "")),
+        Reason::NOT_AUTHORIZED
+    );
+    let c = client(
+        &qm,
+        "127.0.0.1",
+        "DEV.ADMIN.SVRCONN",
+        "boss",
+        ADMIN_PASSWORD,
+    )
+    .unwrap();
+    c.disconnect().unwrap();
+    assert_eq!(
+        reason(client(&qm, "127.0.0.2", "SYSTEM.DEF.SVRCONN", "", "")),
+        Reason::NOT_AUTHORIZED
+    );
+}
