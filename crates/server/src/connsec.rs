@@ -28,8 +28,9 @@ use crate::core::Core;
 use crate::qmgr::Shared;
 use crate::storage::now_ms;
 
-/// The AUTHINFO a new queue manager's QMGR CONNAUTH names. Its CHCKCLNT(REQDADM) is enforced only
-/// with qm.ini `Security:ConnAuth=on`, so that existing setups keep connecting as before.
+/// The AUTHINFO a new queue manager's QMGR CONNAUTH names. It is enforced only with qm.ini
+/// `Security:ConnAuth=on` (which crtmqm writes, with CHCKCLNT(REQUIRED) on the object), so that
+/// queue managers created before keep connecting their clients as before.
 pub const DEFAULT_AUTHINFO: &str = "SYSTEM.DEFAULT.AUTHINFO.IDPWOS";
 /// The channel a client that names none runs as.
 pub const DEFAULT_CHANNEL: &str = "SYSTEM.DEF.SVRCONN";
