@@ -760,6 +760,24 @@ mod tests {
     }
 
     #[test]
+    fn remote_admin_is_off_unless_qm_ini_says_otherwise() {
+        let cfg = |v: Option<&str>| {
+            let mut ini = Ini::default();
+            ini.set("QueueManager", "Name", "QM1");
+            if let Some(v) = v {
+                ini.set("Channels", "RemoteAdmin", v);
+            }
+            QmConfig::from_ini(&ini).map(|c| c.remote_admin)
+        };
+        assert_eq!(cfg(None), Ok(RemoteAdmin::No));
+        assert_eq!(cfg(Some("no")), Ok(RemoteAdmin::No));
+        assert_eq!(cfg(Some("Authenticated")), Ok(RemoteAdmin::Authenticated));
+        assert_eq!(cfg(Some("yes")), Ok(RemoteAdmin::Any));
+        let e = cfg(Some("maybe")).unwrap_err();
+        assert!(e.contains("authenticated"), "{e}");
+    }
+
+    #[test]
     fn ini_round_trips_and_keeps_unknown_keys() {
         let text = "QueueManager:\n   Name=QM1\n   Port=1414\nTuningParameters:\n   DefaultQBufferSize=10485760\n";
         let mut ini = Ini::parse(text).unwrap();
