@@ -275,4 +275,17 @@ fn the_dr_sequence_runs_as_written() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    // The recovery site, now the primary, has the security defaults of a new queue manager: the
+    // back-stop rule refuses a client on SYSTEM.DEF.SVRCONN (exit 4: not authorised).
+    let refused = Command::new(BIN)
+        .args([
+            "get",
+            "QMDR",
+            "SYSTEM.DEFAULT.LOCAL.QUEUE",
+            "--conn",
+            &format!("127.0.0.1({})", p[1]),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(4), "{refused:?}");
 }
