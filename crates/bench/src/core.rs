@@ -109,7 +109,18 @@ fn measure(home: &Path, o: &Opts) -> Result<(), String> {
     // A 3 x 64 MiB circular log, as a production queue manager might have.
     mq(
         home,
-        &["crtmqm", "-p", "0", "-lp", "3", "-lf", "16384", "BENCH"],
+        // Its clients connect without credentials: no security defaults (crtmqm --insecure).
+        &[
+            "crtmqm",
+            "-p",
+            "0",
+            "-lp",
+            "3",
+            "-lf",
+            "16384",
+            "--insecure",
+            "BENCH",
+        ],
     )?;
     mq(home, &["strmqm", "BENCH"])?;
     let c = connect(home, "BENCH")?;

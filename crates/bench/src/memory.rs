@@ -147,7 +147,21 @@ fn measure(
     let _ = std::fs::remove_dir_all(home);
     std::fs::create_dir_all(home).map_err(|e| e.to_string())?;
     // A 3 x 64 MiB circular log: persistent fills checkpoint into the message store as they go.
-    mq(home, &["crtmqm", "-p", "0", "-lp", "3", "-lf", "16384", QM])?;
+    // Its clients connect without credentials: no security defaults (crtmqm --insecure).
+    mq(
+        home,
+        &[
+            "crtmqm",
+            "-p",
+            "0",
+            "-lp",
+            "3",
+            "-lf",
+            "16384",
+            "--insecure",
+            QM,
+        ],
+    )?;
     mq(home, &["strmqm", QM])?;
     {
         let c = connect(home)?;

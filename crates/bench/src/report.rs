@@ -93,7 +93,17 @@ impl Qms {
         for (i, name) in names.iter().enumerate() {
             let port = free_port()?;
             let (port_s, pages) = (port.to_string(), log_pages.to_string());
-            let mut args = vec!["crtmqm", "-p", &port_s, "-lp", "3", "-lf", &pages];
+            // The measuring clients connect without credentials: no security defaults.
+            let mut args = vec![
+                "crtmqm",
+                "-p",
+                &port_s,
+                "-lp",
+                "3",
+                "-lf",
+                &pages,
+                "--insecure",
+            ];
             if let Some(e) = extra.get(i) {
                 args.extend(e.iter().map(String::as_str));
             }

@@ -59,6 +59,9 @@ const DOUBLE_DASH_IN_MQ: &[(&str, &str)] = &[
     ("runmqsc", "user"),
     ("runmqsc", "password-stdin"),
     ("setmqusr", "password-stdin"),
+    ("crtmqm", "dev"),
+    ("crtmqm", "dev-app-password-stdin"),
+    ("crtmqm", "insecure"),
     ("runmqsc", "tls-ca"),
     ("runmqsc", "tls-cert"),
     ("runmqsc", "tls-key"),
@@ -114,6 +117,11 @@ Examples:
   ferrymq crtmqm -p 1414 -lp 3 -lf 4096 -c 'orders' QM1
   ferrymq crtmqm -p 1414 -ha 'a=h1(4444),b=h2(4444),c=h3(4444)' -hi a QM1   (then -hi b, -hi c)
   ferrymq crtmqm -p 1414 -dr primary -drr 'dr1(4445)' -drlag 4194304 QM1
+  FERRYMQ_APP_PASSWORD=... ferrymq crtmqm -p 1414 --dev QM1   (development configuration)
+
+A new queue manager is secure by default: clients need a user and password (ferrymq setmqusr),
+SYSTEM.* channels refuse clients except SYSTEM.ADMIN.SVRCONN (administrators, with a password),
+and administrative users are refused on other channels.
 
 QMNAME: up to 48 of A-Z a-z 0-9 . / _ % (exit 72 if not). Exit 8: it already exists.";
 
@@ -332,7 +340,7 @@ pub enum Cmd {
     /// Create a queue manager
     #[command(
         after_help = EXAMPLES_CRTMQM,
-        override_usage = "ferrymq crtmqm [-p PORT] [-lp N] [-lf PAGES] [-h MAXHANDLES] [-fs N] [-c TEXT]\n              [-ha LIST -hi NAME] [-dr primary|secondary [-drr LIST] [-drl ADDR] [-drlag BYTES]] QMNAME"
+        override_usage = "ferrymq crtmqm [-p PORT] [-lp N] [-lf PAGES] [-h MAXHANDLES] [-fs N] [-c TEXT]\n              [-ha LIST -hi NAME] [-dr primary|secondary [-drr LIST] [-drl ADDR] [-drlag BYTES]]\n              [--dev [--dev-app-password-stdin] | --insecure] QMNAME"
     )]
     Crtmqm(Box<Crtmqm>),
     /// Start a queue manager in the background; returns once it accepts connections
@@ -559,6 +567,19 @@ pub struct Crtmqm {
     /// DR primary: most bytes of work at risk before puts wait (default 4 MiB)
     #[arg(long, value_name = "BYTES")]
     pub drlag: Option<String>,
+    /// Development configuration: user 'app' (group mqclient), DEV.QUEUE.1-3, DEV.DEAD.LETTER.QUEUE,
+    /// DEV.BASE.TOPIC, channels DEV.APP.SVRCONN and DEV.ADMIN.SVRCONN, their CHLAUTH rules and
+    /// authorities. app's password: FERRYMQ_APP_PASSWORD or --dev-app-password-stdin; without
+    /// one, app needs none on DEV.APP.SVRCONN
+    #[arg(long)]
+    pub dev: bool,
+    /// With --dev: read the app user's password from the first line of standard input
+    #[arg(long)]
+    pub dev_app_password_stdin: bool,
+    /// Leave out the security defaults (back-stop CHLAUTH rules, passwords, remote administration
+    /// over SYSTEM.ADMIN.SVRCONN only): clients connect as before them. For test rigs only
+    #[arg(long)]
+    pub insecure: bool,
     #[command(flatten)]
     pub ignored: CrtmqmIgnored,
     /// The queue manager's name

@@ -17,7 +17,6 @@ use ferrymq_types::{MessageDescriptor, Persistence, Properties, Reason};
 
 use crate::cli;
 use crate::lifecycle::{self, Fail, Res};
-use crate::samples::connect;
 
 const QMGR: &str = "DEMO";
 /// Exit status after an interrupted (but cleaned-up) run: 128 + SIGINT, as shells report it.
@@ -70,7 +69,8 @@ fn say(line: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stdout(), "{line}");
 }
-const REQUEST_QUEUE: &str = "SYSTEM.DEFAULT.LOCAL.QUEUE";
+/// The development configuration's (`crtmqm --dev`) first queue: user 'app' may put and get it.
+const REQUEST_QUEUE: &str = "DEV.QUEUE.1";
 
 fn other(m: impl Into<String>) -> Fail {
     Fail {
@@ -101,6 +101,7 @@ pub fn run(p: &cli::Demo) -> Res {
     let result = (|| {
         lifecycle::crtmqm(&cli::Crtmqm {
             p: Some(port),
+            dev: true,
             name: QMGR.into(),
             ..Default::default()
         })?;
@@ -134,6 +135,17 @@ pub fn run(p: &cli::Demo) -> Res {
     result
 }
 
+/// A client connection as the development configuration's application user, on its channel
+/// (with app's password when crtmqm was given one in FERRYMQ_APP_PASSWORD).
+fn connect_app(conname: &str, app: &str) -> Result<Connection, Fail> {
+    let mut o = ferrymq_client::ConnectOptions::client(QMGR, conname).map_err(mq)?;
+    o.app_name = app.to_string();
+    o.channel = crate::initial::DEV_APP_CHANNEL.to_string();
+    o.user = crate::initial::DEV_APP_USER.to_string();
+    o.password = std::env::var("FERRYMQ_APP_PASSWORD").unwrap_or_default();
+    Connection::connect(o).map_err(mq)
+}
+
 fn workload(port: u16, seconds: u64, requesters: usize, size: usize, persistent: bool) -> Res {
     let conname = format!("127.0.0.1({port})");
     let stop = Arc::new(AtomicBool::new(false));
@@ -141,14 +153,14 @@ fn workload(port: u16, seconds: u64, requesters: usize, size: usize, persistent:
     let latency_us = Arc::new(AtomicU64::new(0));
     let mut threads = Vec::new();
     for _ in 0..requesters {
-        let c = connect(QMGR, Some(&conname), "demo responder")?;
+        let c = connect_app(&conname, "demo responder")?;
         let stop = stop.clone();
         threads.push(std::thread::spawn(move || responder(c, stop)));
     }
     let start = Instant::now();
     let deadline = start + Duration::from_secs(seconds);
     for _ in 0..requesters {
-        let c = connect(QMGR, Some(&conname), "demo requester")?;
+        let c = connect_app(&conname, "demo requester")?;
         let (trips, latency_us) = (trips.clone(), latency_us.clone());
         threads.push(std::thread::spawn(move || {
             requester(c, deadline, size, persistent, trips, latency_us)
@@ -209,7 +221,8 @@ fn requester(
     let reply_q = c
         .open_dynamic(
             "SYSTEM.DEFAULT.MODEL.QUEUE",
-            "DEMO.REPLY.*",
+            // Under DEV.**, where 'app' may put the replies.
+            "DEV.DEMO.REPLY.*",
             open::INPUT_EXCLUSIVE,
         )
         .map_err(mq)?;

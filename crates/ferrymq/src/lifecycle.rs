@@ -91,6 +91,7 @@ pub fn crtmqm(p: &cli::Crtmqm) -> Res {
             format!("crtmqm: queue manager '{name}' already exists"),
         ));
     }
+    let plan = crate::initial::Plan::from_flags(p)?;
     let lp: u32 = p.lp.unwrap_or(limits::LOG_PRIMARY_FILES_DEFAULT);
     let lf: u32 = p.lf.unwrap_or(limits::LOG_FILE_PAGES_DEFAULT);
     if !(2..=254).contains(&lp) {
@@ -153,13 +154,17 @@ pub fn crtmqm(p: &cli::Crtmqm) -> Res {
             paths.dir.display()
         ))
     })?;
+    plan.set_ini(&mut ini);
     ini.save(&paths.ini()).map_err(other)?;
-    if let Err(e) = ferrymq_server::create_storage(&paths) {
+    if let Err(e) = ferrymq_server::create_storage_with(&paths, &plan.script())
+        .and_then(|()| plan.finish(&paths))
+    {
         let _ = std::fs::remove_dir_all(&paths.dir);
         return Err(other(format!("crtmqm: {e}")));
     }
     println!("FerryMQ queue manager '{name}' created (port {port}, log {lp} x {lf} pages).");
     println!("Directory: {}", paths.dir.display());
+    println!("{}", plan.describe());
     Ok(())
 }
 

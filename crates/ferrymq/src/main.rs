@@ -12,6 +12,7 @@ mod devcerts;
 mod dlq_handler;
 mod dmplog;
 mod dr_cmds;
+mod initial;
 mod lifecycle;
 mod relay;
 mod req;

@@ -2,7 +2,8 @@
 //! prompt), checks each command's syntax here, and has the queue manager run it — over the
 //! bindings socket, or with `-c` over TCP (`--conn 'host(port)'` or MQ's `MQSERVER` variable,
 //! `CHANNEL/TCP/host(port)`), which the queue manager refuses (MQRC_NOT_AUTHORIZED, ending the
-//! session) unless its qm.ini has `Channels:RemoteAdmin=yes`. A change is answered once its log
+//! session) unless its qm.ini `Channels:RemoteAdmin` allows it (a new queue manager's:
+//! `--channel SYSTEM.ADMIN.SVRCONN` with `--user` and a password). A change is answered once its log
 //! record is durable; a command whose answer never came (the connection broke) is reported as not
 //! confirmed, with the reason. Exit status as runmqsc's: 0 all good, 10 some failed, 20 none worked.
 

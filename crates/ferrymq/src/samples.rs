@@ -353,17 +353,6 @@ fn named(cmd: &str) -> impl Fn(Fail) -> Fail + '_ {
     }
 }
 
-pub fn connect(qmgr: &str, conn: Option<&str>, app: &str) -> Result<Connection, Fail> {
-    connect_with(
-        qmgr,
-        &crate::cli::ConnArgs {
-            conn: conn.map(str::to_string),
-            ..Default::default()
-        },
-        app,
-    )
-}
-
 /// Connects in bindings mode, or in client mode with `--conn` (and TLS with `--tls-ca`).
 pub fn connect_with(
     qmgr: &str,

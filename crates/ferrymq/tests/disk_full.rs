@@ -198,6 +198,7 @@ fn start_qm<'h>(home: &'h Home, name: &str, ini: &[(&str, &str, &str)]) -> Qm<'h
         "2",
         "-lf",
         "256",
+        "--insecure",
         name,
     ]);
     for (s, k, v) in ini {

@@ -47,6 +47,7 @@ fn start<'h>(home: &'h Home, name: &str) -> Qm<'h> {
         &FILES.to_string(),
         "-lf",
         "1024",
+        "--insecure",
         name,
     ]);
     home.ok(&[

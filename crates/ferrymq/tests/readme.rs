@@ -133,7 +133,7 @@ fn ports(n: usize) -> Vec<u16> {
 fn using_it_runs_as_written() {
     let homes = Homes::new();
     let [port] = ports(1)[..] else { unreachable!() };
-    let mut script = block("ferrymq crtmqm -p 1414 QM1");
+    let mut script = block("ferrymq crtmqm -p 1414 --dev QM1");
     script = drop_line(&script, "cargo build --release");
     script = drop_line(&script, "export PATH=$PWD/target/release:$PATH");
     script = subst(&script, "1414", &port.to_string());
@@ -166,7 +166,7 @@ fn the_ha_sequence_runs_as_written() {
     };
     let repl = ports(3);
     let root = homes.path().to_path_buf();
-    let mut script = block("-ha \"$L\" -hi $n QMHA");
+    let mut script = block("-ha \"$L\" -hi $n --dev QMHA");
     script = drop_line(&script, "ferrymq-bench report ha --quick");
     script = subst(&script, "/tmp/ha/", &format!("{}/", root.display()));
     script = subst(&script, "141$i", &format!("$(({base}+i))"));
@@ -202,17 +202,29 @@ fn the_ha_sequence_runs_as_written() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    let conn = format!("127.0.0.1({})", base + 3);
     let got = Command::new(BIN)
         .args([
             "get",
             "QMHA",
-            "SYSTEM.DEFAULT.LOCAL.QUEUE",
+            "DEV.QUEUE.1",
             "--conn",
-            &format!("127.0.0.1({})", base + 3),
+            &conn,
+            "--channel",
+            "DEV.APP.SVRCONN",
+            "--user",
+            "app",
         ])
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&got.stdout), "1\n2\n3\n", "{got:?}");
+    // The group has the security defaults: the back-stop rule refuses SYSTEM.DEF.SVRCONN (exit
+    // 4: not authorised).
+    let refused = Command::new(BIN)
+        .args(["get", "QMHA", "DEV.QUEUE.1", "--conn", &conn])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(4), "{refused:?}");
 }
 
 #[test]
@@ -263,4 +275,17 @@ fn the_dr_sequence_runs_as_written() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    // The recovery site, now the primary, has the security defaults of a new queue manager: the
+    // back-stop rule refuses a client on SYSTEM.DEF.SVRCONN (exit 4: not authorised).
+    let refused = Command::new(BIN)
+        .args([
+            "get",
+            "QMDR",
+            "SYSTEM.DEFAULT.LOCAL.QUEUE",
+            "--conn",
+            &format!("127.0.0.1({})", p[1]),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(4), "{refused:?}");
 }

@@ -30,7 +30,7 @@ fn mqsc_over_tcp_is_refused_by_default_and_allowed_by_the_switch() {
     let (code, out) = runmqsc_c(&home, &qm, "DEFINE QLOCAL(FROM.FAR)\nDISPLAY QMGR\n");
     assert!(code.is_some_and(|c| c != 0), "exit {code:?}:\n{out}");
     assert!(out.contains("MQRC_NOT_AUTHORIZED (2035)"), "{out}");
-    assert!(out.contains("Channels:RemoteAdmin=yes"), "{out}");
+    assert!(out.contains("Channels:RemoteAdmin=authenticated"), "{out}");
     assert!(!out.contains("defined."), "{out}");
 
     // The admin verb of an ordinary client connection is refused the same way; the connection

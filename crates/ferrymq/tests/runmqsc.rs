@@ -603,3 +603,24 @@ fn a_queue_manager_logged_before_object_times_starts_with_blank_times_and_gets_a
     let (_, text) = mqsc(&home, "OLDQM", "DISPLAY QMGR QMID\n");
     assert_eq!(attr(&text, "QMID"), qmid, "the identity given once is kept");
 }
+
+#[test]
+fn a_queue_manager_created_before_the_security_defaults_keeps_admitting_its_clients() {
+    let home = Home::new();
+    install_fixture(&home, "qm-before-object-times", "OLDQM", 64 * 4096);
+    let port = free_port();
+    let qm = Qm {
+        home: &home,
+        name: "OLDQM".into(),
+        port,
+    };
+    qm.set_ini("QueueManager", "Port", &port.to_string());
+    qm.restart();
+    // Its qm.ini names neither Security:ConnAuth nor Channels:RemoteAdmin, and its log holds no
+    // back-stop rule: a client with no user or password still comes in on SYSTEM.DEF.SVRCONN.
+    let c = qm.connect();
+    let h = c.open("OLD.Q", open::INPUT_SHARED).unwrap();
+    let m = c.get(&h, &GetOptions::any()).unwrap();
+    assert_eq!(&m.body[..], b"hello-from-before");
+    c.disconnect().unwrap();
+}

@@ -283,6 +283,33 @@ impl fmt::Display for Ini {
     }
 }
 
+/// Which client (TCP) connections may send MQSC (qm.ini `Channels:RemoteAdmin`). Bindings
+/// connections always may; the object authority manager decides each command either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteAdmin {
+    /// None (`no`; the default of a queue manager whose qm.ini does not say).
+    No,
+    /// Conversations on SYSTEM.ADMIN.SVRCONN that authenticated with a password (CONNAUTH)
+    /// (`authenticated`; what crtmqm writes for a new queue manager).
+    Authenticated,
+    /// Every client conversation (`yes`), whoever it runs as.
+    Any,
+}
+
+impl RemoteAdmin {
+    /// The channel remote administration goes through with [`RemoteAdmin::Authenticated`].
+    pub const CHANNEL: &'static str = "SYSTEM.ADMIN.SVRCONN";
+
+    pub fn parse(v: &str) -> Option<RemoteAdmin> {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "no" => Some(RemoteAdmin::No),
+            "authenticated" => Some(RemoteAdmin::Authenticated),
+            "yes" => Some(RemoteAdmin::Any),
+            _ => None,
+        }
+    }
+}
+
 /// The settings the running queue manager uses, read from `qm.ini`.
 #[derive(Debug, Clone)]
 pub struct QmConfig {
@@ -302,10 +329,8 @@ pub struct QmConfig {
     /// `Channels:MaxConnMemory`); reading its requests pauses at a quarter of this (at most
     /// `CONN_OUTBOUND_PAUSE_BYTES`).
     pub max_conn_memory: u64,
-    /// MQSC over client (TCP) connections is accepted (qm.ini `Channels:RemoteAdmin=yes`; off
-    /// by default: until connections are authenticated, anyone who can reach the port could
-    /// otherwise define, alter, clear and delete objects).
-    pub remote_admin: bool,
+    /// Which client (TCP) connections may send MQSC (qm.ini `Channels:RemoteAdmin`).
+    pub remote_admin: RemoteAdmin,
     /// The operating-system group whose members hold every authority, as the queue manager's
     /// own user does (qm.ini `Security:AdminGroup`, default `mqm`).
     pub admin_group: String,
@@ -632,16 +657,10 @@ impl QmConfig {
                 .filter(|g| !g.is_empty())
                 .unwrap_or_else(|| "mqm".to_string()),
             remote_admin: match known(ini, "Channels", "RemoteAdmin") {
-                None => false,
-                Some(v) => match v.trim().to_ascii_lowercase().as_str() {
-                    "yes" => true,
-                    "no" => false,
-                    _ => {
-                        return Err(format!(
-                            "qm.ini Channels:RemoteAdmin={v}: use 'yes' or 'no'"
-                        ))
-                    }
-                },
+                None => RemoteAdmin::No,
+                Some(v) => RemoteAdmin::parse(v).ok_or_else(|| {
+                    format!("qm.ini Channels:RemoteAdmin={v}: use 'authenticated', 'yes' or 'no'")
+                })?,
             },
             connauth: match known(ini, "Security", "ConnAuth") {
                 None => false,
@@ -738,6 +757,24 @@ mod tests {
         assert!(ephemeral_port_warning("127.0.0.1:60999", r).is_some());
         assert!(ephemeral_port_warning("127.0.0.1:32767", r).is_none());
         assert!(ephemeral_port_warning("[::1]:9414", r).is_none());
+    }
+
+    #[test]
+    fn remote_admin_is_off_unless_qm_ini_says_otherwise() {
+        let cfg = |v: Option<&str>| {
+            let mut ini = Ini::default();
+            ini.set("QueueManager", "Name", "QM1");
+            if let Some(v) = v {
+                ini.set("Channels", "RemoteAdmin", v);
+            }
+            QmConfig::from_ini(&ini).map(|c| c.remote_admin)
+        };
+        assert_eq!(cfg(None), Ok(RemoteAdmin::No));
+        assert_eq!(cfg(Some("no")), Ok(RemoteAdmin::No));
+        assert_eq!(cfg(Some("Authenticated")), Ok(RemoteAdmin::Authenticated));
+        assert_eq!(cfg(Some("yes")), Ok(RemoteAdmin::Any));
+        let e = cfg(Some("maybe")).unwrap_err();
+        assert!(e.contains("authenticated"), "{e}");
     }
 
     #[test]

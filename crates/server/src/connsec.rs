@@ -28,8 +28,9 @@ use crate::core::Core;
 use crate::qmgr::Shared;
 use crate::storage::now_ms;
 
-/// The AUTHINFO a new queue manager's QMGR CONNAUTH names. Its CHCKCLNT(REQDADM) is enforced only
-/// with qm.ini `Security:ConnAuth=on`, so that existing setups keep connecting as before.
+/// The AUTHINFO a new queue manager's QMGR CONNAUTH names. It is enforced only with qm.ini
+/// `Security:ConnAuth=on` (which crtmqm writes, with CHCKCLNT(REQUIRED) on the object), so that
+/// queue managers created before keep connecting their clients as before.
 pub const DEFAULT_AUTHINFO: &str = "SYSTEM.DEFAULT.AUTHINFO.IDPWOS";
 /// The channel a client that names none runs as.
 pub const DEFAULT_CHANNEL: &str = "SYSTEM.DEF.SVRCONN";
@@ -185,32 +186,47 @@ pub fn bind_channel(
 }
 
 /// The CHLAUTH records compiled once per version of the engine's objects (and QMGR CHLAUTH),
-/// not per connection: every accept consults them under the core lock.
+/// not per connection: every accept consults them under the core lock. Beside each rule, the
+/// CHCKCLNT it asks of the connections it lets through (None: ASQMGR, the AUTHINFO's).
 #[derive(Debug, Default)]
 pub struct RuleCache {
-    compiled: Option<(u64, bool, Arc<Vec<Rule>>)>,
+    #[allow(clippy::type_complexity)]
+    compiled: Option<(u64, bool, Arc<Vec<Rule>>, Arc<Vec<Option<Check>>>)>,
 }
 
 /// The CHLAUTH records in force: none when QMGR CHLAUTH(DISABLED).
 pub fn rules(core: &mut Core) -> Arc<Vec<Rule>> {
+    rules_with_checks(core).0
+}
+
+/// The CHLAUTH records in force, and each one's CHCKCLNT (same order).
+fn rules_with_checks(core: &mut Core) -> (Arc<Vec<Rule>>, Arc<Vec<Option<Check>>>) {
     let disabled = core.engine.attrs().other.get("CHLAUTH").map(String::as_str) == Some("DISABLED");
     let version = core.engine.objects_version();
-    if let Some((v, d, r)) = &core.chlauth.compiled {
+    if let Some((v, d, r, c)) = &core.chlauth.compiled {
         if *v == version && *d == disabled {
-            return r.clone();
+            return (r.clone(), c.clone());
         }
     }
-    let r: Arc<Vec<Rule>> = Arc::new(if disabled {
-        Vec::new()
+    let (r, c): (Vec<Rule>, Vec<Option<Check>>) = if disabled {
+        (Vec::new(), Vec::new())
     } else {
         core.engine
             .objects()
             .filter(|o| o.kind == ObjectKind::ChlAuth)
-            .filter_map(|o| Rule::from_attrs(&o.attrs))
-            .collect()
-    });
-    core.chlauth.compiled = Some((version, disabled, r.clone()));
-    r
+            .filter_map(|o| {
+                let check = match o.attrs.get("CHCKCLNT").map(String::as_str) {
+                    Some("REQUIRED") => Some(Check::Required),
+                    Some("REQDADM") => Some(Check::ReqdAdm),
+                    _ => None,
+                };
+                Rule::from_attrs(&o.attrs).map(|r| (r, check))
+            })
+            .unzip()
+    };
+    let (r, c) = (Arc::new(r), Arc::new(c));
+    core.chlauth.compiled = Some((version, disabled, r.clone(), c.clone()));
+    (r, c)
 }
 
 /// The peer address of a client's connection name (`host` or `host(port)`).
@@ -245,8 +261,8 @@ pub fn refused_at_accept(shared: &Shared, address: &str) -> bool {
     true
 }
 
-/// CHCKCLNT / CHCKLOCL of an AUTHINFO.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// CHCKCLNT / CHCKLOCL of an AUTHINFO (and CHCKCLNT of a CHLAUTH rule), weakest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Check {
     None,
     Optional,
@@ -310,6 +326,8 @@ fn auth_policy(core: &Core, forced: bool) -> Option<AuthPolicy> {
 pub struct Identity {
     pub user: String,
     pub groups: Vec<String>,
+    /// The conversation gave a password that the user store accepted (CONNAUTH).
+    pub authenticated: bool,
 }
 
 /// The operating-system user the queue manager runs as: its process's effective uid, named by
@@ -353,9 +371,10 @@ pub async fn admit(
     req: ConnectRequest<'_>,
 ) -> Result<Identity, MqError> {
     let address = address_of(conname).to_string();
-    let (rules, policy) = {
+    let (rules, checks, policy) = {
         let mut core = shared.core.lock();
-        (rules(&mut core), auth_policy(&core, shared.cfg.connauth))
+        let (rules, checks) = rules_with_checks(&mut core);
+        (rules, checks, auth_policy(&core, shared.cfg.connauth))
     };
     let store = shared.security.store();
     let refuse = |why: String| -> MqError {
@@ -376,6 +395,8 @@ pub async fn admit(
 
     // CHLAUTH mapping (client connections only).
     let mut mapped: Option<String> = None;
+    // A mapping rule's CHCKCLNT(REQUIRED|REQDADM): stricter than the AUTHINFO's, never looser.
+    let mut rule_check: Option<Check> = None;
     if let Some(ch) = channel {
         let attempt = Attempt {
             channel: &ch.name,
@@ -384,7 +405,14 @@ pub async fn admit(
             cert_dn,
             remote_qmgr: None,
         };
-        match chlauth::mapping(&rules, &attempt, ferrymq_security::tls::dn_matches) {
+        let decided = chlauth::mapping(&rules, &attempt, ferrymq_security::tls::dn_matches);
+        if let Some(r) = decided.rule() {
+            rule_check = rules
+                .iter()
+                .position(|x| std::ptr::eq(x, r))
+                .and_then(|i| checks.get(i).copied().flatten());
+        }
+        match decided {
             // USERSRC(CHANNEL): the channel's own rules apply, as with no rule.
             Mapping::None | Mapping::Channel(_) => {}
             Mapping::Map(_, u) => mapped = Some(u),
@@ -426,7 +454,11 @@ pub async fn admit(
         let check = if exempt {
             Check::None
         } else if channel.is_some() {
-            p.chckclnt
+            // A rule can raise the check, not lower it, and not turn on one the AUTHINFO has off.
+            match rule_check {
+                Some(r) if p.chckclnt != Check::None => p.chckclnt.max(r),
+                _ => p.chckclnt,
+            }
         } else {
             p.chcklocl
         };
@@ -498,6 +530,7 @@ pub async fn admit(
     // The effective user: a CHLAUTH MAP, else the channel's MCAUSER, else the authenticated user
     // when ADOPTCTX(YES), else the asserted one.
     let adopt = policy.as_ref().is_some_and(|p| p.adoptctx);
+    let password_checked = authenticated.is_some();
     let user = mapped
         .or_else(|| channel.map(|c| c.mcauser.clone()).filter(|m| !m.is_empty()))
         .or_else(|| authenticated.filter(|_| adopt))
@@ -535,7 +568,11 @@ pub async fn admit(
         .get(&user)
         .map(|u| u.groups.clone())
         .unwrap_or_default();
-    Ok(Identity { user, groups })
+    Ok(Identity {
+        user,
+        groups,
+        authenticated: password_checked,
+    })
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use crate::admin_ops::Ops;
 use crate::authz::{self, Who};
+use crate::config::RemoteAdmin;
 use crate::core::{error_response, message_response, Core, Outbox};
 use crate::listeners::SocketInfo;
 use crate::qmgr::Shared;
@@ -402,10 +403,63 @@ fn connect(
 /// command is reported as not confirmed.
 const ADMIN_CONFIRM: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Why MQSC over a client connection is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AdminRefusal {
+    /// qm.ini Channels:RemoteAdmin=no.
+    Off,
+    /// RemoteAdmin=authenticated, and the conversation is not on SYSTEM.ADMIN.SVRCONN.
+    NotAdminChannel,
+    /// RemoteAdmin=authenticated, and the conversation gave no password the store accepted.
+    NotAuthenticated,
+}
+
+impl AdminRefusal {
+    fn log(self) -> &'static str {
+        match self {
+            AdminRefusal::Off => "qm.ini Channels:RemoteAdmin is off",
+            AdminRefusal::NotAdminChannel => {
+                "remote administration goes through channel SYSTEM.ADMIN.SVRCONN only"
+            }
+            AdminRefusal::NotAuthenticated => {
+                "the conversation did not authenticate with a password"
+            }
+        }
+    }
+}
+
+/// Whether MQSC from client conversation `conv` is refused, and why.
+fn remote_admin_refusal(mode: RemoteAdmin, s: &Session, conv: u16) -> Option<AdminRefusal> {
+    match mode {
+        RemoteAdmin::Any => None,
+        RemoteAdmin::No => Some(AdminRefusal::Off),
+        RemoteAdmin::Authenticated => {
+            if s.channel.as_ref().map(|c| c.name.as_str()) != Some(RemoteAdmin::CHANNEL) {
+                Some(AdminRefusal::NotAdminChannel)
+            } else if !s.identities.get(&conv).is_some_and(|i| i.authenticated) {
+                Some(AdminRefusal::NotAuthenticated)
+            } else {
+                None
+            }
+        }
+    }
+}
+
 /// The reply to MQSC over a client (TCP) connection that remote administration does not allow.
-fn remote_admin_refused(qm: &str) -> String {
+fn remote_admin_refused(qm: &str, why: AdminRefusal) -> String {
+    let what = match why {
+        AdminRefusal::Off => format!(
+            "queue manager '{qm}' does not allow remote administration. Run runmqsc without -c on the queue manager's host, or allow it over channel SYSTEM.ADMIN.SVRCONN with a password with qm.ini Channels:RemoteAdmin=authenticated (ferrymq setmqini -m {qm} -s Channels -k RemoteAdmin -v authenticated, then restart the queue manager)"
+        ),
+        AdminRefusal::NotAdminChannel => format!(
+            "queue manager '{qm}' accepts administration only over channel SYSTEM.ADMIN.SVRCONN (runmqsc -c --channel SYSTEM.ADMIN.SVRCONN --user USER, the password on standard input or in FERRYMQ_PASSWORD)"
+        ),
+        AdminRefusal::NotAuthenticated => format!(
+            "queue manager '{qm}' accepts administration only from a connection that authenticated with a user and password (--user USER, the password on standard input or in FERRYMQ_PASSWORD)"
+        ),
+    };
     format!(
-        "{}: MQSC over a client (TCP) connection is refused: queue manager '{qm}' does not allow remote administration. Run runmqsc without -c on the queue manager's host, or allow it with qm.ini Channels:RemoteAdmin=yes (ferrymq setmqini -m {qm} -s Channels -k RemoteAdmin -v yes, then restart the queue manager); connections are not authenticated yet, so anyone who reaches the port could then administer it.\n   Reason: {}",
+        "{}: MQSC over a client (TCP) connection is refused: {what}.\n   Reason: {}",
         ferrymq_mqsc::messages::NOT_AUTHORIZED,
         Reason::NOT_AUTHORIZED
     )
@@ -478,7 +532,12 @@ fn admin(
     // its syntax), so what runs is exactly what this server understands.
     if let ControlCommand::Mqsc(mqsc) = &cmd {
         let mqsc = mqsc.as_str();
-        if !s.bindings && !shared.cfg.remote_admin {
+        let refusal = if s.bindings {
+            None
+        } else {
+            remote_admin_refusal(shared.cfg.remote_admin, s, conv)
+        };
+        if let Some(why) = refusal {
             if !s.admin_refusal_logged {
                 s.admin_refusal_logged = true;
                 let verb: String = mqsc
@@ -492,14 +551,15 @@ fn admin(
                     .collect();
                 crate::qm_log!(
                     crate::errlog::ids::REMOTE_ADMIN_REFUSED,
-                    "MQSC from client connection {} refused ({verb} ...): qm.ini Channels:RemoteAdmin is off",
-                    s.info.conname
+                    "MQSC from client connection {} refused ({verb} ...): {}",
+                    s.info.conname,
+                    why.log()
                 );
             }
             return Action::Reply(
                 reply(
                     Reason::NOT_AUTHORIZED,
-                    &remote_admin_refused(&shared.cfg.name),
+                    &remote_admin_refused(&shared.cfg.name, why),
                 ),
                 0,
             );

@@ -126,7 +126,7 @@ pub mod ids {
         METRICS_STARTED = 3005 Info "Prometheus metrics are served at the address named.";
         METRICS_ACCEPT_FAILED = 3006 Warning "Accepting a metrics connection failed.";
         NOT_AUTHORIZED = 3008 Warning "A connection, open, MQPUT1 or MQSC command was refused with MQRC_NOT_AUTHORIZED: the user and its groups, the operation, the object and the authorities missing are named.";
-        REMOTE_ADMIN_REFUSED = 3007 Warning "MQSC from a client (TCP) connection was refused because qm.ini Channels:RemoteAdmin is off (logged once per connection).";
+        REMOTE_ADMIN_REFUSED = 3007 Warning "MQSC from a client (TCP) connection was refused: qm.ini Channels:RemoteAdmin is off, or (RemoteAdmin=authenticated) the conversation is not on SYSTEM.ADMIN.SVRCONN or did not authenticate with a password (logged once per connection).";
         CHANNEL_REFUSED = 3009 Warning "A client connection named a channel that is not a defined SVRCONN channel; it was refused (channel and address named).";
         CHLAUTH_REFUSED = 3010 Warning "A channel authentication record refused a connection, or would have with WARN(YES) (rule, address and user named).";
         CONNAUTH_FAILED = 3011 Warning "Connection authentication failed: user, address and why are named (never the password).";

@@ -27,4 +27,4 @@ pub mod storage;
 mod wait_timer;
 
 pub use config::{ferrymq_home, Ini, QmConfig, QmPaths};
-pub use qmgr::{create_storage, dr_recovered_mark, run};
+pub use qmgr::{create_storage, create_storage_with, dr_recovered_mark, run};

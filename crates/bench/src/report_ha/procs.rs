@@ -394,7 +394,19 @@ impl HaGroup {
             let port = g.client_ports[i].to_string();
             let pages = LOG_PAGES.to_string();
             let mut args = vec![
-                "crtmqm", "-p", &port, "-lp", "3", "-lf", &pages, "-ha", &list, "-hi", name,
+                "crtmqm",
+                "-p",
+                &port,
+                "-lp",
+                "3",
+                "-lf",
+                &pages,
+                "-ha",
+                &list,
+                "-hi",
+                name,
+                // The measuring clients connect without credentials: no security defaults.
+                "--insecure",
             ];
             args.extend(extra.iter().map(String::as_str));
             args.push(qm);

@@ -33,7 +33,8 @@ impl HaGroup {
     }
 
     /// Creates three instances without starting them; `host(i)` is the replication host of
-    /// instance `i`. Each allows MQSC over TCP (qm.ini `Channels:RemoteAdmin=yes`).
+    /// instance `i`. Each allows MQSC over TCP (qm.ini `Channels:RemoteAdmin=yes`), unless
+    /// `extra` holds `--secure` or `--dev`: then each keeps a new queue manager's security defaults.
     pub fn create(name: &str, extra: &[&str], host: impl Fn(usize) -> String) -> HaGroup {
         let homes: Vec<Home> = (0..3).map(|_| Home::new()).collect();
         let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
@@ -45,9 +46,18 @@ impl HaGroup {
         for i in 0..3 {
             let p = ports[i].to_string();
             let mut args = vec!["crtmqm", "-p", &p, "-ha", &list, "-hi", NAMES[i]];
-            args.extend_from_slice(extra);
+            // Without the security defaults unless asked for (see `Qm::create`; `--secure` is
+            // this helper's flag, not crtmqm's).
+            let secure = extra.contains(&"--dev") || extra.contains(&"--secure");
+            if !secure {
+                args.push("--insecure");
+            }
+            args.extend(extra.iter().copied().filter(|a| *a != "--secure"));
             args.push(name);
             homes[i].ok(&args);
+            if secure {
+                continue;
+            }
             // The tests administer the group through the connection list (only the active
             // instance listens), so MQSC over TCP must be allowed.
             homes[i].ok(&[

@@ -168,11 +168,29 @@ impl<'h> Qm<'h> {
         qm
     }
 
-    /// Creates a queue manager on a free port without starting it (`restart` starts it).
+    /// Like [`Qm::start`], keeping the security defaults of a new queue manager (back-stop
+    /// CHLAUTH rules, passwords required, remote administration over SYSTEM.ADMIN.SVRCONN), which
+    /// the other constructors leave out (`crtmqm --insecure`) so that tests connect as before.
+    pub fn start_secure(home: &'h Home, name: &str, crtmqm_flags: &[&str]) -> Qm<'h> {
+        let qm = Qm::create_with(home, name, crtmqm_flags, true);
+        qm.restart();
+        qm
+    }
+
+    /// Creates a queue manager on a free port without starting it (`restart` starts it), without
+    /// the security defaults (`crtmqm --insecure`) unless the flags ask for `--dev`.
     pub fn create(home: &'h Home, name: &str, crtmqm_flags: &[&str]) -> Qm<'h> {
+        let secure = crtmqm_flags.contains(&"--dev");
+        Qm::create_with(home, name, crtmqm_flags, secure)
+    }
+
+    fn create_with(home: &'h Home, name: &str, crtmqm_flags: &[&str], secure: bool) -> Qm<'h> {
         let port = free_port();
         let p = port.to_string();
         let mut args = vec!["crtmqm", "-p", &p];
+        if !secure {
+            args.push("--insecure");
+        }
         args.extend_from_slice(crtmqm_flags);
         args.push(name);
         home.ok(&args);

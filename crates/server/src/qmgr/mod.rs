@@ -27,6 +27,7 @@ use crate::wait_timer::{self, WaitTimer};
 
 mod dr_start;
 mod end_status;
+mod initial;
 mod replicated;
 mod serve;
 mod standalone;
@@ -197,11 +198,22 @@ fn engine_config(cfg: &QmConfig) -> EngineConfig {
 
 /// Creates the storage of a new queue manager whose `qm.ini` is already written.
 pub fn create_storage(paths: &QmPaths) -> Result<(), String> {
+    create_storage_with(paths, "")
+}
+
+/// As [`create_storage`], then runs the MQSC `script` (see [`initial`]) before the first
+/// checkpoint: the queue manager starts with what it defines. An HA instance runs it at time 0
+/// (no creation times), so that every instance of the group starts from the same state.
+pub fn create_storage_with(paths: &QmPaths, script: &str) -> Result<(), String> {
     let cfg = QmConfig::from_ini(&Ini::load(&paths.ini())?)?;
     if cfg.ha.is_some() {
-        return Storage::create_replicated(paths, engine_config(&cfg));
+        return Storage::create_replicated(paths, engine_config(&cfg), &mut |e| {
+            initial::apply(e, script, 0)
+        });
     }
-    Storage::create(paths, &cfg, engine_config(&cfg))
+    Storage::create(paths, &cfg, engine_config(&cfg), &mut |e| {
+        initial::apply(e, script, now_ms())
+    })
 }
 
 /// Runs the queue manager in this process until it is ended. Prints its progress to stderr (the

@@ -140,12 +140,17 @@ impl Storage {
     /// Creates the message store of a new instance of a replicated queue manager: a first
     /// checkpoint holding the default objects and no Raft metadata (every instance starts from
     /// the same definitions; everything after comes through the replicated log).
-    pub fn create_replicated(paths: &QmPaths, ecfg: EngineConfig) -> Result<(), String> {
+    pub fn create_replicated(
+        paths: &QmPaths,
+        ecfg: EngineConfig,
+        setup: &mut dyn FnMut(&mut Engine) -> Result<(), String>,
+    ) -> Result<(), String> {
         let storage = Storage::open_store(paths)?;
         let mut engine = Engine::new(ecfg, Box::new(ferrymq_engine::MemoryLog::default()));
         engine
             .install_defaults()
             .map_err(|e| format!("cannot define the default objects: {e}"))?;
+        setup(&mut engine)?;
         storage.write_checkpoint(1, engine.checkpoint_image(now_ms()), Vec::new())?;
         Ok(())
     }

@@ -144,8 +144,14 @@ pub fn now_ms() -> u64 {
 }
 
 impl Storage {
-    /// Creates the log and store of a new queue manager holding the default objects.
-    pub fn create(paths: &QmPaths, cfg: &QmConfig, ecfg: EngineConfig) -> Result<(), String> {
+    /// Creates the log and store of a new queue manager holding the default objects and what
+    /// `setup` adds to them.
+    pub fn create(
+        paths: &QmPaths,
+        cfg: &QmConfig,
+        ecfg: EngineConfig,
+        setup: &mut dyn FnMut(&mut Engine) -> Result<(), String>,
+    ) -> Result<(), String> {
         let lcfg = log_config(paths, cfg);
         std::fs::create_dir_all(&lcfg.dir)
             .map_err(|e| format!("cannot create {}: {e}", lcfg.dir.display()))?;
@@ -155,6 +161,7 @@ impl Storage {
         engine
             .install_defaults_at(now_ms(), now_stamp())
             .map_err(|e| format!("cannot define the default objects: {e}"))?;
+        setup(&mut engine)?;
         storage
             .checkpoint(|| (storage.ring().end_lsn(), engine.checkpoint_image(now_ms())))
             .map_err(|e| format!("initial checkpoint failed: {e}"))?;
