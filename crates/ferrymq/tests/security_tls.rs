@@ -254,3 +254,50 @@ fn a_tls_socket_is_closed_and_logged_when_no_key_repository_is_configured() {
     // The same port still serves plain sockets.
     connect(&qm, None).expect("plain connect");
 }
+
+#[test]
+fn on_a_secure_queue_manager_a_certificate_mapped_by_sslpeermap_stands_in_for_the_password() {
+    let home = Home::new();
+    let qm = Qm::start_secure(&home, "QTLS4", &[]);
+    let certs = home.path().join("certs");
+    home.ok(&[
+        "mkdevcerts",
+        "--dir",
+        certs.to_str().unwrap(),
+        "-m",
+        "QTLS4",
+        "--client",
+        "app",
+        "--client",
+        "other",
+    ]);
+    qm.end();
+    qm.restart();
+    let admin = qm.connect_bindings();
+    for cmd in [
+        "DEFINE QLOCAL(TLS.Q)",
+        "DEFINE CHANNEL(APP.TLS) CHLTYPE(SVRCONN) SSLCIPH(ANY_TLS12_OR_HIGHER) SSLCAUTH(REQUIRED)",
+        "SET CHLAUTH('APP.TLS') TYPE(SSLPEERMAP) SSLPEER('CN=app') USERSRC(MAP) MCAUSER('appuser')",
+        "SET AUTHREC OBJTYPE(QMGR) PRINCIPAL('appuser') AUTHADD(CONNECT)",
+        "SET AUTHREC PROFILE(TLS.Q) OBJTYPE(QUEUE) PRINCIPAL('appuser') AUTHADD(PUT,GET)",
+    ] {
+        mqsc(&admin, cmd);
+    }
+    let on_channel = |client: Option<&str>| {
+        let mut o = ConnectOptions::client(&qm.name, &qm.conname()).unwrap();
+        o.channel = "APP.TLS".into();
+        o.tls = Some(tls(&certs, client));
+        Connection::connect(o)
+    };
+    // The default AUTHINFO wants a password (CHCKCLNT(REQUIRED)); the verified certificate that
+    // the SSLPEERMAP rule maps takes its place, and the connection runs as the mapped user.
+    let c = on_channel(Some("app")).expect("the mapped certificate authenticates");
+    put_and_get(&c, "by certificate");
+    let out = mqsc(&admin, "DISPLAY CONN(*) WHERE(APPLTAG NE ' ') USERID");
+    assert!(out.contains("appuser"), "{out}");
+    drop(c);
+    // A certificate no rule maps is no authentication: without a password, refused.
+    let e = on_channel(Some("other")).map(|_| ()).unwrap_err();
+    assert_eq!(e.reason, Reason::NOT_AUTHORIZED, "{e}");
+    assert!(e.message.contains("password"), "{e}");
+}

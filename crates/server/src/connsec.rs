@@ -395,6 +395,9 @@ pub async fn admit(
 
     // CHLAUTH mapping (client connections only).
     let mut mapped: Option<String> = None;
+    // Mapped by an SSLPEERMAP rule from a client certificate the TLS layer verified: the
+    // certificate authenticates the connection as the mapped user (see CONNAUTH below).
+    let mut cert_mapped = false;
     // A mapping rule's CHCKCLNT(REQUIRED|REQDADM): stricter than the AUTHINFO's, never looser.
     let mut rule_check: Option<Check> = None;
     if let Some(ch) = channel {
@@ -415,7 +418,10 @@ pub async fn admit(
         match decided {
             // USERSRC(CHANNEL): the channel's own rules apply, as with no rule.
             Mapping::None | Mapping::Channel(_) => {}
-            Mapping::Map(_, u) => mapped = Some(u),
+            Mapping::Map(r, u) => {
+                cert_mapped = r.type_ == chlauth::RuleType::SslPeerMap && cert_dn.is_some();
+                mapped = Some(u);
+            }
             Mapping::NoAccess(r) => {
                 if r.warn {
                     crate::qm_log!(
@@ -474,6 +480,9 @@ pub async fn admit(
             Check::Required => true,
         };
         let given = !req.password.is_empty();
+        // A verified certificate mapped by SSLPEERMAP stands in for the password; a password
+        // given anyway is still checked.
+        let needed = needed && !cert_mapped;
         if check != Check::None && (needed || given) {
             let now = now_ms();
             let fail = |why: &str| {
