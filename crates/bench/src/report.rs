@@ -303,6 +303,7 @@ fn sweep(plan: &Plan, home: &Path, out_dir: &Path, quick: bool) -> Result<Vec<Sc
                         server_pids: qms.pids.clone(),
                         setup: true,
                         client_threads: 1,
+                        security: Default::default(),
                     };
                     let r = cph::run(&a)?;
                     progress.println(&format!(
