@@ -225,3 +225,74 @@ fn cph_rr_runs_over_tls_on_its_own_channel_as_a_user_with_a_password() {
     let (ok, out) = cph_rr_with(&home, &qm, &tls[..4], "S3cret-pw");
     assert!(!ok && out.contains("SSLCIPH"), "{out}");
 }
+
+#[test]
+fn the_standalone_reports_security_section_sets_tls_and_an_authorized_user_against_plain() {
+    let home = Home::new();
+    let out_dir = home.path().join("report");
+    let out = run_bench(
+        &home,
+        &[
+            "report",
+            "standalone",
+            "--quick",
+            "--security",
+            "only",
+            "--sizes",
+            "2048",
+            "--requesters",
+            "2",
+            "--duration-s",
+            "0.6",
+            "--warmup-s",
+            "0.2",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let md = std::fs::read_to_string(out_dir.join("README.md")).unwrap();
+    for want in [
+        "## Security: TLS, authorization and connection rate",
+        "ferrymq-bench report standalone --quick --security only",
+        "| 2048 | 2 | TLS, admin |",
+        "| 2048 | 2 | plain TCP, authorized user with password |",
+        "< 25%: ",
+        "< 3%: ",
+        "### Connection rate",
+    ] {
+        assert!(md.contains(want), "missing {want:?} in:\n{md}");
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("security.json")).unwrap())
+            .unwrap();
+    let runs = v["rates"][0]["runs"].as_array().unwrap();
+    for mode in ["plain", "tls", "auth"] {
+        let of_mode: Vec<_> = runs.iter().filter(|r| r["mode"] == mode).collect();
+        assert_eq!(of_mode.len(), 2, "two rounds of {mode}: {v}");
+        for r in of_mode {
+            assert!(r["result"]["round_trips"].as_u64().unwrap() > 0, "{r}");
+            assert_eq!(r["result"]["errors"].as_u64(), Some(0), "{r}");
+        }
+        let tls = runs.iter().find(|r| r["mode"] == mode).unwrap()["result"]["transport"].clone();
+        assert_eq!(
+            tls.as_str(),
+            Some(if mode == "tls" { "tls" } else { "tcp" })
+        );
+        let conns: Vec<_> = v["connections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["mode"] == mode)
+            .collect();
+        assert_eq!(
+            conns.len(),
+            2,
+            "sequential and parallel connectors of {mode}: {v}"
+        );
+        for c in conns {
+            assert!(c["connects"].as_u64().unwrap() > 0, "{c}");
+            assert_eq!(c["errors"].as_u64(), Some(0), "{c}");
+        }
+    }
+}
