@@ -15,4 +15,5 @@ pub mod qm;
 pub mod report;
 pub mod report_dr;
 pub mod report_ha;
+mod report_security;
 pub mod run_info;

@@ -35,6 +35,36 @@ pub fn mq(home: &Path, args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Runs `ferrymq ARGS` with `FERRYMQ_HOME=home` and `input` on its standard input (an MQSC
+/// script for `runmqsc`, a password for `setmqusr --password-stdin`); its stdout, or an error
+/// with both outputs.
+pub fn mq_input(home: &Path, args: &[&str], input: &str) -> Result<String, String> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(ferrymq_bin()?)
+        .args(args)
+        .env("FERRYMQ_HOME", home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(input.as_bytes())
+            .map_err(|e| format!("ferrymq {args:?}: writing its input: {e}"))?;
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "ferrymq {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// A TCP port free on the loopback interface right now, outside the kernel's ephemeral range
 /// where possible (see [`free_port_outside_ephemeral`]).
 pub fn free_port() -> Result<u16, String> {

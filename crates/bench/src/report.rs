@@ -3,7 +3,9 @@
 //! with REQUEST0..9/REPLY0..9, MAXDEPTH 5000) in a private $FERRYMQ_HOME, sweeps the requester
 //! count upward for each message size and persistence until the rate stops rising, and writes a
 //! folder with a markdown report (tables in the seeds' layout: Max Rate, CPU%, Clients, Latency),
-//! one SVG chart per scenario (rate vs requesters) and the raw JSON of every run.
+//! one SVG chart per scenario (rate vs requesters) and the raw JSON of every run. A security
+//! section follows (`--security yes`, the default; `only` runs it alone): TLS and an authorized
+//! user against plain TCP as ratios with their goals, and connection rates (`report_security`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -13,6 +15,7 @@ use serde::Serialize;
 
 use crate::cph::{self, Args, RunResult};
 use crate::qm::{free_port, mq};
+use crate::report_security::{self, SecurityPlan, SecurityResults};
 
 struct Plan {
     sizes: Vec<usize>,
@@ -84,6 +87,20 @@ impl Qms {
         log_pages: u32,
         extra: &[Vec<String>],
     ) -> Result<Qms, String> {
+        Qms::start_prepared(home, names, log_pages, extra, &|_| Ok(()))
+    }
+
+    /// [`Qms::start_named`], with `prepare(name)` run on each queue manager between its creation
+    /// and its start (its qm.ini, certificates, users). Every queue manager the reports measure
+    /// is created here, so that what a new queue manager needs before it serves a benchmark is
+    /// added in one place.
+    pub(crate) fn start_prepared(
+        home: &Path,
+        names: &[String],
+        log_pages: u32,
+        extra: &[Vec<String>],
+        prepare: &dyn Fn(&str) -> Result<(), String>,
+    ) -> Result<Qms, String> {
         let mut q = Qms {
             home: home.to_path_buf(),
             names: Vec::new(),
@@ -124,6 +141,7 @@ impl Qms {
                     "yes",
                 ],
             )?;
+            prepare(name)?;
             mq(home, &["strmqm", name])?;
             let pid_file = home.join("qmgrs").join(name).join("qm.pid");
             let pid = std::fs::read_to_string(&pid_file)
@@ -201,6 +219,26 @@ pub struct StandaloneArgs {
     /// Directory to write the report to (default docs/results/DATE-standalone[-quick])
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     pub out: Option<PathBuf>,
+    /// The security section (TLS and authorization cost, connection rate): yes, no, or only it
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "yes")]
+    pub security: SecurityWhen,
+    /// Requester counts, e.g. 1,8,32 (the sweep's steps, and the security section's)
+    #[arg(long, value_name = "N,N...", allow_hyphen_values = true)]
+    pub requesters: Option<String>,
+    /// Length of each measured window, in seconds (connection-rate windows included)
+    #[arg(long, value_name = "S")]
+    pub duration_s: Option<f64>,
+    /// Warm-up before each measured window, in seconds
+    #[arg(long, value_name = "S")]
+    pub warmup_s: Option<f64>,
+}
+
+/// Whether `report standalone` runs its security section.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecurityWhen {
+    Yes,
+    No,
+    Only,
 }
 
 /// `report KIND [options]` (the arguments after `ferrymq-bench report`).
@@ -214,7 +252,7 @@ pub fn main(argv: &[String]) -> Result<(), String> {
                 "report '{other}' is not available yet; reports: standalone, ha, dr"
             ))
         }
-        None => return Err("usage: ferrymq-bench report standalone [--quick] [--qms 1,10] [--sizes 256,2048,20480,204800] [--out DIR]".into()),
+        None => return Err("usage: ferrymq-bench report standalone [--quick] [--qms 1,10] [--sizes 256,2048,20480,204800] [--requesters 1,8,32] [--duration-s S] [--warmup-s S] [--security yes|no|only] [--out DIR]".into()),
     }
     let a: StandaloneArgs = crate::cli::parse_args("ferrymq-bench report standalone", &argv[1..])?;
     let quick = a.quick;
@@ -222,6 +260,11 @@ pub fn main(argv: &[String]) -> Result<(), String> {
         .out
         .unwrap_or_else(|| crate::run_info::default_out("standalone", quick));
     let mut plan = if quick { Plan::quick() } else { Plan::full() };
+    let mut sec_plan = if quick {
+        SecurityPlan::quick()
+    } else {
+        SecurityPlan::full()
+    };
     let list = |flag: &str, v: &Option<String>| -> Result<Option<Vec<usize>>, String> {
         match v {
             None => Ok(None),
@@ -239,13 +282,47 @@ pub fn main(argv: &[String]) -> Result<(), String> {
         plan.qm_counts = q;
     }
     if let Some(s) = list("--sizes", &a.sizes)? {
-        plan.sizes = s;
+        plan.sizes = s.clone();
+        sec_plan.sizes = s;
     }
+    if let Some(r) = list("--requesters", &a.requesters)? {
+        plan.requesters = r.clone();
+        sec_plan.requesters = r;
+    }
+    let seconds = |flag: &str, v: f64| {
+        Duration::try_from_secs_f64(v).map_err(|_| format!("{flag} {v}: not a number of seconds"))
+    };
+    if let Some(d) = a.duration_s {
+        plan.duration = seconds("--duration-s", d)?;
+        sec_plan.duration = plan.duration;
+        sec_plan.conn_duration = plan.duration;
+    }
+    if let Some(w) = a.warmup_s {
+        plan.warmup = seconds("--warmup-s", w)?;
+        sec_plan.warmup = plan.warmup;
+        sec_plan.conn_warmup = plan.warmup;
+    }
+    let command = std::iter::once("ferrymq-bench report")
+        .chain(argv.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
     std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
     let home = std::env::temp_dir().join(format!("ferrymq-report-{}", std::process::id()));
     std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
     let started = Instant::now();
-    let r = sweep(&plan, &home, &out_dir, quick);
+    let r = (|| {
+        let scenarios = if a.security == SecurityWhen::Only {
+            Vec::new()
+        } else {
+            sweep(&plan, &home, &out_dir, quick)?
+        };
+        if a.security != SecurityWhen::No {
+            let log = |l: &str| eprintln!("{l}");
+            let sec = report_security::run(&sec_plan, &home, &command, &log)?;
+            write_report(&out_dir, &scenarios, Some(&sec), quick)?;
+        }
+        Ok::<_, String>(scenarios)
+    })();
     let _ = std::fs::remove_dir_all(&home);
     let scenarios = r?;
     eprintln!(
@@ -313,6 +390,7 @@ fn sweep(plan: &Plan, home: &Path, out_dir: &Path, quick: bool) -> Result<Vec<Sc
                         server_pids: qms.pids.clone(),
                         setup: true,
                         client_threads: 1,
+                        security: Default::default(),
                     };
                     let r = cph::run(&a)?;
                     progress.println(&format!(
@@ -336,7 +414,7 @@ fn sweep(plan: &Plan, home: &Path, out_dir: &Path, quick: bool) -> Result<Vec<Sc
                     }
                 }
                 scenarios.push(s);
-                write_report(out_dir, &scenarios, quick)?;
+                write_report(out_dir, &scenarios, None, quick)?;
                 progress.inc(1);
             }
         }
@@ -345,7 +423,12 @@ fn sweep(plan: &Plan, home: &Path, out_dir: &Path, quick: bool) -> Result<Vec<Sc
     Ok(scenarios)
 }
 
-fn write_report(out_dir: &Path, scenarios: &[Scenario], quick: bool) -> Result<(), String> {
+fn write_report(
+    out_dir: &Path,
+    scenarios: &[Scenario],
+    security: Option<&SecurityResults>,
+    quick: bool,
+) -> Result<(), String> {
     let mut md = String::new();
     let _ = writeln!(
         md,
@@ -362,9 +445,11 @@ fn write_report(out_dir: &Path, scenarios: &[Scenario], quick: bool) -> Result<(
         env!("CARGO_PKG_VERSION"),
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
     );
-    let _ = writeln!(md, "## Summary (the seeds' layout)\n");
-    let _ = writeln!(md, "| Scenario | Max Rate (RT/s) | QM CPU% | Client CPU% | Clients | Latency p50 at 1 requester (ms) | QM CPU µs/RT |");
-    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|");
+    if !scenarios.is_empty() {
+        let _ = writeln!(md, "## Summary (the seeds' layout)\n");
+        let _ = writeln!(md, "| Scenario | Max Rate (RT/s) | QM CPU% | Client CPU% | Clients | Latency p50 at 1 requester (ms) | QM CPU µs/RT |");
+        let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|");
+    }
     for s in scenarios {
         let Some(best) = s
             .runs
@@ -411,6 +496,11 @@ fn write_report(out_dir: &Path, scenarios: &[Scenario], quick: bool) -> Result<(
                 r.client_cpu_us_per_rt
             );
         }
+    }
+    if let Some(sec) = security {
+        md.push_str(&report_security::markdown(sec));
+        let json = serde_json::to_string_pretty(sec).map_err(|e| e.to_string())?;
+        std::fs::write(out_dir.join("security.json"), json).map_err(|e| e.to_string())?;
     }
     std::fs::write(out_dir.join("README.md"), md).map_err(|e| e.to_string())?;
     let json = serde_json::to_string_pretty(scenarios).map_err(|e| e.to_string())?;

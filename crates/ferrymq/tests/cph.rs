@@ -1,10 +1,12 @@
 //! The performance harness (`ferrymq-bench`, a binary of its own beside `ferrymq`) works end to
 //! end against a real queue manager: it sets up the queue pairs, runs requesters and responders,
-//! and reports what the reports count. (Its numbers are judged in benchmark runs, not here.)
+//! and reports what the reports count; over TLS and as an authenticated user on a channel of its
+//! choice too, and the standalone report's security section measures those side by side with
+//! plain TCP. (Its numbers are judged in benchmark runs, not here.)
 
 mod support;
 
-use support::{run_bench, Home, Qm};
+use support::{bench_bin, run_bench, Home, Qm};
 
 #[test]
 fn cph_rr_reports_the_fields_the_report_needs() {
@@ -113,5 +115,184 @@ fn the_harness_is_its_own_binary_with_help_for_cph_and_report() {
     for cmd in ["cph", "report"] {
         let out = home.run(&[cmd, "--help"]);
         assert_eq!(out.status.code(), Some(1), "ferrymq {cmd}: {out:?}");
+    }
+}
+
+/// Runs `ferrymq-bench cph rr` briefly on queue manager `qm` through `extra` options, with
+/// `password` in FERRYMQ_PASSWORD; its exit and its JSON (when it succeeded).
+fn cph_rr_with(home: &Home, qm: &Qm, extra: &[&str], password: &str) -> (bool, String) {
+    let conn = qm.conname();
+    let mut args = vec![
+        "cph",
+        "rr",
+        "--qm",
+        &qm.name,
+        "--conn",
+        &conn,
+        "--requesters",
+        "2",
+        "--responders",
+        "2",
+        "--queues",
+        "2",
+        "--size",
+        "2048",
+        "--duration-s",
+        "1",
+        "--warmup-s",
+        "0.3",
+        "--no-setup",
+        "--quiet",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = std::process::Command::new(bench_bin())
+        .args(&args)
+        .env("FERRYMQ_HOME", home.path())
+        .env("FERRYMQ_PASSWORD", password)
+        .output()
+        .expect("run ferrymq-bench");
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+#[test]
+fn cph_rr_runs_over_tls_on_its_own_channel_as_a_user_with_a_password() {
+    let home = Home::new();
+    let qm = Qm::create(&home, "QCPHS", &[]);
+    let certs = home.path().join("certs");
+    let d = certs.to_str().unwrap();
+    home.ok(&["mkdevcerts", "--dir", d, "-m", "QCPHS", "--client", "app"]);
+    qm.restart();
+    let out = home.run_with_input(
+        &[
+            "setmqusr",
+            "-m",
+            "QCPHS",
+            "-u",
+            "app",
+            "-g",
+            "apps",
+            "--password-stdin",
+        ],
+        "S3cret-pw\n",
+    );
+    assert!(out.status.success(), "{out:?}");
+    // The channel takes TLS only, and every client must give a password: a run that connects
+    // at all spoke TLS on this channel and authenticated as the user.
+    let script = "DEFINE CHANNEL(BENCH.TLS) CHLTYPE(SVRCONN) SSLCIPH(ANY_TLS12_OR_HIGHER) SSLCAUTH(REQUIRED)\n\
+         DEFINE AUTHINFO(B.IDPW) AUTHTYPE(IDPWOS) CHCKCLNT(REQUIRED) ADOPTCTX(YES) FAILDLAY(0)\n\
+         ALTER QMGR CONNAUTH(B.IDPW)\n\
+         REFRESH SECURITY TYPE(CONNAUTH)\n\
+         SET AUTHREC OBJTYPE(QMGR) GROUP('apps') AUTHADD(CONNECT)\n\
+         SET AUTHREC PROFILE('RE*') OBJTYPE(QUEUE) GROUP('apps') AUTHADD(PUT,GET)\n\
+         DEFINE QLOCAL(REQUEST0)\nDEFINE QLOCAL(REQUEST1)\nDEFINE QLOCAL(REPLY0)\nDEFINE QLOCAL(REPLY1)\n";
+    let out = home.run_with_input(&["runmqsc", "QCPHS"], script);
+    assert!(out.status.success(), "{out:?}");
+    let (ca, cert, key) = (
+        certs.join("ca.pem"),
+        certs.join("app.pem"),
+        certs.join("app.key"),
+    );
+    let tls = [
+        "--channel",
+        "BENCH.TLS",
+        "--user",
+        "app",
+        "--tls-ca",
+        ca.to_str().unwrap(),
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ];
+    let (ok, out) = cph_rr_with(&home, &qm, &tls, "S3cret-pw");
+    assert!(ok, "{out}");
+    let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).expect("JSON");
+    assert_eq!(v["transport"].as_str(), Some("tls"), "{v}");
+    assert!(v["round_trips"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["errors"].as_u64(), Some(0), "{v}");
+
+    // The same run with a wrong password, or without TLS, is refused and says so.
+    let (ok, out) = cph_rr_with(&home, &qm, &tls, "wrong-pw");
+    assert!(!ok && out.contains("2035"), "{out}");
+    let (ok, out) = cph_rr_with(&home, &qm, &tls[..4], "S3cret-pw");
+    assert!(!ok && out.contains("SSLCIPH"), "{out}");
+}
+
+#[test]
+fn the_standalone_reports_security_section_sets_tls_and_an_authorized_user_against_plain() {
+    let home = Home::new();
+    let out_dir = home.path().join("report");
+    let out = run_bench(
+        &home,
+        &[
+            "report",
+            "standalone",
+            "--quick",
+            "--security",
+            "only",
+            "--sizes",
+            "2048",
+            "--requesters",
+            "2",
+            "--duration-s",
+            "0.6",
+            "--warmup-s",
+            "0.2",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let md = std::fs::read_to_string(out_dir.join("README.md")).unwrap();
+    for want in [
+        "## Security: TLS, authorization and connection rate",
+        "ferrymq-bench report standalone --quick --security only",
+        "| 2048 | 2 | TLS, admin |",
+        "| 2048 | 2 | plain TCP, authorized user with password |",
+        "< 25%: ",
+        "< 3%: ",
+        "### Connection rate",
+    ] {
+        assert!(md.contains(want), "missing {want:?} in:\n{md}");
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("security.json")).unwrap())
+            .unwrap();
+    let runs = v["rates"][0]["runs"].as_array().unwrap();
+    for mode in ["plain", "tls", "auth"] {
+        let of_mode: Vec<_> = runs.iter().filter(|r| r["mode"] == mode).collect();
+        assert_eq!(of_mode.len(), 2, "two rounds of {mode}: {v}");
+        for r in of_mode {
+            assert!(r["result"]["round_trips"].as_u64().unwrap() > 0, "{r}");
+            assert_eq!(r["result"]["errors"].as_u64(), Some(0), "{r}");
+        }
+        let tls = runs.iter().find(|r| r["mode"] == mode).unwrap()["result"]["transport"].clone();
+        assert_eq!(
+            tls.as_str(),
+            Some(if mode == "tls" { "tls" } else { "tcp" })
+        );
+        let conns: Vec<_> = v["connections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["mode"] == mode)
+            .collect();
+        assert_eq!(
+            conns.len(),
+            2,
+            "sequential and parallel connectors of {mode}: {v}"
+        );
+        for c in conns {
+            assert!(c["connects"].as_u64().unwrap() > 0, "{c}");
+            assert_eq!(c["errors"].as_u64(), Some(0), "{c}");
+        }
     }
 }

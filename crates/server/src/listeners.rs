@@ -6,13 +6,14 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use ferrymq_security::tls::{TlsSession, HANDSHAKE_RECORD_BYTE};
+use ferrymq_security::tls::TlsSession;
 use ferrymq_types::{MqError, ObjectDef, Reason};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::qmgr::Shared;
+use crate::security::tls::{sniff, FirstByte};
 use crate::storage::now_ms;
 
 /// The listener for the port in `qm.ini` (MQ creates a similar system listener).
@@ -354,8 +355,12 @@ fn accept_tcp(shared: &Arc<Shared>, s: TcpStream, conname: String) {
         let limit = crate::conn::HANDSHAKE_TIMEOUT;
         let mut first = [0u8; 1];
         match tokio::time::timeout(limit, s.peek(&mut first)).await {
-            Ok(Ok(1)) if first[0] == HANDSHAKE_RECORD_BYTE => {}
-            Ok(Ok(1)) => return serve_socket(&sh, s, conname, false, None, None, permit).await,
+            Ok(Ok(1)) => match sniff(first[0]) {
+                FirstByte::Tls => {}
+                FirstByte::Plain => {
+                    return serve_socket(&sh, s, conname, false, None, None, permit).await
+                }
+            },
             // Closed, failed, or silent: nothing to serve.
             _ => return,
         }

@@ -1,5 +1,6 @@
 //! Command-line options of `ferrymq-bench cph`.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Which MQ-CPH module runs.
@@ -46,6 +47,47 @@ pub struct Args {
     pub setup: bool,
     /// Client-side runtime threads.
     pub client_threads: usize,
+    /// The channel, TLS and user every client connection uses.
+    pub security: ConnSecurity,
+}
+
+/// How each client connection of a run identifies itself: the channel it names, TLS, and the
+/// user it asserts with its password (from `FERRYMQ_PASSWORD` on the command line).
+#[derive(Clone, Default)]
+pub struct ConnSecurity {
+    /// The server-connection channel; None: the client's default (SYSTEM.DEF.SVRCONN).
+    pub channel: Option<String>,
+    pub tls: Option<ferrymq_client::TlsOptions>,
+    /// Empty: no user is asserted.
+    pub user: String,
+    pub password: String,
+}
+
+// Hand-written so that the password never reaches an output through `{:?}`.
+impl std::fmt::Debug for ConnSecurity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnSecurity")
+            .field("channel", &self.channel)
+            .field("tls", &self.tls)
+            .field("user", &self.user)
+            .field(
+                "password",
+                &if self.password.is_empty() { "" } else { "***" },
+            )
+            .finish()
+    }
+}
+
+impl ConnSecurity {
+    /// Applies these settings to a client connection's options.
+    pub fn apply(&self, o: &mut ferrymq_client::ConnectOptions) {
+        if let Some(c) = &self.channel {
+            o.channel = c.clone();
+        }
+        o.tls = self.tls.clone();
+        o.user = self.user.clone();
+        o.password = self.password.clone();
+    }
 }
 
 const EXAMPLES: &str = "\
@@ -142,6 +184,24 @@ pub struct CphOpts {
     /// Print the result as one JSON object
     #[arg(long)]
     pub json: bool,
+    /// The server-connection channel the client connections name (default SYSTEM.DEF.SVRCONN)
+    #[arg(long, value_name = "NAME")]
+    pub channel: Option<String>,
+    /// The user id to connect as; its password comes from FERRYMQ_PASSWORD
+    #[arg(long, value_name = "USER")]
+    pub user: Option<String>,
+    /// TLS: the CA certificates (PEM) the queue manager's certificate must chain to
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// TLS: this client's certificate (PEM), for channels with SSLCAUTH(REQUIRED) or SSLPEER
+    #[arg(long, value_name = "FILE", requires_all = ["tls_key", "tls_ca"])]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS: the private key (PEM) of --tls-cert
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// TLS: the CipherSpec to offer, as SSLCIPH names it (default: any TLS 1.2 or 1.3 suite)
+    #[arg(long, value_name = "SPEC", requires = "tls_ca")]
+    pub cipher: Option<String>,
 }
 
 /// `ferrymq-bench cph` as a command of its own (what [`Args::parse`] reads).
@@ -155,7 +215,8 @@ struct CphCli {
 pub const USAGE: &str = "usage: ferrymq-bench cph rr|requester|responder|putget|sender|receiver --qm NAME[,NAME...] \
 [--conn 'host(port)'[,...]] [--requesters N] [--responders M] [--threads N] [--size BYTES] [--persistent] \
 [--syncpoint|--no-syncpoint] [--duration-s S] [--warmup-s W] [--queues 10] [--request-prefix REQUEST] [--reply-prefix REPLY] [--rate N] \
-[--server-pid PID[,PID...]] [--no-setup] [--client-threads N] [--quiet] [--json]";
+[--server-pid PID[,PID...]] [--no-setup] [--client-threads N] [--quiet] [--json] [--channel NAME] [--user USER] \
+[--tls-ca FILE [--tls-cert FILE --tls-key FILE] [--cipher SPEC]]";
 
 fn seconds(flag: &str, s: f64) -> Result<Duration, String> {
     Duration::try_from_secs_f64(s).map_err(|_| format!("{flag} {s}: not a valid number of seconds"))
@@ -200,12 +261,32 @@ impl Args {
             server_pids: o.server_pid,
             setup: !o.no_setup,
             client_threads: o.client_threads,
+            security: ConnSecurity {
+                channel: o.channel,
+                tls: o.tls_ca.map(|ca_file| ferrymq_client::TlsOptions {
+                    ca_file,
+                    cert_file: o.tls_cert,
+                    key_file: o.tls_key,
+                    cipher: o.cipher,
+                    server_name: None,
+                }),
+                password: match &o.user {
+                    Some(_) => std::env::var("FERRYMQ_PASSWORD").unwrap_or_default(),
+                    None => String::new(),
+                },
+                user: o.user.unwrap_or_default(),
+            },
         };
         if a.qms.is_empty() {
             return Err(format!("--qm is required\n{USAGE}"));
         }
         if !a.conns.is_empty() && a.conns.len() != a.qms.len() {
             return Err("give one --conn entry per queue manager".into());
+        }
+        if a.security.tls.is_some() && a.conns.is_empty() {
+            return Err(
+                "--tls-ca needs client mode (--conn): bindings connections have no TLS".into(),
+            );
         }
         if a.queues == 0 {
             return Err("--queues must be at least 1".into());

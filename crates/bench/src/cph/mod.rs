@@ -14,7 +14,7 @@ mod args;
 mod run;
 mod workers;
 
-pub use args::{Args, CphCmd, CphOpts, Module};
+pub use args::{Args, ConnSecurity, CphCmd, CphOpts, Module};
 pub use run::{run, RunResult};
 
 /// Entry point for `ferrymq-bench cph ...`.

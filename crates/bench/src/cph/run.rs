@@ -37,6 +37,7 @@ pub struct RunResult {
     pub persistent: bool,
     pub queue_managers: usize,
     pub queues_per_qm: usize,
+    /// `bindings`, `tcp` or `tls`.
     pub transport: String,
     pub duration_s: f64,
     pub warmup_s: f64,
@@ -90,7 +91,11 @@ impl RunResult {
 
 fn connect_options(a: &Args, qm: usize) -> Result<ConnectOptions, String> {
     let mut o = match a.conns.get(qm) {
-        Some(c) => ConnectOptions::client(&a.qms[qm], c).map_err(|e| e.to_string())?,
+        Some(c) => {
+            let mut o = ConnectOptions::client(&a.qms[qm], c).map_err(|e| e.to_string())?;
+            a.security.apply(&mut o);
+            o
+        }
         None => ConnectOptions::bindings(&a.qms[qm]),
     };
     o.app_name = "ferrymq cph".into();
@@ -348,6 +353,8 @@ async fn run_async(a: &Args) -> Result<RunResult, String> {
         queues_per_qm: a.queues,
         transport: if a.conns.is_empty() {
             "bindings".into()
+        } else if a.security.tls.is_some() {
+            "tls".into()
         } else {
             "tcp".into()
         },

@@ -150,6 +150,7 @@ pub(crate) fn rr_args_timed(
         server_pids: pids,
         setup: true,
         client_threads: 1,
+        security: Default::default(),
     }
 }
 

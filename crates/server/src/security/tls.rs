@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ferrymq_security::tls::{dn_matches, CipherSpec, KeyRepository, TlsSession};
+use ferrymq_security::tls::{
+    dn_matches, CipherSpec, KeyRepository, TlsSession, HANDSHAKE_RECORD_BYTE,
+};
 use ferrymq_types::Reason;
 use parking_lot::RwLock;
 use rustls::ServerConfig;
@@ -109,6 +111,26 @@ impl TlsState {
                 Err(format!("{e}; {kept}"))
             }
         }
+    }
+}
+
+/// What a fresh client socket speaks, told by the first byte its client sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstByte {
+    /// A TLS handshake record: the socket is served through the key repository.
+    Tls,
+    /// Anything else: FerryMQ's plain protocol (whose frames never start with a handshake
+    /// record's byte), checked by the frame decoder from there on.
+    Plain,
+}
+
+/// How the listener tells TLS from plain on its one port: a pure function of the first byte,
+/// shared by the listener and the TLS handshake fuzz target.
+pub fn sniff(first: u8) -> FirstByte {
+    if first == HANDSHAKE_RECORD_BYTE {
+        FirstByte::Tls
+    } else {
+        FirstByte::Plain
     }
 }
 
@@ -224,6 +246,14 @@ mod tests {
                 issuer: "CN=ca".into(),
                 serial: "01".into(),
             }),
+        }
+    }
+
+    #[test]
+    fn only_a_handshake_records_first_byte_is_taken_for_tls() {
+        assert_eq!(sniff(0x16), FirstByte::Tls);
+        for b in (0..=u8::MAX).filter(|b| *b != 0x16) {
+            assert_eq!(sniff(b), FirstByte::Plain, "{b:#04x}");
         }
     }
 
