@@ -359,3 +359,86 @@ fn concurrent_setmqusr_commands_lose_no_user() {
         assert!(listed.contains(u.as_str()), "{u} missing from:\n{listed}");
     }
 }
+
+/// The value of the metric `name` on the queue manager's metrics port.
+fn metric(port: u16, name: &str) -> f64 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics port");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out.lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in:\n{out}"))
+}
+
+#[test]
+fn a_reconnect_is_let_in_by_a_remembered_verification_until_the_password_changes() {
+    let home = Home::new();
+    let qm = Qm::create(&home, "AUTHCACHE", &[]);
+    let mport = support::free_port();
+    qm.set_ini("Metrics", "Port", &mport.to_string());
+    qm.restart();
+    mqsc_ok(
+        &home,
+        &qm.name,
+        "DEFINE AUTHINFO(APP.IDPW) AUTHTYPE(IDPWOS) CHCKCLNT(REQUIRED) FAILDLAY(0)\n\
+         ALTER QMGR CONNAUTH(APP.IDPW)\n\
+         REFRESH SECURITY TYPE(CONNAUTH)\n\
+         SET AUTHREC OBJTYPE(QMGR) PRINCIPAL('alice') AUTHADD(CONNECT)\n",
+    );
+    let set_password = |pw: &str| {
+        let out = home.run_with_input(
+            &[
+                "setmqusr",
+                "-m",
+                &qm.name,
+                "-u",
+                "alice",
+                "--password-stdin",
+            ],
+            &format!("{pw}\n"),
+        );
+        assert!(out.status.success(), "{out:?}");
+    };
+    set_password(PASSWORD);
+    let d = "SYSTEM.DEF.SVRCONN";
+    let hits = || metric(mport, "ferrymq_auth_cache_hits_total");
+    assert_eq!(hits(), 0.0);
+    client(&qm, "127.0.0.1", d, "alice", PASSWORD)
+        .expect("verified")
+        .disconnect()
+        .unwrap();
+    for _ in 0..3 {
+        client(&qm, "127.0.0.1", d, "alice", PASSWORD)
+            .expect("remembered")
+            .disconnect()
+            .unwrap();
+    }
+    assert_eq!(hits(), 3.0, "three reconnects let in without argon2");
+    // A remembered password is no key for another one.
+    assert_eq!(
+        reason(client(&qm, "127.0.0.1", d, "alice", WRONG)),
+        Reason::NOT_AUTHORIZED
+    );
+    // A changed password: the old one no longer connects, though it was remembered.
+    client(&qm, "127.0.0.1", d, "alice", PASSWORD)
+        .expect("verified again")
+        .disconnect()
+        .unwrap();
+    set_password("An0ther-Passw0rd");
+    assert_eq!(
+        reason(client(&qm, "127.0.0.1", d, "alice", PASSWORD)),
+        Reason::NOT_AUTHORIZED
+    );
+    client(&qm, "127.0.0.1", d, "alice", "An0ther-Passw0rd")
+        .expect("the new password")
+        .disconnect()
+        .unwrap();
+    qm.end();
+}

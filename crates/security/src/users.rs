@@ -3,5 +3,6 @@
 //! passwords and their groups), which connection authentication (CONNAUTH, AUTHINFO of type
 //! IDPWOS) checks passwords against.
 
+pub mod cache;
 pub mod os;
 pub mod store;

@@ -16,10 +16,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferrymq_security::chlauth::{self, Attempt, Mapping, Rule};
+use ferrymq_security::users::cache::VerifiedCache;
 use ferrymq_security::users::store::UserStore;
 use ferrymq_types::limits::{
     AUTH_FAILURES_PER_WINDOW_MAX, AUTH_FAILURE_ADDRESSES_MAX, AUTH_FAILURE_WINDOW_MS,
-    MSG_LEN_MAX_BYTES,
+    AUTH_VERIFY_CONCURRENT_MAX, MSG_LEN_MAX_BYTES,
 };
 use ferrymq_types::{MqError, ObjectKind, Reason};
 use parking_lot::{Mutex, RwLock};
@@ -47,6 +48,12 @@ pub struct Security {
     pub auth_throttled: AtomicU64,
     /// Connections or conversations refused by a CHLAUTH rule since start.
     pub chlauth_refusals: AtomicU64,
+    /// Recently verified passwords (a reconnect costs no argon2 verification).
+    verified: Mutex<VerifiedCache>,
+    /// Password verifications running at once (AUTH_VERIFY_CONCURRENT_MAX).
+    verify_slots: tokio::sync::Semaphore,
+    /// Connects let in by a remembered verification since start.
+    pub auth_cache_hits: AtomicU64,
 }
 
 impl Security {
@@ -60,6 +67,9 @@ impl Security {
             auth_failures: AtomicU64::new(0),
             auth_throttled: AtomicU64::new(0),
             chlauth_refusals: AtomicU64::new(0),
+            verified: Mutex::new(VerifiedCache::default()),
+            verify_slots: tokio::sync::Semaphore::new(AUTH_VERIFY_CONCURRENT_MAX),
+            auth_cache_hits: AtomicU64::new(0),
         };
         if let Err(e) = s.reload() {
             crate::qm_log!(crate::errlog::ids::USER_STORE, "{e}");
@@ -74,11 +84,39 @@ impl Security {
         })?;
         let n = store.len();
         *self.store.write() = Arc::new(store);
+        self.verified.lock().clear();
         Ok(n)
     }
 
     pub fn store(&self) -> Arc<UserStore> {
         self.store.read().clone()
+    }
+
+    /// Whether `password` is `user`'s in `store`: remembered from a recent success, or verified
+    /// (argon2, on a blocking thread, at most AUTH_VERIFY_CONCURRENT_MAX at once).
+    async fn verify(&self, store: &Arc<UserStore>, user: &str, password: &str) -> bool {
+        let Some(stored) = store.get(user).map(|u| u.password_hash().to_string()) else {
+            return false;
+        };
+        let now = now_ms();
+        if self.verified.lock().verified(user, &stored, password, now) {
+            self.auth_cache_hits.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+        let ok = {
+            let _slot = self.verify_slots.acquire().await;
+            let (st, u, pw) = (store.clone(), user.to_string(), password.to_string());
+            tokio::task::spawn_blocking(move || st.verify(&u, &pw))
+                .await
+                .unwrap_or(false)
+        };
+        let mut cache = self.verified.lock();
+        if ok {
+            cache.remember(user, &stored, password, now_ms());
+        } else {
+            cache.forget(user);
+        }
+        ok
     }
 
     /// Whether `address` failed too often lately.
@@ -515,11 +553,7 @@ pub async fn admit(
                     p.authinfo
                 )));
             }
-            let (u, pw) = (who.to_string(), req.password.to_string());
-            let st = store.clone();
-            let ok = tokio::task::spawn_blocking(move || st.verify(&u, &pw))
-                .await
-                .unwrap_or(false);
+            let ok = shared.security.verify(&store, who, req.password).await;
             if !ok {
                 fail(if store.get(who).is_none() {
                     "no such user in the queue manager's user store"

@@ -159,6 +159,11 @@ pub fn render(shared: &Shared) -> String {
             &sec.auth_throttled,
         ),
         (
+            "ferrymq_auth_cache_hits_total",
+            "Connections authenticated by a password verified within the last five minutes (no argon2 check).",
+            &sec.auth_cache_hits,
+        ),
+        (
             "ferrymq_chlauth_refusals_total",
             "Connections refused by a channel authentication record since start.",
             &sec.chlauth_refusals,

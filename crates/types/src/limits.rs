@@ -85,3 +85,12 @@ pub const AUTH_FAILURES_PER_WINDOW_MAX: u32 = 5;
 pub const AUTH_FAILURE_WINDOW_MS: u64 = 60_000;
 /// Addresses whose failures are remembered at once (the oldest are forgotten first).
 pub const AUTH_FAILURE_ADDRESSES_MAX: usize = 4096;
+/// How long a successful password verification is remembered (see
+/// `ferrymq_security::users::cache`): a reconnect within it costs no argon2 verification.
+pub const AUTH_CACHE_TTL_MS: u64 = 300_000;
+/// Users whose last successful verification is remembered at once.
+pub const AUTH_CACHE_USERS_MAX: usize = 4096;
+/// Password verifications (argon2: tens of milliseconds of a core and ~19 MiB each) run at
+/// once; more Connects wait their turn, so a storm of them can neither starve message traffic
+/// of CPU nor take memory without bound.
+pub const AUTH_VERIFY_CONCURRENT_MAX: usize = 2;

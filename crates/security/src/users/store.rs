@@ -51,6 +51,12 @@ impl std::fmt::Debug for User {
 }
 
 impl User {
+    /// The PHC string of the password's hash: what a remembered verification is bound to
+    /// (`users::cache`), so that a changed password invalidates it.
+    pub fn password_hash(&self) -> &str {
+        &self.hash
+    }
+
     pub fn has_password(&self) -> bool {
         !self.hash.is_empty()
     }
