@@ -85,3 +85,11 @@ pub const AUTH_FAILURES_PER_WINDOW_MAX: u32 = 5;
 pub const AUTH_FAILURE_WINDOW_MS: u64 = 60_000;
 /// Addresses whose failures are remembered at once (the oldest are forgotten first).
 pub const AUTH_FAILURE_ADDRESSES_MAX: usize = 4096;
+/// Longest a TLS handshake on a link between a queue manager's instances (HA replication, the DR
+/// stream) may take before the connection is dropped and retried.
+pub const LINK_TLS_HANDSHAKE_MS: u64 = 5_000;
+/// A refusal of an instance link is written to the error log at most this often for one peer
+/// and rule (the link retries every few hundred milliseconds meanwhile).
+pub const LINK_REFUSAL_LOG_INTERVAL_MS: u64 = 60_000;
+/// Peers whose last link refusal is remembered for that purpose (the oldest are forgotten).
+pub const LINK_REFUSAL_PEERS_MAX: usize = 256;
