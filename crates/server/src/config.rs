@@ -58,6 +58,8 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "LocalAddress",
             "PreferredInstance",
             "MaxInFlight",
+            "SslLink",
+            "SslPeer",
         ],
     ),
     (
@@ -68,6 +70,8 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "RemoteAddresses",
             "MaxLagBytes",
             "DisconnectGraceMs",
+            "SslLink",
+            "SslPeer",
         ],
     ),
     ("Metrics", &["Port", "Address"]),
@@ -361,6 +365,48 @@ pub struct DrConfig {
     pub max_lag_bytes: u64,
     /// How long the bound still holds after the link drops (`DR:DisconnectGraceMs`).
     pub disconnect_grace_ms: u64,
+    /// The DR link is mutual TLS (`DR:SslLink`, `DR:SslPeer`).
+    pub link_tls: LinkTlsConfig,
+}
+
+/// Whether a link between a queue manager's instances (HA replication, the DR stream) is mutual
+/// TLS with the SSL stanza's key repository (`SslLink=Required`), and the DN filter the peer's
+/// certificate must match (`SslPeer`, SSLPEER's syntax).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkTlsConfig {
+    pub required: bool,
+    pub peer: Option<String>,
+}
+
+impl LinkTlsConfig {
+    fn from_ini(ini: &Ini, stanza: &str) -> Result<LinkTlsConfig, String> {
+        let required = match known(ini, stanza, "SslLink").map(|v| v.trim().to_ascii_lowercase()) {
+            None => false,
+            Some(v) => match v.as_str() {
+                "required" | "yes" => true,
+                "no" | "none" | "" => false,
+                _ => {
+                    return Err(format!(
+                        "qm.ini {stanza}:SslLink={v}: use 'Required' (mutual TLS with the SSL stanza's key repository) or 'No'"
+                    ))
+                }
+            },
+        };
+        let peer = known(ini, stanza, "SslPeer")
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string);
+        if let Some(p) = &peer {
+            ferrymq_security::tls::check_filter(p)
+                .map_err(|e| format!("qm.ini {stanza}:SslPeer={p}: {e}"))?;
+            if !required {
+                return Err(format!(
+                    "qm.ini {stanza}:SslPeer is set but {stanza}:SslLink is not Required"
+                ));
+            }
+        }
+        Ok(LinkTlsConfig { required, peer })
+    }
 }
 
 /// MQ's appliance holds at most 4 MB per queue manager in flight to the recovery site.
@@ -406,6 +452,7 @@ impl DrConfig {
             remote,
             max_lag_bytes,
             disconnect_grace_ms: num(ini, "DR", "DisconnectGraceMs", 5_000u64)?,
+            link_tls: LinkTlsConfig::from_ini(ini, "DR")?,
         }))
     }
 }
@@ -425,6 +472,8 @@ pub struct HaConfig {
     pub preferred: Option<String>,
     /// Replicated batches in flight at once (`NativeHA:MaxInFlight`, a tuning knob).
     pub max_in_flight: Option<usize>,
+    /// The replication links are mutual TLS (`NativeHA:SslLink`, `NativeHA:SslPeer`).
+    pub link_tls: LinkTlsConfig,
 }
 
 /// The kernel's range of ephemeral ports (`/proc/sys/net/ipv4/ip_local_port_range`): the local
@@ -531,6 +580,7 @@ impl HaConfig {
                         .ok_or_else(|| format!("qm.ini NativeHA:MaxInFlight={v}: use 1..1024"))?,
                 ),
             },
+            link_tls: LinkTlsConfig::from_ini(ini, "NativeHA")?,
         };
         if cfg.node_id(&cfg.local).is_none() {
             return Err(format!(
@@ -583,7 +633,7 @@ impl QmConfig {
                 .parse()
                 .map_err(|_| format!("qm.ini Log:Durability={v}: use 'fsync' or 'os'"))?,
         };
-        Ok(QmConfig {
+        let cfg = QmConfig {
             name,
             port: num(ini, "QueueManager", "Port", 1414)?,
             bind_address: known(ini, "QueueManager", "IPAddress")
@@ -679,7 +729,19 @@ impl QmConfig {
                     (port != 0).then(|| format!("{addr}:{port}"))
                 }
             },
-        })
+        };
+        let tls_links = [
+            ("NativeHA", cfg.ha.as_ref().map(|h| &h.link_tls)),
+            ("DR", cfg.dr.as_ref().map(|d| &d.link_tls)),
+        ];
+        for (stanza, link) in tls_links {
+            if link.is_some_and(|l| l.required) && cfg.ssl.is_none() {
+                return Err(format!(
+                    "qm.ini {stanza}:SslLink=Required needs the SSL stanza's key repository (CertFile=, KeyFile=, CAFile=)"
+                ));
+            }
+        }
+        Ok(cfg)
     }
 }
 
