@@ -1,8 +1,10 @@
 //! The sockets between a queue manager's own instances — Raft peers here, the DR stream in the
-//! server — plain TCP or mutual TLS ([`LinkTls`]): [`Links`] connects and accepts them, bounding
-//! the handshake in time and reporting each refusal (which peer, which rule) to the error log
-//! without flooding it while the link retries; [`LinkStream`] is what the protocols then read and
-//! write, whichever it is. A plain link stays a bare `TcpStream` underneath (no extra copy).
+//! server — plain TCP or mutual TLS: [`Links`] connects and accepts them, bounding the handshake in
+//! time and reporting each refusal (which peer, which rule) to the error log without flooding it
+//! while the link retries; [`LinkStream`] is what the protocols then read and write, whichever it
+//! is. A plain link stays a bare `TcpStream` underneath (no extra copy). What TLS configuration
+//! to use and which peers to accept is the owner's ([`TlsPolicy`]; the server's comes from
+//! `ferrymq_security::tls::link`).
 
 use std::collections::HashMap;
 use std::io;
@@ -12,12 +14,39 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use ferrymq_security::tls::link::{classify, LinkRefusal, LinkRule, LinkTls};
 use ferrymq_types::limits;
 use parking_lot::{Mutex, RwLock};
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, CommonState, ServerConfig};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
+
+/// Why a link was refused: the rule (a short name the error log shows and refusals are counted
+/// by) and what happened, never key material.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub rule: &'static str,
+    pub detail: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.rule, self.detail)
+    }
+}
+
+/// What a TLS link needs from its owner: both ends' configurations, the name offered to the
+/// peer, the judgement of a finished handshake, and the rule a rustls error broke.
+pub trait TlsPolicy: Send + Sync {
+    fn client_config(&self) -> Arc<ClientConfig>;
+    fn server_config(&self) -> Arc<ServerConfig>;
+    /// The server name offered when connecting to `addr` (`host:port`).
+    fn server_name(&self, addr: &str) -> ServerName<'static>;
+    /// Accepts or refuses the peer of a finished handshake (its certificate's DN).
+    fn check_peer(&self, state: &CommonState) -> Result<(), Refusal>;
+    fn classify(&self, e: &rustls::Error) -> Refusal;
+}
 
 /// One link socket: plain TCP, or TLS as the side that connected or the side that accepted.
 pub enum LinkStream {
@@ -179,10 +208,10 @@ pub struct Links {
 
 struct Inner {
     what: &'static str,
-    tls: RwLock<Option<Arc<LinkTls>>>,
+    tls: RwLock<Option<Arc<dyn TlsPolicy>>>,
     report: Option<Reporter>,
     /// When each (peer host, rule) was last reported.
-    recent: Mutex<HashMap<(String, LinkRule), Instant>>,
+    recent: Mutex<HashMap<(String, &'static str), Instant>>,
 }
 
 impl std::fmt::Debug for Links {
@@ -201,15 +230,25 @@ impl Default for Links {
 }
 
 /// The error a refused handshake becomes: its message is the refusal.
-fn refused(r: &LinkRefusal) -> io::Error {
+fn refused(r: &Refusal) -> io::Error {
     io::Error::new(io::ErrorKind::PermissionDenied, r.to_string())
 }
 
 /// The TLS refusal an I/O error carries, if it is one.
-fn tls_error(e: &io::Error) -> Option<LinkRefusal> {
+fn tls_error(policy: &dyn TlsPolicy, e: &io::Error) -> Option<Refusal> {
     e.get_ref()
         .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        .map(classify)
+        .map(|e| policy.classify(e))
+}
+
+fn handshake_timeout() -> Refusal {
+    Refusal {
+        rule: "handshake timeout",
+        detail: format!(
+            "no TLS handshake within {} ms",
+            limits::LINK_TLS_HANDSHAKE_MS
+        ),
+    }
 }
 
 fn host_of(addr: &str) -> String {
@@ -230,11 +269,11 @@ impl Links {
     }
 
     /// Mutual TLS links with `tls`, refusals reported to `report`.
-    pub fn tls(what: &'static str, tls: LinkTls, report: Reporter) -> Links {
+    pub fn tls(what: &'static str, tls: Arc<dyn TlsPolicy>, report: Reporter) -> Links {
         Links {
             inner: Arc::new(Inner {
                 what,
-                tls: RwLock::new(Some(Arc::new(tls))),
+                tls: RwLock::new(Some(tls)),
                 report: Some(report),
                 recent: Mutex::new(HashMap::new()),
             }),
@@ -247,16 +286,16 @@ impl Links {
 
     /// Replaces the TLS configuration of TLS links (a refreshed key repository): connections
     /// made from now on use it, open ones keep theirs. Plain links stay plain.
-    pub fn replace(&self, tls: LinkTls) {
+    pub fn replace(&self, tls: Arc<dyn TlsPolicy>) {
         let mut cur = self.inner.tls.write();
         if cur.is_some() {
-            *cur = Some(Arc::new(tls));
+            *cur = Some(tls);
         }
     }
 
     /// Reports a refusal of the link to or from `addr`, once per peer host and rule within the
     /// reporting interval.
-    fn report(&self, direction: &str, addr: &str, r: &LinkRefusal) {
+    fn report(&self, direction: &str, addr: &str, r: &Refusal) {
         tracing::debug!(link = self.inner.what, %addr, refusal = %r, "instance link refused");
         let Some(report) = &self.inner.report else {
             return;
@@ -279,9 +318,7 @@ impl Links {
         }
         report(&format!(
             "{} link {direction} {addr} refused ({}): {}",
-            self.inner.what,
-            r.rule.name(),
-            r.detail
+            self.inner.what, r.rule, r.detail
         ));
     }
 
@@ -297,10 +334,10 @@ impl Links {
     /// instance (TLS 1.3 tells the client only after its side of the handshake has finished);
     /// if so it is reported. The caller then treats the peer as unreachable, not as broken.
     pub fn refusal_after_connect(&self, addr: &str, e: &io::Error) -> bool {
-        if !self.is_tls() {
+        let Some(tls) = self.inner.tls.read().clone() else {
             return false;
-        }
-        match tls_error(e) {
+        };
+        match tls_error(&*tls, e) {
             Some(r) => {
                 self.report("to", addr, &r);
                 true
@@ -327,21 +364,15 @@ impl Links {
             return Ok(LinkStream::Plain(s));
         };
         {
-            let connector = tokio_rustls::TlsConnector::from(tls.client.clone());
+            let connector = tokio_rustls::TlsConnector::from(tls.client_config());
             let hs = tokio::time::timeout(
                 Duration::from_millis(limits::LINK_TLS_HANDSHAKE_MS),
-                connector.connect(LinkTls::server_name(addr), s),
+                connector.connect(tls.server_name(addr), s),
             )
             .await;
             let r = match hs {
-                Err(_) => Err(LinkRefusal {
-                    rule: LinkRule::Timeout,
-                    detail: format!(
-                        "no TLS handshake within {} ms",
-                        limits::LINK_TLS_HANDSHAKE_MS
-                    ),
-                }),
-                Ok(Err(e)) => match tls_error(&e) {
+                Err(_) => Err(handshake_timeout()),
+                Ok(Err(e)) => match tls_error(&*tls, &e) {
                     Some(r) => Err(r),
                     // Closed without a TLS alert: not a refusal (see `broken`).
                     None => return Err(self.broken(addr, e)),
@@ -366,21 +397,15 @@ impl Links {
         let Some(tls) = self.inner.tls.read().clone() else {
             return Ok(LinkStream::Plain(s));
         };
-        let acceptor = tokio_rustls::TlsAcceptor::from(tls.server.clone());
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls.server_config());
         let hs = tokio::time::timeout(
             Duration::from_millis(limits::LINK_TLS_HANDSHAKE_MS),
             acceptor.accept(s),
         )
         .await;
         let r = match hs {
-            Err(_) => Err(LinkRefusal {
-                rule: LinkRule::Timeout,
-                detail: format!(
-                    "no TLS handshake within {} ms",
-                    limits::LINK_TLS_HANDSHAKE_MS
-                ),
-            }),
-            Ok(Err(e)) => match tls_error(&e) {
+            Err(_) => Err(handshake_timeout()),
+            Ok(Err(e)) => match tls_error(&*tls, &e) {
                 Some(r) => Err(r),
                 None => return Err(self.broken(&peer.to_string(), e)),
             },

@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ferrymq_replication::link::Links;
-use ferrymq_security::tls::link::LinkTls;
+use ferrymq_replication::link::{Links, Refusal as LinkRefused, TlsPolicy};
+use ferrymq_security::tls::link::{classify, LinkRefusal, LinkTls};
 use ferrymq_security::tls::{dn_matches, CipherSpec, KeyRepoPaths, KeyRepository, TlsSession};
 use ferrymq_types::Reason;
 use parking_lot::{Mutex, RwLock};
@@ -61,7 +61,7 @@ pub fn instance_links(
     );
     Ok(Links::tls(
         what,
-        tls,
+        std::sync::Arc::new(Policy(tls)),
         std::sync::Arc::new(|msg: &str| {
             crate::qm_log!(crate::errlog::ids::LINK_TLS_REFUSED, "{msg}")
         }),
@@ -71,6 +71,38 @@ pub fn instance_links(
 fn link_tls(paths: &KeyRepoPaths, peer: Option<&str>) -> Result<LinkTls, String> {
     let repo = KeyRepository::load(paths).map_err(|e| e.to_string())?;
     LinkTls::new(&repo, peer).map_err(|e| e.to_string())
+}
+
+/// The security crate's link rules, as the links ask for them.
+struct Policy(LinkTls);
+
+fn refusal(r: LinkRefusal) -> LinkRefused {
+    LinkRefused {
+        rule: r.rule.name(),
+        detail: r.detail,
+    }
+}
+
+impl TlsPolicy for Policy {
+    fn client_config(&self) -> Arc<rustls::ClientConfig> {
+        self.0.client.clone()
+    }
+
+    fn server_config(&self) -> Arc<ServerConfig> {
+        self.0.server.clone()
+    }
+
+    fn server_name(&self, addr: &str) -> rustls::pki_types::ServerName<'static> {
+        LinkTls::server_name(addr)
+    }
+
+    fn check_peer(&self, state: &rustls::CommonState) -> Result<(), LinkRefused> {
+        self.0.check_peer(state).map(|_| ()).map_err(refusal)
+    }
+
+    fn classify(&self, e: &rustls::Error) -> LinkRefused {
+        refusal(classify(e))
+    }
 }
 
 impl TlsState {
@@ -152,7 +184,7 @@ impl TlsState {
                 let under = paths.under(&self.dir);
                 for (links, peer) in self.links.lock().iter() {
                     if let Ok(t) = link_tls(&under, peer.as_deref()) {
-                        links.replace(t);
+                        links.replace(Arc::new(Policy(t)));
                     }
                 }
                 *self.current.write() = Some(cfg);
