@@ -76,7 +76,9 @@ async fn write_frame<T: Serialize>(s: &mut (impl AsyncWrite + Unpin), v: &T) -> 
         ));
     }
     buf[..4].copy_from_slice(&(len as u32).to_le_bytes());
-    s.write_all(&buf).await
+    s.write_all(&buf).await?;
+    // A TLS stream may hold the last records until flushed (a no-op on plain TCP).
+    s.flush().await
 }
 
 /// Reads one frame; `None` on a clean end of stream at a frame boundary.
