@@ -789,6 +789,42 @@ mod tests {
     }
 
     #[test]
+    fn tls_links_need_the_ssl_stanza_and_a_well_formed_peer_filter() {
+        let base = "QueueManager:\n   Name=QM1\nNativeHA:\n   Instances=a=h(1501),b=h(1502)\n   LocalName=a\n";
+        let cfg = |extra: &str| QmConfig::from_ini(&Ini::parse(&format!("{base}{extra}")).unwrap());
+        let ha = |extra: &str| cfg(extra).map(|c| c.ha.unwrap().link_tls);
+        assert_eq!(ha("").unwrap(), LinkTlsConfig::default());
+        let ssl = "SSL:\n   CertFile=qm.pem\n   KeyFile=qm.key\n   CAFile=ca.pem\n";
+        let on = ha(&format!(
+            "   SslLink=Required\n   SslPeer=OU=queue managers\n{ssl}"
+        ))
+        .unwrap();
+        assert!(on.required && on.peer.as_deref() == Some("OU=queue managers"));
+        let e = ha("   SslLink=Required\n").unwrap_err();
+        assert!(
+            e.contains("NativeHA:SslLink") && e.contains("SSL stanza"),
+            "{e}"
+        );
+        let e = ha(&format!("   SslLink=maybe\n{ssl}")).unwrap_err();
+        assert!(e.contains("Required"), "{e}");
+        let e = ha(&format!("   SslPeer=CN=x\n{ssl}")).unwrap_err();
+        assert!(e.contains("SslLink is not Required"), "{e}");
+        let e = ha(&format!("   SslLink=Required\n   SslPeer=nonsense\n{ssl}")).unwrap_err();
+        assert!(e.contains("SslPeer"), "{e}");
+        let dr = "DR:\n   Role=Primary\n   RemoteAddresses=h(1600)\n   SslLink=Required\n";
+        let e = cfg(dr).unwrap_err();
+        assert!(e.contains("DR:SslLink"), "{e}");
+        assert!(
+            cfg(&format!("{dr}{ssl}"))
+                .unwrap()
+                .dr
+                .unwrap()
+                .link_tls
+                .required
+        );
+    }
+
+    #[test]
     fn replication_ports_in_the_ephemeral_range_are_flagged() {
         assert_eq!(parse_port_range("32768\t60999\n"), Some((32768, 60999)));
         assert_eq!(parse_port_range("x 1"), None);
