@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
-use ferrymq_types::options::{open, GetOptions};
+use ferrymq_types::options::{open, GetOptions, PutOptions, Syncpoint};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties, Reason};
 use support::ha::{HaGroup, NAMES};
 use support::{free_port, Home, Qm};
@@ -87,6 +87,32 @@ fn put_all(c: &Connection, from: u32, to: u32) {
     }
 }
 
+/// Puts messages `from..to` of `size` bytes each (`m<n>|` then filler) under syncpoint, committing
+/// every hundred: megabytes through the link, so its socket fills and TLS records queue.
+fn put_bulk(c: &Connection, from: u32, to: u32, size: usize) {
+    let h = c.open(Q, open::OUTPUT).unwrap();
+    let sp = PutOptions {
+        syncpoint: Syncpoint::Yes,
+        ..Default::default()
+    };
+    for i in from..to {
+        let mut b = format!("m{i}|");
+        b.extend(std::iter::repeat_n('x', size.saturating_sub(b.len())));
+        c.put(
+            &h,
+            &persistent(),
+            &Properties::default(),
+            Bytes::from(b),
+            &sp,
+        )
+        .unwrap();
+        if i % 100 == 99 {
+            c.commit().unwrap();
+        }
+    }
+    c.commit().unwrap();
+}
+
 /// Every message on `Q`, as their bodies' numbers, in order.
 fn drain(c: &Connection) -> Vec<u32> {
     let h = c.open(Q, open::INPUT_EXCLUSIVE).unwrap();
@@ -95,7 +121,8 @@ fn drain(c: &Connection) -> Vec<u32> {
         match c.get(&h, &GetOptions::any()) {
             Ok(m) => {
                 let b = String::from_utf8(m.body.to_vec()).unwrap();
-                got.push(b.strip_prefix('m').unwrap().parse().unwrap());
+                let n = b.strip_prefix('m').unwrap().split('|').next().unwrap();
+                got.push(n.parse().unwrap());
             }
             Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => return got,
             Err(e) => panic!("get: {e}"),
@@ -253,6 +280,7 @@ fn a_dr_primary_streams_to_a_trusted_secondary_and_refuses_an_untrusted_one() {
     });
     let c = primary.connect();
     put_all(&c, 0, 50);
+    put_bulk(&c, 50, 1050, 4096);
     wait_until(
         "the secondary holds it all",
         Duration::from_secs(30),
@@ -286,5 +314,5 @@ fn a_dr_primary_streams_to_a_trusted_secondary_and_refuses_an_untrusted_one() {
     primary.end();
     rec.ok(&["makedrprimary", "-m", QM]);
     secondary.restart();
-    assert_eq!(drain(&secondary.connect()), (0..50).collect::<Vec<_>>());
+    assert_eq!(drain(&secondary.connect()), (0..1050).collect::<Vec<_>>());
 }
