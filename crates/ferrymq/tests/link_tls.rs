@@ -4,7 +4,8 @@
 //! certificate comes from another CA cannot join (the group carries on with the two others, the
 //! outsider never becomes active nor receives an entry, and a good instance's error log names
 //! the refusal); a DR primary streams to a secondary with the right certificate and refuses one
-//! with a wrong certificate, which receives nothing.
+//! with a wrong certificate, which receives nothing; REFRESH SECURITY TYPE(SSL) reaches the DR
+//! link without a restart.
 
 mod support;
 
@@ -315,4 +316,58 @@ fn a_dr_primary_streams_to_a_trusted_secondary_and_refuses_an_untrusted_one() {
     rec.ok(&["makedrprimary", "-m", QM]);
     secondary.restart();
     assert_eq!(drain(&secondary.connect()), (0..1050).collect::<Vec<_>>());
+}
+
+#[test]
+fn refresh_security_ssl_reaches_the_dr_link_without_a_restart() {
+    const QM: &str = "QTLSREF";
+    let (main, rec) = (Home::new(), Home::new());
+    let (ca, other_ca) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let l = format!("127.0.0.1({})", free_port());
+    fn setup<'h>(home: &'h Home, ca: &Path, flags: &[&str]) -> (Qm<'h>, PathBuf) {
+        let qm = Qm::create(home, QM, flags);
+        let certs = issue(home, QM, ca);
+        set_ini(home, QM, "DR", "SslLink", "Required");
+        (qm, certs)
+    }
+    // The secondary's certificate comes from another CA; it trusts both CAs, the primary only
+    // its own at first.
+    let (secondary, sec_certs) = setup(&rec, other_ca.path(), &["-dr", "secondary", "-drl", &l]);
+    let (primary, pri_certs) = setup(&main, ca.path(), &["-dr", "primary", "-drr", &l]);
+    let append = |to: &Path, from: &Path| {
+        let mut bundle = std::fs::read_to_string(to.join("ca.pem")).unwrap();
+        bundle.push_str(&std::fs::read_to_string(from.join("ca.pem")).unwrap());
+        std::fs::write(to.join("ca.pem"), bundle).unwrap();
+    };
+    append(&sec_certs, ca.path());
+    secondary.restart();
+    primary.restart();
+    let logs = || {
+        format!(
+            "--- primary ---\n{}\n--- secondary ---\n{}",
+            support::error_log(&primary.dir()),
+            support::error_log(&secondary.dir())
+        )
+    };
+    let refused = format!(
+        "DR link to {} refused (untrusted certificate)",
+        l.replace('(', ":").replace(')', "")
+    );
+    wait_until("the refusal", Duration::from_secs(20), logs, || {
+        support::error_log(&primary.dir()).contains(&refused)
+    });
+    assert!(!dr_status(&main, QM).contains("DRSTATUS(Normal)"));
+    // The primary is told to trust the other CA too: new link connections use it.
+    append(&pri_certs, other_ca.path());
+    let out = primary
+        .connect_bindings()
+        .admin("MQSC REFRESH SECURITY TYPE(SSL)")
+        .unwrap();
+    assert!(out.contains(QM), "{out}");
+    wait_until(
+        "the link up after the refresh",
+        Duration::from_secs(30),
+        logs,
+        || dr_status(&main, QM).contains("DRSTATUS(Normal)"),
+    );
 }
