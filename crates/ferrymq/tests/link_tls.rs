@@ -371,3 +371,54 @@ fn refresh_security_ssl_reaches_the_dr_link_without_a_restart() {
         || dr_status(&main, QM).contains("DRSTATUS(Normal)"),
     );
 }
+
+#[test]
+fn a_client_certificate_from_the_same_ca_cannot_feed_a_secondary() {
+    const QM: &str = "QTLSDN";
+    let (rogue, rec) = (Home::new(), Home::new());
+    let ca = tempfile::tempdir().unwrap();
+    let l = format!("127.0.0.1({})", free_port());
+    let secondary = Qm::create(&rec, QM, &["-dr", "secondary", "-drl", &l]);
+    issue(&rec, QM, ca.path());
+    set_ini(&rec, QM, "DR", "SslLink", "Required");
+    set_ini(&rec, QM, "DR", "SslPeer", PEER);
+    // A "primary" holding an application's certificate from the same CA.
+    let primary = Qm::create(&rogue, QM, &["-dr", "primary", "-drr", &l]);
+    let certs = issue(&rogue, QM, ca.path());
+    let d = certs.to_str().unwrap();
+    rogue.ok(&["mkdevcerts", "--dir", d, "--client", "app"]);
+    for (k, f) in [("CertFile", "app.pem"), ("KeyFile", "app.key")] {
+        set_ini(&rogue, QM, "SSL", k, certs.join(f).to_str().unwrap());
+    }
+    set_ini(&rogue, QM, "DR", "SslLink", "Required");
+    secondary.restart();
+    primary.restart();
+    let logs = || {
+        format!(
+            "--- rogue primary ---\n{}\n--- secondary ---\n{}",
+            support::error_log(&primary.dir()),
+            support::error_log(&secondary.dir())
+        )
+    };
+    wait_until(
+        "the secondary's refusal",
+        Duration::from_secs(20),
+        logs,
+        || {
+            let log = support::error_log(&secondary.dir());
+            log.contains("DR link from 127.0.0.1:")
+                && log.contains("refused (DN mismatch)")
+                && log.contains("CN=app,OU=clients")
+        },
+    );
+    let st = dr_status(&rec, QM);
+    assert!(
+        st.contains("RECEIVEDBYTES(0)") && !st.contains("DRSTATUS(Normal)"),
+        "{st}"
+    );
+    assert!(
+        !support::error_log(&secondary.dir()).contains("primary connected"),
+        "{}",
+        logs()
+    );
+}
