@@ -42,6 +42,10 @@ pub const MAX_FRAME: usize = 1 << 30;
 /// restarted replica should be caught up promptly, but not a busy loop.
 const UNREACHABLE_BACKOFF: Duration = Duration::from_millis(200);
 
+/// The longest a TCP connect to a peer may take (the TLS handshake has its own limit). A
+/// connection attempt runs in a task of its own and outlives the RPC that started it.
+const CONNECT_LIMIT: Duration = Duration::from_secs(2);
+
 #[derive(Serialize, Deserialize)]
 enum Request {
     Append(AppendEntriesRequest<TypeConfig>),
@@ -233,6 +237,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             target,
             addr: node.addr.clone(),
             conn: None,
+            connecting: None,
             in_flight: false,
             contacts: self.contacts.clone(),
             failover: self.failover.clone(),
@@ -247,6 +252,9 @@ pub struct PeerConnection {
     target: NodeId,
     addr: String,
     conn: Option<LinkStream>,
+    /// A connection attempt in progress, picked up by the next call if this one's deadline
+    /// passes first.
+    connecting: Option<JoinHandle<io::Result<LinkStream>>>,
     /// Set while a request awaits its response. Openraft drops an RPC future that outlives its
     /// deadline; the response may still arrive later, so a connection found in this state is
     /// discarded rather than read out of step.
@@ -265,9 +273,19 @@ enum CallError {
 }
 
 impl PeerConnection {
-    async fn connect(&mut self, limit: Duration) -> Result<(), io::Error> {
-        // Heartbeats and votes are tiny: the link sets TCP_NODELAY so Nagle never holds them.
-        self.conn = Some(self.links.connect(&self.addr, limit).await?);
+    /// Connects to the peer. A TLS handshake can outlast one RPC's deadline (a heartbeat's is
+    /// 100 ms) on a loaded host, so the attempt runs in a task of its own that the next call
+    /// picks up: it is never cut off and started afresh again and again.
+    async fn connect(&mut self) -> Result<(), io::Error> {
+        let task = self.connecting.get_or_insert_with(|| {
+            let (links, addr) = (self.links.clone(), self.addr.clone());
+            // Heartbeats and votes are tiny: the link sets TCP_NODELAY so Nagle never holds
+            // them.
+            tokio::spawn(async move { links.connect(&addr, CONNECT_LIMIT).await })
+        });
+        let done = task.await;
+        self.connecting = None;
+        self.conn = Some(done.map_err(io::Error::other)??);
         Ok(())
     }
 
@@ -292,14 +310,14 @@ impl PeerConnection {
         let attempt = async {
             let reused = self.conn.is_some();
             if !reused {
-                self.connect(ttl).await.map_err(CallError::Unreachable)?;
+                self.connect().await.map_err(CallError::Unreachable)?;
             }
             match self.exchange(req).await {
                 Ok(r) => Ok(r),
                 Err(_) if reused => {
                     // The peer may have restarted since this connection was opened.
                     self.in_flight = false;
-                    self.connect(ttl).await.map_err(CallError::Unreachable)?;
+                    self.connect().await.map_err(CallError::Unreachable)?;
                     self.exchange(req).await.map_err(|e| self.fresh_failure(e))
                 }
                 Err(e) => Err(self.fresh_failure(e)),
