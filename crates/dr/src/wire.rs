@@ -185,8 +185,11 @@ impl Frame {
     }
 }
 
+/// Writes one frame and flushes it: a TLS stream may hold the last records until flushed (on
+/// plain TCP a flush does nothing).
 pub async fn write(w: &mut (impl AsyncWrite + Unpin), f: &Frame) -> std::io::Result<()> {
-    w.write_all(&f.encode()).await
+    w.write_all(&f.encode()).await?;
+    w.flush().await
 }
 
 /// Writes a `Records` frame without copying the records into it: the frame's head and the
@@ -205,7 +208,8 @@ pub async fn write_records(
     head.put_u8(u8::from(mark));
     head.put_u32_le(records.len() as u32);
     debug_assert_eq!(head.len(), RECORDS_HEAD);
-    w.write_all_buf(&mut head.freeze().chain(records)).await
+    w.write_all_buf(&mut head.freeze().chain(records)).await?;
+    w.flush().await
 }
 
 /// Bytes of a `Records` frame before its records: length, type, end, mark, records' length.

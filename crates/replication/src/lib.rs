@@ -4,7 +4,8 @@
 //! vote, truncation and purge is one record in that ring, so group commit and the torn-tail
 //! recovery come for free), the state-machine adapter through which committed records reach the
 //! queue manager ([`Apply`]), the TCP network between instances, the fast-failover detector that
-//! calls an election as soon as a leader's process is known gone ([`FastFailover`]), and
+//! calls an election as soon as a leader's process is known gone ([`FastFailover`]), the links
+//! between instances, plain or mutual TLS ([`link::Links`], also used by DR), and
 //! [`Replica`], which bundles them into one running member of a replicated group. Nothing here knows what an engine record
 //! means: an [`AppRecord`] is an opaque `(kind, payload)` pair, exactly as in the recovery log.
 
@@ -12,6 +13,7 @@ pub mod clock;
 mod error;
 mod failover;
 pub mod ha;
+pub mod link;
 mod log_store;
 mod network;
 mod record;

@@ -1,4 +1,4 @@
-//! The network between replicas: openraft's RPCs over plain TCP.
+//! The network between replicas: openraft's RPCs over TCP, plain or mutual TLS ([`Links`]).
 //!
 //! A frame is `len u32 (little endian) | bincode body` (openraft's serde types; engine payloads
 //! as raw bytes); a connection carries one request, then its
@@ -25,10 +25,11 @@ use openraft::raft::{
 use openraft::{BasicNode, RPCTypes};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 
+use crate::link::{LinkStream, Links};
 use crate::{FastFailover, FerryRaft, NodeId, TypeConfig};
 
 /// Largest frame accepted. Peers are trusted members of the group, so this guards against a
@@ -40,6 +41,10 @@ pub const MAX_FRAME: usize = 1 << 30;
 /// How long to wait before retrying a peer that refused connections: short, because a
 /// restarted replica should be caught up promptly, but not a busy loop.
 const UNREACHABLE_BACKOFF: Duration = Duration::from_millis(200);
+
+/// The longest a TCP connect to a peer may take (the TLS handshake has its own limit). A
+/// connection attempt runs in a task of its own and outlives the RPC that started it.
+const CONNECT_LIMIT: Duration = Duration::from_secs(2);
 
 #[derive(Serialize, Deserialize)]
 enum Request {
@@ -64,7 +69,7 @@ enum Response {
     Forward(Result<crate::LogId, String>),
 }
 
-async fn write_frame<T: Serialize>(s: &mut TcpStream, v: &T) -> io::Result<()> {
+async fn write_frame<T: Serialize>(s: &mut (impl AsyncWrite + Unpin), v: &T) -> io::Result<()> {
     let mut buf = vec![0u8; 4];
     bincode::serialize_into(&mut buf, v).map_err(io::Error::other)?;
     let len = buf.len() - 4;
@@ -75,11 +80,15 @@ async fn write_frame<T: Serialize>(s: &mut TcpStream, v: &T) -> io::Result<()> {
         ));
     }
     buf[..4].copy_from_slice(&(len as u32).to_le_bytes());
-    s.write_all(&buf).await
+    s.write_all(&buf).await?;
+    // A TLS stream may hold the last records until flushed (a no-op on plain TCP).
+    s.flush().await
 }
 
 /// Reads one frame; `None` on a clean end of stream at a frame boundary.
-async fn read_frame<T: DeserializeOwned>(s: &mut TcpStream) -> io::Result<Option<T>> {
+async fn read_frame<T: DeserializeOwned>(
+    s: &mut (impl AsyncRead + Unpin),
+) -> io::Result<Option<T>> {
     let mut len = [0u8; 4];
     match s.read_exact(&mut len).await {
         Ok(_) => {}
@@ -196,15 +205,18 @@ pub struct Network {
     id: NodeId,
     contacts: Contacts,
     failover: Option<FastFailover>,
+    links: Links,
 }
 
 impl Network {
-    /// The factory of replica `id` (named in timeout errors), recording contact in `contacts`.
-    pub fn new(id: NodeId, contacts: Contacts) -> Network {
+    /// The factory of replica `id` (named in timeout errors), recording contact in `contacts`,
+    /// connecting to peers over `links`.
+    pub fn new(id: NodeId, contacts: Contacts, links: Links) -> Network {
         Network {
             id,
             contacts,
             failover: None,
+            links,
         }
     }
 
@@ -225,9 +237,11 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             target,
             addr: node.addr.clone(),
             conn: None,
+            connecting: None,
             in_flight: false,
             contacts: self.contacts.clone(),
             failover: self.failover.clone(),
+            links: self.links.clone(),
         }
     }
 }
@@ -237,13 +251,17 @@ pub struct PeerConnection {
     id: NodeId,
     target: NodeId,
     addr: String,
-    conn: Option<TcpStream>,
+    conn: Option<LinkStream>,
+    /// A connection attempt in progress, picked up by the next call if this one's deadline
+    /// passes first.
+    connecting: Option<JoinHandle<io::Result<LinkStream>>>,
     /// Set while a request awaits its response. Openraft drops an RPC future that outlives its
     /// deadline; the response may still arrive later, so a connection found in this state is
     /// discarded rather than read out of step.
     in_flight: bool,
     contacts: Contacts,
     failover: Option<FastFailover>,
+    links: Links,
 }
 
 enum CallError {
@@ -255,11 +273,19 @@ enum CallError {
 }
 
 impl PeerConnection {
+    /// Connects to the peer. A TLS handshake can outlast one RPC's deadline (a heartbeat's is
+    /// 100 ms) on a loaded host, so the attempt runs in a task of its own that the next call
+    /// picks up: it is never cut off and started afresh again and again.
     async fn connect(&mut self) -> Result<(), io::Error> {
-        let s = TcpStream::connect(&self.addr).await?;
-        // Heartbeats and votes are tiny: never let Nagle hold them back.
-        s.set_nodelay(true)?;
-        self.conn = Some(s);
+        let task = self.connecting.get_or_insert_with(|| {
+            let (links, addr) = (self.links.clone(), self.addr.clone());
+            // Heartbeats and votes are tiny: the link sets TCP_NODELAY so Nagle never holds
+            // them.
+            tokio::spawn(async move { links.connect(&addr, CONNECT_LIMIT).await })
+        });
+        let done = task.await;
+        self.connecting = None;
+        self.conn = Some(done.map_err(io::Error::other)??);
         Ok(())
     }
 
@@ -292,9 +318,9 @@ impl PeerConnection {
                     // The peer may have restarted since this connection was opened.
                     self.in_flight = false;
                     self.connect().await.map_err(CallError::Unreachable)?;
-                    self.exchange(req).await.map_err(CallError::Io)
+                    self.exchange(req).await.map_err(|e| self.fresh_failure(e))
                 }
-                Err(e) => Err(CallError::Io(e)),
+                Err(e) => Err(self.fresh_failure(e)),
             }
         };
         let res = match tokio::time::timeout(ttl, attempt).await {
@@ -309,6 +335,16 @@ impl PeerConnection {
             self.contacts.heard(self.target);
         }
         res
+    }
+
+    /// A request failed on a connection just opened: a peer that refused this instance's
+    /// certificate after the handshake is unreachable (back off), not a broken stream.
+    fn fresh_failure(&self, e: io::Error) -> CallError {
+        if self.links.refusal_after_connect(&self.addr, &e) {
+            CallError::Unreachable(e)
+        } else {
+            CallError::Io(e)
+        }
     }
 
     fn rpc_error<E: std::error::Error>(
@@ -406,7 +442,8 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
     }
 }
 
-/// Serves Raft RPCs from peers on `listener`, one task per connection, until the returned task
+/// Serves Raft RPCs from peers on `listener` (each connection secured as `links` says, the TLS
+/// handshake in the connection's own task), one task per connection, until the returned task
 /// is aborted — which also aborts every connection task (they live in its `JoinSet`), so a
 /// stopped replica goes silent at once. `failover`, if given, is told when a connection on which
 /// a peer sent AppendEntries ends (see [`FastFailover`]).
@@ -415,6 +452,7 @@ pub fn serve(
     raft: FerryRaft,
     contacts: Contacts,
     failover: Option<FastFailover>,
+    links: Links,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut conns = JoinSet::new();
@@ -423,10 +461,13 @@ pub fn serve(
                 accepted = listener.accept() => match accepted {
                     Ok((s, peer)) => {
                         let (raft, contacts) = (raft.clone(), contacts.clone());
-                        let failover = failover.clone();
+                        let (failover, links) = (failover.clone(), links.clone());
                         conns.spawn(async move {
                             let mut appender = None;
-                            let r = serve_conn(s, raft, contacts, &mut appender).await;
+                            let r = match links.accept(s, peer).await {
+                                Ok(s) => serve_conn(s, raft, contacts, &mut appender).await,
+                                Err(e) => Err(e),
+                            };
                             if let Err(e) = &r {
                                 tracing::debug!(%peer, error = %e, "Raft peer connection ended");
                             }
@@ -449,12 +490,11 @@ pub fn serve(
 
 /// Serves one peer connection; `appender` is set to the peer that last sent AppendEntries on it.
 async fn serve_conn(
-    mut s: TcpStream,
+    mut s: LinkStream,
     raft: FerryRaft,
     contacts: Contacts,
     appender: &mut Option<NodeId>,
 ) -> io::Result<()> {
-    s.set_nodelay(true)?;
     while let Some(req) = read_frame::<Request>(&mut s).await? {
         if let Request::Append(r) = &req {
             *appender = r.vote.leader_id().voted_for();
@@ -484,15 +524,17 @@ async fn serve_conn(
     Ok(())
 }
 
-/// Sends one write to the replica at `addr` (the leader) over a fresh connection and waits for it
-/// to be committed there.
+/// Sends one write to the replica at `addr` (the leader) over a fresh connection of `links` and
+/// waits for it to be committed there.
 pub async fn forward_write(
+    links: &Links,
     addr: &str,
     rec: crate::AppRecord,
     limit: Duration,
 ) -> Result<crate::LogId, String> {
     let attempt = async {
-        let mut s = TcpStream::connect(addr)
+        let mut s = links
+            .connect(addr, limit)
             .await
             .map_err(|e| format!("connecting to {addr}: {e}"))?;
         write_frame(&mut s, &Request::Forward(rec))

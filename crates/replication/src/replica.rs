@@ -13,6 +13,7 @@ use openraft::{BasicNode, Config, Raft, ServerState};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+use crate::link::Links;
 use crate::log_store::{LogStorage, RecoveredLog};
 use crate::network::{serve, Contacts, Network};
 use crate::state_machine::StateMachine;
@@ -31,6 +32,8 @@ pub struct ReplicaConfig {
     pub log_file_pages: u32,
     pub durability: Durability,
     pub raft: Config,
+    /// How links to and from peers are secured (plain TCP by default).
+    pub links: Links,
 }
 
 impl ReplicaConfig {
@@ -43,6 +46,7 @@ impl ReplicaConfig {
             log_file_pages: 1024,
             durability: Durability::Fsync,
             raft: fast_failover_config(),
+            links: Links::default(),
         }
     }
 
@@ -84,6 +88,7 @@ pub struct Replica {
     contacts: Contacts,
     failover: FastFailover,
     detector: Option<JoinHandle<()>>,
+    links: Links,
 }
 
 impl Replica {
@@ -120,7 +125,8 @@ impl Replica {
         export.store(false, std::sync::atomic::Ordering::Release);
         let contacts = Contacts::default();
         let (failover, events) = FastFailover::new();
-        let network = Network::new(cfg.id, contacts.clone()).with_failover(failover.clone());
+        let network = Network::new(cfg.id, contacts.clone(), cfg.links.clone())
+            .with_failover(failover.clone());
         let raft = Raft::new(cfg.id, raft_cfg, network, storage.clone(), sm).await;
         export.store(true, std::sync::atomic::Ordering::Release);
         let raft = raft.map_err(|e| ReplicationError::Raft(e.to_string()))?;
@@ -136,6 +142,7 @@ impl Replica {
             raft.clone(),
             contacts.clone(),
             Some(failover.clone()),
+            cfg.links.clone(),
         );
         Ok(Replica {
             id: cfg.id,
@@ -148,6 +155,7 @@ impl Replica {
             contacts,
             failover,
             detector: Some(detector),
+            links: cfg.links,
         })
     }
 
@@ -205,6 +213,7 @@ impl Replica {
                     addr: Some(addr), ..
                 }) => {
                     return crate::network::forward_write(
+                        &self.links,
                         &addr,
                         rec,
                         std::time::Duration::from_secs(10),
@@ -253,6 +262,11 @@ impl Replica {
 
     pub fn id(&self) -> NodeId {
         self.id
+    }
+
+    /// How links to and from peers are secured.
+    pub fn links(&self) -> &Links {
+        &self.links
     }
 
     /// The address peers reach this replica at.

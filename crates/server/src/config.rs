@@ -58,6 +58,8 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "LocalAddress",
             "PreferredInstance",
             "MaxInFlight",
+            "SslLink",
+            "SslPeer",
         ],
     ),
     (
@@ -68,6 +70,8 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "RemoteAddresses",
             "MaxLagBytes",
             "DisconnectGraceMs",
+            "SslLink",
+            "SslPeer",
         ],
     ),
     ("Metrics", &["Port", "Address"]),
@@ -386,6 +390,48 @@ pub struct DrConfig {
     pub max_lag_bytes: u64,
     /// How long the bound still holds after the link drops (`DR:DisconnectGraceMs`).
     pub disconnect_grace_ms: u64,
+    /// The DR link is mutual TLS (`DR:SslLink`, `DR:SslPeer`).
+    pub link_tls: LinkTlsConfig,
+}
+
+/// Whether a link between a queue manager's instances (HA replication, the DR stream) is mutual
+/// TLS with the SSL stanza's key repository (`SslLink=Required`), and the DN filter the peer's
+/// certificate must match (`SslPeer`, SSLPEER's syntax).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkTlsConfig {
+    pub required: bool,
+    pub peer: Option<String>,
+}
+
+impl LinkTlsConfig {
+    fn from_ini(ini: &Ini, stanza: &str) -> Result<LinkTlsConfig, String> {
+        let required = match known(ini, stanza, "SslLink").map(|v| v.trim().to_ascii_lowercase()) {
+            None => false,
+            Some(v) => match v.as_str() {
+                "required" | "yes" => true,
+                "no" | "none" | "" => false,
+                _ => {
+                    return Err(format!(
+                        "qm.ini {stanza}:SslLink={v}: use 'Required' (mutual TLS with the SSL stanza's key repository) or 'No'"
+                    ))
+                }
+            },
+        };
+        let peer = known(ini, stanza, "SslPeer")
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string);
+        if let Some(p) = &peer {
+            ferrymq_security::tls::check_filter(p)
+                .map_err(|e| format!("qm.ini {stanza}:SslPeer={p}: {e}"))?;
+            if !required {
+                return Err(format!(
+                    "qm.ini {stanza}:SslPeer is set but {stanza}:SslLink is not Required"
+                ));
+            }
+        }
+        Ok(LinkTlsConfig { required, peer })
+    }
 }
 
 /// MQ's appliance holds at most 4 MB per queue manager in flight to the recovery site.
@@ -431,6 +477,7 @@ impl DrConfig {
             remote,
             max_lag_bytes,
             disconnect_grace_ms: num(ini, "DR", "DisconnectGraceMs", 5_000u64)?,
+            link_tls: LinkTlsConfig::from_ini(ini, "DR")?,
         }))
     }
 }
@@ -450,6 +497,8 @@ pub struct HaConfig {
     pub preferred: Option<String>,
     /// Replicated batches in flight at once (`NativeHA:MaxInFlight`, a tuning knob).
     pub max_in_flight: Option<usize>,
+    /// The replication links are mutual TLS (`NativeHA:SslLink`, `NativeHA:SslPeer`).
+    pub link_tls: LinkTlsConfig,
 }
 
 /// The kernel's range of ephemeral ports (`/proc/sys/net/ipv4/ip_local_port_range`): the local
@@ -556,6 +605,7 @@ impl HaConfig {
                         .ok_or_else(|| format!("qm.ini NativeHA:MaxInFlight={v}: use 1..1024"))?,
                 ),
             },
+            link_tls: LinkTlsConfig::from_ini(ini, "NativeHA")?,
         };
         if cfg.node_id(&cfg.local).is_none() {
             return Err(format!(
@@ -608,7 +658,7 @@ impl QmConfig {
                 .parse()
                 .map_err(|_| format!("qm.ini Log:Durability={v}: use 'fsync' or 'os'"))?,
         };
-        Ok(QmConfig {
+        let cfg = QmConfig {
             name,
             port: num(ini, "QueueManager", "Port", 1414)?,
             bind_address: known(ini, "QueueManager", "IPAddress")
@@ -698,7 +748,19 @@ impl QmConfig {
                     (port != 0).then(|| format!("{addr}:{port}"))
                 }
             },
-        })
+        };
+        let tls_links = [
+            ("NativeHA", cfg.ha.as_ref().map(|h| &h.link_tls)),
+            ("DR", cfg.dr.as_ref().map(|d| &d.link_tls)),
+        ];
+        for (stanza, link) in tls_links {
+            if link.is_some_and(|l| l.required) && cfg.ssl.is_none() {
+                return Err(format!(
+                    "qm.ini {stanza}:SslLink=Required needs the SSL stanza's key repository (CertFile=, KeyFile=, CAFile=)"
+                ));
+            }
+        }
+        Ok(cfg)
     }
 }
 
@@ -743,6 +805,42 @@ mod tests {
         let (s, w) = error_log_settings(&ini);
         assert_eq!(s, crate::errlog::Settings::default());
         assert_eq!(w.len(), 2, "{w:?}");
+    }
+
+    #[test]
+    fn tls_links_need_the_ssl_stanza_and_a_well_formed_peer_filter() {
+        let base = "QueueManager:\n   Name=QM1\nNativeHA:\n   Instances=a=h(1501),b=h(1502)\n   LocalName=a\n";
+        let cfg = |extra: &str| QmConfig::from_ini(&Ini::parse(&format!("{base}{extra}")).unwrap());
+        let ha = |extra: &str| cfg(extra).map(|c| c.ha.unwrap().link_tls);
+        assert_eq!(ha("").unwrap(), LinkTlsConfig::default());
+        let ssl = "SSL:\n   CertFile=qm.pem\n   KeyFile=qm.key\n   CAFile=ca.pem\n";
+        let on = ha(&format!(
+            "   SslLink=Required\n   SslPeer=OU=queue managers\n{ssl}"
+        ))
+        .unwrap();
+        assert!(on.required && on.peer.as_deref() == Some("OU=queue managers"));
+        let e = ha("   SslLink=Required\n").unwrap_err();
+        assert!(
+            e.contains("NativeHA:SslLink") && e.contains("SSL stanza"),
+            "{e}"
+        );
+        let e = ha(&format!("   SslLink=maybe\n{ssl}")).unwrap_err();
+        assert!(e.contains("Required"), "{e}");
+        let e = ha(&format!("   SslPeer=CN=x\n{ssl}")).unwrap_err();
+        assert!(e.contains("SslLink is not Required"), "{e}");
+        let e = ha(&format!("   SslLink=Required\n   SslPeer=nonsense\n{ssl}")).unwrap_err();
+        assert!(e.contains("SslPeer"), "{e}");
+        let dr = "DR:\n   Role=Primary\n   RemoteAddresses=h(1600)\n   SslLink=Required\n";
+        let e = cfg(dr).unwrap_err();
+        assert!(e.contains("DR:SslLink"), "{e}");
+        assert!(
+            cfg(&format!("{dr}{ssl}"))
+                .unwrap()
+                .dr
+                .unwrap()
+                .link_tls
+                .required
+        );
     }
 
     #[test]

@@ -135,6 +135,8 @@ pub mod ids {
         TLS_REPOSITORY_FAILED = 3014 Error "The TLS key repository cannot be used (file and problem named); TLS connections are refused, or the one loaded before stays in force.";
         TLS_SOCKET_REFUSED = 3015 Warning "A TLS connection was closed before its handshake finished: no key repository, a failed or slow handshake, or a certificate that does not verify.";
         CHANNEL_TLS_REFUSED = 3016 Warning "A channel refused a connection by its SSLCIPH, SSLCAUTH or SSLPEER (channel, rule and DN named).";
+        LINK_TLS_ON = 3017 Info "The links between the queue manager's instances (HA replication, DR) are mutual TLS: the certificate presented and the peer DN filter are named.";
+        LINK_TLS_REFUSED = 3018 Warning "A link between the queue manager's instances was refused: the peer's address and the rule (not TLS, no certificate, untrusted certificate, DN mismatch, refused by the peer, handshake timeout) are named; logged at most once a minute per peer and rule while the link retries.";
         HA_PREFERRED = 4001 Info "The preferred instance of the HA group changed.";
         HA_PREFERRED_UNRECORDED = 4002 Error "The preferred instance cannot be recorded in qm.ini.";
         HA_UNKNOWN_CONTROL = 4003 Warning "An HA control record of an unknown kind was ignored (a newer version wrote it?).";

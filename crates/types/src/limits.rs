@@ -94,3 +94,11 @@ pub const AUTH_CACHE_USERS_MAX: usize = 4096;
 /// once; more Connects wait their turn, so a storm of them can neither starve message traffic
 /// of CPU nor take memory without bound.
 pub const AUTH_VERIFY_CONCURRENT_MAX: usize = 2;
+/// Longest a TLS handshake on a link between a queue manager's instances (HA replication, the DR
+/// stream) may take before the connection is dropped and retried.
+pub const LINK_TLS_HANDSHAKE_MS: u64 = 5_000;
+/// A refusal of an instance link is written to the error log at most this often for one peer
+/// and rule (the link retries every few hundred milliseconds meanwhile).
+pub const LINK_REFUSAL_LOG_INTERVAL_MS: u64 = 60_000;
+/// Peers whose last link refusal is remembered for that purpose (the oldest are forgotten).
+pub const LINK_REFUSAL_PEERS_MAX: usize = 256;

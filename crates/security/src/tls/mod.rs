@@ -6,6 +6,7 @@
 pub mod cipher;
 pub mod devca;
 pub mod dn;
+pub mod link;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -82,6 +82,8 @@ pub struct DrHandle {
     /// a resumed copy skipped): its progress for `dspmq -o dr -w` (COPYBYTES, COPIEDBYTES).
     pub copy_bytes: AtomicU64,
     pub copy_sent: AtomicU64,
+    /// How the DR link is secured (plain TCP unless qm.ini `DR:SslLink=Required`).
+    pub links: ferrymq_replication::link::Links,
 }
 
 #[derive(Debug, Clone)]
@@ -112,7 +114,14 @@ impl DrHandle {
             sessions: AtomicU64::new(0),
             copy_bytes: AtomicU64::new(0),
             copy_sent: AtomicU64::new(0),
+            links: ferrymq_replication::link::Links::plain("DR"),
         }
+    }
+
+    /// The same, its link secured as `links` says.
+    pub fn with_links(mut self, links: ferrymq_replication::link::Links) -> DrHandle {
+        self.links = links;
+        self
     }
 
     pub fn is_secondary(&self) -> bool {

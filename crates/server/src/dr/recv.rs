@@ -11,8 +11,9 @@ use ferrymq_dr::wire::{self, CopyProgress, Frame};
 use ferrymq_engine::dr::DrState;
 use ferrymq_engine::records::DrMark;
 use ferrymq_engine::{Engine, MemoryLog};
+use ferrymq_replication::link::LinkStream;
 use parking_lot::Mutex;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use super::{DrHandle, LinkState};
@@ -91,9 +92,23 @@ pub async fn run_secondary(shared: Arc<Shared>, dr: Arc<DrHandle>) {
     let mut current: Option<tokio::task::JoinHandle<()>> = None;
     let staging: Arc<Mutex<Option<Staging>>> = Arc::new(Mutex::new(None));
     note_copying(&shared, None);
+    // A connection replaces the session before it only once its link is secured (a TLS
+    // handshake, in a task of its own): one refused cannot cut the primary's stream.
+    let (secured_tx, mut secured) = mpsc::channel::<(LinkStream, std::net::SocketAddr)>(4);
     loop {
-        let Ok((sock, peer)) = listener.accept().await else {
-            continue;
+        let (sock, peer) = tokio::select! {
+            accepted = listener.accept() => {
+                if let Ok((sock, peer)) = accepted {
+                    let (links, tx) = (dr.links.clone(), secured_tx.clone());
+                    tokio::spawn(async move {
+                        if let Ok(s) = links.accept(sock, peer).await {
+                            let _ = tx.send((s, peer)).await;
+                        }
+                    });
+                }
+                continue;
+            }
+            Some(s) = secured.recv() => s,
         };
         if let Some(old) = current.take() {
             old.abort();
@@ -116,11 +131,10 @@ pub async fn run_secondary(shared: Arc<Shared>, dr: Arc<DrHandle>) {
 async fn session(
     shared: &Shared,
     dr: &DrHandle,
-    sock: TcpStream,
+    sock: LinkStream,
     peer: &str,
     staging: &Arc<Mutex<Option<Staging>>>,
 ) -> Result<(), String> {
-    let _ = sock.set_nodelay(true);
     let (mut rd, mut wr) = sock.into_split();
     let io = |e: std::io::Error| e.to_string();
     let hello = tokio::time::timeout(HELLO_TIMEOUT, wire::read(&mut rd))

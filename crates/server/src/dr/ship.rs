@@ -13,8 +13,8 @@ use ferrymq_dr::{RaftSource, RingSource, StreamSource, Unit};
 use ferrymq_engine::records::DrMark;
 use ferrymq_log::RecoveryLog;
 use ferrymq_replication::ha::Proposals;
+use ferrymq_replication::link::{LinkStream, Links};
 use ferrymq_replication::{LogId, LogStorage};
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use super::gate::Gate;
@@ -243,13 +243,12 @@ fn ensure_stream(shared: &Shared) -> Result<u64, String> {
     Ok(id)
 }
 
-async fn connect_any(addrs: &[String]) -> Result<(TcpStream, String), String> {
+async fn connect_any(links: &Links, addrs: &[String]) -> Result<(LinkStream, String), String> {
     let mut errs = Vec::new();
     for a in addrs {
-        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(a)).await {
-            Ok(Ok(s)) => return Ok((s, a.clone())),
-            Ok(Err(e)) => errs.push(format!("{a}: {e}")),
-            Err(_) => errs.push(format!("{a}: no answer within {CONNECT_TIMEOUT:?}")),
+        match links.connect(a, CONNECT_TIMEOUT).await {
+            Ok(s) => return Ok((s, a.clone())),
+            Err(e) => errs.push(format!("{a}: {e}")),
         }
     }
     Err(format!(
@@ -268,8 +267,7 @@ async fn session(
     kept: &mut Option<SentCopy>,
 ) -> Result<(), String> {
     dr.set_link(LinkState::Connecting, "");
-    let (sock, addr) = connect_any(&dr.cfg.remote).await?;
-    let _ = sock.set_nodelay(true);
+    let (sock, addr) = connect_any(&dr.links, &dr.cfg.remote).await?;
     let (mut rd, mut wr) = sock.into_split();
     let io = |e: std::io::Error| format!("DR link to {addr}: {e}");
     wire::write(

@@ -191,6 +191,12 @@ pub async fn start(
     rcfg.log_file_pages = cfg.log_file_pages;
     rcfg.durability = cfg.durability;
     rcfg.raft = raft_config();
+    rcfg.links = crate::security::tls::instance_links(
+        "HA replication",
+        &ha.link_tls,
+        cfg.ssl.as_ref(),
+        &paths.dir,
+    )?;
     let max_record = (cfg.log_file_pages as usize * 4096) / 2;
     let core = Arc::new(Mutex::new(Core::new(Engine::new(
         ecfg.clone(),

@@ -309,10 +309,20 @@ enum Log {
 /// The one start path of a queue manager, standalone or an HA instance: open its log (recovering
 /// the engine), wire the shared state, serve until ended, then stop the log in order.
 fn run_instance(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
-    let dr = cfg
-        .dr
-        .clone()
-        .map(|c| Arc::new(DrHandle::new(c, &cfg.name, Some(paths.ini()))));
+    let dr = match cfg.dr.clone() {
+        None => None,
+        Some(c) => {
+            let links = crate::security::tls::instance_links(
+                "DR",
+                &c.link_tls,
+                cfg.ssl.as_ref(),
+                &paths.dir,
+            )?;
+            Some(Arc::new(
+                DrHandle::new(c, &cfg.name, Some(paths.ini())).with_links(links),
+            ))
+        }
+    };
     // A DR primary's replies wait on the lag bound.
     let max_lag = dr
         .as_ref()
@@ -329,6 +339,12 @@ fn run_instance(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
     let (end_tx, end_rx) = watch::channel(None);
     let tls =
         crate::security::tls::TlsState::load(cfg.ssl.as_ref(), paths.ini(), paths.dir.clone());
+    if let Some(h) = &opened.ha {
+        tls.refresh_links(h.replica.links().clone(), h.cfg.link_tls.peer.clone());
+    }
+    if let Some(d) = &dr {
+        tls.refresh_links(d.links.clone(), d.cfg.link_tls.peer.clone());
+    }
     let shared = Arc::new(Shared::new(
         opened.core,
         opened.storage,

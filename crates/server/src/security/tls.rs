@@ -1,6 +1,8 @@
 //! TLS on client sockets: the key repository in force (replaced whole by REFRESH SECURITY
 //! TYPE(SSL), so a socket accepted after it sees the new one and sockets already open keep theirs),
-//! and the one place a channel's SSLCIPH, SSLCAUTH and SSLPEER accept or refuse a socket.
+//! and the one place a channel's SSLCIPH, SSLCAUTH and SSLPEER accept or refuse a socket. Also the
+//! links between the queue manager's own instances (HA replication, DR) when qm.ini makes them
+//! mutual TLS ([`instance_links`]); a refresh reaches their new connections too.
 //!
 //! One port serves plain and TLS sockets (the listener looks at the first byte); whether a
 //! channel needs TLS, which suites and which peers it accepts is each channel's decision, taken at
@@ -10,11 +12,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use ferrymq_replication::link::{Links, Refusal as LinkRefused, TlsPolicy};
+use ferrymq_security::tls::link::{classify, LinkRefusal, LinkTls};
 use ferrymq_security::tls::{
-    dn_matches, CipherSpec, KeyRepository, TlsSession, HANDSHAKE_RECORD_BYTE,
+    dn_matches, CipherSpec, KeyRepoPaths, KeyRepository, TlsSession, HANDSHAKE_RECORD_BYTE,
 };
 use ferrymq_types::Reason;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use rustls::ServerConfig;
 
 use crate::config::{ssl_from_ini, Ini};
@@ -25,6 +29,82 @@ pub struct TlsState {
     /// The queue manager's qm.ini (re-read by a refresh) and directory (relative paths).
     ini: PathBuf,
     dir: PathBuf,
+    /// The instance links whose new connections a refresh reaches, with their peer filters.
+    links: Mutex<Vec<(Links, Option<String>)>>,
+}
+
+/// The links of kind `what` ("HA replication", "DR") as qm.ini sets them: plain, or mutual TLS
+/// with the key repository at `ssl` (relative paths under `dir`) and the peer DN filter. A
+/// repository that cannot be used is an error: such links could never connect.
+pub fn instance_links(
+    what: &'static str,
+    link: &crate::config::LinkTlsConfig,
+    ssl: Option<&KeyRepoPaths>,
+    dir: &std::path::Path,
+) -> Result<Links, String> {
+    if !link.required {
+        return Ok(Links::plain(what));
+    }
+    let paths = ssl
+        .ok_or_else(|| format!("{what} links need TLS but qm.ini has no SSL stanza"))?
+        .under(dir);
+    let tls = link_tls(&paths, link.peer.as_deref()).map_err(|e| {
+        format!("{what} links need TLS, and the key repository cannot be used: {e}")
+    })?;
+    crate::qm_log!(
+        crate::errlog::ids::LINK_TLS_ON,
+        "{what} links are mutual TLS: this instance presents {} (issued by {}); a peer must present a certificate from {}{}",
+        tls.own.subject,
+        tls.own.issuer,
+        paths.ca_file.display(),
+        link.peer
+            .as_ref()
+            .map_or(String::new(), |p| format!(" whose DN matches '{p}'"))
+    );
+    Ok(Links::tls(
+        what,
+        std::sync::Arc::new(Policy(tls)),
+        std::sync::Arc::new(|msg: &str| {
+            crate::qm_log!(crate::errlog::ids::LINK_TLS_REFUSED, "{msg}")
+        }),
+    ))
+}
+
+fn link_tls(paths: &KeyRepoPaths, peer: Option<&str>) -> Result<LinkTls, String> {
+    let repo = KeyRepository::load(paths).map_err(|e| e.to_string())?;
+    LinkTls::new(&repo, peer).map_err(|e| e.to_string())
+}
+
+/// The security crate's link rules, as the links ask for them.
+struct Policy(LinkTls);
+
+fn refusal(r: LinkRefusal) -> LinkRefused {
+    LinkRefused {
+        rule: r.rule.name(),
+        detail: r.detail,
+    }
+}
+
+impl TlsPolicy for Policy {
+    fn client_config(&self) -> Arc<rustls::ClientConfig> {
+        self.0.client.clone()
+    }
+
+    fn server_config(&self) -> Arc<ServerConfig> {
+        self.0.server.clone()
+    }
+
+    fn server_name(&self, addr: &str) -> rustls::pki_types::ServerName<'static> {
+        LinkTls::server_name(addr)
+    }
+
+    fn check_peer(&self, state: &rustls::CommonState) -> Result<(), LinkRefused> {
+        self.0.check_peer(state).map(|_| ()).map_err(refusal)
+    }
+
+    fn classify(&self, e: &rustls::Error) -> LinkRefused {
+        refusal(classify(e))
+    }
 }
 
 impl TlsState {
@@ -39,6 +119,7 @@ impl TlsState {
             current: RwLock::new(None),
             ini,
             dir,
+            links: Mutex::new(Vec::new()),
         };
         if let Some(paths) = ssl {
             match state.build(paths) {
@@ -75,6 +156,13 @@ impl TlsState {
         ))
     }
 
+    /// Makes REFRESH SECURITY TYPE(SSL) reach `links` too (if they are TLS links).
+    pub fn refresh_links(&self, links: Links, peer: Option<String>) {
+        if links.is_tls() {
+            self.links.lock().push((links, peer));
+        }
+    }
+
     /// The configuration a TLS socket accepted now is served with; None: TLS is not configured.
     pub fn server_config(&self) -> Option<Arc<ServerConfig>> {
         self.current.read().clone()
@@ -94,6 +182,13 @@ impl TlsState {
         };
         match self.build(&paths) {
             Ok((cfg, msg)) => {
+                // The instance links take the new repository too (it loaded once already).
+                let under = paths.under(&self.dir);
+                for (links, peer) in self.links.lock().iter() {
+                    if let Ok(t) = link_tls(&under, peer.as_deref()) {
+                        links.replace(Arc::new(Policy(t)));
+                    }
+                }
                 *self.current.write() = Some(cfg);
                 crate::qm_log!(crate::errlog::ids::TLS_REPOSITORY_LOADED, "{msg}");
                 Ok(format!("{msg}; new connections use it"))
