@@ -65,6 +65,19 @@ fn tls_qm<'h>(home: &'h Home, name: &str) -> (Qm<'h>, PathBuf) {
     (qm, certs)
 }
 
+/// The error log once it contains `needle` (or after 20 s): a refusal may be logged after the
+/// client has seen it.
+fn log_with(qm: &Qm, needle: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let log = support::error_log(&qm.dir());
+        if log.contains(needle) || std::time::Instant::now() > deadline {
+            return log;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 fn put_and_get(c: &Connection, body: &str) {
     let h = c.open("TLS.Q", open::OUTPUT | open::INPUT_SHARED).unwrap();
     c.put(
@@ -178,8 +191,9 @@ fn a_tls_client_puts_and_gets_and_each_channel_rule_refuses_whom_it_should() {
     let e = refused(&qm, Some(impostor));
     assert_eq!(e.reason, Reason::SSL_INITIALIZATION_ERROR, "{e}");
 
-    // The error log says which channel refused, by which rule, and whom.
-    let log = support::error_log(&qm.dir());
+    // The error log says which channel refused, by which rule, and whom. The handshake failure
+    // is logged once the server has sent its alert, so possibly after the client saw it.
+    let log = log_with(&qm, "TLS handshake with");
     for needle in [
         "channel SYSTEM.DEF.SVRCONN: SSLCIPH(ANY_TLS12_OR_HIGHER) requires TLS",
         "refused by SSLCAUTH",
@@ -249,7 +263,7 @@ fn a_tls_socket_is_closed_and_logged_when_no_key_repository_is_configured() {
     home.ok(&["mkdevcerts", "--dir", certs.to_str().unwrap()]);
     let e = refused(&qm, Some(tls(&certs, None)));
     assert_eq!(e.reason, Reason::SSL_INITIALIZATION_ERROR, "{e}");
-    let log = support::error_log(&qm.dir());
+    let log = log_with(&qm, "no TLS key repository");
     assert!(log.contains("no TLS key repository"), "{log}");
     // The same port still serves plain sockets.
     connect(&qm, None).expect("plain connect");

@@ -14,7 +14,8 @@
 //!   several rounds, each round starting with the next mode, so the drift of a shared machine
 //!   and the order touch them alike; each mode's best round counts.
 //! - Connection rate (connects, each followed by its disconnect, per second) with one and with
-//!   several connectors: plain, TLS and with a password (argon2id verification per connect).
+//!   several connectors: plain, TLS and with a password (one argon2id verification, then
+//!   reconnects let in by the queue manager's remembered verification).
 //!
 //! The channels, user and authorities are the bench's own: nothing depends on
 //! SYSTEM.DEF.SVRCONN being open.
