@@ -80,9 +80,51 @@ pub struct TlsOptions {
     pub server_name: Option<String>,
 }
 
+/// The size and modification time of each file a TLS configuration was read from: a changed
+/// file (a renewed certificate) makes a new configuration.
+type FileStamps = Vec<Option<(u64, std::time::SystemTime)>>;
+
+/// Configurations already built in this process, most recent last.
+static CONFIGS: std::sync::Mutex<
+    Vec<(TlsOptions, FileStamps, std::sync::Arc<rustls::ClientConfig>)>,
+> = std::sync::Mutex::new(Vec::new());
+
 impl TlsOptions {
-    /// The rustls configuration, or why these options cannot be used (MQRC_SSL_INITIALIZATION_ERROR).
+    fn stamps(&self) -> FileStamps {
+        [
+            Some(&self.ca_file),
+            self.cert_file.as_ref(),
+            self.key_file.as_ref(),
+        ]
+        .into_iter()
+        .map(|f| {
+            let m = std::fs::metadata(f?).ok()?;
+            Some((m.len(), m.modified().ok()?))
+        })
+        .collect()
+    }
+
+    /// The rustls configuration for these options, shared by every socket of the process that
+    /// uses the same options and unchanged files: the PEM files are read once, and the
+    /// configuration's session cache lets a reconnect resume its TLS session instead of a full
+    /// handshake. At most TLS_CLIENT_CONFIGS_MAX are kept.
     pub(crate) fn client_config(&self) -> Result<std::sync::Arc<rustls::ClientConfig>, MqError> {
+        let stamps = self.stamps();
+        let mut cache = CONFIGS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, c)) = cache.iter().find(|(o, s, _)| o == self && *s == stamps) {
+            return Ok(c.clone());
+        }
+        let c = self.build_config()?;
+        cache.retain(|(o, _, _)| o != self);
+        if cache.len() >= ferrymq_types::limits::TLS_CLIENT_CONFIGS_MAX {
+            cache.remove(0);
+        }
+        cache.push((self.clone(), stamps, c.clone()));
+        Ok(c)
+    }
+
+    /// The rustls configuration, or why these options cannot be used (MQRC_SSL_INITIALIZATION_ERROR).
+    fn build_config(&self) -> Result<std::sync::Arc<rustls::ClientConfig>, MqError> {
         let bad = |m: String| MqError::new(Reason::SSL_INITIALIZATION_ERROR, m);
         let cipher = self
             .cipher
@@ -223,6 +265,31 @@ pub(crate) fn endpoints(opts: &ConnectOptions) -> Result<Vec<Endpoint>, MqError>
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn one_tls_configuration_serves_every_socket_until_a_file_changes() {
+        use ferrymq_security::tls::devca::DevCa;
+        let dir = tempfile::tempdir().unwrap();
+        let ca = DevCa::new("test CA").unwrap();
+        let ca_file = dir.path().join("ca.pem");
+        std::fs::write(&ca_file, ca.cert_pem()).unwrap();
+        let opts = TlsOptions {
+            ca_file: ca_file.clone(),
+            ..Default::default()
+        };
+        let a = opts.client_config().unwrap();
+        let b = opts.clone().client_config().unwrap();
+        assert!(std::sync::Arc::ptr_eq(&a, &b), "the same options share one");
+        let other = TlsOptions {
+            cipher: Some("ANY_TLS13".into()),
+            ..opts.clone()
+        };
+        assert!(!std::sync::Arc::ptr_eq(&a, &other.client_config().unwrap()));
+        // A renewed CA file (another size) is read again.
+        let renewed = DevCa::new("renewed test CA with a longer name").unwrap();
+        std::fs::write(&ca_file, renewed.cert_pem()).unwrap();
+        assert!(!std::sync::Arc::ptr_eq(&a, &opts.client_config().unwrap()));
+    }
+
     use super::*;
 
     #[test]

@@ -88,6 +88,8 @@ pub const AUTH_FAILURE_ADDRESSES_MAX: usize = 4096;
 /// How long a successful password verification is remembered (see
 /// `ferrymq_security::users::cache`): a reconnect within it costs no argon2 verification.
 pub const AUTH_CACHE_TTL_MS: u64 = 300_000;
+/// TLS client configurations a process keeps for reuse (one per distinct set of TLS options).
+pub const TLS_CLIENT_CONFIGS_MAX: usize = 16;
 /// Users whose last successful verification is remembered at once.
 pub const AUTH_CACHE_USERS_MAX: usize = 4096;
 /// Password verifications (argon2: tens of milliseconds of a core and ~19 MiB each) run at
