@@ -276,13 +276,17 @@ fn address_of(conname: &str) -> &str {
 /// rule matched (a WARN(YES) rule only logs).
 pub fn refused_at_accept(shared: &Shared, address: &str) -> bool {
     let rules = rules(&mut shared.core.lock());
-    let Some(r) = chlauth::blocked_address(&rules, address) else {
-        return false;
-    };
+    chlauth::blocked_address(&rules, address)
+        .is_some_and(|r| rule_refuses(shared, r, &format!("connection from {address}")))
+}
+
+/// Whether the CHLAUTH rule `r`, which matched the attempt `who` names, refuses it: a WARN(YES)
+/// rule only logs that it would have; any other is counted and logged.
+fn rule_refuses(shared: &Shared, r: &Rule, who: &str) -> bool {
     if r.warn {
         crate::qm_log!(
             crate::errlog::ids::CHLAUTH_REFUSED,
-            "connection from {address} would be refused by {} (WARN(YES): let through)",
+            "{who} would be refused by {} (WARN(YES): let through)",
             r.describe()
         );
         return false;
@@ -293,7 +297,7 @@ pub fn refused_at_accept(shared: &Shared, address: &str) -> bool {
         .fetch_add(1, Ordering::Relaxed);
     crate::qm_log!(
         crate::errlog::ids::CHLAUTH_REFUSED,
-        "connection from {address} refused by {}",
+        "{who} refused by {}",
         r.describe()
     );
     true
@@ -461,26 +465,8 @@ pub async fn admit(
                 mapped = Some(u);
             }
             Mapping::NoAccess(r) => {
-                if r.warn {
-                    crate::qm_log!(
-                        crate::errlog::ids::CHLAUTH_REFUSED,
-                        "channel {} from {address}, user '{}': would be refused by {} (WARN(YES): let through)",
-                        ch.name,
-                        req.user,
-                        r.describe()
-                    );
-                } else {
-                    shared
-                        .security
-                        .chlauth_refusals
-                        .fetch_add(1, Ordering::Relaxed);
-                    crate::qm_log!(
-                        crate::errlog::ids::CHLAUTH_REFUSED,
-                        "channel {} from {address}, user '{}': refused by {}",
-                        ch.name,
-                        req.user,
-                        r.describe()
-                    );
+                let who = format!("channel {} from {address}, user '{}'", ch.name, req.user);
+                if rule_refuses(shared, r, &who) {
                     return Err(refuse(format!(
                         "a channel authentication record refuses channel '{}' from {address}",
                         ch.name
@@ -582,24 +568,8 @@ pub async fn admit(
     if let Some(ch) = channel {
         let admin = |u: &str| is_admin(&store, u);
         if let Some(r) = chlauth::blocked_user(&rules, &ch.name, &user, &admin) {
-            if r.warn {
-                crate::qm_log!(
-                    crate::errlog::ids::CHLAUTH_REFUSED,
-                    "channel {} from {address}: user '{user}' would be refused by {} (WARN(YES): let through)",
-                    ch.name,
-                    r.describe()
-                );
-            } else {
-                shared
-                    .security
-                    .chlauth_refusals
-                    .fetch_add(1, Ordering::Relaxed);
-                crate::qm_log!(
-                    crate::errlog::ids::CHLAUTH_REFUSED,
-                    "channel {} from {address}: user '{user}' refused by {}",
-                    ch.name,
-                    r.describe()
-                );
+            let who = format!("channel {} from {address}: user '{user}'", ch.name);
+            if rule_refuses(shared, r, &who) {
                 return Err(refuse(format!(
                     "user '{user}' is blocked on channel '{}'",
                     ch.name
