@@ -274,6 +274,7 @@ impl Engine {
                 groups: Default::default(),
                 saved_context: None,
                 remote: None,
+                topic: None,
             },
         );
         Ok((hobj, queue, lsn))
@@ -305,6 +306,7 @@ impl Engine {
                 groups: Default::default(),
                 saved_context: None,
                 remote: Some(Box::new(dest)),
+                topic: None,
             },
         );
         if options & open::OUTPUT != 0 {
@@ -456,7 +458,9 @@ impl Engine {
         options: u32,
         now_ms: u64,
     ) -> Result<Lsn, MqError> {
-        let _ = now_ms;
+        if self.is_sub_handle(conn, hobj) {
+            return self.close_sub(conn, hobj, options, now_ms);
+        }
         let h = self.handle(conn, hobj)?.clone();
         let delete = options & (close::DELETE | close::DELETE_PURGE) != 0;
         let purge = options & close::DELETE_PURGE != 0;
