@@ -417,7 +417,7 @@ impl Engine {
     /// would start again after a restart or an HA failover and repeat the names of permanent
     /// dynamic queues that still exist (MQRC_OBJECT_ALREADY_EXISTS); the instance id differs in
     /// every run of every instance. A name that happens to exist already is skipped.
-    fn dynamic_queue_name(&mut self, pattern: &str) -> Result<String, MqError> {
+    pub(crate) fn dynamic_queue_name(&mut self, pattern: &str) -> Result<String, MqError> {
         let Some(prefix) = pattern.strip_suffix('*') else {
             ferrymq_types::objects::validate_object_name(pattern)
                 .map_err(|e| mqerr!(DYNAMIC_Q_NAME_ERROR, "dynamic queue name: {e}"))?;

@@ -397,3 +397,110 @@ fn a_publication_under_syncpoint_reaches_every_subscriber_at_commit_and_none_at_
     assert_eq!(drain(&sub, a.queue.as_ref().unwrap()), vec!["committed"]);
     assert_eq!(drain(&sub, b.queue.as_ref().unwrap()), vec!["committed"]);
 }
+
+fn mqsc(home: &Home, qm: &str, script: &str) -> String {
+    let out = home.run_with_input(&["runmqsc", qm], script);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "runmqsc:\n{script}\n---\n{text}"
+    );
+    text
+}
+
+#[test]
+fn mqsc_defines_displays_and_deletes_subscriptions_to_named_queues() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "PSMQSC", &[]);
+    mqsc(
+        &home,
+        "PSMQSC",
+        "DEFINE QLOCAL(AUDIT.Q)\n\
+         DEFINE TOPIC(ORDERS.TOPIC) TOPICSTR('orders')\n\
+         DEFINE SUB('audit sub') TOPICOBJ(ORDERS.TOPIC) TOPICSTR('#') DEST(AUDIT.Q) SELECTOR('amount > 100')\n",
+    );
+    let c = qm.connect();
+    // An application's subscription to a queue it names (not managed).
+    let own = c
+        .subscribe(&SubscriptionOptions {
+            queue: Some("AUDIT.Q".into()),
+            name: Some("APP.SUB".into()),
+            ..SubscriptionOptions::topic("orders/big")
+        })
+        .unwrap();
+    assert_eq!(own.queue, None);
+    assert_eq!(own.queue_name, "AUDIT.Q");
+    for amount in [50, 500] {
+        let mut p = Properties::default();
+        p.set("amount", PropertyValue::Int(amount));
+        publish(
+            &c,
+            "orders/big",
+            &format!("amount {amount}"),
+            &p,
+            &PutOptions::default(),
+        );
+    }
+    let q = c.open("AUDIT.Q", open::INPUT_SHARED).unwrap();
+    let mut got = drain(&c, &q);
+    got.sort();
+    assert_eq!(
+        got,
+        vec!["amount 50", "amount 500", "amount 500"],
+        "the administrative subscription (selector) and the application's (none)"
+    );
+    let shown = mqsc(
+        &home,
+        "PSMQSC",
+        "DISPLAY SUB('audit*') ALL\nDISPLAY SBSTATUS(APP.SUB)\nDISPLAY TPSTATUS('orders/big')\nDISPLAY PUBSUB\n",
+    );
+    for want in [
+        "SUB(audit sub)",
+        "TOPICSTR(orders/#)",
+        "DEST(AUDIT.Q)",
+        "SUBTYPE(ADMIN)",
+        "DURABLE(YES)",
+        "SELECTOR(amount > 100)",
+        "SUB(APP.SUB)",
+        "ACTCONN(",
+        "SUBCOUNT(2)",
+        "ADMIN(ORDERS.TOPIC)",
+        "STATUS(ACTIVE)",
+        "NDURSUBS(1)",
+    ] {
+        assert!(shown.contains(want), "no '{want}' in:\n{shown}");
+    }
+    mqsc(&home, "PSMQSC", "DELETE SUB('audit sub')\n");
+    c.close_subscription(&own, 0).unwrap();
+    let warn = PutOptions {
+        pubsub: pmo::WARN_IF_NO_SUBS_MATCHED,
+        ..PutOptions::default()
+    };
+    let e = c
+        .put1_topic(
+            "ORDERS.TOPIC",
+            "big",
+            &md(Persistence::NotPersistent),
+            &Properties::default(),
+            Bytes::from_static(b"nobody"),
+            &warn,
+        )
+        .unwrap_err();
+    assert_eq!(e.reason, Reason::NO_SUBS_MATCHED);
+    let out = home.run_with_input(&["runmqsc", "PSMQSC"], "DISPLAY SUB('audit sub')\n");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not defined"));
+    // Topic attributes inherit: PUB(DISABLED) on a node inhibits publications below it.
+    mqsc(&home, "PSMQSC", "ALTER TOPIC(ORDERS.TOPIC) PUB(DISABLED)\n");
+    let e = c
+        .put1_topic(
+            "",
+            "orders/small",
+            &md(Persistence::NotPersistent),
+            &Properties::default(),
+            Bytes::from_static(b"x"),
+            &PutOptions::default(),
+        )
+        .unwrap_err();
+    assert_eq!(e.reason, Reason::PUT_INHIBITED);
+}

@@ -1011,6 +1011,176 @@ impl Engine {
         Ok((n, lsn))
     }
 
+    /// DEFINE SUB: an administrative durable subscription, from MQSC keywords (TOPICSTR,
+    /// TOPICOBJ, DEST, DESTQMGR, DESTCLAS, SELECTOR, EXPIRY, USERDATA, REQONLY). A managed one
+    /// gets a permanent dynamic queue from the topic's MDURMDL. REPLACE keeps an existing
+    /// subscription's identity and queue.
+    pub fn define_sub(
+        &mut self,
+        name: &str,
+        attrs: &[(String, String)],
+        replace: bool,
+        now_ms: u64,
+    ) -> Result<Lsn, MqError> {
+        let get = |k: &str| {
+            attrs
+                .iter()
+                .find(|(a, _)| a == k)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        };
+        if name.trim().is_empty() || name.len() > SUB_NAME_LEN_MAX {
+            return Err(mqerr!(
+                SUB_NAME_ERROR,
+                "a subscription name has 1 to {SUB_NAME_LEN_MAX} bytes"
+            ));
+        }
+        if self.pubsub.nondurable.contains_key(name) {
+            return Err(mqerr!(
+                SUB_ALREADY_EXISTS,
+                "'{name}' is a non-durable subscription of a connected application"
+            ));
+        }
+        let old = self
+            .objects
+            .get(&(ObjectKind::Sub, name.to_string()))
+            .map(Sub::from_object);
+        if old.is_some() && !replace {
+            return Err(mqerr!(
+                OBJECT_ALREADY_EXISTS,
+                "SUB '{name}' already exists; use REPLACE to change it"
+            ));
+        }
+        let topic = self.topic_of(&get("TOPICOBJ"), &get("TOPICSTR"))?;
+        let t = self.topic_attrs(&topic);
+        if !t.subscribe {
+            return Err(mqerr!(
+                SUB_INHIBITED,
+                "subscriptions to '{topic}' are inhibited (SUB(DISABLED), from topic object '{}')",
+                t.object
+            ));
+        }
+        if !t.durable_subs {
+            return Err(mqerr!(
+                DURABILITY_NOT_ALLOWED,
+                "durable subscriptions to '{topic}' are not allowed (DURSUB(NO), from topic object '{}')",
+                t.object
+            ));
+        }
+        let selector_text = get("SELECTOR").trim().to_string();
+        let selector = if selector_text.is_empty() {
+            None
+        } else {
+            Some(Selector::parse(&selector_text)?)
+        };
+        let managed = get("DESTCLAS") == "MANAGED";
+        let mut lsn = 0;
+        let dest = match (&old, managed) {
+            (Some(o), true) if o.managed => o.dest.clone(),
+            (_, true) => {
+                let (q, l) = self.managed_queue(&t.mdurmdl, now_ms)?;
+                lsn = l;
+                q
+            }
+            (_, false) => {
+                let dest = get("DEST");
+                if dest.is_empty() {
+                    return Err(mqerr!(
+                        UNKNOWN_OBJECT_NAME,
+                        "DEFINE SUB('{name}') names no DEST: name a queue, or DESTCLAS(MANAGED)"
+                    ));
+                }
+                let dq = get("DESTQMGR");
+                if (dq.is_empty() || dq == self.cfg.qmgr_name) && self.queues.get(&dest).is_none() {
+                    return Err(self.no_such_queue(&dest));
+                }
+                dest
+            }
+        };
+        let expiry = match get("EXPIRY").as_str() {
+            "" | "UNLIMITED" => -1,
+            v => v.parse::<i32>().unwrap_or(-1),
+        };
+        let s = Sub {
+            name: name.to_string(),
+            id: old.as_ref().map_or_else(|| self.new_id(), |o| o.id),
+            topic,
+            topic_obj: get("TOPICOBJ"),
+            dest,
+            dest_qmgr: get("DESTQMGR"),
+            managed,
+            durable: true,
+            selector_text,
+            selector,
+            expiry,
+            created_ms: old.as_ref().map_or(now_ms, |o| o.created_ms),
+            altered_ms: now_ms,
+            user: self.cfg.qmgr_name.clone(),
+            user_data: get("USERDATA"),
+            on_request: get("REQONLY") == "YES",
+            admin: true,
+        };
+        lsn = lsn.max(self.log_record(&Record::DefineObject(s.to_object()))?);
+        self.objects
+            .insert((ObjectKind::Sub, s.name.clone()), s.to_object());
+        self.objects_version += 1;
+        if old.is_none() && !s.on_request {
+            if let Ok((_, l)) = self.send_retained(&s, now_ms) {
+                lsn = lsn.max(l);
+            }
+        }
+        Ok(lsn)
+    }
+
+    /// A permanent dynamic queue for a managed durable subscription, from model `model`.
+    fn managed_queue(&mut self, model: &str, now_ms: u64) -> Result<(String, Lsn), MqError> {
+        let def = match self.queues.get(model).map(|q| &q.def) {
+            Some(d) if matches!(d.kind, QueueKind::Model { def_type: DynamicKind::Permanent }) => {
+                d.clone()
+            }
+            _ => {
+                return Err(mqerr!(
+                    UNKNOWN_OBJECT_NAME,
+                    "model queue '{model}' for a managed durable subscription is not defined with DEFTYPE(PERMDYN)"
+                ))
+            }
+        };
+        let name = self.dynamic_queue_name("SYSTEM.MANAGED.DURABLE.*")?;
+        let mut q = def;
+        q.name = name.clone();
+        q.kind = QueueKind::Local;
+        q.dynamic = Some(DynamicKind::Permanent);
+        q.times = ferrymq_types::ObjectTimes::at(now_ms);
+        let lsn = self.log_record(&Record::DefineQueue(q.clone()))?;
+        self.queues
+            .insert(name.clone(), crate::queue::Queue::new(q));
+        Ok((name, lsn))
+    }
+
+    /// DELETE SUB: removes a durable subscription that no application has open (with its
+    /// managed queue).
+    pub fn delete_sub(&mut self, name: &str) -> Result<Lsn, MqError> {
+        if self.pubsub.nondurable.contains_key(name) {
+            return Err(mqerr!(
+                SUBSCRIPTION_IN_USE,
+                "'{name}' is a non-durable subscription: it ends with its application's connection"
+            ));
+        }
+        if !self
+            .objects
+            .contains_key(&(ObjectKind::Sub, name.to_string()))
+        {
+            return Err(mqerr!(UNKNOWN_OBJECT_NAME, "SUB '{name}' is not defined"));
+        }
+        if self.pubsub.in_use.contains_key(name) {
+            return Err(mqerr!(
+                SUBSCRIPTION_IN_USE,
+                "SUB '{name}' is open through an application's handle; it can be deleted once closed"
+            ));
+        }
+        self.remove_sub(name, true)
+    }
+
     /// Every subscription, with the connection using it (DISPLAY SUB, DISPLAY SBSTATUS).
     pub fn subscriptions(&mut self) -> Vec<SubStatus> {
         let in_use = self.pubsub.in_use.clone();
