@@ -228,6 +228,8 @@ fn a_non_durable_subscription_ends_with_its_connection() {
         Reason::UNKNOWN_OBJECT_NAME,
         "the managed queue went"
     );
+    let status = mqsc(&home, "PSNDUR", "DISPLAY PUBSUB\n");
+    assert!(status.contains("SUBCOUNT(0)"), "{status}");
 
     // A connection that drops without disconnecting loses its subscriptions as well.
     {

@@ -448,10 +448,12 @@ impl Engine {
         // Where copies go: every matching subscription that can take one, or a failure when
         // the topic's delivery rule needs a subscription that cannot.
         let mut targets: Vec<(String, MessageDescriptor)> = Vec::new();
+        let mut matched = 0;
         for s in self.all_subs() {
             if s.is_expired(now_ms) || !s.takes(topic, &props) {
                 continue;
             }
+            matched += 1;
             let mut cmd = md.clone();
             // A non-durable managed subscription's queue is temporary: it cannot outlive the
             // subscription, so its copy need not be persistent (and a temporary queue takes no
@@ -491,7 +493,6 @@ impl Engine {
                 }
             }
         }
-        let matched = targets.len();
         // The retained publication replaces the topic's previous one.
         let mut replaced = Vec::new();
         if retain {
