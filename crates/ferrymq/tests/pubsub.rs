@@ -506,3 +506,38 @@ fn mqsc_defines_displays_and_deletes_subscriptions_to_named_queues() {
         .unwrap_err();
     assert_eq!(e.reason, Reason::PUT_INHIBITED);
 }
+
+#[test]
+fn the_pub_and_sub_samples_publish_lines_and_print_publications() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "PSCLI", &[]);
+    let sub = |extra: &[&str]| {
+        let mut args = vec![
+            "sub",
+            "PSCLI",
+            "cli/#",
+            "--durable",
+            "CLI.SUB",
+            "--wait-ms",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        home.ok(&args)
+    };
+    assert_eq!(sub(&[]), "", "a new durable subscription has nothing yet");
+    let out = home.run_with_input(&["pub", "PSCLI", "cli/news"], "one\ntwo\n");
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(sub(&["--remove"]), "one\ntwo\n");
+    assert_eq!(
+        sub(&["--remove"]),
+        "",
+        "removed, then made anew and removed"
+    );
+
+    let out = home.run_with_input(&["pub", "PSCLI", "cli/r", "--retain"], "kept\n");
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        home.ok(&["sub", "PSCLI", "cli/+", "--wait-ms", "0"]),
+        "kept\n"
+    );
+}
