@@ -5,7 +5,7 @@ use ferrymq_types::options::{close, open};
 use ferrymq_types::{mqerr, DynamicKind, MqError, QueueDef, QueueKind, Reason};
 
 /// Where a name resolves to.
-enum Route {
+pub(crate) enum Route {
     /// A queue of this queue manager (to be opened by this name).
     Local(String),
     /// Another queue manager's queue, through this transmission queue.
@@ -321,7 +321,12 @@ impl Engine {
     /// manager name: this queue manager itself; a queue manager alias (a remote queue definition
     /// named like it, with no RNAME); a transmission queue named like it; the default
     /// transmission queue (DEFXMITQ).
-    fn route(&self, remote_q: &str, remote_qmgr: &str, depth: u32) -> Result<Route, MqError> {
+    pub(crate) fn route(
+        &self,
+        remote_q: &str,
+        remote_qmgr: &str,
+        depth: u32,
+    ) -> Result<Route, MqError> {
         if remote_qmgr.is_empty() || remote_qmgr == self.cfg.qmgr_name {
             return Ok(Route::Local(remote_q.to_string()));
         }

@@ -273,7 +273,7 @@ impl Engine {
     /// A message for another queue manager as its transmission queue `xmitq` holds it: the
     /// transmission header (destination and the message's descriptor, its defaults resolved and
     /// its identifiers assigned) in front of the data, Format MQXMIT.
-    fn wrap_for_transmission(
+    pub(crate) fn wrap_for_transmission(
         &mut self,
         xmitq: &str,
         dest: &RemoteDest,

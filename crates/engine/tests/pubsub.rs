@@ -109,7 +109,11 @@ fn a_publication_is_one_commit_record_and_replays_to_every_durable_subscription(
         3000,
     )
     .unwrap_err(); // Q1 (MAXDEPTH 1) is full and S3 is durable: PMSGDLV(ALLDUR) refuses.
-    assert_eq!(depth(&r, &queues[0]), 1, "nothing delivered when the rule fails");
+    assert_eq!(
+        depth(&r, &queues[0]),
+        1,
+        "nothing delivered when the rule fails"
+    );
 }
 
 #[test]
@@ -151,4 +155,49 @@ fn a_publication_the_log_refuses_reaches_no_subscriber() {
         panic!("no publication");
     };
     assert_eq!(&g.body[..], b"ok");
+}
+
+#[test]
+fn a_subscription_to_a_remote_queue_sends_its_copies_through_the_transmission_queue() {
+    use ferrymq_types::xqh::TransmissionHeader;
+    use ferrymq_types::QueueKind;
+    let (mut e, _log) = engine();
+    let mut xq = QueueDef::local("QM2.XMIT");
+    xq.is_xmitq = true;
+    e.define_queue(xq, false).unwrap();
+    e.define_queue(
+        QueueDef::new(
+            "TO.QM2",
+            QueueKind::Remote {
+                rname: "FEED.IN".into(),
+                rqmname: "QM2".into(),
+                xmitq: "QM2.XMIT".into(),
+            },
+        ),
+        false,
+    )
+    .unwrap();
+    let c = e.connect("app", "test");
+    subscribe(&mut e, c, "FEED", "TO.QM2");
+    e.put1_topic(
+        c,
+        "",
+        "t/remote",
+        &PutOptions::default(),
+        persistent(),
+        Properties::default(),
+        Bytes::from_static(b"far away"),
+        2000,
+    )
+    .unwrap();
+    let h = e.open(c, "QM2.XMIT", "", open::INPUT_SHARED, "").unwrap().0;
+    let GetOutcome::Got(g, _) = e.get(c, h, &GetOptions::any(), 1, 2000).unwrap() else {
+        panic!("nothing on the transmission queue");
+    };
+    let (xqh, data) = TransmissionHeader::parse(&g.body).expect("a transmission header");
+    assert_eq!(
+        (xqh.remote_q.as_str(), xqh.remote_qmgr.as_str()),
+        ("FEED.IN", "QM2")
+    );
+    assert_eq!(data, b"far away");
 }

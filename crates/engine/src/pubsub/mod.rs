@@ -355,6 +355,36 @@ impl Engine {
         res
     }
 
+    /// Where a subscription's copies go when its destination is another queue manager's queue
+    /// (DESTQMGR, or a remote queue definition): the transmission queue and the destination.
+    /// `None` for a queue of this queue manager.
+    fn remote_route(&self, s: &Sub) -> Result<Option<(String, crate::conn::RemoteDest)>, MqError> {
+        use crate::open::Route;
+        let route = if !s.dest_qmgr.is_empty() && s.dest_qmgr != self.cfg.qmgr_name {
+            self.route(&s.dest, &s.dest_qmgr, 0)?
+        } else {
+            match self.queues.get(&s.dest).map(|q| &q.def.kind) {
+                Some(QueueKind::Remote {
+                    rname,
+                    rqmname,
+                    xmitq,
+                }) if !xmitq.is_empty() => Route::Xmit(
+                    xmitq.clone(),
+                    crate::conn::RemoteDest {
+                        remote_q: rname.clone(),
+                        remote_qmgr: rqmname.clone(),
+                    },
+                ),
+                Some(QueueKind::Remote { rname, rqmname, .. }) => self.route(rname, rqmname, 0)?,
+                _ => return Ok(None),
+            }
+        };
+        Ok(match route {
+            Route::Local(_) => None,
+            Route::Xmit(x, d) => Some((x, d)),
+        })
+    }
+
     /// Every subscription, durable first.
     fn all_subs(&mut self) -> Vec<Arc<Sub>> {
         let cache = self.ps_cache();
@@ -447,13 +477,37 @@ impl Engine {
 
         // Where copies go: every matching subscription that can take one, or a failure when
         // the topic's delivery rule needs a subscription that cannot.
-        let mut targets: Vec<(String, MessageDescriptor)> = Vec::new();
+        let mut targets: Vec<(String, MessageDescriptor, Bytes)> = Vec::new();
         let mut matched = 0;
         for s in self.all_subs() {
             if s.is_expired(now_ms) || !s.takes(topic, &props) {
                 continue;
             }
             matched += 1;
+            // A destination on another queue manager: the copy goes to its transmission
+            // queue behind a transmission header.
+            let remote = match self.remote_route(&s) {
+                Ok(r) => r,
+                Err(e) => {
+                    if attrs_require(&attrs, persistent, s.durable) {
+                        return Err(undelivered(topic, &s, &e, persistent));
+                    }
+                    continue;
+                }
+            };
+            if let Some((xmitq, dest)) = remote {
+                let (wmd, wbody, _) =
+                    self.wrap_for_transmission(&xmitq, &dest, opts, md.clone(), body.clone());
+                match self.can_take(&xmitq, "", &wmd, wbody.len()) {
+                    Ok(q) => targets.push((q, wmd, wbody)),
+                    Err(e) => {
+                        if attrs_require(&attrs, persistent, s.durable) {
+                            return Err(undelivered(topic, &s, &e, persistent));
+                        }
+                    }
+                }
+                continue;
+            }
             let mut cmd = md.clone();
             // A non-durable managed subscription's queue is temporary: it cannot outlive the
             // subscription, so its copy need not be persistent (and a temporary queue takes no
@@ -465,30 +519,11 @@ impl Engine {
             {
                 cmd.persistence = Persistence::NotPersistent;
             }
-            match self.can_take(&s.dest, &s.dest_qmgr, &cmd, body.len()) {
-                Ok(q) => targets.push((q, cmd)),
+            match self.can_take(&s.dest, "", &cmd, body.len()) {
+                Ok(q) => targets.push((q, cmd, body.clone())),
                 Err(e) => {
-                    let rule = if persistent {
-                        attrs.pmsgdlv
-                    } else {
-                        attrs.npmsgdlv
-                    };
-                    let required = match rule {
-                        Delivery::All => true,
-                        Delivery::AllDur => s.durable,
-                        Delivery::AllAvail => false,
-                    };
-                    if required {
-                        return Err(MqError::new(
-                            e.reason,
-                            format!(
-                                "publication on '{topic}' not delivered to anyone: subscription '{}' cannot take it ({}; the topic's {} is {:?})",
-                                s.name,
-                                e.message,
-                                if persistent { "PMSGDLV" } else { "NPMSGDLV" },
-                                rule
-                            ),
-                        ));
+                    if attrs_require(&attrs, persistent, s.durable) {
+                        return Err(undelivered(topic, &s, &e, persistent));
                     }
                 }
             }
@@ -505,7 +540,7 @@ impl Engine {
             replaced = retained_keys(q, |t| t == topic);
             let mut rmd = md.clone();
             rmd.report = 0;
-            targets.push((RETAINED_QUEUE.to_string(), rmd));
+            targets.push((RETAINED_QUEUE.to_string(), rmd, body.clone()));
         }
         let in_uow = opts.syncpoint == Syncpoint::Yes;
         let (msg_id, correl_id) = (md.msg_id, md.correl_id);
@@ -521,13 +556,13 @@ impl Engine {
                     targets.len()
                 ));
             }
-            for (queue, cmd) in targets {
+            for (queue, cmd, cbody) in targets {
                 let seq = self.alloc_seq();
                 let msg = Arc::new(Message::new(
                     seq,
                     cmd,
                     props.clone(),
-                    body.clone(),
+                    cbody,
                     expires_at_ms,
                     0,
                 ));
@@ -567,8 +602,8 @@ impl Engine {
         }
         let generated: Vec<_> = targets
             .into_iter()
-            .map(|(queue, cmd)| {
-                self.generated(queue, cmd, props.clone(), body.clone(), expires_at_ms)
+            .map(|(queue, cmd, cbody)| {
+                self.generated(queue, cmd, props.clone(), cbody, expires_at_ms)
             })
             .collect();
         let gets: Vec<GetRec> = match self.queues.get(RETAINED_QUEUE) {
@@ -762,11 +797,13 @@ impl Engine {
             }
             if r.dest_qmgr.is_empty() || r.dest_qmgr == self.cfg.qmgr_name {
                 match self.queues.get(&r.dest).map(|q| &q.def.kind) {
-                    Some(QueueKind::Local) | Some(QueueKind::Alias { .. }) => {}
+                    Some(QueueKind::Local)
+                    | Some(QueueKind::Alias { .. })
+                    | Some(QueueKind::Remote { .. }) => {}
                     Some(k) => {
                         return Err(mqerr!(
                         Q_TYPE_ERROR,
-                        "destination '{}' is a {}; publications go to a local queue or an alias",
+                        "destination '{}' is a {}; publications go to a local, alias or remote queue",
                         r.dest,
                         k.mq_name()
                     ))
@@ -1248,6 +1285,32 @@ impl Engine {
             let _ = self.close_sub(conn, h, 0, now_ms);
         }
     }
+}
+
+/// Whether the topic's delivery rule (PMSGDLV, NPMSGDLV) needs a subscription that cannot take
+/// a copy: then the publication fails and no one gets it.
+fn attrs_require(attrs: &TopicAttrs, persistent: bool, durable: bool) -> bool {
+    match if persistent {
+        attrs.pmsgdlv
+    } else {
+        attrs.npmsgdlv
+    } {
+        Delivery::All => true,
+        Delivery::AllDur => durable,
+        Delivery::AllAvail => false,
+    }
+}
+
+fn undelivered(topic: &str, s: &Sub, e: &MqError, persistent: bool) -> MqError {
+    MqError::new(
+        e.reason,
+        format!(
+            "publication on '{topic}' not delivered to anyone: subscription '{}' cannot take it ({}); the topic's {} needs it to",
+            s.name,
+            e.message,
+            if persistent { "PMSGDLV" } else { "NPMSGDLV" },
+        ),
+    )
 }
 
 /// The keys of the retained publications on `q` whose topic passes `f`.
