@@ -541,3 +541,51 @@ fn the_pub_and_sub_samples_publish_lines_and_print_publications() {
         "kept\n"
     );
 }
+
+#[test]
+fn an_expired_subscription_receives_nothing() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "PSEXP", &[]);
+    let c = qm.connect();
+    let short = c
+        .subscribe(&SubscriptionOptions {
+            expiry: Some(1),
+            ..SubscriptionOptions::topic("tick/#")
+        })
+        .unwrap();
+    let warn = PutOptions {
+        pubsub: pmo::WARN_IF_NO_SUBS_MATCHED,
+        ..PutOptions::default()
+    };
+    // A tenth of a second later the subscription matches nothing any more.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let r = c.put1_topic(
+            "",
+            "tick/1",
+            &md(Persistence::NotPersistent),
+            &Properties::default(),
+            Bytes::from_static(b"tick"),
+            &warn,
+        );
+        match r {
+            Err(e) if e.reason == Reason::NO_SUBS_MATCHED => break,
+            Ok(_) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            other => panic!("the subscription did not expire: {other:?}"),
+        }
+    }
+    drain(&c, short.queue.as_ref().unwrap());
+    publish(
+        &c,
+        "tick/2",
+        "late",
+        &Properties::default(),
+        &PutOptions::default(),
+    );
+    assert_eq!(
+        drain(&c, short.queue.as_ref().unwrap()),
+        Vec::<String>::new()
+    );
+}

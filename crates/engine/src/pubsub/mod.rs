@@ -1259,19 +1259,18 @@ impl Engine {
         }
     }
 
-    /// Removes expired subscriptions (durable ones with a DeleteObject record). Returns the
-    /// LSN to wait for (0: nothing logged).
-    pub fn expire_subscriptions(&mut self, now_ms: u64) -> Result<Lsn, MqError> {
+    /// Removes expired subscriptions that no handle has open (durable ones with a DeleteObject
+    /// record; publications already skip them). Returns how many.
+    pub fn expire_subscriptions(&mut self, now_ms: u64) -> Result<usize, MqError> {
         let expired: Vec<Arc<Sub>> = self
             .all_subs()
             .into_iter()
             .filter(|s| s.is_expired(now_ms) && !self.pubsub.in_use.contains_key(&s.name))
             .collect();
-        let mut lsn = 0;
-        for s in expired {
-            lsn = lsn.max(self.remove_sub(&s.name, s.durable)?);
+        for s in &expired {
+            self.remove_sub(&s.name, s.durable)?;
         }
-        Ok(lsn)
+        Ok(expired.len())
     }
 
     /// Ends the subscription handles of a connection that is going away.
