@@ -589,3 +589,66 @@ fn an_expired_subscription_receives_nothing() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn a_failover_keeps_durable_subscriptions_their_publications_and_retained_ones() {
+    use std::time::{Duration, Instant};
+    let g = support::ha::HaGroup::start("PSHA", &[]);
+    let first = g.wait_active(Duration::from_secs(30));
+    let durable = SubscriptionOptions {
+        name: Some("HA.SUB".into()),
+        durable: true,
+        resume: true,
+        create: true,
+        ..SubscriptionOptions::topic("ha/#")
+    };
+    let c = g.connect();
+    c.subscribe(&durable).unwrap();
+    c.disconnect().unwrap();
+    let p = g.connect();
+    let persistent = md(Persistence::Persistent);
+    for (topic, body, opts) in [
+        ("ha/a", "one", PutOptions::default()),
+        ("ha/b", "two", PutOptions::default()),
+        (
+            "ha/r",
+            "kept",
+            PutOptions {
+                pubsub: pmo::RETAIN,
+                ..PutOptions::default()
+            },
+        ),
+    ] {
+        p.put1_topic(
+            "",
+            topic,
+            &persistent,
+            &Properties::default(),
+            Bytes::from(body),
+            &opts,
+        )
+        .unwrap();
+    }
+    drop(p);
+    g.kill9(first);
+    let t = Instant::now();
+    loop {
+        if g.active().is_some_and(|i| i != first) {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "no other instance became active; logs:\n{}",
+            g.logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let c = g.connect();
+    let s = c.subscribe(&durable).unwrap();
+    assert_eq!(
+        drain(&c, s.queue.as_ref().unwrap()),
+        vec!["one", "two", "kept"]
+    );
+    let late = managed(&c, "ha/r");
+    assert_eq!(drain(&c, late.queue.as_ref().unwrap()), vec!["kept"]);
+}
