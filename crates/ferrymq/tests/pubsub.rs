@@ -473,6 +473,15 @@ fn mqsc_defines_displays_and_deletes_subscriptions_to_named_queues() {
     ] {
         assert!(shown.contains(want), "no '{want}' in:\n{shown}");
     }
+    let dump = home.ok(&["dmpmqcfg", "-m", "PSMQSC"]);
+    assert!(
+        dump.contains("DEFINE SUB('audit sub')") && dump.contains("TOPICSTR('orders/#')"),
+        "{dump}"
+    );
+    assert!(
+        !dump.contains("APP.SUB"),
+        "an application's subscription is not dumped"
+    );
     mqsc(&home, "PSMQSC", "DELETE SUB('audit sub')\n");
     c.close_subscription(&own, 0).unwrap();
     let warn = PutOptions {
