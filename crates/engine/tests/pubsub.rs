@@ -201,3 +201,38 @@ fn a_subscription_to_a_remote_queue_sends_its_copies_through_the_transmission_qu
     );
     assert_eq!(data, b"far away");
 }
+
+#[test]
+fn a_queue_manager_made_before_publish_subscribe_gets_its_system_queues_when_needed() {
+    // No SYSTEM.DURABLE.MODEL.QUEUE, SYSTEM.NDURABLE.MODEL.QUEUE or SYSTEM.RETAINED.PUB.QUEUE,
+    // and no SYSTEM.BASE.TOPIC attributes: the defaults apply and the queues are defined (and
+    // logged) the first time they are needed.
+    let log = SharedLog::default();
+    let mut e = Engine::new(cfg(), Box::new(log.clone()));
+    let c = e.connect("app", "test");
+    let q = subscribe(&mut e, c, "OLD.SUB", "");
+    assert!(e.queue_def("SYSTEM.DURABLE.MODEL.QUEUE").is_some());
+    let retain = PutOptions {
+        pubsub: ferrymq_types::options::pmo::RETAIN,
+        ..PutOptions::default()
+    };
+    e.put1_topic(
+        c,
+        "",
+        "t/old",
+        &retain,
+        persistent(),
+        Properties::default(),
+        Bytes::from_static(b"kept"),
+        2000,
+    )
+    .unwrap();
+    assert_eq!(depth(&e, "SYSTEM.RETAINED.PUB.QUEUE"), 1);
+    assert_eq!(depth(&e, &q), 1);
+    let mut r = Engine::new(cfg(), Box::new(SharedLog::default()));
+    for (k, p) in log.0.lock().unwrap().records.iter() {
+        r.replay(*k, Bytes::from(p.clone())).unwrap();
+    }
+    assert_eq!(depth(&r, "SYSTEM.RETAINED.PUB.QUEUE"), 1);
+    assert_eq!(depth(&r, &q), 1);
+}

@@ -531,6 +531,7 @@ impl Engine {
         // The retained publication replaces the topic's previous one.
         let mut replaced = Vec::new();
         if retain {
+            self.ensure_system_queue(RETAINED_QUEUE, now_ms)?;
             let Some(q) = self.queues.get(RETAINED_QUEUE) else {
                 return Err(mqerr!(
                     UNKNOWN_OBJECT_NAME,
@@ -767,6 +768,7 @@ impl Engine {
             } else {
                 (attrs.mndurmdl.clone(), "SYSTEM.MANAGED.NDURABLE.*")
             };
+            let mut lsn_model = self.ensure_system_queue(&model, now_ms)?;
             match self.queues.get(&model).map(|q| &q.def.kind) {
                 Some(QueueKind::Model { def_type }) => {
                     if durable && *def_type != DynamicKind::Permanent {
@@ -786,7 +788,8 @@ impl Engine {
             }
             self.note_time(now_ms);
             let (hobj, q, l) = self.open(conn, &model, "", open::INPUT_AS_Q_DEF, prefix)?;
-            lsn = l;
+            lsn_model = lsn_model.max(l);
+            lsn = lsn_model;
             (q, hobj)
         } else {
             if r.dest.is_empty() {
@@ -1172,6 +1175,7 @@ impl Engine {
 
     /// A permanent dynamic queue for a managed durable subscription, from model `model`.
     fn managed_queue(&mut self, model: &str, now_ms: u64) -> Result<(String, Lsn), MqError> {
+        let first = self.ensure_system_queue(model, now_ms)?;
         let def = match self.queues.get(model).map(|q| &q.def) {
             Some(d) if matches!(d.kind, QueueKind::Model { def_type: DynamicKind::Permanent }) => {
                 d.clone()
@@ -1192,7 +1196,42 @@ impl Engine {
         let lsn = self.log_record(&Record::DefineQueue(q.clone()))?;
         self.queues
             .insert(name.clone(), crate::queue::Queue::new(q));
-        Ok((name, lsn))
+        Ok((name, lsn.max(first)))
+    }
+
+    /// Defines one of publish/subscribe's system queues if it is missing: a queue manager
+    /// created before publish/subscribe existed gets them when they are first needed (logged
+    /// like any definition, so replicas, restarts and DR sites see the same). Other names are
+    /// left alone. Returns the LSN of the definition (0: nothing to do).
+    fn ensure_system_queue(&mut self, name: &str, now_ms: u64) -> Result<Lsn, MqError> {
+        if self.queues.contains_key(name) {
+            return Ok(0);
+        }
+        let mut q = match name {
+            DURABLE_MODEL => ferrymq_types::QueueDef::new(
+                name,
+                QueueKind::Model {
+                    def_type: DynamicKind::Permanent,
+                },
+            ),
+            NDURABLE_MODEL => ferrymq_types::QueueDef::new(
+                name,
+                QueueKind::Model {
+                    def_type: DynamicKind::Temporary,
+                },
+            ),
+            RETAINED_QUEUE => {
+                let mut q = ferrymq_types::QueueDef::local(name);
+                q.max_depth = ferrymq_types::limits::QUEUE_DEPTH_MAX;
+                q
+            }
+            _ => return Ok(0),
+        };
+        q.times = ferrymq_types::ObjectTimes::at(now_ms);
+        let lsn = self.log_record(&Record::DefineQueue(q.clone()))?;
+        self.queues
+            .insert(name.to_string(), crate::queue::Queue::new(q));
+        Ok(lsn)
     }
 
     /// DELETE SUB: removes a durable subscription that no application has open (with its
