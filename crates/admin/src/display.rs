@@ -196,7 +196,7 @@ fn objects(
 
 pub(crate) fn display(
     cmd: &Command,
-    engine: &Engine,
+    engine: &mut Engine,
     ops: &dyn ServerOps,
     now_ms: u64,
 ) -> Response {
@@ -232,6 +232,9 @@ pub(crate) fn display(
         DisplayWhat::Conn => status::conns(engine, name, type_, *requested == Requested::All),
         DisplayWhat::ChStatus | DisplayWhat::LsStatus | DisplayWhat::QmStatus => {
             status::server_rows(*what, ops, name)
+        }
+        DisplayWhat::Sub | DisplayWhat::SbStatus | DisplayWhat::TpStatus | DisplayWhat::PubSub => {
+            crate::pubsub::rows(engine, *what, name)
         }
     };
     let (id, objs) = match found {

@@ -189,6 +189,37 @@ fn object_entry(o: &ObjectDef) -> Entry {
     }
 }
 
+/// An administrative subscription (DEFINE SUB); subscriptions applications made are theirs to
+/// make again, as MQ's dmpmqcfg leaves them out.
+fn sub_entry(o: &ObjectDef) -> Entry {
+    let get = |k: &str| o.attrs.get(k).cloned().unwrap_or_default();
+    let managed = get("DESTCLAS") == "MANAGED";
+    let mut attrs = Vec::new();
+    for (k, st) in [
+        ("TOPICSTR", Style::Quoted),
+        ("DEST", Style::Quoted),
+        ("DESTQMGR", Style::Quoted),
+        ("DESTCLAS", Style::Word),
+        ("SELECTOR", Style::Quoted),
+        ("EXPIRY", Style::Word),
+        ("USERDATA", Style::Quoted),
+        ("REQONLY", Style::Word),
+    ] {
+        let v = get(k);
+        if (k == "DEST" && managed) || (v.is_empty() && k != "TOPICSTR") {
+            continue;
+        }
+        attrs.push((k.to_string(), v, st));
+    }
+    Entry {
+        verb: "DEFINE",
+        object: "SUB",
+        name: o.name.clone(),
+        attrs,
+        tail: "REPLACE",
+    }
+}
+
 fn chlauth_entry(o: &ObjectDef) -> Entry {
     let get = |k: &str| o.attrs.get(k).cloned().unwrap_or_default();
     let mut attrs = vec![("TYPE".to_string(), get("TYPE"), Style::Word)];
@@ -265,6 +296,17 @@ fn entries(engine: &Engine, scope: DumpScope) -> Vec<Entry> {
                     .map(object_entry),
             );
         }
+        // The full topic string is dumped (TOPICOBJ only named where it started), so the
+        // subscriptions come after the topic objects without depending on them.
+        out.extend(
+            engine
+                .objects()
+                .filter(|o| {
+                    o.kind == ObjectKind::Sub
+                        && o.attrs.get("SUBTYPE").map(String::as_str) == Some("ADMIN")
+                })
+                .map(sub_entry),
+        );
     }
     let records = |kind: ObjectKind| {
         let mut v: Vec<&ObjectDef> = engine.objects().filter(|o| o.kind == kind).collect();

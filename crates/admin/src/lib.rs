@@ -9,6 +9,7 @@
 mod display;
 mod dump;
 mod object;
+mod pubsub;
 mod queue;
 mod security;
 pub(crate) mod status;
@@ -182,6 +183,12 @@ fn execute_command(
                 object::delete(engine, *kind, name)
             }
         }
+        Command::DefineSub {
+            name,
+            attrs,
+            replace,
+        } => pubsub::define(engine, name, attrs, *replace, now_ms),
+        Command::DeleteSub { name } => pubsub::delete(engine, name),
         Command::Clear { name } => match engine.clear_queue(name) {
             Ok(_) => Response::success(
                 msg::QUEUE_CLEARED,

@@ -31,6 +31,7 @@ pub(crate) fn obj_type(k: ObjectKind) -> ObjType {
         ObjectKind::ChlAuth | ObjectKind::AuthRec => {
             unreachable!("security records are set with SET and shown by their own DISPLAY")
         }
+        ObjectKind::Sub => unreachable!("subscriptions are shown by DISPLAY SUB"),
     }
 }
 

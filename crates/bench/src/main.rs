@@ -21,6 +21,7 @@
 //! measurement, to inspect it).
 
 mod core;
+mod fanout;
 mod memory;
 
 use clap::Parser;
@@ -40,6 +41,12 @@ Examples:
   ferrymq-bench core --messages 500000 --size 2048 --samples 2000
 
 Options: --messages N (queued before the restarts), --size BYTES, --samples N (latency samples).";
+
+const EXAMPLES_FANOUT: &str = "\
+Examples:
+  ferrymq-bench fanout --deliveries 50000 --size 2048
+
+Options: --deliveries N (copies delivered per row), --size BYTES.";
 
 const EXAMPLES_MEMORY: &str = "\
 Examples:
@@ -81,6 +88,9 @@ enum Cmd {
     /// Queue manager resident memory per queued message
     #[command(after_help = EXAMPLES_MEMORY)]
     Memory(Raw),
+    /// Publish/subscribe fan-out: 1 publisher to 1..1000 subscribers, against plain put/get
+    #[command(after_help = EXAMPLES_FANOUT)]
+    Fanout(Raw),
 }
 
 /// A command that reads its own options.
@@ -111,6 +121,7 @@ fn main() {
         }
         Cmd::Core(a) => core::run(&a.args),
         Cmd::Memory(a) => memory::run(&a.args),
+        Cmd::Fanout(a) => fanout::run(&a.args),
     };
     if let Err(e) = r {
         eprintln!("ferrymq-bench: {e}");

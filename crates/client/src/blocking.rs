@@ -88,6 +88,47 @@ impl Connection {
         runtime().block_on(self.inner.close(h, options))
     }
 
+    /// See [`crate::Connection::open_topic`].
+    pub fn open_topic(
+        &self,
+        object: &str,
+        topic: &str,
+        options: u32,
+    ) -> Result<ObjectHandle, MqError> {
+        runtime().block_on(self.inner.open_topic(object, topic, options))
+    }
+
+    /// See [`crate::Connection::put1_topic`].
+    pub fn put1_topic(
+        &self,
+        object: &str,
+        topic: &str,
+        md: &MessageDescriptor,
+        props: &Properties,
+        body: Bytes,
+        opts: &PutOptions,
+    ) -> Result<(MsgId, MsgId), MqError> {
+        runtime().block_on(self.inner.put1_topic(object, topic, md, props, body, opts))
+    }
+
+    /// See [`crate::Connection::subscribe`].
+    pub fn subscribe(
+        &self,
+        o: &crate::SubscriptionOptions,
+    ) -> Result<crate::Subscription, MqError> {
+        runtime().block_on(self.inner.subscribe(o))
+    }
+
+    /// See [`crate::Connection::sub_request`].
+    pub fn sub_request(&self, s: &crate::Subscription) -> Result<(), MqError> {
+        runtime().block_on(self.inner.sub_request(s))
+    }
+
+    /// See [`crate::Connection::close_subscription`].
+    pub fn close_subscription(&self, s: &crate::Subscription, options: u32) -> Result<(), MqError> {
+        runtime().block_on(self.inner.close_subscription(s, options))
+    }
+
     pub fn put(
         &self,
         h: &ObjectHandle,

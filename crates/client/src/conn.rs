@@ -26,9 +26,11 @@ use crate::socket::{CallError, Pool, Socket};
 use crate::{Message, ObjectHandle};
 
 mod consumer;
+mod pubsub;
 mod reconnect;
 
 pub use consumer::Consumer;
+pub use pubsub::{Subscription, SubscriptionOptions};
 
 /// A handle to one conversation with a queue manager (an MQ `hConn`). Clones share the
 /// conversation; it ends with [`Connection::disconnect`] or when the last clone is dropped.
@@ -67,6 +69,20 @@ struct HandleState {
     options: u32,
     /// Set when a reconnect could not open the object again; every use reports it.
     lost: Option<MqError>,
+    /// How a reconnect opens it again.
+    reopen: Reopen,
+}
+
+/// How a handle is opened again on a new socket.
+#[derive(Clone)]
+enum Reopen {
+    /// MQOPEN of `open_name` with the handle's options.
+    Open,
+    /// MQOPEN of a topic for publishing.
+    Topic { object: String, topic: String },
+    /// Not at all: a subscription handle (and its queue's) ends with the socket; a durable
+    /// subscription is resumed by name, anew.
+    Never,
 }
 
 #[derive(Default)]
@@ -192,7 +208,7 @@ fn backed_out() -> MqError {
 fn is_reissuable(r: &Request) -> bool {
     match r {
         Request::Get { opts, .. } => opts.wait != Wait::NoWait,
-        Request::Open { .. } | Request::Inquire { .. } => true,
+        Request::Open { .. } | Request::OpenTopic { .. } | Request::Inquire { .. } => true,
         _ => false,
     }
 }
@@ -342,6 +358,7 @@ impl Connection {
                         dynamic_name,
                         options,
                         lost: None,
+                        reopen: Reopen::Open,
                     },
                 );
                 Ok(ObjectHandle {
@@ -731,21 +748,27 @@ impl Conv {
             | Request::Set { hobj, .. }
             | Request::RegisterConsumer { hobj, .. }
             | Request::CancelConsumer { hobj }
-            | Request::Credit { hobj, .. } => Some(hobj),
+            | Request::Credit { hobj, .. }
+            | Request::SubRequest { hsub: hobj } => Some(hobj),
             _ => None,
         };
         if let Some(hobj) = hobj {
             *hobj = self.server_handle(*hobj)?;
         }
         // The handle whose saved context a put passes on is the application's too.
-        if let Request::Put { opts, .. } | Request::Put1 { opts, .. } = &mut wire {
+        if let Request::Put { opts, .. }
+        | Request::Put1 { opts, .. }
+        | Request::Put1Topic { opts, .. } = &mut wire
+        {
             if opts.context_hobj != 0 {
                 opts.context_hobj = self.server_handle(opts.context_hobj)?;
             }
         }
         let max = b.socket.params.max_msg_len;
         let body_len = match &wire {
-            Request::Put { body, .. } | Request::Put1 { body, .. } => body.len(),
+            Request::Put { body, .. }
+            | Request::Put1 { body, .. }
+            | Request::Put1Topic { body, .. } => body.len(),
             _ => 0,
         };
         // Refused here rather than by the queue manager, which would have to drop the socket.

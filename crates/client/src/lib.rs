@@ -34,7 +34,7 @@ use bytes::Bytes;
 use ferrymq_types::{MessageDescriptor, Properties};
 
 pub use callback::{CallbackConsumer, Flow};
-pub use conn::{unique_id, Connection, Consumer};
+pub use conn::{unique_id, Connection, Consumer, Subscription, SubscriptionOptions};
 pub use ferrymq_security::tls::{CertNames, TlsSession};
 pub use options::{
     bindings_socket_path, ferrymq_home, parse_conn_name, ConnectOptions, Reconnect, TlsOptions,
@@ -43,7 +43,7 @@ pub use options::{
 
 // Re-exported so that an application needs only this crate for the values its calls take.
 pub use ferrymq_types::options::{
-    close, feedback, open, pmo, report, Browse, GetOptions, PutOptions, Syncpoint, Wait,
+    close, feedback, open, pmo, report, sub, Browse, GetOptions, PutOptions, Syncpoint, Wait,
 };
 pub use ferrymq_types::{MqError, MsgId, Persistence, PropertyValue, Reason};
 

@@ -155,7 +155,7 @@ impl Engine {
         }
     }
 
-    fn handles_on(&self, name: &str) -> usize {
+    pub(crate) fn handles_on(&self, name: &str) -> usize {
         self.conns
             .values()
             .flat_map(|c| c.handles.values())
@@ -273,9 +273,14 @@ impl Engine {
             model("SYSTEM.DEFAULT.MODEL.QUEUE", DynamicKind::Temporary),
             model("SYSTEM.JMS.MODEL.QUEUE", DynamicKind::Temporary),
             model("SYSTEM.JMS.TEMPQ.MODEL", DynamicKind::Temporary),
+            // Publish/subscribe: the models of managed subscriptions' queues, and the queue
+            // retained publications are kept on.
+            model(crate::pubsub::DURABLE_MODEL, DynamicKind::Permanent),
+            model(crate::pubsub::NDURABLE_MODEL, DynamicKind::Temporary),
+            local(crate::pubsub::RETAINED_QUEUE),
         ];
         for q in &mut queues {
-            if q.name == "SYSTEM.DEAD.LETTER.QUEUE" {
+            if q.name == "SYSTEM.DEAD.LETTER.QUEUE" || q.name == crate::pubsub::RETAINED_QUEUE {
                 q.max_depth = 999_999_999;
             }
         }
@@ -308,7 +313,22 @@ impl Engine {
             ),
             // The root of the topic tree (the empty topic string) and the object DEFINE TOPIC
             // copies from.
-            obj(ObjectKind::Topic, "SYSTEM.BASE.TOPIC", &[("TOPICSTR", "")]),
+            obj(
+                ObjectKind::Topic,
+                crate::pubsub::BASE_TOPIC,
+                &[
+                    ("TOPICSTR", ""),
+                    ("PUB", "ENABLED"),
+                    ("SUB", "ENABLED"),
+                    ("DURSUB", "YES"),
+                    ("DEFPSIST", "NO"),
+                    ("DEFPRTY", "0"),
+                    ("PMSGDLV", "ALLDUR"),
+                    ("NPMSGDLV", "ALLAVAIL"),
+                    ("MDURMDL", crate::pubsub::DURABLE_MODEL),
+                    ("MNDURMDL", crate::pubsub::NDURABLE_MODEL),
+                ],
+            ),
             obj(
                 ObjectKind::Topic,
                 "SYSTEM.DEFAULT.TOPIC",

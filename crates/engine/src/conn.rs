@@ -31,6 +31,9 @@ pub struct Handle {
     /// The handle leads to another queue manager: `queue` is the transmission queue, and each
     /// put carries this destination in a transmission header.
     pub remote: Option<Box<RemoteDest>>,
+    /// A topic opened for publishing: puts through the handle are publications on this
+    /// (full) topic string, and `queue` is empty.
+    pub topic: Option<Box<str>>,
 }
 
 /// Where a message put through a remote queue definition (or with another queue manager's name)
@@ -98,6 +101,8 @@ pub struct Conn {
     pub waiting: Option<u64>,
     /// Asynchronous consumers by object handle.
     pub consumers: AHashMap<u32, Consumer>,
+    /// Subscription handles (MQSUB's Hsub), numbered with the object handles.
+    pub subs: AHashMap<u32, crate::pubsub::SubHandle>,
 }
 
 impl Conn {
@@ -114,6 +119,7 @@ impl Conn {
             uow: Uow::default(),
             waiting: None,
             consumers: AHashMap::new(),
+            subs: AHashMap::new(),
         }
     }
 }

@@ -19,6 +19,7 @@ mod get;
 pub mod group;
 pub mod message;
 mod open;
+pub mod pubsub;
 mod put;
 pub mod queue;
 pub mod records;
@@ -151,6 +152,8 @@ pub struct Engine {
     objects_version: u64,
     /// The time the server last passed in (`note_time`), for records of verbs that take none.
     now_hint_ms: u64,
+    /// Non-durable subscriptions, subscriptions in use, and what is derived from the objects.
+    pubsub: pubsub::PubSub,
 }
 
 impl std::fmt::Debug for Engine {
@@ -190,6 +193,7 @@ impl Engine {
             admin_lsn: 0,
             objects_version: first_objects_version(),
             now_hint_ms: 0,
+            pubsub: Default::default(),
         }
     }
 
@@ -239,6 +243,8 @@ impl Engine {
         // Its consumers end first: the backout makes messages available again, and one of this
         // connection's own consumers must not take them into a unit of work about to vanish.
         let consumers: Vec<u32> = self.conns[&conn].consumers.keys().copied().collect();
+        // Its non-durable subscriptions end with it; its durable ones are released.
+        self.close_subs_of(conn, now_ms);
         for h in consumers {
             self.cancel_consumer(conn, h);
         }

@@ -5,7 +5,7 @@ use ferrymq_types::options::{close, open};
 use ferrymq_types::{mqerr, DynamicKind, MqError, QueueDef, QueueKind, Reason};
 
 /// Where a name resolves to.
-enum Route {
+pub(crate) enum Route {
     /// A queue of this queue manager (to be opened by this name).
     Local(String),
     /// Another queue manager's queue, through this transmission queue.
@@ -274,6 +274,7 @@ impl Engine {
                 groups: Default::default(),
                 saved_context: None,
                 remote: None,
+                topic: None,
             },
         );
         Ok((hobj, queue, lsn))
@@ -305,6 +306,7 @@ impl Engine {
                 groups: Default::default(),
                 saved_context: None,
                 remote: Some(Box::new(dest)),
+                topic: None,
             },
         );
         if options & open::OUTPUT != 0 {
@@ -319,7 +321,12 @@ impl Engine {
     /// manager name: this queue manager itself; a queue manager alias (a remote queue definition
     /// named like it, with no RNAME); a transmission queue named like it; the default
     /// transmission queue (DEFXMITQ).
-    fn route(&self, remote_q: &str, remote_qmgr: &str, depth: u32) -> Result<Route, MqError> {
+    pub(crate) fn route(
+        &self,
+        remote_q: &str,
+        remote_qmgr: &str,
+        depth: u32,
+    ) -> Result<Route, MqError> {
         if remote_qmgr.is_empty() || remote_qmgr == self.cfg.qmgr_name {
             return Ok(Route::Local(remote_q.to_string()));
         }
@@ -415,7 +422,7 @@ impl Engine {
     /// would start again after a restart or an HA failover and repeat the names of permanent
     /// dynamic queues that still exist (MQRC_OBJECT_ALREADY_EXISTS); the instance id differs in
     /// every run of every instance. A name that happens to exist already is skipped.
-    fn dynamic_queue_name(&mut self, pattern: &str) -> Result<String, MqError> {
+    pub(crate) fn dynamic_queue_name(&mut self, pattern: &str) -> Result<String, MqError> {
         let Some(prefix) = pattern.strip_suffix('*') else {
             ferrymq_types::objects::validate_object_name(pattern)
                 .map_err(|e| mqerr!(DYNAMIC_Q_NAME_ERROR, "dynamic queue name: {e}"))?;
@@ -456,7 +463,9 @@ impl Engine {
         options: u32,
         now_ms: u64,
     ) -> Result<Lsn, MqError> {
-        let _ = now_ms;
+        if self.is_sub_handle(conn, hobj) {
+            return self.close_sub(conn, hobj, options, now_ms);
+        }
         let h = self.handle(conn, hobj)?.clone();
         let delete = options & (close::DELETE | close::DELETE_PURGE) != 0;
         let purge = options & close::DELETE_PURGE != 0;

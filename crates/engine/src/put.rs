@@ -25,6 +25,8 @@ pub struct PutDone {
     pub wait_lsn: Lsn,
     /// GroupId, MsgSeqNumber and Offset the queue manager gave a put in logical order.
     pub group: Option<([u8; 24], i32, i32)>,
+    /// A warning the put completed with (MQRC_NO_SUBS_MATCHED for a publication that asked).
+    pub warning: Option<ferrymq_types::Reason>,
 }
 
 /// Resolves MQPRI_PRIORITY_AS_Q_DEF and MQPER_PERSISTENCE_AS_Q_DEF from `def` (DEFPRTY,
@@ -196,6 +198,9 @@ impl Engine {
         let queue = h.queue.clone();
         let mut md = md;
         self.fill_context(conn, h, opts, &mut md, now_ms)?;
+        if let Some(topic) = h.topic.clone() {
+            return self.publish(conn, &topic, opts, md, props, body, now_ms);
+        }
         if let Some(alias) = h.alias.clone() {
             if let Some(a) = self.queues.get(&alias) {
                 if a.def.put_inhibited {
@@ -268,7 +273,7 @@ impl Engine {
     /// A message for another queue manager as its transmission queue `xmitq` holds it: the
     /// transmission header (destination and the message's descriptor, its defaults resolved and
     /// its identifiers assigned) in front of the data, Format MQXMIT.
-    fn wrap_for_transmission(
+    pub(crate) fn wrap_for_transmission(
         &mut self,
         xmitq: &str,
         dest: &RemoteDest,
@@ -415,6 +420,7 @@ impl Engine {
                 correl_id,
                 wait_lsn: 0,
                 group: None,
+                warning: None,
             });
         }
 
@@ -454,6 +460,7 @@ impl Engine {
             correl_id,
             wait_lsn,
             group: None,
+            warning: None,
         })
     }
 }

@@ -283,7 +283,9 @@ impl Engine {
     pub fn replace_with_image(&mut self, image: Image) {
         self.queues.clear();
         self.objects.clear();
+        self.pubsub = Default::default();
         for c in self.conns.values_mut() {
+            c.subs.clear();
             c.handles.clear();
             c.uow = Default::default();
             c.waiting = None;

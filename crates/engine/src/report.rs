@@ -221,7 +221,7 @@ impl Engine {
         Some(self.generated(queue, dmd, props, Bytes::from(whole), expires_at_ms))
     }
 
-    fn generated(
+    pub(crate) fn generated(
         &mut self,
         queue: String,
         md: MessageDescriptor,

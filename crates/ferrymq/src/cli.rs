@@ -319,6 +319,7 @@ Examples:
   ferrymq help
   ferrymq help dspmq";
 
+const PUBSUB_NOTE: &str = "`ferrymq pub --help` and `ferrymq sub --help` describe their options.";
 const SAMPLE_NOTE: &str = "`ferrymq put --help` (get, browse) describes its options.";
 
 /// The whole command line.
@@ -448,6 +449,12 @@ pub enum Cmd {
     /// Sample: print messages, leaving them on the queue
     #[command(disable_help_flag = true, after_help = SAMPLE_NOTE)]
     Browse(Raw),
+    /// Sample: publish each line of stdin on a topic (like amqspub)
+    #[command(disable_help_flag = true, after_help = PUBSUB_NOTE)]
+    Pub(Raw),
+    /// Sample: subscribe to a topic and print its publications (like amqssub)
+    #[command(disable_help_flag = true, after_help = PUBSUB_NOTE)]
+    Sub(Raw),
     /// Sample: put requests (one per line of stdin) and print their replies, matched by CorrelId
     #[command(after_help = EXAMPLES_REQ)]
     Req(Req),

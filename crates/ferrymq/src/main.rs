@@ -14,6 +14,7 @@ mod dmplog;
 mod dr_cmds;
 mod initial;
 mod lifecycle;
+mod pubsub;
 mod relay;
 mod req;
 mod runmqsc;
@@ -68,6 +69,8 @@ fn run(cli: Cli) -> Res {
         Cmd::Put(a) => samples::put(&a.args),
         Cmd::Get(a) => samples::get(&a.args, false),
         Cmd::Browse(a) => samples::get(&a.args, true),
+        Cmd::Pub(a) => pubsub::publish(&a.args),
+        Cmd::Sub(a) => pubsub::subscribe(&a.args),
         Cmd::Req(a) => req::run(&a),
         Cmd::Runmqdlq(a) => dlq_handler::run(&a),
         Cmd::Demo(a) => demo::run(&a),

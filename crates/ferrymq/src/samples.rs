@@ -219,7 +219,7 @@ struct GetArgs {
 
 /// Parses `rest` (the arguments after the command name) with `T`'s derived parser, the examples
 /// and the exit status table added to its help. `Ok(None)`: help was printed.
-fn parse_args<T: Parser>(
+pub(crate) fn parse_args<T: Parser>(
     bin: &'static str,
     about: Option<&'static str>,
     examples: &str,
@@ -286,7 +286,7 @@ fn from_hex(h: &str) -> Option<Vec<u8>> {
 }
 
 /// `NAME=VALUE` (a string) or `NAME:TYPE=VALUE`.
-fn parse_property(s: &str) -> Result<(String, PropertyValue), String> {
+pub(crate) fn parse_property(s: &str) -> Result<(String, PropertyValue), String> {
     let (left, value) = s
         .split_once('=')
         .ok_or_else(|| format!("'{s}' is not NAME=VALUE or NAME:TYPE=VALUE"))?;
@@ -346,7 +346,7 @@ pub(crate) fn mq(e: MqError) -> Fail {
 }
 
 /// The same failure, its message prefixed with the command's name.
-fn named(cmd: &str) -> impl Fn(Fail) -> Fail + '_ {
+pub(crate) fn named(cmd: &str) -> impl Fn(Fail) -> Fail + '_ {
     move |f| Fail {
         code: f.code,
         message: format!("{cmd}: {}", f.message),

@@ -335,3 +335,43 @@ fn members_of_the_admin_group_may_do_everything() {
     assert!(out.contains("\tconnect\n"), "{out}");
     assert!(out.contains("administrators' group"), "{out}");
 }
+
+#[test]
+fn publishing_and_subscribing_need_pub_and_sub_on_the_closest_topic_object() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "OAMPS", &[]);
+    mqsc(
+        &qm,
+        "DEFINE TOPIC(SPORTS) TOPICSTR('sport')\n\
+         SET AUTHREC OBJTYPE(QMGR) PRINCIPAL('app') AUTHADD(CONNECT)\n\
+         SET AUTHREC PROFILE(SPORTS) OBJTYPE(TOPIC) PRINCIPAL('app') AUTHADD(SUB)\n",
+    );
+    let c = client_as(&qm, "app").unwrap();
+    let sub = |topic: &str| {
+        c.subscribe(&ferrymq_client::SubscriptionOptions::topic(topic))
+            .map(|_| ())
+    };
+    let publish = |topic: &str| {
+        c.put1_topic(
+            "",
+            topic,
+            &MessageDescriptor::default(),
+            &Properties::default(),
+            Bytes::from_static(b"score"),
+            &PutOptions::default(),
+        )
+        .map(|_| ())
+    };
+    assert_eq!(reason_of(sub("sport/tennis/#")), Reason::NONE);
+    assert_eq!(reason_of(publish("sport/tennis")), Reason::NOT_AUTHORIZED);
+    assert_eq!(
+        reason_of(sub("news/#")),
+        Reason::NOT_AUTHORIZED,
+        "the closest topic object of 'news' is SYSTEM.BASE.TOPIC"
+    );
+    assert!(error_log(&qm).contains("SPORTS"), "{}", error_log(&qm));
+    qm.home.ok(&[
+        "setmqaut", "-m", "OAMPS", "-t", "topic", "-n", "SPORTS", "-p", "app", "+pub",
+    ]);
+    assert_eq!(reason_of(publish("sport/tennis")), Reason::NONE);
+}

@@ -57,6 +57,14 @@ pub enum DisplayWhat {
     ChStatus,
     LsStatus,
     QmStatus,
+    /// DISPLAY SUB: subscriptions by name.
+    Sub,
+    /// DISPLAY SBSTATUS: subscriptions in use, with their last publication.
+    SbStatus,
+    /// DISPLAY TPSTATUS: a topic string's publishers, subscribers and retained publication.
+    TpStatus,
+    /// DISPLAY PUBSUB: the publish/subscribe engine's status.
+    PubSub,
 }
 
 impl DisplayWhat {
@@ -70,6 +78,10 @@ impl DisplayWhat {
             DisplayWhat::ChStatus => "CHSTATUS",
             DisplayWhat::LsStatus => "LSSTATUS",
             DisplayWhat::QmStatus => "QMSTATUS",
+            DisplayWhat::Sub => "SUB",
+            DisplayWhat::SbStatus => "SBSTATUS",
+            DisplayWhat::TpStatus => "TPSTATUS",
+            DisplayWhat::PubSub => "PUBSUB",
         }
     }
 }
@@ -142,6 +154,16 @@ pub enum Command {
         name: String,
         purge: bool,
     },
+    /// DEFINE SUB: an administrative durable subscription; attributes as written (canonical
+    /// keywords), checked by the engine as a subscription made by MQSUB is.
+    DefineSub {
+        name: String,
+        attrs: Vec<(String, String)>,
+        replace: bool,
+    },
+    DeleteSub {
+        name: String,
+    },
     /// CLEAR QLOCAL: remove every message.
     Clear {
         name: String,
@@ -212,6 +234,8 @@ impl Command {
             Command::AlterQmgr { .. } => "ALTER QMGR".into(),
             Command::Delete { kind, name, .. } => format!("DELETE {}({name})", kind.keyword()),
             Command::Clear { name } => format!("CLEAR QLOCAL({name})"),
+            Command::DefineSub { name, .. } => format!("DEFINE SUB({name})"),
+            Command::DeleteSub { name } => format!("DELETE SUB({name})"),
             Command::Display { what, name, .. } if name.is_empty() => {
                 format!("DISPLAY {}", what.keyword())
             }

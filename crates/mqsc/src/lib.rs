@@ -14,6 +14,7 @@ pub mod format;
 mod lexer;
 pub mod messages;
 mod parser;
+mod pubsub;
 pub mod security;
 mod split;
 mod values;

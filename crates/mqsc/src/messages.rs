@@ -37,6 +37,12 @@ pub const CONN_DETAILS: &str = "FMQ8276I";
 pub const CHSTATUS_DETAILS: &str = "FMQ8417I";
 pub const LSSTATUS_DETAILS: &str = "FMQ8631I";
 pub const QMSTATUS_DETAILS: &str = "FMQ8705I";
+pub const SUB_DEFINED: &str = "FMQ8094I";
+pub const SUB_DELETED: &str = "FMQ8095I";
+pub const SUB_DETAILS: &str = "FMQ8096I";
+pub const SBSTATUS_DETAILS: &str = "FMQ8099I";
+pub const TPSTATUS_DETAILS: &str = "FMQ8754I";
+pub const PUBSUB_DETAILS: &str = "FMQ8792I";
 
 /// What a successful DEFINE, ALTER or DELETE reports, by object type.
 pub fn defined(t: ObjType) -> &'static str {

@@ -58,10 +58,6 @@ fn obj_type(word: &str) -> Option<ObjType> {
 /// MQ object keywords FerryMQ has no objects for yet, with the capability each belongs to: the
 /// error says what is not built rather than "unknown".
 const UNSUPPORTED_OBJECTS: &[(&str, &str)] = &[
-    ("SUB", "publish/subscribe"),
-    ("SBSTATUS", "publish/subscribe"),
-    ("TPSTATUS", "publish/subscribe"),
-    ("PUBSUB", "publish/subscribe"),
     ("NAMELIST", "namelist support"),
     ("NL", "namelist support"),
     ("CLUSQMGR", "clustering"),
@@ -129,6 +125,8 @@ pub fn parse(text: &str) -> Result<Command, SyntaxError> {
     };
     let rest = &items[2..];
     match v {
+        Verb::Define if obj.word == "SUB" => crate::pubsub::define_sub(obj, rest),
+        Verb::Delete if obj.word == "SUB" => crate::pubsub::delete_sub(obj, rest),
         Verb::Delete if obj.word == "AUTHREC" => {
             no_name(obj)?;
             Ok(Command::DeleteAuthRec(security::delete_authrec(rest)?))
@@ -652,7 +650,13 @@ pub(crate) fn display_attr(what: DisplayWhat, word: &str) -> Option<String> {
         DisplayWhat::QStatus => attrs::QSTATUS_FIELDS,
         DisplayWhat::Conn => attrs::CONN_FIELDS,
         // These rows come from the server, which decides their fields: any keyword may be asked for.
-        DisplayWhat::ChStatus | DisplayWhat::LsStatus | DisplayWhat::QmStatus => {
+        DisplayWhat::ChStatus
+        | DisplayWhat::LsStatus
+        | DisplayWhat::QmStatus
+        | DisplayWhat::Sub
+        | DisplayWhat::SbStatus
+        | DisplayWhat::TpStatus
+        | DisplayWhat::PubSub => {
             return (!word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric()))
                 .then(|| word.to_string())
         }
@@ -669,16 +673,24 @@ fn display(obj: &Item, rest: &[Item]) -> Result<Command, SyntaxError> {
         "CHSTATUS" | "CHS" => DisplayWhat::ChStatus,
         "LSSTATUS" => DisplayWhat::LsStatus,
         "QMSTATUS" => DisplayWhat::QmStatus,
+        "SUB" => DisplayWhat::Sub,
+        "SBSTATUS" => DisplayWhat::SbStatus,
+        "TPSTATUS" => DisplayWhat::TpStatus,
+        "PUBSUB" => DisplayWhat::PubSub,
         w => match obj_type(w) {
             Some(t) => DisplayWhat::Object(t),
             None => return Err(unknown_object(obj, "")),
         },
     };
     let name = match what {
-        DisplayWhat::Qmgr | DisplayWhat::QmStatus => {
+        DisplayWhat::Qmgr | DisplayWhat::QmStatus | DisplayWhat::PubSub => {
             no_name(obj)?;
             String::new()
         }
+        DisplayWhat::Sub | DisplayWhat::SbStatus => {
+            crate::pubsub::name_of(obj, "subscription name or pattern")?
+        }
+        DisplayWhat::TpStatus => crate::pubsub::name_of(obj, "topic string")?,
         _ => {
             let Some(p) = &obj.value else {
                 return Err(SyntaxError::new(

@@ -21,5 +21,5 @@ pub use handshake::{
 };
 pub use message::{
     encode_request, encode_response, kind, parse_request, parse_response, PutGroup, Request,
-    Response,
+    Response, SubscribeRequest,
 };

@@ -34,6 +34,11 @@ pub mod kind {
     pub const ADMIN: u8 = 0x0F;
     pub const CREDIT: u8 = 0x10;
     pub const SET: u8 = 0x11;
+    // Publish/subscribe: requests 0x30..=0x3F, responses 0xB0..=0xBF.
+    pub const OPEN_TOPIC: u8 = 0x30;
+    pub const PUT1_TOPIC: u8 = 0x31;
+    pub const SUBSCRIBE: u8 = 0x32;
+    pub const SUB_REQUEST: u8 = 0x33;
 
     pub const HELLO_OK: u8 = 0x81;
     pub const STATUS: u8 = 0x82;
@@ -43,6 +48,7 @@ pub mod kind {
     pub const INQUIRE_REPLY: u8 = 0x86;
     pub const ADMIN_REPLY: u8 = 0x87;
     pub const HEARTBEAT_ACK: u8 = 0x88;
+    pub const SUBSCRIBED: u8 = 0xB0;
 }
 
 /// A request from client to server. The response echoes the request's `conv` and `req`.
@@ -128,6 +134,47 @@ pub enum Request {
     Admin {
         command: String,
     },
+    /// MQOPEN of a topic for publishing: topic object `object` (may be empty) and the rest of
+    /// the topic string. Answered with `Opened`, whose name is the full topic string; puts
+    /// through the handle are publications.
+    OpenTopic {
+        object: String,
+        topic: String,
+        options: u32,
+    },
+    /// MQPUT1 to a topic; answered with `PutOk`.
+    Put1Topic {
+        object: String,
+        topic: String,
+        opts: PutOptions,
+        md: MessageDescriptor,
+        props: Properties,
+        body: Bytes,
+    },
+    /// MQSUB; answered with `Subscribed`.
+    Subscribe(Box<SubscribeRequest>),
+    /// MQSUBRQ: send the retained publications matching subscription `hsub` again; answered
+    /// with `Status`.
+    SubRequest {
+        hsub: u32,
+    },
+}
+
+/// What MQSUB's descriptor (MQSD) carries.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SubscribeRequest {
+    /// MQSO_* options (`ferrymq_types::options::sub`).
+    pub options: u32,
+    pub object: String,
+    pub topic: String,
+    pub name: String,
+    /// The queue publications go to (empty with MQSO_MANAGED).
+    pub dest: String,
+    pub dest_qmgr: String,
+    pub selector: String,
+    /// Tenths of a second; -1 unlimited.
+    pub expiry: i32,
+    pub user_data: String,
 }
 
 /// The group fields a put in logical order was given.
@@ -188,6 +235,13 @@ pub enum Response {
         reason: Reason,
     },
     HeartbeatAck,
+    /// Answer to `Subscribe`: the subscription handle, the handle of the managed queue opened
+    /// for input (0 when the subscriber named its queue) and the queue's name.
+    Subscribed {
+        hsub: u32,
+        hobj: u32,
+        queue: String,
+    },
 }
 
 impl Request {
@@ -211,6 +265,10 @@ impl Request {
             Request::CancelConsumer { .. } => kind::CANCEL_CONSUMER,
             Request::Credit { .. } => kind::CREDIT,
             Request::Admin { .. } => kind::ADMIN,
+            Request::OpenTopic { .. } => kind::OPEN_TOPIC,
+            Request::Put1Topic { .. } => kind::PUT1_TOPIC,
+            Request::Subscribe(_) => kind::SUBSCRIBE,
+            Request::SubRequest { .. } => kind::SUB_REQUEST,
         }
     }
 
@@ -281,6 +339,33 @@ impl Request {
             Request::CancelConsumer { .. } => 4,
             Request::Credit { .. } => 8,
             Request::Admin { command } => bytes32(command.as_bytes()),
+            Request::OpenTopic { object, topic, .. } => str16(object) + str16(topic) + 4,
+            Request::Put1Topic {
+                object,
+                topic,
+                opts,
+                md,
+                props,
+                body,
+            } => {
+                str16(object)
+                    + str16(topic)
+                    + put_options(opts)
+                    + descriptor(md)
+                    + properties(props)
+                    + bytes32(body)
+            }
+            Request::Subscribe(s) => {
+                4 + str16(&s.object)
+                    + str16(&s.topic)
+                    + str16(&s.name)
+                    + str16(&s.dest)
+                    + str16(&s.dest_qmgr)
+                    + str16(&s.selector)
+                    + 4
+                    + str16(&s.user_data)
+            }
+            Request::SubRequest { .. } => 4,
         }
     }
 }
@@ -297,6 +382,7 @@ impl Response {
             Response::InquireReply { .. } => kind::INQUIRE_REPLY,
             Response::AdminReply { .. } => kind::ADMIN_REPLY,
             Response::HeartbeatAck => kind::HEARTBEAT_ACK,
+            Response::Subscribed { .. } => kind::SUBSCRIBED,
         }
     }
 
@@ -336,6 +422,7 @@ impl Response {
             }
             Response::AdminReply { text, reason: _ } => bytes32(text.as_bytes()) + 4,
             Response::HeartbeatAck => 0,
+            Response::Subscribed { queue, .. } => 8 + str16(queue),
         }
     }
 }
@@ -359,6 +446,10 @@ fn request_name(k: u8) -> Option<&'static str> {
         kind::CANCEL_CONSUMER => "CancelConsumer",
         kind::CREDIT => "Credit",
         kind::ADMIN => "Admin",
+        kind::OPEN_TOPIC => "OpenTopic",
+        kind::PUT1_TOPIC => "Put1Topic",
+        kind::SUBSCRIBE => "Subscribe",
+        kind::SUB_REQUEST => "SubRequest",
         _ => return None,
     })
 }
@@ -373,6 +464,7 @@ fn response_name(k: u8) -> Option<&'static str> {
         kind::INQUIRE_REPLY => "InquireReply",
         kind::ADMIN_REPLY => "AdminReply",
         kind::HEARTBEAT_ACK => "HeartbeatAck",
+        kind::SUBSCRIBED => "Subscribed",
         _ => return None,
     })
 }
@@ -489,6 +581,42 @@ pub fn encode_request(conv: u16, req: u32, r: &Request, out: &mut BytesMut) {
             out.put_u32_le(*n);
         }
         Request::Admin { command } => put_text32(out, command),
+        Request::OpenTopic {
+            object,
+            topic,
+            options,
+        } => {
+            out.put_str16(object);
+            out.put_str16(topic);
+            out.put_u32_le(*options);
+        }
+        Request::Put1Topic {
+            object,
+            topic,
+            opts,
+            md,
+            props,
+            body,
+        } => {
+            out.put_str16(object);
+            out.put_str16(topic);
+            opts.encode(out);
+            md.encode(out);
+            props.encode(out);
+            out.put_bytes32(body);
+        }
+        Request::Subscribe(s) => {
+            out.put_u32_le(s.options);
+            out.put_str16(&s.object);
+            out.put_str16(&s.topic);
+            out.put_str16(&s.name);
+            out.put_str16(&s.dest);
+            out.put_str16(&s.dest_qmgr);
+            out.put_str16(&s.selector);
+            out.put_i32_le(s.expiry);
+            out.put_str16(&s.user_data);
+        }
+        Request::SubRequest { hsub } => out.put_u32_le(*hsub),
     }
     finish_frame(out, start);
 }
@@ -560,6 +688,11 @@ pub fn encode_response(conv: u16, req: u32, r: &Response, out: &mut BytesMut) {
             out.put_u32_le(reason.code());
         }
         Response::HeartbeatAck => {}
+        Response::Subscribed { hsub, hobj, queue } => {
+            out.put_u32_le(*hsub);
+            out.put_u32_le(*hobj);
+            out.put_str16(queue);
+        }
     }
     finish_frame(out, start);
 }
@@ -683,6 +816,33 @@ fn decode_request(k: u8, r: &mut Reader) -> Result<Request, DecodeError> {
         kind::ADMIN => Request::Admin {
             command: text32(r, "admin command")?,
         },
+        kind::OPEN_TOPIC => Request::OpenTopic {
+            object: r.str16("topic object")?,
+            topic: r.str16("topic string")?,
+            options: r.u32("open options")?,
+        },
+        kind::PUT1_TOPIC => Request::Put1Topic {
+            object: r.str16("topic object")?,
+            topic: r.str16("topic string")?,
+            opts: PutOptions::decode(r)?,
+            md: MessageDescriptor::decode(r)?,
+            props: Properties::decode(r)?,
+            body: r.bytes32("message body")?,
+        },
+        kind::SUBSCRIBE => Request::Subscribe(Box::new(SubscribeRequest {
+            options: r.u32("subscription options")?,
+            object: r.str16("topic object")?,
+            topic: r.str16("topic string")?,
+            name: r.str16("subscription name")?,
+            dest: r.str16("destination queue")?,
+            dest_qmgr: r.str16("destination queue manager")?,
+            selector: r.str16("selector")?,
+            expiry: r.i32("subscription expiry")?,
+            user_data: r.str16("subscription user data")?,
+        })),
+        kind::SUB_REQUEST => Request::SubRequest {
+            hsub: r.u32("hsub")?,
+        },
         other => {
             return Err(DecodeError::invalid(
                 "frame kind",
@@ -785,6 +945,11 @@ fn decode_response(k: u8, r: &mut Reader) -> Result<Response, DecodeError> {
             reason: reason(r, "reason")?,
         },
         kind::HEARTBEAT_ACK => Response::HeartbeatAck,
+        kind::SUBSCRIBED => Response::Subscribed {
+            hsub: r.u32("hsub")?,
+            hobj: r.u32("hobj")?,
+            queue: r.str16("queue")?,
+        },
         other => {
             return Err(DecodeError::invalid(
                 "frame kind",

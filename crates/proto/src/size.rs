@@ -48,12 +48,14 @@ pub(crate) fn properties(p: &Properties) -> usize {
 }
 
 pub(crate) fn put_options(o: &PutOptions) -> usize {
-    // The context option and its handle follow only when either is set.
-    if o.context != 0 || o.context_hobj != 0 {
-        11
+    // The context option and its handle follow only when either is set, the publish/subscribe
+    // options only when set.
+    let context = if o.context != 0 || o.context_hobj != 0 {
+        8
     } else {
-        3
-    }
+        0
+    };
+    3 + context + if o.pubsub != 0 { 4 } else { 0 }
 }
 
 pub(crate) fn get_options(o: &GetOptions) -> usize {

@@ -145,6 +145,34 @@ fn one_of_each_request() -> Vec<Request> {
         },
         Request::CancelConsumer { hobj: 7 },
         Request::Credit { hobj: 7, n: 64 },
+        Request::OpenTopic {
+            object: "DEV.BASE.TOPIC".into(),
+            topic: "price/fruit".into(),
+            options: 0x10,
+        },
+        Request::Put1Topic {
+            object: String::new(),
+            topic: "a/b".into(),
+            opts: PutOptions {
+                pubsub: ferrymq_types::options::pmo::RETAIN,
+                ..PutOptions::default()
+            },
+            md: MessageDescriptor::default(),
+            props: Properties::default(),
+            body: Bytes::from_static(b"pub"),
+        },
+        Request::Subscribe(Box::new(ferrymq_proto::SubscribeRequest {
+            options: 0x2a,
+            object: "T".into(),
+            topic: "a/#".into(),
+            name: "S1".into(),
+            dest: String::new(),
+            dest_qmgr: String::new(),
+            selector: "colour = 'red'".into(),
+            expiry: -1,
+            user_data: "ud".into(),
+        })),
+        Request::SubRequest { hsub: 9 },
         Request::Admin {
             command: "x".repeat(100_000),
         },
@@ -198,6 +226,11 @@ fn one_of_each_response() -> Vec<Response> {
             reason: Reason::NONE,
         },
         Response::HeartbeatAck,
+        Response::Subscribed {
+            hsub: 3,
+            hobj: 4,
+            queue: "SYSTEM.MANAGED.DURABLE.0123456789ABCDEF".into(),
+        },
     ]
 }
 
@@ -207,7 +240,12 @@ fn each_request_variant_has_its_own_kind_and_round_trips() {
     let mut kinds: Vec<u8> = all.iter().map(Request::kind).collect();
     kinds.sort_unstable();
     kinds.dedup();
-    assert_eq!(kinds, (kind::HELLO..=kind::CREDIT).collect::<Vec<_>>());
+    assert_eq!(
+        kinds,
+        (kind::HELLO..=kind::CREDIT)
+            .chain(kind::OPEN_TOPIC..=kind::SUB_REQUEST)
+            .collect::<Vec<_>>()
+    );
     for r in all {
         let f = decode_one(request_frame(5, 9, &r));
         assert_eq!(parse_request(&f).unwrap(), r, "{}", r.name());
@@ -222,7 +260,9 @@ fn each_response_variant_has_its_own_kind_and_round_trips() {
     kinds.dedup();
     assert_eq!(
         kinds,
-        (kind::HELLO_OK..=kind::HEARTBEAT_ACK).collect::<Vec<_>>()
+        (kind::HELLO_OK..=kind::HEARTBEAT_ACK)
+            .chain([kind::SUBSCRIBED])
+            .collect::<Vec<_>>()
     );
     for r in all {
         let f = decode_one(response_frame(5, 9, &r));

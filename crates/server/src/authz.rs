@@ -256,7 +256,11 @@ pub fn mqsc_needs(cmd: &Command) -> Vec<(&'static str, String, Authorities)> {
             | DisplayWhat::Conn
             | DisplayWhat::ChStatus
             | DisplayWhat::LsStatus
-            | DisplayWhat::QmStatus => qmgr(Authorities::DSP),
+            | DisplayWhat::QmStatus
+            | DisplayWhat::Sub
+            | DisplayWhat::SbStatus
+            | DisplayWhat::TpStatus
+            | DisplayWhat::PubSub => qmgr(Authorities::DSP),
         },
         Command::StartListener { name, .. } | Command::StopListener { name, .. } => {
             vec![("LISTENER", name.clone(), Authorities::CTRL)]
@@ -267,7 +271,10 @@ pub fn mqsc_needs(cmd: &Command) -> Vec<(&'static str, String, Authorities)> {
         Command::PingQmgr => qmgr(Authorities::CTRL),
         // Discarding expired messages changes no definition: control of the queue manager.
         Command::RefreshQmgrExpiry { .. } => qmgr(Authorities::CTRL),
+        // Subscriptions are administered as part of the queue manager.
         Command::AlterQmgr { .. }
+        | Command::DefineSub { .. }
+        | Command::DeleteSub { .. }
         | Command::RefreshSecurity { .. }
         | Command::SetChlAuth(_)
         | Command::SetAuthRec(_)

@@ -71,6 +71,20 @@ fn status_ok() -> Response {
     }
 }
 
+/// A put that completed with a warning (a publication no subscription matched, asked for with
+/// MQPMO_WARN_IF_NO_SUBS_MATCHED): the warning is the answer, sent once the put is durable.
+fn warned(d: ferrymq_engine::PutDone) -> Action {
+    let reason = d.warning.unwrap_or(Reason::NONE);
+    Action::Reply(
+        Response::Status {
+            reason,
+            message: "the publication matched no subscription (a warning: it was published)"
+                .to_string(),
+        },
+        d.wait_lsn,
+    )
+}
+
 fn done(r: Result<Lsn, MqError>) -> Action {
     match r {
         Ok(lsn) => Action::Reply(status_ok(), lsn),
@@ -186,6 +200,44 @@ pub fn handle(
                 return Action::Reply(error_response(err), 0);
             }
         }
+        Q::OpenTopic { object, topic, .. } | Q::Put1Topic { object, topic, .. } => {
+            // MQ asks for PUB on the closest topic object above the topic string.
+            let what = if matches!(r, Q::OpenTopic { .. }) {
+                "MQOPEN of a topic for publishing"
+            } else {
+                "MQPUT1 to a topic"
+            };
+            let closest = core.engine.topic_object_for(object, topic);
+            if let Err(err) = closest.and_then(|name| {
+                check(
+                    core,
+                    s,
+                    conv,
+                    what,
+                    "TOPIC",
+                    &name,
+                    ferrymq_security::oam::Authorities::PUB,
+                )
+            }) {
+                return Action::Reply(error_response(err), 0);
+            }
+        }
+        Q::Subscribe(sd) => {
+            let closest = core.engine.topic_object_for(&sd.object, &sd.topic);
+            if let Err(err) = closest.and_then(|name| {
+                check(
+                    core,
+                    s,
+                    conv,
+                    "MQSUB",
+                    "TOPIC",
+                    &name,
+                    ferrymq_security::oam::Authorities::SUB,
+                )
+            }) {
+                return Action::Reply(error_response(err), 0);
+            }
+        }
         Q::Put1 { name, opts, .. } => {
             if let Err(err) = check(
                 core,
@@ -233,6 +285,7 @@ pub fn handle(
             props,
             body,
         } => match e.put(conn, hobj, &opts, md, props, body, now_ms) {
+            Ok(d) if d.warning.is_some() => warned(d),
             Ok(d) => Action::Reply(
                 Response::PutOk {
                     msg_id: d.msg_id,
@@ -304,6 +357,62 @@ pub fn handle(
             e.cancel_consumer(conn, hobj);
             Action::Reply(status_ok(), 0)
         }
+        Q::OpenTopic {
+            object,
+            topic,
+            options,
+        } => match e.open_topic(conn, &object, &topic, options) {
+            Ok((hobj, name)) => Action::Reply(Response::Opened { hobj, name }, 0),
+            Err(err) => Action::Reply(error_response(err), 0),
+        },
+        Q::Put1Topic {
+            object,
+            topic,
+            opts,
+            md,
+            props,
+            body,
+        } => match e.put1_topic(conn, &object, &topic, &opts, md, props, body, now_ms) {
+            Ok(d) if d.warning.is_some() => warned(d),
+            Ok(d) => Action::Reply(
+                Response::PutOk {
+                    msg_id: d.msg_id,
+                    correl_id: d.correl_id,
+                    group: None,
+                },
+                d.wait_lsn,
+            ),
+            Err(err) => Action::Reply(error_response(err), 0),
+        },
+        Q::Subscribe(sd) => {
+            let sd = *sd;
+            let req = ferrymq_engine::pubsub::SubRequest {
+                object: sd.object,
+                topic: sd.topic,
+                name: sd.name,
+                options: sd.options,
+                dest: sd.dest,
+                dest_qmgr: sd.dest_qmgr,
+                selector: sd.selector,
+                expiry: sd.expiry,
+                user_data: sd.user_data,
+            };
+            match e.subscribe(conn, &req, now_ms) {
+                Ok(d) => Action::Reply(
+                    Response::Subscribed {
+                        hsub: d.hsub,
+                        hobj: d.hobj,
+                        queue: d.queue,
+                    },
+                    d.wait_lsn,
+                ),
+                Err(err) => Action::Reply(error_response(err), 0),
+            }
+        }
+        Q::SubRequest { hsub } => match e.sub_request(conn, hsub, now_ms) {
+            Ok((_, lsn)) => Action::Reply(status_ok(), lsn),
+            Err(err) => Action::Reply(error_response(err), 0),
+        },
         Q::Hello(_) => Action::Reply(
             error_response(MqError::new(
                 Reason::HEADER_ERROR,

@@ -2,7 +2,8 @@
 //! active queue manager walks its queues and discards the messages whose expiry has passed, a
 //! bounded batch per hold of the core lock ([`ferrymq_engine::Engine::scan_expired`]), so that
 //! queue depths, MAXDEPTH and the message store stop counting messages no application can get,
-//! and expiration reports leave when messages expire. A replica or DR secondary never scans: it
+//! and expiration reports leave when messages expire; subscriptions past their EXPIRY are
+//! removed in the same pass. A replica or DR secondary never scans: it
 //! follows what its active instance logs.
 
 use std::sync::Arc;
@@ -63,6 +64,14 @@ pub async fn run(shared: Arc<Shared>) {
             crate::qm_log!(
                 crate::errlog::ids::EXPIRY_SCAN,
                 "expiry scan: {discarded} expired messages discarded ({examined} examined)"
+            );
+        }
+        // Subscriptions past their EXPIRY go in the same pass.
+        let subs = shared.core.lock().engine.expire_subscriptions(now_ms());
+        if let Ok(n @ 1..) = subs {
+            crate::qm_log!(
+                crate::errlog::ids::EXPIRY_SCAN,
+                "expiry scan: {n} expired subscriptions removed"
             );
         }
     }

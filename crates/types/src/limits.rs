@@ -104,3 +104,14 @@ pub const LINK_TLS_HANDSHAKE_MS: u64 = 5_000;
 pub const LINK_REFUSAL_LOG_INTERVAL_MS: u64 = 60_000;
 /// Peers whose last link refusal is remembered for that purpose (the oldest are forgotten).
 pub const LINK_REFUSAL_PEERS_MAX: usize = 256;
+
+/// The longest topic string (MQ's MQ_TOPIC_STR_LENGTH).
+pub const TOPIC_STRING_LEN_MAX: usize = 10_240;
+/// The longest subscription name (MQ's MQ_SUB_NAME_LENGTH).
+pub const SUB_NAME_LEN_MAX: usize = 10_240;
+/// The longest message selector (MQ's MQ_SELECTOR_LENGTH).
+pub const SELECTOR_LEN_MAX_BYTES: usize = 10_240;
+/// Subscriptions a queue manager holds, durable and non-durable together.
+pub const SUBS_MAX: usize = 100_000;
+/// How deeply a selector's expressions may nest (bounds the parser's recursion).
+pub const SELECTOR_DEPTH_MAX: usize = 64;

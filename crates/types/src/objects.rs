@@ -292,6 +292,10 @@ pub enum ObjectKind {
     AuthRec,
     /// A topic object: a node of the topic tree (TOPICSTR) and its publish/subscribe defaults.
     Topic,
+    /// A durable subscription (MQSUB with MQSO_DURABLE, or DEFINE SUB), named by its
+    /// subscription name. Non-durable subscriptions are never objects: they live and die with
+    /// their connection.
+    Sub,
 }
 
 impl ObjectKind {
@@ -303,6 +307,7 @@ impl ObjectKind {
             ObjectKind::ChlAuth => "CHLAUTH",
             ObjectKind::AuthRec => "AUTHREC",
             ObjectKind::Topic => "TOPIC",
+            ObjectKind::Sub => "SUB",
         }
     }
 
@@ -315,6 +320,7 @@ impl ObjectKind {
             ObjectKind::ChlAuth => 4,
             ObjectKind::AuthRec => 5,
             ObjectKind::Topic => 6,
+            ObjectKind::Sub => 7,
         }
     }
 
@@ -326,6 +332,7 @@ impl ObjectKind {
             4 => ObjectKind::ChlAuth,
             5 => ObjectKind::AuthRec,
             6 => ObjectKind::Topic,
+            7 => ObjectKind::Sub,
             k => return Err(DecodeError::invalid("object kind", format!("tag {k}"))),
         })
     }

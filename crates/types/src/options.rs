@@ -65,6 +65,12 @@ pub mod pmo {
     pub const SET_ALL_CONTEXT: u32 = 0x800;
     /// Both left blank.
     pub const NO_CONTEXT: u32 = 0x4000;
+    /// A publication with MQRC_NO_SUBS_MATCHED as a warning when no subscription takes it.
+    pub const WARN_IF_NO_SUBS_MATCHED: u32 = 0x80000;
+    /// A publication the queue manager keeps for the topic string, for later subscribers.
+    pub const RETAIN: u32 = 0x200000;
+    /// The publish/subscribe options [`PutOptions::pubsub`] may hold.
+    pub const PUBSUB: u32 = WARN_IF_NO_SUBS_MATCHED | RETAIN;
     pub const CONTEXT: u32 = DEFAULT_CONTEXT
         | PASS_IDENTITY_CONTEXT
         | PASS_ALL_CONTEXT
@@ -110,6 +116,37 @@ pub mod close {
     pub const NONE: u32 = 0;
     pub const DELETE: u32 = 1;
     pub const DELETE_PURGE: u32 = 2;
+    /// Closing a subscription handle leaves a durable subscription in place (the default).
+    pub const KEEP_SUB: u32 = 4;
+    /// Closing a subscription handle removes the subscription, durable or not.
+    pub const REMOVE_SUB: u32 = 8;
+}
+
+/// MQSO_* subscription options (MQSUB).
+pub mod sub {
+    pub const NON_DURABLE: u32 = 0;
+    pub const ALTER: u32 = 0x1;
+    pub const CREATE: u32 = 0x2;
+    pub const RESUME: u32 = 0x4;
+    pub const DURABLE: u32 = 0x8;
+    /// The queue manager creates the subscriber's queue (from the topic's MDURMDL/MNDURMDL).
+    pub const MANAGED: u32 = 0x20;
+    /// Retained publications are sent only when asked for (MQSUBRQ).
+    pub const PUBLICATIONS_ON_REQUEST: u32 = 0x800;
+    /// No retained publication is sent when the subscription is made.
+    pub const NEW_PUBLICATIONS_ONLY: u32 = 0x1000;
+    pub const FAIL_IF_QUIESCING: u32 = 0x2000;
+    /// Wildcards are whole topic levels (`#`, `+`): the only kind FerryMQ has, so the default.
+    pub const WILDCARD_TOPIC: u32 = 0x200000;
+    pub const KNOWN: u32 = ALTER
+        | CREATE
+        | RESUME
+        | DURABLE
+        | MANAGED
+        | PUBLICATIONS_ON_REQUEST
+        | NEW_PUBLICATIONS_ONLY
+        | FAIL_IF_QUIESCING
+        | WILDCARD_TOPIC;
 }
 
 /// Whether an operation joins the connection's unit of work.
@@ -160,11 +197,17 @@ pub struct PutOptions {
     /// With MQPMO_PASS_IDENTITY_CONTEXT or MQPMO_PASS_ALL_CONTEXT: the input handle, opened with
     /// MQOO_SAVE_ALL_CONTEXT, whose last got message's context is passed (MQPMO's Context).
     pub context_hobj: u32,
+    /// Publish/subscribe options of a put to a topic ([`pmo::RETAIN`],
+    /// [`pmo::WARN_IF_NO_SUBS_MATCHED`]); ignored by a put to a queue.
+    pub pubsub: u32,
 }
 
 /// Set in the syncpoint byte of an encoded [`PutOptions`] when the context options follow: a put
 /// with the default context encodes as it always did, so an older queue manager still reads it.
 const PUT_CONTEXT_FOLLOWS: u8 = 0x40;
+/// Set in the syncpoint byte when the publish/subscribe options follow (after the context
+/// options, if any): only a publication that uses them encodes differently.
+const PUT_PUBSUB_FOLLOWS: u8 = 0x20;
 
 impl Default for PutOptions {
     fn default() -> Self {
@@ -175,6 +218,7 @@ impl Default for PutOptions {
             logical_order: false,
             context: 0,
             context_hobj: 0,
+            pubsub: 0,
         }
     }
 }
@@ -192,6 +236,9 @@ impl Codec for PutOptions {
         if self.logical_order {
             flags |= SYNCPOINT_EXT_GROUP;
         }
+        if self.pubsub != 0 {
+            flags |= PUT_PUBSUB_FOLLOWS;
+        }
         out.put_u8(self.syncpoint.to_u8() | flags);
         out.put_bool(self.new_msg_id);
         out.put_bool(self.new_correl_id);
@@ -199,12 +246,18 @@ impl Codec for PutOptions {
             out.put_u32_le(self.context);
             out.put_u32_le(self.context_hobj);
         }
+        if self.pubsub != 0 {
+            out.put_u32_le(self.pubsub);
+        }
     }
     fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let first = r.u8("put syncpoint")?;
         let extended = first & PUT_CONTEXT_FOLLOWS != 0;
         let logical_order = first & SYNCPOINT_EXT_GROUP != 0;
-        let syncpoint = Syncpoint::from_u8(first & !(PUT_CONTEXT_FOLLOWS | SYNCPOINT_EXT_GROUP))?;
+        let pubsub_follows = first & PUT_PUBSUB_FOLLOWS != 0;
+        let syncpoint = Syncpoint::from_u8(
+            first & !(PUT_CONTEXT_FOLLOWS | SYNCPOINT_EXT_GROUP | PUT_PUBSUB_FOLLOWS),
+        )?;
         if syncpoint == Syncpoint::IfPersistent {
             return Err(DecodeError::invalid(
                 "put syncpoint",
@@ -218,6 +271,11 @@ impl Codec for PutOptions {
         } else {
             (0, 0)
         };
+        let pubsub = if pubsub_follows {
+            r.u32("put publish/subscribe options")?
+        } else {
+            0
+        };
         Ok(PutOptions {
             syncpoint,
             new_msg_id,
@@ -225,6 +283,7 @@ impl Codec for PutOptions {
             logical_order,
             context,
             context_hobj,
+            pubsub,
         })
     }
 }
@@ -440,5 +499,11 @@ mod tests {
             ..put
         };
         assert_eq!(PutOptions::from_bytes(lo.to_bytes()).unwrap(), lo);
+        let retain = PutOptions {
+            pubsub: pmo::RETAIN,
+            context: pmo::NO_CONTEXT,
+            ..lo
+        };
+        assert_eq!(PutOptions::from_bytes(retain.to_bytes()).unwrap(), retain);
     }
 }

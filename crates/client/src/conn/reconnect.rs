@@ -106,24 +106,42 @@ impl Conv {
                     .await
                     .map_err(CallError::into_error)?,
             )?;
-            let todo: Vec<(u32, Request)> = self
+            let todo: Vec<(u32, Option<Request>)> = self
                 .handles
                 .lock()
                 .map
                 .iter()
                 .filter(|(_, h)| h.lost.is_none())
                 .map(|(id, h)| {
-                    let req = Request::Open {
-                        name: h.open_name.clone(),
-                        qmgr: h.open_qmgr.clone(),
-                        options: h.options,
-                        dynamic_name: h.dynamic_name.clone(),
+                    let req = match &h.reopen {
+                        super::Reopen::Open => Some(Request::Open {
+                            name: h.open_name.clone(),
+                            qmgr: h.open_qmgr.clone(),
+                            options: h.options,
+                            dynamic_name: h.dynamic_name.clone(),
+                        }),
+                        super::Reopen::Topic { object, topic } => Some(Request::OpenTopic {
+                            object: object.clone(),
+                            topic: topic.clone(),
+                            options: h.options,
+                        }),
+                        super::Reopen::Never => None,
                     };
                     (*id, req)
                 })
                 .collect();
             let mut done = Vec::with_capacity(todo.len());
             for (id, req) in todo {
+                let Some(req) = req else {
+                    done.push((
+                        id,
+                        Err(MqError::new(
+                            Reason::NO_SUBSCRIPTION,
+                            "a subscription does not survive a reconnect: subscribe again (a durable one with MQSO_RESUME)",
+                        )),
+                    ));
+                    continue;
+                };
                 let r = socket
                     .call(conv, &req)
                     .await

@@ -1,7 +1,8 @@
 //! Topic object attributes. A topic object names a node of the topic tree (TOPICSTR) and the
 //! defaults of publications and subscriptions below it; most values may say ASPARENT (take the
-//! nearest ancestor's). Publish/subscribe itself does not run yet, so only the topic string (its
-//! identity, unique among topic objects and fixed once defined) and the description are acted on.
+//! nearest ancestor's). The topic string (its identity, unique among topic objects and fixed once
+//! defined), the description and the publish/subscribe attributes below are acted on; the
+//! clustering, multicast and proxy-subscription ones are stored only.
 
 use super::ValueKind::{Enum, Str};
 use super::{AttrSpec, ALTDATE, ALTTIME, CRDATE, CRTIME};
@@ -23,16 +24,16 @@ pub static TOPIC: &[AttrSpec] = &[
     ),
     AttrSpec::acted("DESCR", Str { max_len: 64 }),
     AttrSpec::stored("TYPE", Enum(&["LOCAL"]), "LOCAL"),
-    AttrSpec::stored("PUB", Enum(ASPARENT_ENABLED), "ASPARENT"),
-    AttrSpec::stored("SUB", Enum(ASPARENT_ENABLED), "ASPARENT"),
-    AttrSpec::stored("DEFPSIST", Enum(ASPARENT_YES_NO), "ASPARENT"),
-    AttrSpec::stored("DEFPRTY", Enum(PRIORITY), "ASPARENT"),
+    AttrSpec::acted("PUB", Enum(ASPARENT_ENABLED)).def("ASPARENT"),
+    AttrSpec::acted("SUB", Enum(ASPARENT_ENABLED)).def("ASPARENT"),
+    AttrSpec::acted("DEFPSIST", Enum(ASPARENT_YES_NO)).def("ASPARENT"),
+    AttrSpec::acted("DEFPRTY", Enum(PRIORITY)).def("ASPARENT"),
     AttrSpec::stored("DEFPRESP", Enum(&["ASPARENT", "SYNC", "ASYNC"]), "ASPARENT"),
-    AttrSpec::stored("DURSUB", Enum(ASPARENT_YES_NO), "ASPARENT"),
-    AttrSpec::stored("MDURMDL", Str { max_len: 48 }, ""),
-    AttrSpec::stored("MNDURMDL", Str { max_len: 48 }, ""),
-    AttrSpec::stored("PMSGDLV", Enum(DELIVERY), "ASPARENT"),
-    AttrSpec::stored("NPMSGDLV", Enum(DELIVERY), "ASPARENT"),
+    AttrSpec::acted("DURSUB", Enum(ASPARENT_YES_NO)).def("ASPARENT"),
+    AttrSpec::acted("MDURMDL", Str { max_len: 48 }),
+    AttrSpec::acted("MNDURMDL", Str { max_len: 48 }),
+    AttrSpec::acted("PMSGDLV", Enum(DELIVERY)).def("ASPARENT"),
+    AttrSpec::acted("NPMSGDLV", Enum(DELIVERY)).def("ASPARENT"),
     AttrSpec::stored("PUBSCOPE", Enum(SCOPE), "ASPARENT"),
     AttrSpec::stored("SUBSCOPE", Enum(SCOPE), "ASPARENT"),
     AttrSpec::stored("PROXYSUB", Enum(&["FIRSTUSE", "FORCE"]), "FIRSTUSE"),

@@ -150,6 +150,11 @@ pub fn put_options() -> impl Strategy<Value = PutOptions> {
                     logical_order,
                     context,
                     context_hobj,
+                    pubsub: if logical_order {
+                        ferrymq_types::options::pmo::RETAIN
+                    } else {
+                        0
+                    },
                 }
             },
         )
@@ -327,6 +332,42 @@ pub fn request() -> impl Strategy<Value = Request> {
             .prop_map(|(hobj, opts)| Request::RegisterConsumer { hobj, opts }),
         any::<u32>().prop_map(|hobj| Request::CancelConsumer { hobj }),
         (any::<u32>(), any::<u32>()).prop_map(|(hobj, n)| Request::Credit { hobj, n }),
+        (text(), text(), any::<u32>()).prop_map(|(object, topic, options)| Request::OpenTopic {
+            object,
+            topic,
+            options
+        }),
+        (
+            text(),
+            text(),
+            put_options(),
+            descriptor(),
+            properties(),
+            body()
+        )
+            .prop_map(
+                |(object, topic, opts, md, props, body)| Request::Put1Topic {
+                    object,
+                    topic,
+                    opts,
+                    md,
+                    props,
+                    body
+                }
+            ),
+        (any::<u32>(), text(), text(), text(), any::<i32>()).prop_map(
+            |(options, topic, name, selector, expiry)| Request::Subscribe(Box::new(
+                ferrymq_proto::SubscribeRequest {
+                    options,
+                    topic,
+                    name,
+                    selector,
+                    expiry,
+                    ..Default::default()
+                }
+            ))
+        ),
+        any::<u32>().prop_map(|hsub| Request::SubRequest { hsub }),
         prop_oneof![text(), "\\PC{20000,40000}"].prop_map(|command| Request::Admin { command }),
     ]
 }
@@ -404,6 +445,11 @@ pub fn response() -> impl Strategy<Value = Response> {
         (prop_oneof![text(), "\\PC{20000,40000}"], reason())
             .prop_map(|(text, reason)| Response::AdminReply { text, reason }),
         Just(Response::HeartbeatAck),
+        (any::<u32>(), any::<u32>(), text()).prop_map(|(hsub, hobj, queue)| Response::Subscribed {
+            hsub,
+            hobj,
+            queue
+        }),
     ]
 }
 
