@@ -247,3 +247,54 @@ fn a_channel_the_receiver_does_not_define_is_refused_and_retried() {
     let c2 = qm2.connect_bindings();
     assert_eq!(&get_wait(&c2, "ORDERS.IN").body[..], b"now it goes");
 }
+
+#[test]
+fn a_link_cut_mid_batch_puts_the_channel_in_retrying_and_it_resumes_by_itself() {
+    let home = Home::new();
+    let qm2 = Qm::start(&home, "QM2", &[]);
+    mqsc(
+        &home,
+        "QM2",
+        "DEFINE QLOCAL(ORDERS.IN)\nDEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(RCVR)\n",
+    );
+    let qm1 = Qm::start(&home, "QM1", &[]);
+    let port = support::free_port();
+    let relay = support::relay(port, qm2.port, 10);
+    sender_to(&home, &qm1, port);
+    mqsc(&home, "QM1", "STOP CHANNEL(QM1.TO.QM2)\n");
+    wait_status(&home, "QM1", "QM1.TO.QM2", "STOPPED");
+    let c1 = qm1.connect_bindings();
+    const N: usize = 400;
+    for i in 0..N {
+        put_to(&c1, "ORDERS", &i.to_string());
+    }
+    mqsc(&home, "QM1", "START CHANNEL(QM1.TO.QM2)\n");
+    // Cut the link while batches are flowing: some have arrived, most have not.
+    let t = Instant::now();
+    while depth(&home, "QM2", "ORDERS.IN") == 0 {
+        assert!(t.elapsed() < WAIT, "nothing arrived through the relay");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(relay);
+    let before = depth(&home, "QM2", "ORDERS.IN") as usize;
+    assert!(
+        before < N,
+        "everything arrived before the cut: the test proves nothing"
+    );
+    wait_status(&home, "QM1", "QM1.TO.QM2", "RETRYING");
+    let _relay = support::relay(port, qm2.port, 10);
+    let t = Instant::now();
+    while depth(&home, "QM1", "QM2") != 0 {
+        assert!(t.elapsed() < WAIT, "the channel did not resume by itself");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let c2 = qm2.connect_bindings();
+    let h = c2.open("ORDERS.IN", open::INPUT_EXCLUSIVE).unwrap();
+    let mut got = Vec::new();
+    while let Ok(m) = c2.get(&h, &GetOptions::any()) {
+        got.push(String::from_utf8(m.body.to_vec()).unwrap());
+    }
+    let want: Vec<String> = (0..N).map(|i| i.to_string()).collect();
+    assert_eq!(got, want, "every message once, in order");
+    wait_status(&home, "QM1", "QM1.TO.QM2", "RUNNING");
+}
