@@ -298,3 +298,81 @@ fn a_link_cut_mid_batch_puts_the_channel_in_retrying_and_it_resumes_by_itself() 
     assert_eq!(got, want, "every message once, in order");
     wait_status(&home, "QM1", "QM1.TO.QM2", "RUNNING");
 }
+
+#[test]
+fn a_request_and_its_reply_cross_the_two_queue_managers_through_a_reply_to_alias() {
+    let home = Home::new();
+    let qm1 = Qm::start(&home, "QM1", &[]);
+    let qm2 = Qm::start(&home, "QM2", &[]);
+    mqsc(
+        &home,
+        "QM1",
+        &format!(
+            "DEFINE QLOCAL(REPLIES)\n\
+             DEFINE QLOCAL(QM2) USAGE(XMITQ)\n\
+             DEFINE QREMOTE(REQUESTS) RNAME(REQUESTS.IN) RQMNAME(QM2) XMITQ(QM2)\n\
+             DEFINE QREMOTE(MY.REPLIES) RNAME(REPLIES) RQMNAME(QM1)\n\
+             DEFINE CHANNEL(QM2.TO.QM1) CHLTYPE(RCVR)\n\
+             DEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(SDR) CONNAME('127.0.0.1({})') XMITQ(QM2) SHORTTMR(1)\n\
+             START CHANNEL(QM1.TO.QM2)\n",
+            qm2.port
+        ),
+    );
+    mqsc(
+        &home,
+        "QM2",
+        &format!(
+            "DEFINE QLOCAL(REQUESTS.IN)\n\
+             DEFINE QLOCAL(QM1) USAGE(XMITQ)\n\
+             DEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(RCVR)\n\
+             DEFINE CHANNEL(QM2.TO.QM1) CHLTYPE(SDR) CONNAME('127.0.0.1({})') XMITQ(QM1) SHORTTMR(1)\n\
+             START CHANNEL(QM2.TO.QM1)\n",
+            qm1.port
+        ),
+    );
+    // The requester names its reply-to alias; QM1 resolves it at put.
+    let c1 = qm1.connect_bindings();
+    let h = c1.open("REQUESTS", open::OUTPUT).unwrap();
+    let mut request = MessageDescriptor {
+        persistence: Persistence::Persistent,
+        msg_type: 1,
+        format: "MQSTR".into(),
+        reply_to_q: "MY.REPLIES".into(),
+        ..Default::default()
+    };
+    c1.put_md(
+        &h,
+        &mut request,
+        &Properties::default(),
+        Bytes::from_static(b"price of 7 apples?"),
+        &PutOptions::default(),
+    )
+    .unwrap();
+
+    // The server on QM2 answers where the request says, with the request's MsgId as CorrelId.
+    let c2 = qm2.connect_bindings();
+    let req = get_wait(&c2, "REQUESTS.IN");
+    assert_eq!(req.md.reply_to_q, "REPLIES");
+    assert_eq!(req.md.reply_to_qmgr, "QM1");
+    let out = c2
+        .open_qmgr(&req.md.reply_to_q, &req.md.reply_to_qmgr, open::OUTPUT)
+        .expect("the reply-to queue resolves through the transmission queue QM1");
+    let reply = MessageDescriptor {
+        persistence: Persistence::Persistent,
+        msg_type: 2,
+        format: "MQSTR".into(),
+        correl_id: req.md.msg_id,
+        ..Default::default()
+    };
+    c2.put_commit(
+        &out,
+        &reply,
+        &Properties::default(),
+        Bytes::from_static(b"14"),
+    )
+    .unwrap();
+
+    let got = get_wait(&c1, "REPLIES");
+    assert_eq!(&got.body[..], b"14");
+    assert_eq!(got.md.correl_id, request.msg_id, "the reply correlates");
+}
