@@ -376,3 +376,70 @@ fn a_request_and_its_reply_cross_the_two_queue_managers_through_a_reply_to_alias
     assert_eq!(&got.body[..], b"14");
     assert_eq!(got.md.correl_id, request.msg_id, "the reply correlates");
 }
+
+fn scrape(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics port");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text
+}
+
+#[test]
+fn channel_status_and_metrics_show_what_the_channel_moved() {
+    let home = Home::new();
+    let qm2 = Qm::start(&home, "QM2", &[]);
+    mqsc(
+        &home,
+        "QM2",
+        "DEFINE QLOCAL(ORDERS.IN)\nDEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(RCVR)\n",
+    );
+    let qm1 = Qm::create(&home, "QM1", &[]);
+    let metrics = support::free_port();
+    qm1.set_ini("Metrics", "Port", &metrics.to_string());
+    qm1.restart();
+    sender_to(&home, &qm1, qm2.port);
+    let c1 = qm1.connect_bindings();
+    for i in 0..3 {
+        put_to(&c1, "ORDERS", &format!("m{i}"));
+    }
+    let c2 = qm2.connect_bindings();
+    for _ in 0..3 {
+        get_wait(&c2, "ORDERS.IN");
+    }
+    // The sender counts a batch once it is confirmed, just after the receiver committed it.
+    let t = Instant::now();
+    let text = loop {
+        let text = wait_status(&home, "QM1", "QM1.TO.QM2", "RUNNING");
+        if text.contains("MSGS(3)") || t.elapsed() > WAIT {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for want in [
+        "CHLTYPE(SDR)",
+        "XMITQ(QM2)",
+        "INDOUBT(NO)",
+        "MSGS(3)",
+        "LSTSEQNO(3)",
+        &format!("CONNAME(127.0.0.1({}))", qm2.port),
+    ] {
+        assert!(text.contains(want), "{want} missing:\n{text}");
+    }
+    assert!(!text.contains("BYTSSENT(0)"), "{text}");
+    let rcvr = wait_status(&home, "QM2", "QM1.TO.QM2", "RUNNING");
+    assert!(
+        rcvr.contains("CHLTYPE(RCVR)") && rcvr.contains("LSTSEQNO(3)"),
+        "{rcvr}"
+    );
+    let m = scrape(metrics);
+    for want in [
+        "ferrymq_channel_messages_total{qmgr=\"QM1\",channel=\"QM1.TO.QM2\",type=\"SDR\"} 3",
+        "ferrymq_channel_state{qmgr=\"QM1\",channel=\"QM1.TO.QM2\",type=\"SDR\"} 3",
+        "ferrymq_channel_xmitq_depth{qmgr=\"QM1\",channel=\"QM1.TO.QM2\"} 0",
+    ] {
+        assert!(m.contains(want), "{want} missing:\n{m}");
+    }
+}
