@@ -209,6 +209,15 @@ impl Attempt<'_> {
         let xmitq = attr(def, "XMITQ", "");
         let batch_size = attr_u64(def, "BATCHSZ", 50).clamp(1, 9999) as u32;
         let max_msg_len = attr_u64(def, "MAXMSGL", 4 * 1024 * 1024) as u32;
+        let indoubt = self
+            .shared
+            .core
+            .lock()
+            .engine
+            .channel_sync(self.name)
+            .indoubt
+            .is_some();
+        self.status.lock().indoubt = indoubt;
         let mut link = match self.connect(&conname).await {
             Ok(l) => l,
             Err(e) => return End::Failed(e),
@@ -237,7 +246,11 @@ impl Attempt<'_> {
         if let Err(e) = link.send(&out).await {
             return End::Failed(e);
         }
-        let (batch_size, max_msg_len, their_luwid) = match link.recv(ANSWER_TIMEOUT).await {
+        let answer = tokio::select! {
+            r = link.recv(ANSWER_TIMEOUT) => r,
+            _ = stop.wait_for(|v| *v) => return End::Stopped,
+        };
+        let (batch_size, max_msg_len, their_luwid) = match answer {
             Ok(ChannelFrame::HelloOk {
                 batch_size,
                 max_msg_len,
@@ -403,7 +416,12 @@ impl Attempt<'_> {
             if let Err(e) = link.send(&end).await {
                 return End::Failed(e);
             }
-            match link.recv(ANSWER_TIMEOUT).await {
+            // A stop while the batch is in doubt leaves it in doubt: resolved at the next start.
+            let answer = tokio::select! {
+                r = link.recv(ANSWER_TIMEOUT) => r,
+                _ = stop.wait_for(|v| *v) => return End::Stopped,
+            };
+            match answer {
                 Ok(ChannelFrame::Confirm { luwid: l, .. }) if l == batch_luwid => {}
                 Ok(other) => {
                     return End::Failed(broken(format!(
