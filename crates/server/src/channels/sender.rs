@@ -241,6 +241,7 @@ impl Attempt<'_> {
                 luwid: d.luwid,
                 seq: d.seq,
             }),
+            fast_np: attr(def, "NPMSPEED", "FAST") == "FAST",
         }
         .encode(&mut out);
         if let Err(e) = link.send(&out).await {
@@ -250,13 +251,14 @@ impl Attempt<'_> {
             r = link.recv(ANSWER_TIMEOUT) => r,
             _ = stop.wait_for(|v| *v) => return End::Stopped,
         };
-        let (batch_size, max_msg_len, their_luwid) = match answer {
+        let (batch_size, max_msg_len, their_luwid, fast_np) = match answer {
             Ok(ChannelFrame::HelloOk {
                 batch_size,
                 max_msg_len,
                 luwid,
+                fast_np,
                 ..
-            }) => (batch_size.max(1), max_msg_len, luwid),
+            }) => (batch_size.max(1), max_msg_len, luwid, fast_np),
             Ok(other) => {
                 return End::Failed(broken(format!(
                     "the receiver answered the channel start with frame 0x{:02x}",
@@ -327,8 +329,14 @@ impl Attempt<'_> {
             }
         };
         let conn = self.conn.expect("set above");
+        // NPMSPEED(FAST) at both ends: non-persistent messages leave the transmission queue as
+        // they are sent, outside the batch (lost, as MQ loses them, if the link fails).
         let opts = GetOptions {
-            syncpoint: Syncpoint::Yes,
+            syncpoint: if fast_np {
+                Syncpoint::IfPersistent
+            } else {
+                Syncpoint::Yes
+            },
             ..GetOptions::any()
         };
         loop {
