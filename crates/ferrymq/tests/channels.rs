@@ -515,3 +515,32 @@ fn a_batch_left_in_doubt_by_a_crash_is_resolved_by_hand_and_sent_again_once() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("RCVR channel"), "{text}");
 }
+
+#[test]
+fn a_message_larger_than_the_channel_carries_goes_to_the_senders_dead_letter_queue() {
+    let home = Home::new();
+    let (qm1, qm2) = pair(&home);
+    mqsc(
+        &home,
+        "QM1",
+        "STOP CHANNEL(QM1.TO.QM2)\nALTER CHANNEL(QM1.TO.QM2) CHLTYPE(SDR) MAXMSGL(2000)\n",
+    );
+    wait_status(&home, "QM1", "QM1.TO.QM2", "STOPPED");
+    let c1 = qm1.connect_bindings();
+    put_to(&c1, "ORDERS", &"x".repeat(5000));
+    put_to(&c1, "ORDERS", "small");
+    mqsc(&home, "QM1", "START CHANNEL(QM1.TO.QM2)\n");
+    let c2 = qm2.connect_bindings();
+    assert_eq!(&get_wait(&c2, "ORDERS.IN").body[..], b"small");
+    let dead = get_wait(&c1, "SYSTEM.DEAD.LETTER.QUEUE");
+    let (dlh, rest) = DeadLetterHeader::parse(&dead.body).expect("a dead-letter header");
+    assert_eq!(dlh.reason, 2218, "MQRC_MSG_TOO_BIG_FOR_CHANNEL");
+    assert_eq!(
+        (dlh.dest_q_name.as_str(), dlh.dest_q_mgr_name.as_str()),
+        ("ORDERS.IN", "QM2")
+    );
+    let (xqh, data) = ferrymq_types::xqh::TransmissionHeader::parse(rest).expect("its XQH");
+    assert_eq!(xqh.remote_q, "ORDERS.IN");
+    assert_eq!(data.len(), 5000);
+    assert_eq!(depth(&home, "QM1", "QM2"), 0);
+}

@@ -346,11 +346,23 @@ impl Attempt<'_> {
             // 1. Up to BATCHSZ messages, sent as they are taken.
             let mut frames = BytesMut::new();
             let mut n = 0u32;
+            let mut dead = 0u32;
             {
                 let mut core = self.shared.core.lock();
                 let now = now_ms();
                 while n < batch_size {
                     match core.engine.get(conn, hobj, &opts, 0, now) {
+                        Ok(GetOutcome::Got(got, _))
+                            if got.body.len() as u64 > max_msg_len as u64 =>
+                        {
+                            // Larger than the channel carries: to the dead-letter queue here,
+                            // in the batch's unit of work, as MQ's sending MCA does.
+                            if let Err(e) = dead_letter(&mut core.engine, conn, self.name, got, now)
+                            {
+                                return End::Failed(e);
+                            }
+                            dead += 1;
+                        }
                         Ok(GetOutcome::Got(got, _)) => {
                             n += 1;
                             ChannelFrame::Msg {
@@ -367,6 +379,12 @@ impl Attempt<'_> {
                         }
                         Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => break,
                         Err(e) => return End::Failed(e),
+                    }
+                }
+                if n == 0 && dead > 0 {
+                    // Only dead letters: nothing to send, so nothing to wait for.
+                    if let Err(e) = core.engine.commit(conn, now) {
+                        return End::Failed(e);
                     }
                 }
             }
@@ -521,6 +539,59 @@ impl Attempt<'_> {
             core.flush_deliveries();
         }
     }
+}
+
+/// Puts a transmission-queue message the channel cannot carry to this queue manager's
+/// dead-letter queue, behind a dead-letter header (MQRC_MSG_TOO_BIG_FOR_CHANNEL, the destination
+/// its transmission header names), under the batch's unit of work.
+fn dead_letter(
+    engine: &mut ferrymq_engine::Engine,
+    conn: ConnId,
+    channel: &str,
+    got: ferrymq_engine::Got,
+    now: u64,
+) -> Result<(), MqError> {
+    use ferrymq_types::dlh::{self, DeadLetterHeader};
+    use ferrymq_types::options::{pmo, PutOptions};
+    let dlq = engine.attrs().dead_letter_queue.clone();
+    let (q, qmgr) = ferrymq_types::xqh::TransmissionHeader::parse(&got.body)
+        .map(|(x, _)| (x.remote_q, x.remote_qmgr))
+        .unwrap_or_default();
+    let reason = Reason::MSG_TOO_BIG_FOR_CHANNEL;
+    let header = DeadLetterHeader::for_message(
+        &got.md,
+        reason.code() as i32,
+        &q,
+        &qmgr,
+        dlh::APPL_TYPE_QMGR,
+        channel,
+        now,
+    )
+    .encode();
+    let mut body = BytesMut::with_capacity(header.len() + got.body.len());
+    body.extend_from_slice(&header);
+    body.extend_from_slice(&got.body);
+    let md = ferrymq_types::MessageDescriptor {
+        format: dlh::FORMAT.to_string(),
+        encoding: dlh::ENCODING_NATIVE,
+        ..got.md
+    };
+    let opts = PutOptions {
+        syncpoint: Syncpoint::Yes,
+        context: pmo::SET_ALL_CONTEXT,
+        ..Default::default()
+    };
+    engine
+        .put1(conn, &dlq, "", &opts, md, got.props, body.freeze(), now)
+        .map(|_| ())
+        .map_err(|e| {
+            MqError::new(
+                reason,
+                format!(
+                    "channel {channel}: a message for {q}({qmgr}) is larger than the channel's MAXMSGL and the dead-letter queue '{dlq}' cannot take it: {e}"
+                ),
+            )
+        })
 }
 
 /// The lowest LUWID the next batch may take: above the last committed one and any in doubt.
