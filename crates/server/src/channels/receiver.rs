@@ -76,6 +76,19 @@ pub async fn run<R: AsyncRead + Unpin>(
             "expected a channel Hello",
         ));
     };
+    // An HA replica or a DR secondary takes no channels: the sender tries its next address.
+    if shared.is_standby() {
+        return refuse(
+            s,
+            MqError::new(
+                Reason::STANDBY_Q_MGR,
+                format!(
+                    "this instance of queue manager {} is not the active one",
+                    shared.cfg.name
+                ),
+            ),
+        );
+    }
     let def = shared
         .core
         .lock()

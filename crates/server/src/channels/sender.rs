@@ -218,11 +218,6 @@ impl Attempt<'_> {
             .indoubt
             .is_some();
         self.status.lock().indoubt = indoubt;
-        let mut link = match self.connect(&conname).await {
-            Ok(l) => l,
-            Err(e) => return End::Failed(e),
-        };
-        // Bind: the receiver answers with the last batch it committed.
         let (sync, qmgr) = {
             let core = self.shared.core.lock();
             (
@@ -230,7 +225,7 @@ impl Attempt<'_> {
                 core.engine.qmgr_name().to_string(),
             )
         };
-        let mut out = BytesMut::new();
+        let mut hello = BytesMut::new();
         ChannelFrame::Hello {
             channel: self.name.to_string(),
             sender_qmgr: qmgr,
@@ -243,29 +238,53 @@ impl Attempt<'_> {
             }),
             fast_np: attr(def, "NPMSPEED", "FAST") == "FAST",
         }
-        .encode(&mut out);
-        if let Err(e) = link.send(&out).await {
-            return End::Failed(e);
-        }
-        let answer = tokio::select! {
-            r = link.recv(ANSWER_TIMEOUT) => r,
-            _ = stop.wait_for(|v| *v) => return End::Stopped,
-        };
-        let (batch_size, max_msg_len, their_luwid, fast_np) = match answer {
-            Ok(ChannelFrame::HelloOk {
-                batch_size,
-                max_msg_len,
-                luwid,
-                fast_np,
-                ..
-            }) => (batch_size.max(1), max_msg_len, luwid, fast_np),
-            Ok(other) => {
-                return End::Failed(broken(format!(
-                    "the receiver answered the channel start with frame 0x{:02x}",
-                    other.kind()
-                )))
-            }
+        .encode(&mut hello);
+        // Each address of CONNAME in order, until one binds (an HA group's replicas refuse).
+        let addrs = match ferrymq_types::conname::parse_conn_name(&conname) {
+            Ok(a) => a,
             Err(e) => return End::Failed(e),
+        };
+        let mut last = broken(format!("CONNAME '{conname}' names no address"));
+        let mut bound = None;
+        for (host, port) in addrs {
+            let mut link = match self.connect(&host, port).await {
+                Ok(l) => l,
+                Err(e) => {
+                    last = e;
+                    continue;
+                }
+            };
+            if let Err(e) = link.send(&hello).await {
+                last = e;
+                continue;
+            }
+            let answer = tokio::select! {
+                r = link.recv(ANSWER_TIMEOUT) => r,
+                _ = stop.wait_for(|v| *v) => return End::Stopped,
+            };
+            match answer {
+                Ok(ChannelFrame::HelloOk {
+                    batch_size,
+                    max_msg_len,
+                    luwid,
+                    fast_np,
+                    ..
+                }) => {
+                    self.status.lock().conname = format!("{host}({port})");
+                    bound = Some((link, batch_size.max(1), max_msg_len, luwid, fast_np));
+                    break;
+                }
+                Ok(other) => {
+                    last = broken(format!(
+                        "the receiver answered the channel start with frame 0x{:02x}",
+                        other.kind()
+                    ))
+                }
+                Err(e) => last = e,
+            }
+        }
+        let Some((mut link, batch_size, max_msg_len, their_luwid, fast_np)) = bound else {
+            return End::Failed(last);
         };
         link.dec
             .set_max_frame_bytes(ferrymq_proto::frame_limit_for(max_msg_len));
@@ -483,40 +502,28 @@ impl Attempt<'_> {
         }
     }
 
-    async fn connect(&self, conname: &str) -> Result<Link, MqError> {
-        let addrs = ferrymq_types::conname::parse_conn_name(conname)?;
-        let mut last = broken(format!("CONNAME '{conname}' names no address"));
-        for (host, port) in addrs {
-            match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect((host.as_str(), port)))
-                .await
-            {
-                Ok(Ok(sock)) => {
-                    let _ = sock.set_nodelay(true);
-                    self.status.lock().conname = format!("{host}({port})");
-                    return Ok(Link {
-                        sock,
-                        dec: FrameDecoder::new(ferrymq_proto::PRE_HANDSHAKE_FRAME_MAX_BYTES),
-                        buf: BytesMut::with_capacity(64 * 1024),
-                    });
-                }
-                Ok(Err(e)) => {
-                    last = MqError::new(
-                        Reason::HOST_NOT_AVAILABLE,
-                        format!("cannot connect to {host}({port}): {e}"),
-                    )
-                }
-                Err(_) => {
-                    last = MqError::new(
-                        Reason::HOST_NOT_AVAILABLE,
-                        format!(
-                            "connecting to {host}({port}) took longer than {} s",
-                            CONNECT_TIMEOUT.as_secs()
-                        ),
-                    )
-                }
+    async fn connect(&self, host: &str, port: u16) -> Result<Link, MqError> {
+        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect((host, port))).await {
+            Ok(Ok(sock)) => {
+                let _ = sock.set_nodelay(true);
+                Ok(Link {
+                    sock,
+                    dec: FrameDecoder::new(ferrymq_proto::PRE_HANDSHAKE_FRAME_MAX_BYTES),
+                    buf: BytesMut::with_capacity(64 * 1024),
+                })
             }
+            Ok(Err(e)) => Err(MqError::new(
+                Reason::HOST_NOT_AVAILABLE,
+                format!("cannot connect to {host}({port}): {e}"),
+            )),
+            Err(_) => Err(MqError::new(
+                Reason::HOST_NOT_AVAILABLE,
+                format!(
+                    "connecting to {host}({port}) took longer than {} s",
+                    CONNECT_TIMEOUT.as_secs()
+                ),
+            )),
         }
-        Err(last)
     }
 
     async fn durable(&self, lsn: ferrymq_engine::Lsn) -> Result<(), MqError> {
