@@ -238,7 +238,13 @@ fn execute_command(
                     .cloned()
                     .expect("its type was read");
                 match ops.start_channel(&def) {
-                    Ok(m) => Response::success(msg::CHANNEL_STARTED, m),
+                    Ok(m) => match engine.channel_set_stopped(name, false) {
+                        Ok(lsn) => Response {
+                            lsn,
+                            ..Response::success(msg::CHANNEL_STARTED, m)
+                        },
+                        Err(e) => Response::failure(&label, &e),
+                    },
                     Err(e) => Response::failure(&label, &e),
                 }
             }
@@ -247,8 +253,20 @@ fn execute_command(
             match channel_type(engine, name) {
                 Err(e) => return Response::failure(&label, &e),
                 Ok(t) if t != "SVRCONN" => {
+                    // A sender stays stopped, across restarts too, until START CHANNEL.
+                    let lsn = if t == "SDR" {
+                        match engine.channel_set_stopped(name, true) {
+                            Ok(l) => l,
+                            Err(e) => return Response::failure(&label, &e),
+                        }
+                    } else {
+                        0
+                    };
                     return match ops.stop_channel(name) {
-                        Ok(m) => Response::success(msg::CHANNEL_STOPPED, m),
+                        Ok(m) => Response {
+                            lsn,
+                            ..Response::success(msg::CHANNEL_STOPPED, m)
+                        },
                         Err(e) => already(
                             &label,
                             e,

@@ -45,6 +45,8 @@ pub struct ChannelSync {
     /// The last committed batch's LUWID (0: none yet).
     pub luwid: u64,
     pub indoubt: Option<InDoubt>,
+    /// Stopped by STOP CHANNEL: it does not restart with the queue manager.
+    pub stopped: bool,
 }
 
 /// The synchronisation update a channel commit carries.
@@ -116,6 +118,7 @@ pub fn encode_syncs(s: &ChannelSyncs, out: &mut BytesMut) {
         out.put_str16(name);
         out.put_u64_le(c.seq);
         out.put_u64_le(c.luwid);
+        out.put_u8(u8::from(c.stopped));
         match &c.indoubt {
             None => out.put_u8(0),
             Some(d) => {
@@ -135,6 +138,7 @@ pub fn decode_syncs(r: &mut Reader) -> Result<ChannelSyncs, DecodeError> {
         let name = r.str16("channel")?;
         let seq = r.u64("channel seq")?;
         let luwid = r.u64("luwid")?;
+        let stopped = r.bool("stopped")?;
         let indoubt = match r.u8("in-doubt flag")? {
             0 => None,
             1 => Some(InDoubt {
@@ -150,6 +154,7 @@ pub fn decode_syncs(r: &mut Reader) -> Result<ChannelSyncs, DecodeError> {
                 seq,
                 luwid,
                 indoubt,
+                stopped,
             },
         );
     }
@@ -260,6 +265,31 @@ impl Engine {
         }
     }
 
+    /// Records STOP CHANNEL (`stopped`) or START CHANNEL of a sender, so a stopped channel
+    /// stays stopped when the queue manager restarts.
+    pub fn channel_set_stopped(&mut self, channel: &str, stopped: bool) -> Result<Lsn, MqError> {
+        // A first START records the channel too, so it restarts with the queue manager.
+        if self
+            .channels
+            .get(channel)
+            .is_some_and(|c| c.stopped == stopped)
+        {
+            return Ok(0);
+        }
+        let rec = Record::ChannelStopped {
+            channel: channel.to_string(),
+            stopped,
+        };
+        let mut out = BytesMut::new();
+        let k = rec.encode_small(&mut out);
+        let lsn = self.log.append(k, &[&out])?;
+        self.channels
+            .entry(channel.to_string())
+            .or_default()
+            .stopped = stopped;
+        Ok(lsn)
+    }
+
     /// Sets the channel's message sequence number (RESET CHANNEL SEQNUM), ending any doubt as a
     /// backout.
     pub fn channel_reset(&mut self, channel: &str, seq: u64) -> Result<Lsn, MqError> {
@@ -310,6 +340,7 @@ mod tests {
             ChannelSync {
                 seq: 9,
                 luwid: 3,
+                stopped: true,
                 indoubt: Some(InDoubt {
                     luwid: 4,
                     seq: 12,

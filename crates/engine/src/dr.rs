@@ -299,6 +299,15 @@ impl Image {
             if let Some(d) = &c.indoubt {
                 one(Record::ChannelInDoubt(name.clone(), d.clone()), &mut out);
             }
+            if c.stopped {
+                one(
+                    Record::ChannelStopped {
+                        channel: name.clone(),
+                        stopped: true,
+                    },
+                    &mut out,
+                );
+            }
         }
         out
     }

@@ -39,6 +39,8 @@ pub mod kind {
     pub const CHANNEL_COMMIT: u8 = 15;
     /// Message channels: a sender's batch in doubt backed out, or the sequence number reset.
     pub const CHANNEL_BACKOUT: u8 = 16;
+    /// Message channels: STOP CHANNEL (the channel stays stopped across restarts) or START.
+    pub const CHANNEL_STOPPED: u8 = 17;
 
     /// True for the records that describe DR itself rather than queue manager state: a secondary
     /// does not take them from the stream it receives.
@@ -97,6 +99,11 @@ pub enum Record {
     ChannelBackout {
         channel: String,
         reset_seq: Option<u64>,
+    },
+    /// STOP CHANNEL (true) or START CHANNEL (false) of a sender.
+    ChannelStopped {
+        channel: String,
+        stopped: bool,
     },
 }
 
@@ -242,6 +249,11 @@ impl Record {
                 out.put_u64_le(reset_seq.map_or(0, |s| s.saturating_add(1)));
                 kind::CHANNEL_BACKOUT
             }
+            Record::ChannelStopped { channel, stopped } => {
+                out.put_str16(channel);
+                out.put_u8(u8::from(*stopped));
+                kind::CHANNEL_STOPPED
+            }
             Record::ChannelCommit { sync, puts, gets } => {
                 crate::channel::encode_sync(sync, out);
                 encode_commit_body(puts, gets, out);
@@ -284,6 +296,10 @@ impl Record {
                 let (puts, gets) = decode_commit_body(&mut r)?;
                 Record::ChannelCommit { sync, puts, gets }
             }
+            kind::CHANNEL_STOPPED => Record::ChannelStopped {
+                channel: r.str16("channel")?,
+                stopped: r.bool("stopped")?,
+            },
             kind::CHANNEL_BACKOUT => Record::ChannelBackout {
                 channel: r.str16("channel")?,
                 reset_seq: r.u64("reset seq")?.checked_sub(1),
@@ -449,6 +465,10 @@ mod tests {
             Record::ChannelBackout {
                 channel: "QM1.QM2".into(),
                 reset_seq: Some(0),
+            },
+            Record::ChannelStopped {
+                channel: "QM1.QM2".into(),
+                stopped: true,
             },
         ];
         for rec in recs {

@@ -478,6 +478,9 @@ impl Engine {
             Record::ChannelBackout { channel, reset_seq } => {
                 self.apply_backout(&channel, reset_seq)
             }
+            Record::ChannelStopped { channel, stopped } => {
+                self.channels.entry(channel).or_default().stopped = stopped;
+            }
         }
         Ok(())
     }

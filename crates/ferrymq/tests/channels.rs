@@ -212,6 +212,13 @@ fn a_stopped_channel_keeps_its_messages_and_a_sender_retries_until_the_receiver_
         "a stopped channel moves nothing"
     );
     assert_eq!(depth(&home, "QM2", "ORDERS.IN"), 0);
+    // It stays stopped when its queue manager restarts.
+    drop(c1);
+    qm1.end();
+    qm1.restart();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(depth(&home, "QM1", "QM2"), 3, "still stopped after strmqm");
+    let c1 = qm1.connect_bindings();
 
     // The receiver's queue manager goes away; the sender, started, retries.
     qm2.end();

@@ -168,8 +168,9 @@ pub fn stop_all(shared: &Arc<Shared>) {
     }
 }
 
-/// At start: runs every sender channel that has run before (it has a synchronisation state),
-/// as MQ restarts the channels that were running; a batch it left in doubt is resolved first.
+/// At start: runs every sender channel that has run before (it has a synchronisation state)
+/// and was not stopped by STOP CHANNEL, as MQ restarts the channels that were running; a batch
+/// it left in doubt is resolved first.
 pub fn start_at_strmqm(shared: &Arc<Shared>) {
     let defs: Vec<ObjectDef> = {
         let core = shared.core.lock();
@@ -177,7 +178,12 @@ pub fn start_at_strmqm(shared: &Arc<Shared>) {
             .objects()
             .filter(|o| o.kind == ObjectKind::Channel)
             .filter(|o| o.attrs.get("CHLTYPE").map(String::as_str) == Some("SDR"))
-            .filter(|o| core.engine.channel_syncs().contains_key(&o.name))
+            .filter(|o| {
+                core.engine
+                    .channel_syncs()
+                    .get(&o.name)
+                    .is_some_and(|s| !s.stopped)
+            })
             .cloned()
             .collect()
     };
