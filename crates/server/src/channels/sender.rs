@@ -209,15 +209,6 @@ impl Attempt<'_> {
         let xmitq = attr(def, "XMITQ", "");
         let batch_size = attr_u64(def, "BATCHSZ", 50).clamp(1, 9999) as u32;
         let max_msg_len = attr_u64(def, "MAXMSGL", 4 * 1024 * 1024) as u32;
-        let indoubt = self
-            .shared
-            .core
-            .lock()
-            .engine
-            .channel_sync(self.name)
-            .indoubt
-            .is_some();
-        self.status.lock().indoubt = indoubt;
         let (sync, qmgr) = {
             let core = self.shared.core.lock();
             (
@@ -225,6 +216,7 @@ impl Attempt<'_> {
                 core.engine.qmgr_name().to_string(),
             )
         };
+        self.status.lock().indoubt = sync.indoubt.is_some();
         let mut hello = BytesMut::new();
         ChannelFrame::Hello {
             channel: self.name.to_string(),
@@ -363,7 +355,7 @@ impl Attempt<'_> {
                 return End::Stopped;
             }
             // 1. Up to BATCHSZ messages, sent as they are taken.
-            let mut frames = BytesMut::new();
+            let mut batch = Vec::new();
             let mut n = 0u32;
             let mut dead = 0u32;
             {
@@ -384,13 +376,7 @@ impl Attempt<'_> {
                         }
                         Ok(GetOutcome::Got(got, _)) => {
                             n += 1;
-                            ChannelFrame::Msg {
-                                seq: seq + n as u64,
-                                md: got.md,
-                                props: got.props,
-                                body: got.body,
-                            }
-                            .encode(&mut frames);
+                            batch.push(got);
                         }
                         Ok(GetOutcome::Waiting(w)) => {
                             core.engine.cancel_wait(w);
@@ -406,6 +392,17 @@ impl Attempt<'_> {
                         return End::Failed(e);
                     }
                 }
+            }
+            // Encoded outside the core lock: the bodies are copied into the frames.
+            let mut frames = BytesMut::new();
+            for (i, got) in batch.into_iter().enumerate() {
+                ChannelFrame::Msg {
+                    seq: seq + i as u64 + 1,
+                    md: got.md,
+                    props: got.props,
+                    body: got.body,
+                }
+                .encode(&mut frames);
             }
             if n == 0 {
                 // Idle: look again shortly; a receiver that goes away is noticed at once.
