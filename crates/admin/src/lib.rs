@@ -34,6 +34,20 @@ pub trait ServerOps {
     fn channel_status(&self) -> Vec<Vec<(String, String)>>;
     /// Pairs for DISPLAY QMSTATUS (STATUS(RUNNING), STARTDA, STARTTI, CONNS, ...).
     fn qmgr_status(&self) -> Vec<(String, String)>;
+    /// START CHANNEL of a message channel (SDR; a RCVR runs when its sender connects).
+    fn start_channel(&mut self, def: &ObjectDef) -> Result<String, MqError> {
+        Err(MqError::new(
+            Reason::COMMAND_FAILED,
+            format!("CHANNEL({}) cannot be started here", def.name),
+        ))
+    }
+    /// STOP CHANNEL of a message channel.
+    fn stop_channel(&mut self, name: &str) -> Result<String, MqError> {
+        Err(MqError::new(
+            Reason::CHANNEL_NOT_ACTIVE,
+            format!("channel {name} is not active"),
+        ))
+    }
     fn refresh_security(&mut self, type_: &str) -> Result<String, MqError>;
     /// A user's groups, and whether it holds every authority (the queue manager's own user, or
     /// a member of the administrators' group).
@@ -225,19 +239,51 @@ fn execute_command(
                     "CHANNEL({name}): a SVRCONN channel takes client connections whenever a listener runs; FerryMQ never holds one STOPPED, so it is already available."
                 ),
             ),
-            Ok(t) => Response::failure(
-                &label,
-                &MqError::new(
-                    Reason::COMMAND_FAILED,
-                    format!(
-                        "CHANNEL({name}) is a {t} channel: distributed queuing (channels between queue managers) is not built yet, so it cannot be started"
-                    ),
-                ),
-            ),
+            Ok(_) => {
+                let def = engine
+                    .object(ObjectKind::Channel, name)
+                    .cloned()
+                    .expect("its type was read");
+                match ops.start_channel(&def) {
+                    Ok(m) => match engine.channel_set_stopped(name, false) {
+                        Ok(lsn) => Response {
+                            lsn,
+                            ..Response::success(msg::CHANNEL_STARTED, m)
+                        },
+                        Err(e) => Response::failure(&label, &e),
+                    },
+                    Err(e) => Response::failure(&label, &e),
+                }
+            }
         },
         Command::StopChannel { name, ignstate } => {
-            if let Err(e) = channel_type(engine, name) {
-                return Response::failure(&label, &e);
+            match channel_type(engine, name) {
+                Err(e) => return Response::failure(&label, &e),
+                Ok(t) if t != "SVRCONN" => {
+                    // A sender stays stopped, across restarts too, until START CHANNEL.
+                    let lsn = if t == "SDR" {
+                        match engine.channel_set_stopped(name, true) {
+                            Ok(l) => l,
+                            Err(e) => return Response::failure(&label, &e),
+                        }
+                    } else {
+                        0
+                    };
+                    return match ops.stop_channel(name) {
+                        Ok(m) => Response {
+                            lsn,
+                            ..Response::success(msg::CHANNEL_STOPPED, m)
+                        },
+                        Err(e) => already(
+                            &label,
+                            e,
+                            Reason::CHANNEL_NOT_ACTIVE,
+                            *ignstate,
+                            msg::CHANNEL_STOPPED,
+                        ),
+                    };
+                }
+                Ok(_) => {}
             }
             let instances = ops
                 .channel_status()
@@ -305,6 +351,45 @@ fn execute_command(
         } => security::display_chlauth(engine, profile, type_.as_deref(), filter),
         Command::DisplayAuthRec(f) => security::display_authrec(engine, f, &*ops),
         Command::DisplayEntAuth(q) => security::display_entauth(engine, q, &*ops),
+        Command::ResolveChannel { name, commit } => {
+            if let Err(e) = sender_channel(engine, name) {
+                return Response::failure(&label, &e);
+            }
+            let had = engine.channel_sync(name).indoubt;
+            match engine.channel_resolve(name, *commit) {
+                Ok(lsn) => {
+                    let text = match had {
+                        None => format!("CHANNEL({name}) has no batch in doubt: nothing to resolve."),
+                        Some(d) => format!(
+                            "CHANNEL({name}): the batch in doubt (LUWID {:016X}, {} messages) was {}.",
+                            d.luwid,
+                            d.gets.len(),
+                            if *commit { "committed: its messages left the transmission queue" } else { "backed out: its messages will be sent again" }
+                        ),
+                    };
+                    Response {
+                        lsn,
+                        ..Response::success(msg::CHANNEL_RESOLVED, text)
+                    }
+                }
+                Err(e) => Response::failure(&label, &e),
+            }
+        }
+        Command::ResetChannel { name, seqnum } => {
+            if let Err(e) = channel_type(engine, name) {
+                return Response::failure(&label, &e);
+            }
+            match engine.channel_reset(name, u64::from(*seqnum) - 1) {
+                Ok(lsn) => Response {
+                    lsn,
+                    ..Response::success(
+                        msg::CHANNEL_RESET,
+                        format!("CHANNEL({name}): the next message sequence number is {seqnum}."),
+                    )
+                },
+                Err(e) => Response::failure(&label, &e),
+            }
+        }
         Command::PingQmgr => Response::success(
             msg::PING,
             format!(
@@ -365,6 +450,17 @@ fn already(
 }
 
 /// The CHLTYPE of a defined channel, or why there is none.
+/// RESOLVE works on a sending channel only.
+fn sender_channel(engine: &Engine, name: &str) -> Result<(), MqError> {
+    match channel_type(engine, name)?.as_str() {
+        "SDR" | "SVR" => Ok(()),
+        t => Err(MqError::new(
+            Reason::COMMAND_FAILED,
+            format!("CHANNEL({name}) is a {t} channel: only a sending channel (SDR, SVR) has a batch in doubt to resolve"),
+        )),
+    }
+}
+
 fn channel_type(engine: &Engine, name: &str) -> Result<String, MqError> {
     let def = engine
         .object(ObjectKind::Channel, name)

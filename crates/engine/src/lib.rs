@@ -11,6 +11,7 @@
 
 mod admin;
 pub mod batch;
+pub mod channel;
 pub mod conn;
 mod consume;
 pub mod dr;
@@ -154,6 +155,8 @@ pub struct Engine {
     now_hint_ms: u64,
     /// Non-durable subscriptions, subscriptions in use, and what is derived from the objects.
     pubsub: pubsub::PubSub,
+    /// Message channels' synchronisation state (sequence numbers, LUWIDs, batches in doubt).
+    channels: channel::ChannelSyncs,
 }
 
 impl std::fmt::Debug for Engine {
@@ -194,6 +197,7 @@ impl Engine {
             objects_version: first_objects_version(),
             now_hint_ms: 0,
             pubsub: Default::default(),
+            channels: Default::default(),
         }
     }
 
