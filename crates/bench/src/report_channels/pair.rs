@@ -43,11 +43,14 @@ pub(crate) fn qm1_mqsc(port: u16, batch: u32) -> String {
     )
 }
 
-/// The MQSC that sets QM2 up: the receiver channel and the target queue.
+/// The MQSC that sets QM2 up: the receiver channel and the target queue. A channel runs with
+/// the lower of its two ends' BATCHSZ, as in MQ: the receiver's is the largest, so the sender's
+/// decides.
 pub(crate) fn qm2_mqsc() -> String {
     format!(
-        "DEFINE CHANNEL({CHANNEL}) CHLTYPE(RCVR)\n\
-         DEFINE QLOCAL({TARGET_Q}) MAXDEPTH({QUEUE_DEPTH})\n"
+        "DEFINE CHANNEL({CHANNEL}) CHLTYPE(RCVR) BATCHSZ({})\n\
+         DEFINE QLOCAL({TARGET_Q}) MAXDEPTH({QUEUE_DEPTH})\n",
+        super::BATCH_MAX
     )
 }
 

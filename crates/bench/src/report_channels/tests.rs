@@ -195,7 +195,10 @@ fn the_mqsc_defines_the_pair_as_mq_does() {
         assert!(q1.contains(want), "missing {want} in {q1}");
     }
     let q2 = qm2_mqsc();
-    assert!(q2.contains("DEFINE CHANNEL(QM1.QM2) CHLTYPE(RCVR)"), "{q2}");
+    assert!(
+        q2.contains("DEFINE CHANNEL(QM1.QM2) CHLTYPE(RCVR) BATCHSZ(9999)"),
+        "the sender's BATCHSZ decides: {q2}"
+    );
     assert!(q2.contains("DEFINE QLOCAL(BENCH.TARGET)"), "{q2}");
     assert_eq!(
         alter_mqsc(2000, 200),
