@@ -33,7 +33,8 @@ Examples:
 const EXAMPLES_REPORT: &str = "\
 Examples:
   ferrymq-bench report standalone --quick
-  ferrymq-bench report ha --quick --out ha-report";
+  ferrymq-bench report ha --quick --out ha-report
+  ferrymq-bench report channels --quick";
 
 const EXAMPLES_CORE: &str = "\
 Examples:

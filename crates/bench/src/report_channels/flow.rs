@@ -5,9 +5,9 @@
 //! The putters take a credit before each put and the getters give one back after each get, so
 //! at most `window_msgs` messages are between them: the transmission queue and the target queue
 //! never fill, whichever side is slower, and the queue managers never hold more than a bounded
-//! number of bytes. The window is large enough to fill several batches of the largest BATCHSZ
-//! measured. After the measured window the putters stop and the getters drain what is on the way,
-//! so the next flow starts with empty queues.
+//! number of bytes. The window holds several batches of the channel's BATCHSZ. After the
+//! measured window the putters stop and the getters drain what is on the way, so the next flow
+//! starts with empty queues.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,10 +22,11 @@ use tokio::sync::Semaphore;
 
 use crate::cpu;
 
-/// Bytes that may be in flight between the putters and the getters, unless two batches need
-/// more.
+/// Messages in flight wanted: at least this many, and four batches and one per putter...
+const IN_FLIGHT_MSGS_MIN: usize = 400;
+/// ...but no more bytes than this, unless two batches and one per putter need more...
 const IN_FLIGHT_BYTES_MAX: usize = 64 << 20;
-/// Most messages in flight (the queues' MAXDEPTH is above it).
+/// ...and never more messages than this (the queues' MAXDEPTH is above it).
 pub(crate) const IN_FLIGHT_MSGS_MAX: usize = 4000;
 /// How long a getter waits for a message before checking whether it should stop.
 const GET_WAIT_MS: u64 = 500;
@@ -48,14 +49,15 @@ pub(crate) struct Spec {
 }
 
 impl Spec {
-    /// Messages allowed in flight: [`IN_FLIGHT_BYTES_MAX`] of them, but room for two full
-    /// batches and a message per putter at least (so the sender can always fill a batch while
-    /// the receiver commits the previous one), and never more than [`IN_FLIGHT_MSGS_MAX`].
+    /// Messages allowed in flight: enough for the sender to always find full batches while
+    /// the receiver commits, yet few enough that the getters drain them quickly after the window
+    /// even at the slowest rates (see the constants above).
     pub(crate) fn window_msgs(&self) -> usize {
-        let floor = 2 * self.batch as usize + self.clients.max(1);
-        (IN_FLIGHT_BYTES_MAX / self.size.max(1))
-            .max(floor)
-            .min(IN_FLIGHT_MSGS_MAX)
+        let clients = self.clients.max(1);
+        let batch = self.batch as usize;
+        let want = (4 * batch + clients).max(IN_FLIGHT_MSGS_MIN);
+        let bytes_cap = (IN_FLIGHT_BYTES_MAX / self.size.max(1)).max(2 * batch + clients);
+        want.min(bytes_cap).min(IN_FLIGHT_MSGS_MAX)
     }
 }
 

@@ -50,8 +50,23 @@ const GOAL_DISTANCE_PCT: f64 = 50.0;
 const BATCH_MAX: u32 = 9999;
 /// Largest message size the report accepts (the queue managers' default MAXMSGL is 4 MB).
 const SIZE_MAX_BYTES: usize = 4 << 20;
+/// Putters (and getters) unless `--clients` says otherwise: enough applications at once that
+/// neither the local queue nor the channel waits on any one application's round trips, as a
+/// transmission queue serving many applications does.
+const CLIENTS_DEFAULT: usize = 16;
 /// Most putters (and getters).
 const CLIENTS_MAX: usize = 64;
+/// Most rounds.
+const ROUNDS_MAX: usize = 9;
+
+/// One whole number for `flag` in `lo..=hi`.
+fn number_in(flag: &str, text: &str, lo: usize, hi: usize) -> Result<usize, String> {
+    text.trim()
+        .parse()
+        .ok()
+        .filter(|n| (lo..=hi).contains(n))
+        .ok_or_else(|| format!("{flag}: '{text}' is not a number from {lo} to {hi}"))
+}
 
 /// `ferrymq-bench report channels`'s options.
 #[derive(clap::Args, Debug)]
@@ -135,7 +150,7 @@ impl Opts {
             } else {
                 vec![0.0, 1.0, GOAL_DISTANCE_RTT_MS, 50.0]
             },
-            clients: 4,
+            clients: CLIENTS_DEFAULT,
             command: std::iter::once("ferrymq-bench report channels".to_string())
                 .chain(argv.iter().map(|a| shell_word(a)))
                 .collect::<Vec<_>>()
@@ -157,11 +172,7 @@ impl Opts {
             o.warmup = seconds("--warmup-s", w)?;
         }
         if let Some(v) = &a.rounds {
-            o.rounds = parse_list::<usize>("--rounds", v)?
-                .first()
-                .copied()
-                .filter(|n| (1..=9).contains(n))
-                .ok_or_else(|| format!("--rounds: '{v}' is not a number from 1 to 9"))?;
+            o.rounds = number_in("--rounds", v, 1, ROUNDS_MAX)?;
         }
         if let Some(v) = &a.sizes {
             o.sizes = parse_list("--sizes", v)?;
@@ -183,13 +194,7 @@ impl Opts {
             o.rtts = parse_rtts(v)?;
         }
         if let Some(v) = &a.clients {
-            o.clients = parse_list::<usize>("--clients", v)?
-                .first()
-                .copied()
-                .filter(|n| (1..=CLIENTS_MAX).contains(n))
-                .ok_or_else(|| {
-                    format!("--clients: '{v}' is not a number from 1 to {CLIENTS_MAX}")
-                })?;
+            o.clients = number_in("--clients", v, 1, CLIENTS_MAX)?;
         }
         Ok(o)
     }

@@ -383,7 +383,7 @@ pub(crate) fn markdown(rep: &Report) -> String {
         "- Workload: {} putters on QM1 put to the remote queue BENCH.REMOTE (RNAME BENCH.TARGET, RQMNAME QM2, XMITQ QM2); {} getters on QM2 get from BENCH.TARGET. \
          Persistent messages are put and got under syncpoint, each with its commit; non-persistent ones outside syncpoint, over a channel with NPMSPEED(FAST). \
          The channel QM1.QM2 is a SDR/RCVR pair over TCP on this machine (loopback), or through `ferrymq relay` adding the round trip shown. \
-         At most a bounded number of messages is in flight between putters and getters (2 KB: {}), so no queue fills; the rate is the messages got per second, end to end",
+         At most a bounded number of messages is in flight between putters and getters (2 KB at BATCHSZ {REFERENCE_BATCH}: {}; every window's is in runs.json), so no queue fills; the rate is the messages got per second, end to end",
         rep.putters,
         rep.getters,
         flow::Spec {

@@ -83,7 +83,7 @@ fn options_parse_with_defaults_quick_and_lists() {
     assert_eq!(o.batches, vec![1, 10, 50, 200]);
     assert_eq!(o.sizes, vec![2048, 20_480, 204_800, 1_048_576]);
     assert_eq!(o.rtts, vec![0.0, 1.0, 10.0, 50.0]);
-    assert_eq!((o.rounds, o.clients), (2, 4));
+    assert_eq!((o.rounds, o.clients), (2, 16));
     assert!(o.out.ends_with(o.out.file_name().unwrap()));
     assert!(
         o.out.to_string_lossy().ends_with("-channels"),
@@ -106,6 +106,7 @@ fn options_parse_with_defaults_quick_and_lists() {
     for bad in [
         "--rounds 0",
         "--rounds 10",
+        "--rounds 1,2",
         "--batch-sizes 0",
         "--batch-sizes 10000",
         "--sizes 0",
@@ -166,7 +167,7 @@ fn the_full_matrix_covers_every_sweep_once_and_groups_channel_configurations() {
 }
 
 #[test]
-fn the_window_is_bounded_in_bytes_but_holds_two_batches() {
+fn the_window_holds_batches_but_is_bounded_in_bytes_and_messages() {
     let spec = |size: usize, batch: u32| Spec {
         size,
         persistent: true,
@@ -175,9 +176,11 @@ fn the_window_is_bounded_in_bytes_but_holds_two_batches() {
         warmup: Duration::ZERO,
         duration: Duration::ZERO,
     };
-    assert_eq!(spec(2048, 50).window_msgs(), flow::IN_FLIGHT_MSGS_MAX);
-    assert_eq!(spec(1 << 20, 0).window_msgs(), 64);
-    assert_eq!(spec(1 << 20, 50).window_msgs(), 104);
+    assert_eq!(spec(2048, 0).window_msgs(), 400, "the baseline");
+    assert_eq!(spec(2048, 50).window_msgs(), 400);
+    assert_eq!(spec(2048, 200).window_msgs(), 804, "four batches");
+    assert_eq!(spec(1 << 20, 0).window_msgs(), 64, "64 MB");
+    assert_eq!(spec(1 << 20, 50).window_msgs(), 104, "two batches");
     assert_eq!(spec(2048, 9999).window_msgs(), flow::IN_FLIGHT_MSGS_MAX);
     assert_eq!(flow::us_per_msg(50.0, 2.0, 1000), 1000.0);
     assert_eq!(flow::us_per_msg(50.0, 2.0, 0), 0.0);
