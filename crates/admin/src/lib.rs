@@ -33,6 +33,20 @@ pub trait ServerOps {
     fn channel_status(&self) -> Vec<Vec<(String, String)>>;
     /// Pairs for DISPLAY QMSTATUS (STATUS(RUNNING), STARTDA, STARTTI, CONNS, ...).
     fn qmgr_status(&self) -> Vec<(String, String)>;
+    /// START CHANNEL of a message channel (SDR; a RCVR runs when its sender connects).
+    fn start_channel(&mut self, def: &ObjectDef) -> Result<String, MqError> {
+        Err(MqError::new(
+            Reason::COMMAND_FAILED,
+            format!("CHANNEL({}) cannot be started here", def.name),
+        ))
+    }
+    /// STOP CHANNEL of a message channel.
+    fn stop_channel(&mut self, name: &str) -> Result<String, MqError> {
+        Err(MqError::new(
+            Reason::CHANNEL_NOT_ACTIVE,
+            format!("channel {name} is not active"),
+        ))
+    }
     fn refresh_security(&mut self, type_: &str) -> Result<String, MqError>;
     /// A user's groups, and whether it holds every authority (the queue manager's own user, or
     /// a member of the administrators' group).
@@ -218,19 +232,33 @@ fn execute_command(
                     "CHANNEL({name}): a SVRCONN channel takes client connections whenever a listener runs; FerryMQ never holds one STOPPED, so it is already available."
                 ),
             ),
-            Ok(t) => Response::failure(
-                &label,
-                &MqError::new(
-                    Reason::COMMAND_FAILED,
-                    format!(
-                        "CHANNEL({name}) is a {t} channel: distributed queuing (channels between queue managers) is not built yet, so it cannot be started"
-                    ),
-                ),
-            ),
+            Ok(_) => {
+                let def = engine
+                    .object(ObjectKind::Channel, name)
+                    .cloned()
+                    .expect("its type was read");
+                match ops.start_channel(&def) {
+                    Ok(m) => Response::success(msg::CHANNEL_STARTED, m),
+                    Err(e) => Response::failure(&label, &e),
+                }
+            }
         },
         Command::StopChannel { name, ignstate } => {
-            if let Err(e) = channel_type(engine, name) {
-                return Response::failure(&label, &e);
+            match channel_type(engine, name) {
+                Err(e) => return Response::failure(&label, &e),
+                Ok(t) if t != "SVRCONN" => {
+                    return match ops.stop_channel(name) {
+                        Ok(m) => Response::success(msg::CHANNEL_STOPPED, m),
+                        Err(e) => already(
+                            &label,
+                            e,
+                            Reason::CHANNEL_NOT_ACTIVE,
+                            *ignstate,
+                            msg::CHANNEL_STOPPED,
+                        ),
+                    };
+                }
+                Ok(_) => {}
             }
             let instances = ops
                 .channel_status()

@@ -140,6 +140,7 @@ impl Engine {
         self.objects.clear();
         self.attrs = QmgrAttrs::default();
         self.dr = DrState::default();
+        self.channels.clear();
     }
 
     /// Applies one record received from a DR primary and logs it in this queue manager's own
@@ -281,6 +282,24 @@ impl Image {
             }
         }
         flush(&mut puts, &mut out);
+        // The channels' synchronisation state: a commit carrying it, and any batch in doubt.
+        for (name, c) in &image.channels {
+            one(
+                Record::ChannelCommit {
+                    sync: crate::channel::SyncUpdate {
+                        channel: name.clone(),
+                        seq: c.seq,
+                        luwid: c.luwid,
+                    },
+                    puts: Vec::new(),
+                    gets: Vec::new(),
+                },
+                &mut out,
+            );
+            if let Some(d) = &c.indoubt {
+                one(Record::ChannelInDoubt(name.clone(), d.clone()), &mut out);
+            }
+        }
         out
     }
 }

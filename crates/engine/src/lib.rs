@@ -11,6 +11,7 @@
 
 mod admin;
 pub mod batch;
+pub mod channel;
 pub mod conn;
 mod consume;
 pub mod dr;
@@ -151,6 +152,8 @@ pub struct Engine {
     objects_version: u64,
     /// The time the server last passed in (`note_time`), for records of verbs that take none.
     now_hint_ms: u64,
+    /// Message channels' synchronisation state (sequence numbers, LUWIDs, batches in doubt).
+    channels: channel::ChannelSyncs,
 }
 
 impl std::fmt::Debug for Engine {
@@ -190,6 +193,7 @@ impl Engine {
             admin_lsn: 0,
             objects_version: first_objects_version(),
             now_hint_ms: 0,
+            channels: Default::default(),
         }
     }
 

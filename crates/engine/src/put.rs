@@ -8,7 +8,9 @@ use ferrymq_types::descriptor::{EXPIRY_UNLIMITED, ID_NONE, PRIORITY_AS_Q_DEF};
 use ferrymq_types::limits::{APPL_IDENTITY_LEN_MAX, PUT_APPL_NAME_LEN_MAX, USER_ID_LEN_MAX};
 use ferrymq_types::options::{open, pmo, PutOptions, Syncpoint};
 use ferrymq_types::xqh::{self, TransmissionHeader};
-use ferrymq_types::{mqerr, DynamicKind, MessageDescriptor, MqError, Persistence, Properties};
+use ferrymq_types::{
+    mqerr, DynamicKind, MessageDescriptor, MqError, Persistence, Properties, QueueKind,
+};
 
 use crate::conn::{ConnId, Context, RemoteDest};
 use crate::message::{Entry, Lsn, Message};
@@ -210,6 +212,7 @@ impl Engine {
             }
         }
         let remote = h.remote.clone();
+        self.resolve_reply_to(&mut md);
         let pos = self.group_put_fields(conn, hobj, opts, &mut md, body.len())?;
         let assigned = (md.group_id, md.msg_seq_number, md.offset);
         if let Some(dest) = remote {
@@ -227,6 +230,23 @@ impl Engine {
             done.group = Some(assigned);
         }
         Ok(done)
+    }
+
+    /// Reply-to alias resolution, as MQ does it at put: a ReplyToQ with no ReplyToQMgr that
+    /// names a remote queue definition here is replaced by its RNAME (when it has one) and
+    /// RQMNAME, so the reply finds its way back through the other queue manager's routing.
+    fn resolve_reply_to(&self, md: &mut MessageDescriptor) {
+        if md.reply_to_q.is_empty() || !md.reply_to_qmgr.trim().is_empty() {
+            return;
+        }
+        if let Some(QueueKind::Remote { rname, rqmname, .. }) =
+            self.queues.get(&md.reply_to_q).map(|q| &q.def.kind)
+        {
+            if !rname.is_empty() {
+                md.reply_to_q = rname.clone();
+            }
+            md.reply_to_qmgr = rqmname.clone();
+        }
     }
 
     /// Opens, puts one message and closes in one call (MQPUT1).

@@ -33,6 +33,12 @@ pub mod kind {
     /// written now and then, so a restarted primary or the next active instance of an HA group
     /// keeps the lag bound from where it was.
     pub const DR_ACKED: u8 = 13;
+    /// Message channels: a sender's batch in doubt (`channel` module).
+    pub const CHANNEL_INDOUBT: u8 = 14;
+    /// Message channels: a commit with the channel's synchronisation state.
+    pub const CHANNEL_COMMIT: u8 = 15;
+    /// Message channels: a sender's batch in doubt backed out, or the sequence number reset.
+    pub const CHANNEL_BACKOUT: u8 = 16;
 
     /// True for the records that describe DR itself rather than queue manager state: a secondary
     /// does not take them from the stream it receives.
@@ -79,6 +85,19 @@ pub enum Record {
     DrMark(DrMark),
     DrAcked(DrMark),
     DrReset,
+    /// A sender's batch in doubt.
+    ChannelInDoubt(String, crate::channel::InDoubt),
+    /// A unit of work's commit carrying a channel's new synchronisation state.
+    ChannelCommit {
+        sync: crate::channel::SyncUpdate,
+        puts: Vec<PutRec>,
+        gets: Vec<GetRec>,
+    },
+    /// A sender's batch in doubt backed out; `reset_seq` set by RESET CHANNEL.
+    ChannelBackout {
+        channel: String,
+        reset_seq: Option<u64>,
+    },
 }
 
 /// A position in a DR primary's stream: the stream's id and the position (the primary's log
@@ -214,6 +233,20 @@ impl Record {
                 out.put_bytes32(&p.body);
                 kind::PUT
             }
+            Record::ChannelInDoubt(name, d) => {
+                crate::channel::encode_indoubt(name, d, out);
+                kind::CHANNEL_INDOUBT
+            }
+            Record::ChannelBackout { channel, reset_seq } => {
+                out.put_str16(channel);
+                out.put_u64_le(reset_seq.map_or(0, |s| s.saturating_add(1)));
+                kind::CHANNEL_BACKOUT
+            }
+            Record::ChannelCommit { sync, puts, gets } => {
+                crate::channel::encode_sync(sync, out);
+                encode_commit_body(puts, gets, out);
+                kind::CHANNEL_COMMIT
+            }
             Record::Commit { puts, gets } => {
                 out.put_u32_le(puts.len() as u32);
                 for p in puts {
@@ -239,18 +272,22 @@ impl Record {
             kind::PUT => Record::Put(decode_put(&mut r)?),
             kind::GET => Record::Get(decode_get(&mut r)?),
             kind::COMMIT => {
-                let n = r.u32("put count")? as usize;
-                let mut puts = Vec::with_capacity(n.min(1024));
-                for _ in 0..n {
-                    puts.push(decode_put(&mut r)?);
-                }
-                let n = r.u32("get count")? as usize;
-                let mut gets = Vec::with_capacity(n.min(1024));
-                for _ in 0..n {
-                    gets.push(decode_get(&mut r)?);
-                }
+                let (puts, gets) = decode_commit_body(&mut r)?;
                 Record::Commit { puts, gets }
             }
+            kind::CHANNEL_INDOUBT => {
+                let (name, d) = crate::channel::decode_indoubt(&mut r)?;
+                Record::ChannelInDoubt(name, d)
+            }
+            kind::CHANNEL_COMMIT => {
+                let sync = crate::channel::decode_sync(&mut r)?;
+                let (puts, gets) = decode_commit_body(&mut r)?;
+                Record::ChannelCommit { sync, puts, gets }
+            }
+            kind::CHANNEL_BACKOUT => Record::ChannelBackout {
+                channel: r.str16("channel")?,
+                reset_seq: r.u64("reset seq")?.checked_sub(1),
+            },
             kind::DEFINE_QUEUE => Record::DefineQueue(QueueDef::decode(&mut r)?),
             kind::DELETE_QUEUE => Record::DeleteQueue(r.str16("queue")?),
             kind::DEFINE_OBJECT => Record::DefineObject(ObjectDef::decode(&mut r)?),
@@ -275,6 +312,36 @@ impl Record {
         r.finish("log record")?;
         Ok(rec)
     }
+}
+
+fn encode_commit_body(puts: &[PutRec], gets: &[GetRec], out: &mut BytesMut) {
+    out.put_u32_le(puts.len() as u32);
+    for p in puts {
+        out.put_str16(&p.queue);
+        out.put_u64_le(p.seq);
+        p.md.encode(out);
+        p.props.encode(out);
+        out.put_u64_le(p.expires_at_ms.unwrap_or(0));
+        out.put_bytes32(&p.body);
+    }
+    out.put_u32_le(gets.len() as u32);
+    for g in gets {
+        encode_get(g, out);
+    }
+}
+
+fn decode_commit_body(r: &mut Reader) -> Result<(Vec<PutRec>, Vec<GetRec>), DecodeError> {
+    let n = r.u32("put count")? as usize;
+    let mut puts = Vec::with_capacity(n.min(1024));
+    for _ in 0..n {
+        puts.push(decode_put(r)?);
+    }
+    let n = r.u32("get count")? as usize;
+    let mut gets = Vec::with_capacity(n.min(1024));
+    for _ in 0..n {
+        gets.push(decode_get(r)?);
+    }
+    Ok((puts, gets))
 }
 
 /// Encodes a stored message for the message store (a put record without the queue change): the
@@ -354,6 +421,35 @@ mod tests {
             Record::DeleteObject(ObjectKind::Channel, "C".into()),
             Record::QmgrAttrs(QmgrAttrs::default()),
             Record::ClearQueue("Q".into()),
+            Record::ChannelInDoubt(
+                "QM1.QM2".into(),
+                crate::channel::InDoubt {
+                    luwid: 7,
+                    seq: 40,
+                    gets: vec![GetRec {
+                        queue: "QM2".into(),
+                        seq: 3,
+                        rank: 1,
+                    }],
+                },
+            ),
+            Record::ChannelCommit {
+                sync: crate::channel::SyncUpdate {
+                    channel: "QM1.QM2".into(),
+                    seq: 40,
+                    luwid: 7,
+                },
+                puts: vec![sample_put(4)],
+                gets: vec![],
+            },
+            Record::ChannelBackout {
+                channel: "QM1.QM2".into(),
+                reset_seq: None,
+            },
+            Record::ChannelBackout {
+                channel: "QM1.QM2".into(),
+                reset_seq: Some(0),
+            },
         ];
         for rec in recs {
             let mut b = BytesMut::new();

@@ -34,6 +34,7 @@ pub struct Image {
     pub next_seq: u64,
     pub messages: Vec<ImageMsg>,
     pub dr: DrState,
+    pub channels: crate::channel::ChannelSyncs,
 }
 
 /// One message reference in a checkpoint manifest.
@@ -55,6 +56,7 @@ pub struct Manifest {
     pub next_seq: u64,
     pub refs: Vec<ManifestRef>,
     pub dr: DrState,
+    pub channels: crate::channel::ChannelSyncs,
     /// Opaque metadata stored with the checkpoint: in a replicated queue manager, the Raft
     /// snapshot metadata (the last log entry the checkpoint covers, and the membership).
     pub meta: Vec<u8>,
@@ -68,6 +70,7 @@ mod tag {
     pub const REFS: u8 = 5;
     pub const META: u8 = 6;
     pub const DR: u8 = 7;
+    pub const CHANNELS: u8 = 8;
 }
 
 const REFS_PER_CHUNK: usize = 4096;
@@ -135,6 +138,11 @@ impl Manifest {
         if self.dr != DrState::default() {
             one(tag::DR, &|b| self.dr.encode(b));
         }
+        if !self.channels.is_empty() {
+            one(tag::CHANNELS, &|b| {
+                crate::channel::encode_syncs(&self.channels, b)
+            });
+        }
         if !self.meta.is_empty() {
             one(tag::META, &|b| b.extend_from_slice(&self.meta));
         }
@@ -168,6 +176,7 @@ impl Manifest {
                     }
                 }
                 tag::DR => m.dr = DrState::decode(&mut r)?,
+                tag::CHANNELS => m.channels = crate::channel::decode_syncs(&mut r)?,
                 tag::META => {
                     m.meta = c[1..].to_vec();
                     continue;
@@ -258,6 +267,7 @@ impl Engine {
             next_seq: self.next_seq,
             messages,
             dr: self.dr,
+            channels: self.channels.clone(),
         }
     }
 
@@ -283,6 +293,7 @@ impl Engine {
     pub fn replace_with_image(&mut self, image: Image) {
         self.queues.clear();
         self.objects.clear();
+        self.channels.clear();
         for c in self.conns.values_mut() {
             c.handles.clear();
             c.uow = Default::default();
@@ -300,6 +311,7 @@ impl Engine {
         e.attrs = image.attrs;
         e.next_seq = image.next_seq.max(1);
         e.dr = image.dr;
+        e.channels = image.channels;
         for d in image.queues {
             e.queues.insert(d.name.clone(), Queue::new(d));
         }
@@ -451,6 +463,21 @@ impl Engine {
             Record::DrMark(m) => self.dr.mark = Some(m),
             Record::DrAcked(m) => self.dr.acked = Some(m),
             Record::DrReset => self.reset_for_copy(),
+            Record::ChannelInDoubt(name, d) => {
+                self.channels.entry(name).or_default().indoubt = Some(d);
+            }
+            Record::ChannelCommit { sync, puts, gets } => {
+                for g in &gets {
+                    self.replay_get(g)?;
+                }
+                for p in puts {
+                    self.replay_put(p)?;
+                }
+                self.apply_sync(sync);
+            }
+            Record::ChannelBackout { channel, reset_seq } => {
+                self.apply_backout(&channel, reset_seq)
+            }
         }
         Ok(())
     }

@@ -21,8 +21,19 @@ use crate::Engine;
 impl Engine {
     /// Commits the connection's unit of work (MQCMIT). Returns the LSN the reply must wait for.
     pub fn commit(&mut self, conn: ConnId, now_ms: u64) -> Result<Lsn, MqError> {
+        self.commit_with(conn, now_ms, None)
+    }
+
+    /// Commits, in a `CHANNEL_COMMIT` record carrying `sync` when one is given (written even
+    /// when the unit of work holds nothing persistent: the channel's state must move).
+    pub(crate) fn commit_with(
+        &mut self,
+        conn: ConnId,
+        now_ms: u64,
+        sync: Option<&crate::channel::SyncUpdate>,
+    ) -> Result<Lsn, MqError> {
         let uow = std::mem::take(&mut self.conn_mut(conn)?.uow);
-        if uow.is_empty() {
+        if uow.is_empty() && sync.is_none() {
             return Ok(0);
         }
         // Reports the unit of work's messages ask for (confirm on arrival of its puts, on
@@ -68,12 +79,19 @@ impl Engine {
             .map(|(_, _, e)| e.msg.put_lsn())
             .max()
             .unwrap_or(0);
-        if !puts.is_empty() || !gets.is_empty() {
+        if !puts.is_empty() || !gets.is_empty() || sync.is_some() {
             let mut buf = BytesMut::with_capacity(
                 puts.iter().map(|(_, m)| m.body.len() + 256).sum::<usize>() + 64,
             );
+            let k = match sync {
+                Some(u) => {
+                    crate::channel::encode_sync(u, &mut buf);
+                    kind::CHANNEL_COMMIT
+                }
+                None => kind::COMMIT,
+            };
             Record::encode_commit(&puts, &gets, &mut buf);
-            match self.log.append(kind::COMMIT, &[&buf]) {
+            match self.log.append(k, &[&buf]) {
                 Ok(l) => lsn = lsn.max(l),
                 Err(e) => {
                     self.forget(reports);

@@ -190,3 +190,52 @@ fn what_cannot_be_resolved_fails_with_mqs_reasons() {
         ]
     );
 }
+
+#[test]
+fn a_reply_to_alias_is_resolved_at_put_into_the_queue_and_queue_manager_it_names() {
+    let mut e = engine();
+    let c = e.connect("alice", "requester");
+    let md = MessageDescriptor {
+        persistence: Persistence::Persistent,
+        reply_to_q: "BACK.HOME".into(),
+        ..Default::default()
+    };
+    e.put1(
+        c,
+        "ORDERS",
+        "",
+        &PutOptions::default(),
+        md,
+        Properties::default(),
+        Bytes::from_static(b"request"),
+        1_000,
+    )
+    .unwrap();
+    let (_, xqh, _) = take(&mut e, "QM2");
+    assert_eq!(
+        (xqh.md.reply_to_q.as_str(), xqh.md.reply_to_qmgr.as_str()),
+        ("LOCAL.Q", "QM1")
+    );
+    // A ReplyToQMgr given by the application is left as it is.
+    let md = MessageDescriptor {
+        reply_to_q: "BACK.HOME".into(),
+        reply_to_qmgr: "QMX".into(),
+        ..Default::default()
+    };
+    e.put1(
+        c,
+        "ORDERS",
+        "",
+        &PutOptions::default(),
+        md,
+        Properties::default(),
+        Bytes::from_static(b"request"),
+        1_000,
+    )
+    .unwrap();
+    let (_, xqh, _) = take(&mut e, "QM2");
+    assert_eq!(
+        (xqh.md.reply_to_q.as_str(), xqh.md.reply_to_qmgr.as_str()),
+        ("BACK.HOME", "QMX")
+    );
+}

@@ -6,6 +6,7 @@
 //! [`Response`] with [`parse_request`] / [`parse_response`], and append outgoing frames to a buffer
 //! with [`encode_request`] / [`encode_response`] (several frames may share one write).
 
+pub mod channel;
 mod control;
 mod error;
 mod frame;

@@ -34,7 +34,17 @@ impl ServerOps for Ops<'_> {
     }
 
     fn channel_status(&self) -> Vec<Vec<(String, String)>> {
-        self.shared.control.lock().channel_rows()
+        let mut rows = self.shared.control.lock().channel_rows();
+        rows.extend(self.shared.channels.rows());
+        rows
+    }
+
+    fn start_channel(&mut self, def: &ObjectDef) -> Result<String, MqError> {
+        crate::channels::start(self.shared, def)
+    }
+
+    fn stop_channel(&mut self, name: &str) -> Result<String, MqError> {
+        crate::channels::stop(self.shared, name)
     }
 
     fn qmgr_status(&self) -> Vec<(String, String)> {

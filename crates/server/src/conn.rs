@@ -151,6 +151,10 @@ async fn run<R: AsyncRead + Unpin>(
     })
     .await
     .map_err(|_| MqError::new(Reason::HEADER_ERROR, "no handshake within 10 seconds"))??;
+    // A sender channel of another queue manager: the socket becomes its receiving end.
+    if hello.kind == ferrymq_proto::channel::kind::HELLO && !s.bindings {
+        return crate::channels::receiver::run(rd, dec, buf, hello, shared, s).await;
+    }
     let Request::Hello(h) = parse_request(&hello).map_err(proto)? else {
         return Err(MqError::new(
             Reason::HEADER_ERROR,

@@ -137,6 +137,10 @@ pub mod ids {
         CHANNEL_TLS_REFUSED = 3016 Warning "A channel refused a connection by its SSLCIPH, SSLCAUTH or SSLPEER (channel, rule and DN named).";
         LINK_TLS_ON = 3017 Info "The links between the queue manager's instances (HA replication, DR) are mutual TLS: the certificate presented and the peer DN filter are named.";
         LINK_TLS_REFUSED = 3018 Warning "A link between the queue manager's instances was refused: the peer's address and the rule (not TLS, no certificate, untrusted certificate, DN mismatch, refused by the peer, handshake timeout) are named; logged at most once a minute per peer and rule while the link retries.";
+        CHANNEL_STARTED = 3019 Info "A message channel started, or its sending end bound to the receiver (address and transmission queue named).";
+        CHANNEL_RETRYING = 3020 Warning "A sender channel failed and retries (the retry, its interval and the reason named).";
+        CHANNEL_ENDED = 3021 Info "A message channel instance ended (stopped, or the reason it failed).";
+        CHANNEL_RESOLVED = 3022 Info "A sender channel resolved its batch in doubt (committed or backed out, and why).";
         HA_PREFERRED = 4001 Info "The preferred instance of the HA group changed.";
         HA_PREFERRED_UNRECORDED = 4002 Error "The preferred instance cannot be recorded in qm.ini.";
         HA_UNKNOWN_CONTROL = 4003 Warning "An HA control record of an unknown kind was ignored (a newer version wrote it?).";

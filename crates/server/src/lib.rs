@@ -9,6 +9,7 @@
 mod admin_ops;
 mod authz;
 mod autoconfig;
+mod channels;
 pub mod config;
 mod conn;
 mod connsec;

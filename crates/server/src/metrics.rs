@@ -177,6 +177,7 @@ pub fn render(shared: &Shared) -> String {
         );
     }
     queues(shared, &mut o);
+    channels(shared, &mut o);
     if let Some(h) = &shared.ha {
         ha(h, &mut o);
     }
@@ -241,6 +242,96 @@ fn queues(shared: &Shared, o: &mut Out) {
         o.family(name, kind, help);
         for (q, v) in &rows {
             o.sample(name, &[("queue", q)], v[i]);
+        }
+    }
+}
+
+/// Message channels: state, messages, batches and bytes of each running (or stopped) instance,
+/// and its transmission queue's depth, as DISPLAY CHSTATUS shows them.
+fn channels(shared: &Shared, o: &mut Out) {
+    let mut rows = shared.channels.snapshot();
+    rows.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    let now = now_ms();
+    let depths: Vec<(f64, f64)> = {
+        let core = shared.core.lock();
+        rows.iter()
+            .map(|(_, _, st)| {
+                core.engine.queue_status(&st.xmitq).map_or((0.0, 0.0), |q| {
+                    let age = q
+                        .oldest_put_ms
+                        .map_or(0.0, |t| now.saturating_sub(t) as f64 / 1000.0);
+                    (q.cur_depth as f64, age)
+                })
+            })
+            .collect()
+    };
+    type Get = fn(&crate::channels::ChannelStatus) -> f64;
+    let families: [(&str, &str, &str, Get); 6] = [
+        (
+            "ferrymq_channel_state",
+            "gauge",
+            "The channel's state as MQ numbers it (MQCHS_*: 1 BINDING, 2 STARTING, 3 RUNNING, 5 RETRYING, 6 STOPPED).",
+            |s| s.state.code() as f64,
+        ),
+        (
+            "ferrymq_channel_messages_total",
+            "counter",
+            "Messages the channel instance moved (MSGS).",
+            |s| s.msgs as f64,
+        ),
+        (
+            "ferrymq_channel_batches_total",
+            "counter",
+            "Batches the channel instance completed (BATCHES).",
+            |s| s.batches as f64,
+        ),
+        (
+            "ferrymq_channel_bytes_sent_total",
+            "counter",
+            "Bytes the channel instance sent (BYTSSENT).",
+            |s| s.bytes_sent as f64,
+        ),
+        (
+            "ferrymq_channel_bytes_received_total",
+            "counter",
+            "Bytes the channel instance received (BYTSRCVD).",
+            |s| s.bytes_rcvd as f64,
+        ),
+        (
+            "ferrymq_channel_indoubt",
+            "gauge",
+            "1 while the channel's batch is in doubt (INDOUBT).",
+            |s| if s.indoubt { 1.0 } else { 0.0 },
+        ),
+    ];
+    for (name, kind, help, get) in families {
+        o.family(name, kind, help);
+        for (ch, t, st) in &rows {
+            o.sample(name, &[("channel", ch), ("type", t)], get(st));
+        }
+    }
+    o.family(
+        "ferrymq_channel_xmitq_depth",
+        "gauge",
+        "Messages waiting on a sender channel's transmission queue.",
+    );
+    for ((ch, t, _), (d, _)) in rows.iter().zip(&depths) {
+        if *t == "SDR" {
+            o.sample("ferrymq_channel_xmitq_depth", &[("channel", ch)], *d);
+        }
+    }
+    o.family(
+        "ferrymq_channel_xmitq_oldest_age_seconds",
+        "gauge",
+        "Age of the oldest message on a sender channel's transmission queue (0: empty).",
+    );
+    for ((ch, t, _), (_, age)) in rows.iter().zip(&depths) {
+        if *t == "SDR" {
+            o.sample(
+                "ferrymq_channel_xmitq_oldest_age_seconds",
+                &[("channel", ch)],
+                *age,
+            );
         }
     }
 }

@@ -67,6 +67,8 @@ pub struct Shared {
     pub security: crate::connsec::Security,
     /// The TLS key repository new client sockets are served with.
     pub tls: crate::security::tls::TlsState,
+    /// The message channels running (senders, receivers) and their status.
+    pub channels: crate::channels::Registry,
 }
 
 impl Shared {
@@ -133,6 +135,7 @@ impl Shared {
             dr_gate,
             security: crate::connsec::Security::new(users),
             tls,
+            channels: Default::default(),
         }
     }
 

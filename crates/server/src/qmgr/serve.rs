@@ -48,6 +48,7 @@ fn start_listeners(shared: &Arc<Shared>) -> Result<(), String> {
         .cloned()
         .collect();
     listeners::start_controlled(shared, defined);
+    crate::channels::start_at_strmqm(shared);
     Ok(())
 }
 
@@ -120,6 +121,7 @@ pub(super) async fn serve(
     shared.core.lock().quiescing = true;
     drop(unix);
     shared.control.lock().stop_all();
+    crate::channels::stop_all(&shared);
     if mode == AdminAction::ShutdownControlled {
         crate::qm_log!(
             crate::errlog::ids::QM_ENDING,

@@ -104,6 +104,7 @@ impl Storage {
             next_seq: image.next_seq,
             refs: Vec::new(),
             dr: image.dr,
+            channels: image.channels,
             meta,
         };
         // The manifest is written while the messages are stored, its references one chunk at a

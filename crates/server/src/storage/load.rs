@@ -112,6 +112,7 @@ pub(super) fn load_latest_reporting(
         next_seq: manifest.next_seq,
         messages,
         dr: manifest.dr,
+        channels: manifest.channels,
     };
     Ok((key, image, manifest.meta, lost))
 }
@@ -177,6 +178,7 @@ impl Storage {
             next_seq: image.next_seq,
             refs: Vec::new(),
             dr: image.dr,
+            channels: image.channels,
             meta: Vec::new(),
         };
         let chunks = manifest.encode();
@@ -232,6 +234,7 @@ pub fn decode_export(data: &[u8]) -> Result<Image, String> {
         next_seq: m.next_seq,
         messages,
         dr: m.dr,
+        channels: m.channels,
     })
 }
 

@@ -1,0 +1,445 @@
+//! Message channels between two queue managers on this machine, through the real binary: a put
+//! to a remote queue on QM1 travels over a sender/receiver channel pair and lands on QM2's queue
+//! with its descriptor; a message for a queue QM2 does not have goes to QM2's dead-letter queue
+//! with the reason; a stopped channel keeps its messages on the transmission queue; a sender
+//! whose receiver is down retries and delivers once it is back.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use ferrymq_client::blocking::Connection;
+use ferrymq_types::dlh::DeadLetterHeader;
+use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
+use ferrymq_types::{MessageDescriptor, Persistence, Properties, PropertyValue};
+use support::{Home, Qm};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn mqsc(home: &Home, qm: &str, script: &str) -> String {
+    let out = home.run_with_input(&["runmqsc", qm], script);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "runmqsc failed:\n{script}\n---\n{text}"
+    );
+    text
+}
+
+/// QM1 sends to QM2 over channel QM1.TO.QM2: QM2 has the receiver and the queue ORDERS.IN; QM1
+/// the transmission queue QM2, the remote queue ORDERS and the sender (retrying every second).
+fn pair<'h>(home: &'h Home) -> (Qm<'h>, Qm<'h>) {
+    let qm2 = Qm::start(home, "QM2", &[]);
+    mqsc(
+        home,
+        "QM2",
+        "DEFINE QLOCAL(ORDERS.IN)\nDEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(RCVR) TRPTYPE(TCP)\n",
+    );
+    let qm1 = Qm::start(home, "QM1", &[]);
+    sender_to(home, &qm1, qm2.port);
+    (qm1, qm2)
+}
+
+fn sender_to(home: &Home, qm1: &Qm, port: u16) {
+    mqsc(
+        home,
+        &qm1.name,
+        &format!(
+            "DEFINE QLOCAL(QM2) USAGE(XMITQ)\n\
+             DEFINE QREMOTE(ORDERS) RNAME(ORDERS.IN) RQMNAME(QM2) XMITQ(QM2)\n\
+             DEFINE QREMOTE(NOWHERE) RNAME(NO.SUCH.QUEUE) RQMNAME(QM2) XMITQ(QM2)\n\
+             DEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(SDR) TRPTYPE(TCP) CONNAME('127.0.0.1({port})') XMITQ(QM2) BATCHSZ(10) SHORTTMR(1)\n\
+             START CHANNEL(QM1.TO.QM2)\n"
+        ),
+    );
+}
+
+fn get_wait(c: &Connection, q: &str) -> ferrymq_client::Message {
+    let h = c.open(q, open::INPUT_SHARED).expect("open for input");
+    let m = c
+        .get(
+            &h,
+            &GetOptions {
+                wait: Wait::Ms(WAIT.as_millis() as u64),
+                ..GetOptions::any()
+            },
+        )
+        .unwrap_or_else(|e| panic!("no message arrived on {q} within {WAIT:?}: {e}"));
+    c.close(&h, 0).unwrap();
+    m
+}
+
+fn depth(home: &Home, qm: &str, q: &str) -> u32 {
+    let text = mqsc(home, qm, &format!("DISPLAY QLOCAL({q}) CURDEPTH\n"));
+    let at = text.find("CURDEPTH(").expect("CURDEPTH shown") + "CURDEPTH(".len();
+    text[at..]
+        .split(')')
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn put_to(c: &Connection, q: &str, body: &str) -> MessageDescriptor {
+    let h = c.open(q, open::OUTPUT).expect("open the remote queue");
+    let md = MessageDescriptor {
+        persistence: Persistence::Persistent,
+        format: "MQSTR".into(),
+        ..Default::default()
+    };
+    c.put_commit(
+        &h,
+        &md,
+        &Properties::default(),
+        Bytes::from(body.to_string()),
+    )
+    .expect("put");
+    c.close(&h, 0).unwrap();
+    md
+}
+
+/// Polls DISPLAY CHSTATUS until the channel shows `status` (bounded).
+fn wait_status(home: &Home, qm: &str, channel: &str, status: &str) -> String {
+    let t = Instant::now();
+    loop {
+        let text = mqsc(home, qm, &format!("DISPLAY CHSTATUS({channel})\n"));
+        if text.contains(&format!("STATUS({status})")) {
+            return text;
+        }
+        assert!(
+            t.elapsed() < WAIT,
+            "channel {channel} on {qm} did not reach {status}:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_remote_put_travels_over_the_channel_pair_with_its_descriptor() {
+    let home = Home::new();
+    let (qm1, qm2) = pair(&home);
+    let c1 = qm1.connect_bindings();
+    let h = c1.open("ORDERS", open::OUTPUT).unwrap();
+    let mut md = MessageDescriptor {
+        persistence: Persistence::Persistent,
+        format: "MQSTR".into(),
+        priority: 7,
+        correl_id: [5; 24],
+        reply_to_q: "ORDER.REPLIES".into(),
+        reply_to_qmgr: "QM1".into(),
+        ..Default::default()
+    };
+    let props = Properties(vec![(
+        "region".into(),
+        PropertyValue::String("north".into()),
+    )]);
+    c1.put_md(
+        &h,
+        &mut md,
+        &props,
+        Bytes::from_static(b"one order"),
+        &PutOptions::default(),
+    )
+    .unwrap();
+    let put = md;
+    let c2 = qm2.connect_bindings();
+    let got = get_wait(&c2, "ORDERS.IN");
+    assert_eq!(&got.body[..], b"one order");
+    assert_eq!(got.md.msg_id, put.msg_id, "the MsgId travels unchanged");
+    assert_eq!(got.md.correl_id, [5; 24]);
+    assert_eq!(got.md.priority, 7);
+    assert_eq!(got.md.persistence, Persistence::Persistent);
+    assert_eq!(got.md.format, "MQSTR");
+    assert_eq!(got.md.reply_to_q, "ORDER.REPLIES");
+    assert_eq!(got.md.reply_to_qmgr, "QM1");
+    assert!(!got.md.user_id.is_empty(), "the identity context is QM1's");
+    assert!(got.md.put_time_ms > 0, "the put time is QM1's");
+    assert_eq!(got.props, props);
+    assert_eq!(
+        depth(&home, "QM1", "QM2"),
+        0,
+        "the transmission queue is emptied"
+    );
+    let s1 = wait_status(&home, "QM1", "QM1.TO.QM2", "RUNNING");
+    assert!(
+        s1.contains("CHLTYPE(SDR)") && s1.contains("MSGS(1)"),
+        "{s1}"
+    );
+    let s2 = wait_status(&home, "QM2", "QM1.TO.QM2", "RUNNING");
+    assert!(
+        s2.contains("CHLTYPE(RCVR)") && s2.contains("MSGS(1)"),
+        "{s2}"
+    );
+}
+
+#[test]
+fn a_message_for_a_queue_the_receiver_lacks_goes_to_its_dead_letter_queue_with_the_reason() {
+    let home = Home::new();
+    let (qm1, qm2) = pair(&home);
+    let c1 = qm1.connect_bindings();
+    put_to(&c1, "NOWHERE", "lost parcel");
+    put_to(&c1, "ORDERS", "after it");
+    let c2 = qm2.connect_bindings();
+    let dead = get_wait(&c2, "SYSTEM.DEAD.LETTER.QUEUE");
+    assert_eq!(dead.md.format, "MQDEAD");
+    let (dlh, data) = DeadLetterHeader::parse(&dead.body).expect("a dead-letter header");
+    assert_eq!(dlh.reason, 2085, "MQRC_UNKNOWN_OBJECT_NAME");
+    assert_eq!(dlh.dest_q_name, "NO.SUCH.QUEUE");
+    assert_eq!(dlh.dest_q_mgr_name, "QM2");
+    assert_eq!(dlh.format, "MQSTR");
+    assert_eq!(data, b"lost parcel");
+    // The channel carried on with the next message.
+    assert_eq!(&get_wait(&c2, "ORDERS.IN").body[..], b"after it");
+}
+
+#[test]
+fn a_stopped_channel_keeps_its_messages_and_a_sender_retries_until_the_receiver_returns() {
+    let home = Home::new();
+    let (qm1, qm2) = pair(&home);
+    wait_status(&home, "QM1", "QM1.TO.QM2", "RUNNING");
+    mqsc(&home, "QM1", "STOP CHANNEL(QM1.TO.QM2)\n");
+    wait_status(&home, "QM1", "QM1.TO.QM2", "STOPPED");
+    let c1 = qm1.connect_bindings();
+    for i in 0..3 {
+        put_to(&c1, "ORDERS", &format!("kept {i}"));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        depth(&home, "QM1", "QM2"),
+        3,
+        "a stopped channel moves nothing"
+    );
+    assert_eq!(depth(&home, "QM2", "ORDERS.IN"), 0);
+
+    // The receiver's queue manager goes away; the sender, started, retries.
+    qm2.end();
+    mqsc(&home, "QM1", "START CHANNEL(QM1.TO.QM2)\n");
+    wait_status(&home, "QM1", "QM1.TO.QM2", "RETRYING");
+    put_to(&c1, "ORDERS", "kept 3");
+    assert_eq!(depth(&home, "QM1", "QM2"), 4);
+    qm2.restart();
+    let c2 = qm2.connect_bindings();
+    for i in 0..4 {
+        assert_eq!(get_wait(&c2, "ORDERS.IN").body, format!("kept {i}"));
+    }
+    wait_status(&home, "QM1", "QM1.TO.QM2", "RUNNING");
+    assert_eq!(depth(&home, "QM1", "QM2"), 0);
+}
+
+#[test]
+fn a_channel_the_receiver_does_not_define_is_refused_and_retried() {
+    let home = Home::new();
+    let qm2 = Qm::start(&home, "QM2", &[]);
+    mqsc(&home, "QM2", "DEFINE QLOCAL(ORDERS.IN)\n");
+    let qm1 = Qm::start(&home, "QM1", &[]);
+    sender_to(&home, &qm1, qm2.port);
+    wait_status(&home, "QM1", "QM1.TO.QM2", "RETRYING");
+    let log = support::error_log(&qm1.dir());
+    assert!(
+        log.contains("2540") || log.contains("UNKNOWN_CHANNEL_NAME"),
+        "{log}"
+    );
+    mqsc(&home, "QM2", "DEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(RCVR)\n");
+    let c1 = qm1.connect_bindings();
+    put_to(&c1, "ORDERS", "now it goes");
+    let c2 = qm2.connect_bindings();
+    assert_eq!(&get_wait(&c2, "ORDERS.IN").body[..], b"now it goes");
+}
+
+#[test]
+fn a_link_cut_mid_batch_puts_the_channel_in_retrying_and_it_resumes_by_itself() {
+    let home = Home::new();
+    let qm2 = Qm::start(&home, "QM2", &[]);
+    mqsc(
+        &home,
+        "QM2",
+        "DEFINE QLOCAL(ORDERS.IN)\nDEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(RCVR)\n",
+    );
+    let qm1 = Qm::start(&home, "QM1", &[]);
+    let port = support::free_port();
+    let relay = support::relay(port, qm2.port, 10);
+    sender_to(&home, &qm1, port);
+    mqsc(&home, "QM1", "STOP CHANNEL(QM1.TO.QM2)\n");
+    wait_status(&home, "QM1", "QM1.TO.QM2", "STOPPED");
+    let c1 = qm1.connect_bindings();
+    const N: usize = 400;
+    for i in 0..N {
+        put_to(&c1, "ORDERS", &i.to_string());
+    }
+    mqsc(&home, "QM1", "START CHANNEL(QM1.TO.QM2)\n");
+    // Cut the link while batches are flowing: some have arrived, most have not.
+    let t = Instant::now();
+    while depth(&home, "QM2", "ORDERS.IN") == 0 {
+        assert!(t.elapsed() < WAIT, "nothing arrived through the relay");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(relay);
+    let before = depth(&home, "QM2", "ORDERS.IN") as usize;
+    assert!(
+        before < N,
+        "everything arrived before the cut: the test proves nothing"
+    );
+    wait_status(&home, "QM1", "QM1.TO.QM2", "RETRYING");
+    let _relay = support::relay(port, qm2.port, 10);
+    let t = Instant::now();
+    while depth(&home, "QM1", "QM2") != 0 {
+        assert!(t.elapsed() < WAIT, "the channel did not resume by itself");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let c2 = qm2.connect_bindings();
+    let h = c2.open("ORDERS.IN", open::INPUT_EXCLUSIVE).unwrap();
+    let mut got = Vec::new();
+    while let Ok(m) = c2.get(&h, &GetOptions::any()) {
+        got.push(String::from_utf8(m.body.to_vec()).unwrap());
+    }
+    let want: Vec<String> = (0..N).map(|i| i.to_string()).collect();
+    assert_eq!(got, want, "every message once, in order");
+    wait_status(&home, "QM1", "QM1.TO.QM2", "RUNNING");
+}
+
+#[test]
+fn a_request_and_its_reply_cross_the_two_queue_managers_through_a_reply_to_alias() {
+    let home = Home::new();
+    let qm1 = Qm::start(&home, "QM1", &[]);
+    let qm2 = Qm::start(&home, "QM2", &[]);
+    mqsc(
+        &home,
+        "QM1",
+        &format!(
+            "DEFINE QLOCAL(REPLIES)\n\
+             DEFINE QLOCAL(QM2) USAGE(XMITQ)\n\
+             DEFINE QREMOTE(REQUESTS) RNAME(REQUESTS.IN) RQMNAME(QM2) XMITQ(QM2)\n\
+             DEFINE QREMOTE(MY.REPLIES) RNAME(REPLIES) RQMNAME(QM1)\n\
+             DEFINE CHANNEL(QM2.TO.QM1) CHLTYPE(RCVR)\n\
+             DEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(SDR) CONNAME('127.0.0.1({})') XMITQ(QM2) SHORTTMR(1)\n\
+             START CHANNEL(QM1.TO.QM2)\n",
+            qm2.port
+        ),
+    );
+    mqsc(
+        &home,
+        "QM2",
+        &format!(
+            "DEFINE QLOCAL(REQUESTS.IN)\n\
+             DEFINE QLOCAL(QM1) USAGE(XMITQ)\n\
+             DEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(RCVR)\n\
+             DEFINE CHANNEL(QM2.TO.QM1) CHLTYPE(SDR) CONNAME('127.0.0.1({})') XMITQ(QM1) SHORTTMR(1)\n\
+             START CHANNEL(QM2.TO.QM1)\n",
+            qm1.port
+        ),
+    );
+    // The requester names its reply-to alias; QM1 resolves it at put.
+    let c1 = qm1.connect_bindings();
+    let h = c1.open("REQUESTS", open::OUTPUT).unwrap();
+    let mut request = MessageDescriptor {
+        persistence: Persistence::Persistent,
+        msg_type: 1,
+        format: "MQSTR".into(),
+        reply_to_q: "MY.REPLIES".into(),
+        ..Default::default()
+    };
+    c1.put_md(
+        &h,
+        &mut request,
+        &Properties::default(),
+        Bytes::from_static(b"price of 7 apples?"),
+        &PutOptions::default(),
+    )
+    .unwrap();
+
+    // The server on QM2 answers where the request says, with the request's MsgId as CorrelId.
+    let c2 = qm2.connect_bindings();
+    let req = get_wait(&c2, "REQUESTS.IN");
+    assert_eq!(req.md.reply_to_q, "REPLIES");
+    assert_eq!(req.md.reply_to_qmgr, "QM1");
+    let out = c2
+        .open_qmgr(&req.md.reply_to_q, &req.md.reply_to_qmgr, open::OUTPUT)
+        .expect("the reply-to queue resolves through the transmission queue QM1");
+    let reply = MessageDescriptor {
+        persistence: Persistence::Persistent,
+        msg_type: 2,
+        format: "MQSTR".into(),
+        correl_id: req.md.msg_id,
+        ..Default::default()
+    };
+    c2.put_commit(
+        &out,
+        &reply,
+        &Properties::default(),
+        Bytes::from_static(b"14"),
+    )
+    .unwrap();
+
+    let got = get_wait(&c1, "REPLIES");
+    assert_eq!(&got.body[..], b"14");
+    assert_eq!(got.md.correl_id, request.msg_id, "the reply correlates");
+}
+
+fn scrape(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics port");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text
+}
+
+#[test]
+fn channel_status_and_metrics_show_what_the_channel_moved() {
+    let home = Home::new();
+    let qm2 = Qm::start(&home, "QM2", &[]);
+    mqsc(
+        &home,
+        "QM2",
+        "DEFINE QLOCAL(ORDERS.IN)\nDEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(RCVR)\n",
+    );
+    let qm1 = Qm::create(&home, "QM1", &[]);
+    let metrics = support::free_port();
+    qm1.set_ini("Metrics", "Port", &metrics.to_string());
+    qm1.restart();
+    sender_to(&home, &qm1, qm2.port);
+    let c1 = qm1.connect_bindings();
+    for i in 0..3 {
+        put_to(&c1, "ORDERS", &format!("m{i}"));
+    }
+    let c2 = qm2.connect_bindings();
+    for _ in 0..3 {
+        get_wait(&c2, "ORDERS.IN");
+    }
+    // The sender counts a batch once it is confirmed, just after the receiver committed it.
+    let t = Instant::now();
+    let text = loop {
+        let text = wait_status(&home, "QM1", "QM1.TO.QM2", "RUNNING");
+        if text.contains("MSGS(3)") || t.elapsed() > WAIT {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for want in [
+        "CHLTYPE(SDR)",
+        "XMITQ(QM2)",
+        "INDOUBT(NO)",
+        "MSGS(3)",
+        "LSTSEQNO(3)",
+        &format!("CONNAME(127.0.0.1({}))", qm2.port),
+    ] {
+        assert!(text.contains(want), "{want} missing:\n{text}");
+    }
+    assert!(!text.contains("BYTSSENT(0)"), "{text}");
+    let rcvr = wait_status(&home, "QM2", "QM1.TO.QM2", "RUNNING");
+    assert!(
+        rcvr.contains("CHLTYPE(RCVR)") && rcvr.contains("LSTSEQNO(3)"),
+        "{rcvr}"
+    );
+    let m = scrape(metrics);
+    for want in [
+        "ferrymq_channel_messages_total{qmgr=\"QM1\",channel=\"QM1.TO.QM2\",type=\"SDR\"} 3",
+        "ferrymq_channel_state{qmgr=\"QM1\",channel=\"QM1.TO.QM2\",type=\"SDR\"} 3",
+        "ferrymq_channel_xmitq_depth{qmgr=\"QM1\",channel=\"QM1.TO.QM2\"} 0",
+    ] {
+        assert!(m.contains(want), "{want} missing:\n{m}");
+    }
+}

@@ -1,0 +1,271 @@
+//! The frames of a message channel between two queue managers (sender MCA to receiver MCA), on
+//! the receiving queue manager's listener port. The sender's first frame is a channel `Hello`
+//! (not a client's), which the listener hands to the receiver: the socket then carries only these
+//! frames, all on conversation 0.
+//!
+//! A batch: `Msg` frames (each a transmission-queue message: descriptor, properties, transmission
+//! header and data), then `EndBatch` naming the batch's LUWID and last sequence number; the
+//! receiver answers `Confirm` once the batch's puts and its synchronisation state are durable.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use ferrymq_types::codec::{Codec, DecodeError, PutExt, Reader};
+use ferrymq_types::{MessageDescriptor, Properties};
+
+use crate::error::ProtoError;
+use crate::frame::{begin_frame, finish_frame, RawFrame};
+
+/// Frame kinds: requests (sender to receiver) 0x20..=0x2F, responses 0xA0..=0xAF.
+pub mod kind {
+    pub const HELLO: u8 = 0x20;
+    pub const MSG: u8 = 0x21;
+    pub const END_BATCH: u8 = 0x22;
+    pub const HELLO_OK: u8 = 0xA0;
+    pub const CONFIRM: u8 = 0xA1;
+    pub const REFUSED: u8 = 0xA2;
+}
+
+/// First bytes of a channel `Hello`, so a client port that is not FerryMQ refuses at once.
+pub const MAGIC: [u8; 4] = *b"FMQC";
+
+/// The batch in doubt a sender reports at channel start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InDoubt {
+    pub luwid: u64,
+    pub seq: u64,
+}
+
+// Not boxed: a frame is built and encoded, or parsed and taken apart, at once; most are `Msg`.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq)]
+pub enum ChannelFrame {
+    /// The sender binds the socket to the receiver's channel definition of the same name.
+    Hello {
+        channel: String,
+        sender_qmgr: String,
+        batch_size: u32,
+        max_msg_len: u32,
+        /// The sender's next message sequence number less one.
+        seq: u64,
+        indoubt: Option<InDoubt>,
+    },
+    /// The receiver's answer: the negotiated limits and the last batch it committed.
+    HelloOk {
+        receiver_qmgr: String,
+        batch_size: u32,
+        max_msg_len: u32,
+        luwid: u64,
+        seq: u64,
+    },
+    Msg {
+        seq: u64,
+        md: MessageDescriptor,
+        props: Properties,
+        body: Bytes,
+    },
+    EndBatch {
+        luwid: u64,
+        seq: u64,
+    },
+    Confirm {
+        luwid: u64,
+        seq: u64,
+    },
+    /// The channel cannot run (or stopped) for `reason` (an MQRC), explained in `message`.
+    Refused {
+        reason: u32,
+        message: String,
+    },
+}
+
+impl ChannelFrame {
+    pub fn kind(&self) -> u8 {
+        match self {
+            ChannelFrame::Hello { .. } => kind::HELLO,
+            ChannelFrame::Msg { .. } => kind::MSG,
+            ChannelFrame::EndBatch { .. } => kind::END_BATCH,
+            ChannelFrame::HelloOk { .. } => kind::HELLO_OK,
+            ChannelFrame::Confirm { .. } => kind::CONFIRM,
+            ChannelFrame::Refused { .. } => kind::REFUSED,
+        }
+    }
+
+    /// Appends the frame to `out`.
+    pub fn encode(&self, out: &mut BytesMut) {
+        let start = begin_frame(out, self.kind(), 0, 0);
+        match self {
+            ChannelFrame::Hello {
+                channel,
+                sender_qmgr,
+                batch_size,
+                max_msg_len,
+                seq,
+                indoubt,
+            } => {
+                out.put_slice(&MAGIC);
+                out.put_str16(channel);
+                out.put_str16(sender_qmgr);
+                out.put_u32_le(*batch_size);
+                out.put_u32_le(*max_msg_len);
+                out.put_u64_le(*seq);
+                match indoubt {
+                    None => out.put_u8(0),
+                    Some(d) => {
+                        out.put_u8(1);
+                        out.put_u64_le(d.luwid);
+                        out.put_u64_le(d.seq);
+                    }
+                }
+            }
+            ChannelFrame::HelloOk {
+                receiver_qmgr,
+                batch_size,
+                max_msg_len,
+                luwid,
+                seq,
+            } => {
+                out.put_str16(receiver_qmgr);
+                out.put_u32_le(*batch_size);
+                out.put_u32_le(*max_msg_len);
+                out.put_u64_le(*luwid);
+                out.put_u64_le(*seq);
+            }
+            ChannelFrame::Msg {
+                seq,
+                md,
+                props,
+                body,
+            } => {
+                out.put_u64_le(*seq);
+                md.encode(out);
+                props.encode(out);
+                out.put_bytes32(body);
+            }
+            ChannelFrame::EndBatch { luwid, seq } | ChannelFrame::Confirm { luwid, seq } => {
+                out.put_u64_le(*luwid);
+                out.put_u64_le(*seq);
+            }
+            ChannelFrame::Refused { reason, message } => {
+                out.put_u32_le(*reason);
+                out.put_str16(message);
+            }
+        }
+        finish_frame(out, start);
+    }
+
+    /// Interprets a frame of a message channel; every byte must be used.
+    pub fn parse(f: &RawFrame) -> Result<ChannelFrame, ProtoError> {
+        let mut r = Reader::new(f.body.clone());
+        let frame = decode(f.kind, &mut r).map_err(ProtoError::body("channel frame"))?;
+        r.finish("channel frame")
+            .map_err(ProtoError::body("channel frame"))?;
+        Ok(frame)
+    }
+}
+
+fn decode(k: u8, r: &mut Reader) -> Result<ChannelFrame, DecodeError> {
+    Ok(match k {
+        kind::HELLO => {
+            if r.fixed::<4>("channel magic")? != MAGIC {
+                return Err(DecodeError::invalid(
+                    "channel magic",
+                    "not a FerryMQ message channel",
+                ));
+            }
+            ChannelFrame::Hello {
+                channel: r.str16("channel")?,
+                sender_qmgr: r.str16("sender qmgr")?,
+                batch_size: r.u32("batch size")?,
+                max_msg_len: r.u32("max msg len")?,
+                seq: r.u64("seq")?,
+                indoubt: match r.u8("in-doubt flag")? {
+                    0 => None,
+                    1 => Some(InDoubt {
+                        luwid: r.u64("luwid")?,
+                        seq: r.u64("seq")?,
+                    }),
+                    v => return Err(DecodeError::invalid("in-doubt flag", format!("{v}"))),
+                },
+            }
+        }
+        kind::HELLO_OK => ChannelFrame::HelloOk {
+            receiver_qmgr: r.str16("receiver qmgr")?,
+            batch_size: r.u32("batch size")?,
+            max_msg_len: r.u32("max msg len")?,
+            luwid: r.u64("luwid")?,
+            seq: r.u64("seq")?,
+        },
+        kind::MSG => ChannelFrame::Msg {
+            seq: r.u64("seq")?,
+            md: MessageDescriptor::decode(r)?,
+            props: Properties::decode(r)?,
+            body: r.bytes32("message body")?,
+        },
+        kind::END_BATCH => ChannelFrame::EndBatch {
+            luwid: r.u64("luwid")?,
+            seq: r.u64("seq")?,
+        },
+        kind::CONFIRM => ChannelFrame::Confirm {
+            luwid: r.u64("luwid")?,
+            seq: r.u64("seq")?,
+        },
+        kind::REFUSED => ChannelFrame::Refused {
+            reason: r.u32("reason")?,
+            message: r.str16("message")?,
+        },
+        other => {
+            return Err(DecodeError::invalid(
+                "frame kind",
+                format!("0x{other:02x} is not a message channel frame"),
+            ))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FrameDecoder;
+
+    #[test]
+    fn every_channel_frame_round_trips() {
+        let frames = vec![
+            ChannelFrame::Hello {
+                channel: "QM1.QM2".into(),
+                sender_qmgr: "QM1".into(),
+                batch_size: 50,
+                max_msg_len: 4 << 20,
+                seq: 9,
+                indoubt: Some(InDoubt { luwid: 3, seq: 9 }),
+            },
+            ChannelFrame::HelloOk {
+                receiver_qmgr: "QM2".into(),
+                batch_size: 50,
+                max_msg_len: 1 << 20,
+                luwid: 3,
+                seq: 9,
+            },
+            ChannelFrame::Msg {
+                seq: 10,
+                md: MessageDescriptor::default(),
+                props: Properties::default(),
+                body: Bytes::from_static(b"XQH ..."),
+            },
+            ChannelFrame::EndBatch { luwid: 4, seq: 10 },
+            ChannelFrame::Confirm { luwid: 4, seq: 10 },
+            ChannelFrame::Refused {
+                reason: 2540,
+                message: "no such channel".into(),
+            },
+        ];
+        let mut buf = BytesMut::new();
+        for f in &frames {
+            f.encode(&mut buf);
+        }
+        let mut dec = FrameDecoder::new(1 << 24);
+        for f in &frames {
+            let raw = dec.decode(&mut buf).unwrap().unwrap();
+            assert_eq!(&ChannelFrame::parse(&raw).unwrap(), f);
+        }
+        assert!(buf.is_empty());
+    }
+}

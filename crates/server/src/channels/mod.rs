@@ -1,0 +1,193 @@
+//! Message channels between queue managers: a task per running sender (SDR) channel
+//! (`sender`), and the receiving end (RCVR) a listener socket turns into when its first frame is a
+//! channel Hello (`receiver`). Their synchronisation state is engine state (`ferrymq_engine::
+//! channel`), so it is in the recovery log; what is here is only what runs now: the tasks, their
+//! status for DISPLAY CHSTATUS, and the one-instance-per-channel rule of the receiving end.
+
+pub mod receiver;
+pub mod sender;
+mod status;
+
+use std::sync::Arc;
+
+use ahash::AHashMap;
+use ferrymq_engine::Lsn;
+use ferrymq_types::{MqError, ObjectDef, ObjectKind, Reason};
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+use crate::qmgr::Shared;
+pub use status::{ChannelStatus, State};
+
+/// A running instance of a channel: its status and the switch that stops it.
+struct Instance {
+    status: Arc<Mutex<ChannelStatus>>,
+    stop: watch::Sender<bool>,
+}
+
+/// The channels running on this queue manager.
+#[derive(Default)]
+pub struct Registry {
+    senders: Mutex<AHashMap<String, Instance>>,
+    receivers: Mutex<AHashMap<String, Instance>>,
+    /// One receiving instance per channel at a time: the next one waits for the previous one
+    /// to have backed out, so it never reports a batch that is about to be committed.
+    receiver_turns: Mutex<AHashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// The log position of each receiving channel's last commit in this run: what the answer
+    /// naming its last LUWID must wait for.
+    pub(crate) last_commit_lsn: Mutex<AHashMap<String, Lsn>>,
+}
+
+impl Registry {
+    /// DISPLAY CHSTATUS rows of the message channels.
+    pub fn rows(&self) -> Vec<Vec<(String, String)>> {
+        let mut rows: Vec<Vec<(String, String)>> = Vec::new();
+        for (m, t) in [(&self.senders, "SDR"), (&self.receivers, "RCVR")] {
+            for (name, i) in m.lock().iter() {
+                rows.push(i.status.lock().row(name, t));
+            }
+        }
+        rows.sort();
+        rows
+    }
+
+    /// Status of every message channel instance known, for metrics.
+    pub fn snapshot(&self) -> Vec<(String, &'static str, ChannelStatus)> {
+        let mut out = Vec::new();
+        for (m, t) in [(&self.senders, "SDR"), (&self.receivers, "RCVR")] {
+            for (name, i) in m.lock().iter() {
+                out.push((name.clone(), t, i.status.lock().clone()));
+            }
+        }
+        out
+    }
+}
+
+fn attr(def: &ObjectDef, key: &str, default: &str) -> String {
+    def.attrs
+        .get(key)
+        .filter(|v| !v.is_empty())
+        .cloned()
+        .unwrap_or_else(|| default.to_string())
+}
+
+fn attr_u64(def: &ObjectDef, key: &str, default: u64) -> u64 {
+    attr(def, key, "").parse().unwrap_or(default)
+}
+
+/// START CHANNEL of a sender: runs its task (again, if it stopped).
+pub fn start(shared: &Arc<Shared>, def: &ObjectDef) -> Result<String, MqError> {
+    let t = attr(def, "CHLTYPE", "");
+    match t.as_str() {
+        "SDR" => {}
+        "RCVR" => {
+            return Ok(format!(
+                "CHANNEL({}): a receiver channel runs when its sender connects.",
+                def.name
+            ))
+        }
+        _ => {
+            return Err(MqError::new(
+                Reason::COMMAND_FAILED,
+                format!(
+                    "CHANNEL({}) is a {t} channel; this release runs SDR and RCVR message channels",
+                    def.name
+                ),
+            ))
+        }
+    }
+    if attr(def, "XMITQ", "").is_empty() {
+        return Err(MqError::new(
+            Reason::COMMAND_FAILED,
+            format!("CHANNEL({}) names no XMITQ; ALTER it first", def.name),
+        ));
+    }
+    let mut senders = shared.channels.senders.lock();
+    if let Some(i) = senders.get(&def.name) {
+        let st = i.status.lock().state;
+        if st != State::Stopped {
+            return Err(MqError::new(
+                Reason::COMMAND_FAILED,
+                format!("CHANNEL({}) is already {}", def.name, st.name()),
+            ));
+        }
+    }
+    let (stop, stop_rx) = watch::channel(false);
+    let status = Arc::new(Mutex::new(ChannelStatus::new(
+        &attr(def, "CONNAME", ""),
+        &attr(def, "XMITQ", ""),
+    )));
+    senders.insert(
+        def.name.clone(),
+        Instance {
+            status: status.clone(),
+            stop,
+        },
+    );
+    drop(senders);
+    tokio::spawn(sender::run(
+        shared.clone(),
+        def.name.clone(),
+        status,
+        stop_rx,
+    ));
+    Ok(format!("CHANNEL({}) is starting.", def.name))
+}
+
+/// STOP CHANNEL: a sender finishes its batch and stops (STATUS STOPPED); a receiver instance
+/// backs out its batch in progress and closes.
+pub fn stop(shared: &Arc<Shared>, name: &str) -> Result<String, MqError> {
+    let mut stopped = false;
+    if let Some(i) = shared.channels.senders.lock().get(name) {
+        if i.status.lock().state != State::Stopped {
+            i.stop.send_replace(true);
+            stopped = true;
+        }
+    }
+    if let Some(i) = shared.channels.receivers.lock().get(name) {
+        i.stop.send_replace(true);
+        stopped = true;
+    }
+    if stopped {
+        Ok(format!("CHANNEL({name}) is stopping."))
+    } else {
+        Err(MqError::new(
+            Reason::CHANNEL_NOT_ACTIVE,
+            format!("channel {name} is not active"),
+        ))
+    }
+}
+
+/// Stops every channel (the queue manager is ending).
+pub fn stop_all(shared: &Arc<Shared>) {
+    for i in shared.channels.senders.lock().values() {
+        i.stop.send_replace(true);
+    }
+    for i in shared.channels.receivers.lock().values() {
+        i.stop.send_replace(true);
+    }
+}
+
+/// At start: runs every sender channel that has run before (it has a synchronisation state),
+/// as MQ restarts the channels that were running; a batch it left in doubt is resolved first.
+pub fn start_at_strmqm(shared: &Arc<Shared>) {
+    let defs: Vec<ObjectDef> = {
+        let core = shared.core.lock();
+        core.engine
+            .objects()
+            .filter(|o| o.kind == ObjectKind::Channel)
+            .filter(|o| o.attrs.get("CHLTYPE").map(String::as_str) == Some("SDR"))
+            .filter(|o| core.engine.channel_syncs().contains_key(&o.name))
+            .cloned()
+            .collect()
+    };
+    for d in defs {
+        if let Err(e) = start(shared, &d) {
+            crate::qm_log!(
+                crate::errlog::ids::CHANNEL_ENDED,
+                "channel {} did not start: {e}",
+                d.name
+            );
+        }
+    }
+}

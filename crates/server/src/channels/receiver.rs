@@ -1,0 +1,394 @@
+//! The receiving end of a message channel (RCVR): a listener socket whose first frame is a
+//! channel Hello. It binds to the RCVR definition of the channel's name (none: refused with
+//! MQRC_UNKNOWN_CHANNEL_NAME), answers with the last batch it committed, then puts each message
+//! of a batch to its destination under one unit of work — a message that cannot be put goes to
+//! the dead-letter queue behind a dead-letter header naming the reason, or, with USEDLQ(NO) or no
+//! dead-letter queue, the batch is backed out and the channel ends with that reason. At end of
+//! batch the puts and the channel's new sequence number and LUWID are committed in one record
+//! (`CHANNEL_COMMIT`), and the confirmation leaves only once that record is durable.
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use ferrymq_engine::channel::SyncUpdate;
+use ferrymq_engine::ConnId;
+use ferrymq_proto::channel::ChannelFrame;
+use ferrymq_proto::{FrameDecoder, RawFrame};
+use ferrymq_types::dlh::{self, DeadLetterHeader};
+use ferrymq_types::options::{pmo, PutOptions, Syncpoint};
+use ferrymq_types::xqh::TransmissionHeader;
+use ferrymq_types::{MessageDescriptor, MqError, ObjectKind, Properties, Reason};
+use parking_lot::Mutex;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::watch;
+
+use super::{attr, attr_u64, ChannelStatus, Instance, State};
+use crate::core::Out;
+use crate::dispatch::Session;
+use crate::qmgr::Shared;
+use crate::storage::now_ms;
+
+fn send(s: &Session, f: &ChannelFrame, wait_lsn: u64, close: bool) {
+    let mut b = BytesMut::new();
+    f.encode(&mut b);
+    let _ = s.tx.send(Out {
+        frame: b.freeze(),
+        wait_lsn,
+        close,
+    });
+}
+
+/// Refuses the channel: tells the sender why, and ends the socket.
+fn refuse(s: &Session, e: MqError) -> Result<(), MqError> {
+    send(
+        s,
+        &ChannelFrame::Refused {
+            reason: e.reason.code(),
+            message: e.message.clone(),
+        },
+        0,
+        true,
+    );
+    Err(e)
+}
+
+/// Serves a socket that opened with a channel Hello until it closes.
+pub async fn run<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    mut dec: FrameDecoder,
+    mut buf: BytesMut,
+    hello: RawFrame,
+    shared: &Arc<Shared>,
+    s: &mut Session,
+) -> Result<(), MqError> {
+    let proto = |e: ferrymq_proto::ProtoError| MqError::new(e.reason(), e.to_string());
+    let ChannelFrame::Hello {
+        channel,
+        sender_qmgr,
+        batch_size,
+        max_msg_len,
+        ..
+    } = ChannelFrame::parse(&hello).map_err(proto)?
+    else {
+        return Err(MqError::new(
+            Reason::HEADER_ERROR,
+            "expected a channel Hello",
+        ));
+    };
+    let def = shared
+        .core
+        .lock()
+        .engine
+        .object(ObjectKind::Channel, &channel)
+        .cloned();
+    let def = match def {
+        Some(d) if d.attrs.get("CHLTYPE").map(String::as_str) == Some("RCVR") => d,
+        _ => {
+            crate::qm_log!(
+                crate::errlog::ids::CHANNEL_REFUSED,
+                "message channel {channel} from queue manager {sender_qmgr} at {} refused: no RCVR channel of that name is defined",
+                s.info.conname
+            );
+            return refuse(
+                s,
+                MqError::new(
+                    Reason::UNKNOWN_CHANNEL_NAME,
+                    format!(
+                        "queue manager {} has no RCVR channel named {channel}; DEFINE CHANNEL({channel}) CHLTYPE(RCVR) there",
+                        shared.cfg.name
+                    ),
+                ),
+            );
+        }
+    };
+    // One instance per channel: a new one ends the previous one and waits for its backout.
+    let turn = shared
+        .channels
+        .receiver_turns
+        .lock()
+        .entry(channel.clone())
+        .or_default()
+        .clone();
+    if let Some(old) = shared.channels.receivers.lock().get(&channel) {
+        old.stop.send_replace(true);
+    }
+    let _turn = turn.lock().await;
+    let (stop_tx, mut stop) = watch::channel(false);
+    let status = Arc::new(Mutex::new(ChannelStatus::new(&s.info.conname, "")));
+    shared.channels.receivers.lock().insert(
+        channel.clone(),
+        Instance {
+            status: status.clone(),
+            stop: stop_tx,
+        },
+    );
+    let mut r = Receiver {
+        shared,
+        name: &channel,
+        status: &status,
+        conn: None,
+        use_dlq: attr(&def, "USEDLQ", "YES") == "YES",
+    };
+    let res = r
+        .serve(
+            rd,
+            &mut dec,
+            &mut buf,
+            s,
+            &mut stop,
+            &def,
+            batch_size,
+            max_msg_len,
+        )
+        .await;
+    if let Some(conn) = r.conn {
+        let mut core = shared.core.lock();
+        core.engine.disconnect(conn, now_ms());
+        core.flush_deliveries();
+    }
+    {
+        let mut recv = shared.channels.receivers.lock();
+        if recv
+            .get(&channel)
+            .is_some_and(|i| Arc::ptr_eq(&i.status, &status))
+        {
+            recv.remove(&channel);
+        }
+    }
+    if let Err(e) = &res {
+        crate::qm_log!(
+            crate::errlog::ids::CHANNEL_ENDED,
+            "receiver channel {channel} from {} ended: {e}",
+            s.info.conname
+        );
+    }
+    res
+}
+
+struct Receiver<'a> {
+    shared: &'a Arc<Shared>,
+    name: &'a str,
+    status: &'a Arc<Mutex<ChannelStatus>>,
+    conn: Option<ConnId>,
+    use_dlq: bool,
+}
+
+impl Receiver<'_> {
+    #[allow(clippy::too_many_arguments)]
+    async fn serve<R: AsyncRead + Unpin>(
+        &mut self,
+        rd: &mut R,
+        dec: &mut FrameDecoder,
+        buf: &mut BytesMut,
+        s: &mut Session,
+        stop: &mut watch::Receiver<bool>,
+        def: &ferrymq_types::ObjectDef,
+        their_batch: u32,
+        their_max: u32,
+    ) -> Result<(), MqError> {
+        let proto = |e: ferrymq_proto::ProtoError| MqError::new(e.reason(), e.to_string());
+        let ours_max = attr_u64(def, "MAXMSGL", 4 * 1024 * 1024) as u32;
+        let max_msg_len = match (their_max, ours_max) {
+            (0, m) | (m, 0) => m,
+            (a, b) => a.min(b),
+        };
+        let batch_size = their_batch.min(attr_u64(def, "BATCHSZ", 50) as u32).max(1);
+        let (sync, conn) = {
+            let mut core = self.shared.core.lock();
+            let conn = core.engine.connect("", self.name);
+            (core.engine.channel_sync(self.name), conn)
+        };
+        self.conn = Some(conn);
+        // The answer names the last committed batch, so it must not leave before that commit
+        // is durable (it may be this run's, and not on disk yet).
+        let wait = self
+            .shared
+            .channels
+            .last_commit_lsn
+            .lock()
+            .get(self.name)
+            .copied()
+            .unwrap_or(0);
+        send(
+            s,
+            &ChannelFrame::HelloOk {
+                receiver_qmgr: self.shared.cfg.name.clone(),
+                batch_size,
+                max_msg_len,
+                luwid: sync.luwid,
+                seq: sync.seq,
+            },
+            wait,
+            false,
+        );
+        dec.set_max_frame_bytes(ferrymq_proto::frame_limit_for(max_msg_len));
+        {
+            let mut st = self.status.lock();
+            st.state = State::Running;
+            st.last_seq = sync.seq;
+            st.last_luwid = sync.luwid;
+        }
+        let mut ending = self.shared.immediate_end.clone();
+        loop {
+            while let Some(f) = dec.decode(buf).map_err(proto)? {
+                let bytes = f.body.len() as u64 + ferrymq_proto::HEADER_LEN as u64;
+                self.status.lock().bytes_rcvd += bytes;
+                match ChannelFrame::parse(&f).map_err(proto)? {
+                    ChannelFrame::Msg {
+                        seq,
+                        md,
+                        props,
+                        body,
+                    } => {
+                        if let Err(e) = self.put(conn, md, props, body) {
+                            return refuse(s, e);
+                        }
+                        let mut st = self.status.lock();
+                        st.cur_seq = seq;
+                        st.msgs += 1;
+                    }
+                    ChannelFrame::EndBatch { luwid, seq } => {
+                        let r = {
+                            let mut core = self.shared.core.lock();
+                            let r = core.engine.channel_commit(
+                                conn,
+                                SyncUpdate {
+                                    channel: self.name.to_string(),
+                                    seq,
+                                    luwid,
+                                },
+                                now_ms(),
+                            );
+                            core.flush_deliveries();
+                            r
+                        };
+                        let lsn = match r {
+                            Ok(l) => l,
+                            Err(e) => return refuse(s, e),
+                        };
+                        self.shared
+                            .channels
+                            .last_commit_lsn
+                            .lock()
+                            .insert(self.name.to_string(), lsn);
+                        send(s, &ChannelFrame::Confirm { luwid, seq }, lsn, false);
+                        let mut st = self.status.lock();
+                        st.batches += 1;
+                        st.last_seq = seq;
+                        st.last_luwid = luwid;
+                        st.cur_luwid = luwid;
+                    }
+                    other => {
+                        return Err(MqError::new(
+                            Reason::HEADER_ERROR,
+                            format!("frame 0x{:02x} is not one a sender sends", other.kind()),
+                        ))
+                    }
+                }
+            }
+            buf.reserve(64 * 1024);
+            tokio::select! {
+                r = rd.read_buf(buf) => match r {
+                    Ok(0) => return Ok(()),
+                    Ok(_) => {}
+                    Err(e) => return Err(MqError::new(Reason::CONNECTION_BROKEN, format!("socket read failed: {e}"))),
+                },
+                _ = stop.wait_for(|v| *v) => {
+                    return Err(MqError::new(Reason::CHANNEL_NOT_AVAILABLE, format!("channel {} was stopped", self.name)));
+                }
+                _ = ending.wait_for(|v| *v) => {
+                    return Err(MqError::new(Reason::Q_MGR_STOPPING, "the queue manager is ending immediately"));
+                }
+            }
+        }
+    }
+
+    /// Puts one transmission-queue message to its destination under the batch's unit of work,
+    /// or to the dead-letter queue when it cannot go there.
+    fn put(
+        &mut self,
+        conn: ConnId,
+        xmit_md: MessageDescriptor,
+        props: Properties,
+        body: Bytes,
+    ) -> Result<(), MqError> {
+        let Some((xqh, data)) = TransmissionHeader::parse(&body) else {
+            return Err(MqError::new(
+                Reason::FORMAT_ERROR,
+                format!(
+                    "a message on channel {} has no transmission header (format '{}')",
+                    self.name, xmit_md.format
+                ),
+            ));
+        };
+        let data = body.slice_ref(data);
+        let opts = PutOptions {
+            syncpoint: Syncpoint::Yes,
+            context: pmo::SET_ALL_CONTEXT,
+            ..Default::default()
+        };
+        let mut core = self.shared.core.lock();
+        let now = now_ms();
+        let r = core.engine.put1(
+            conn,
+            &xqh.remote_q,
+            &xqh.remote_qmgr,
+            &opts,
+            xqh.md.clone(),
+            props.clone(),
+            data.clone(),
+            now,
+        );
+        let Err(e) = r else {
+            return Ok(());
+        };
+        let dlq = core.engine.attrs().dead_letter_queue.clone();
+        if !self.use_dlq || dlq.is_empty() {
+            return Err(MqError::new(
+                e.reason,
+                format!(
+                    "channel {} stopped: a message for {}({}) cannot be put ({}) and {}",
+                    self.name,
+                    xqh.remote_q,
+                    xqh.remote_qmgr,
+                    e.message,
+                    if self.use_dlq {
+                        "the queue manager has no dead-letter queue"
+                    } else {
+                        "the channel has USEDLQ(NO)"
+                    }
+                ),
+            ));
+        }
+        let header = DeadLetterHeader::for_message(
+            &xqh.md,
+            e.reason.code() as i32,
+            &xqh.remote_q,
+            &xqh.remote_qmgr,
+            dlh::APPL_TYPE_QMGR,
+            self.name,
+            now,
+        )
+        .encode();
+        let mut dead = BytesMut::with_capacity(header.len() + data.len());
+        dead.extend_from_slice(&header);
+        dead.extend_from_slice(&data);
+        let md = MessageDescriptor {
+            format: dlh::FORMAT.to_string(),
+            encoding: dlh::ENCODING_NATIVE,
+            ..xqh.md.clone()
+        };
+        core.engine
+            .put1(conn, &dlq, "", &opts, md, props, dead.freeze(), now)
+            .map(|_| ())
+            .map_err(|e2| {
+                MqError::new(
+                    e.reason,
+                    format!(
+                        "channel {} stopped: a message for {}({}) cannot be put ({}), nor to the dead-letter queue {dlq} ({})",
+                        self.name, xqh.remote_q, xqh.remote_qmgr, e.message, e2.message
+                    ),
+                )
+            })
+    }
+}

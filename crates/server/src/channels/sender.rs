@@ -1,0 +1,505 @@
+//! The sending end of a message channel (SDR): connects to CONNAME (each address of the list in
+//! order), binds to the receiver's channel of the same name, resolves a batch left in doubt, then
+//! moves the transmission queue's messages in batches:
+//!
+//! 1. get up to BATCHSZ messages from the transmission queue under a unit of work, and send them;
+//! 2. log the batch in doubt (`CHANNEL_INDOUBT`: its LUWID and the messages it took) and wait
+//!    until that record is durable;
+//! 3. send end-of-batch; the receiver commits the batch's puts with the channel's state in one
+//!    record and, once that is durable, confirms;
+//! 4. commit the gets, ending the doubt (`CHANNEL_COMMIT`).
+//!
+//! A failure anywhere backs out the unit of work (the messages go back on the transmission
+//! queue) and the channel retries: SHORTRTY times every SHORTTMR seconds, then LONGRTY times
+//! every LONGTMR. The doubt, if logged, is resolved when it connects again: the receiver names
+//! the last batch it committed; the same LUWID means the batch arrived (its messages leave the
+//! transmission queue), another means it did not (they are sent again).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use ferrymq_engine::channel::{InDoubt, SyncUpdate};
+use ferrymq_engine::{ConnId, GetOutcome};
+use ferrymq_proto::channel::{ChannelFrame, InDoubt as WireInDoubt};
+use ferrymq_proto::FrameDecoder;
+use ferrymq_types::options::{open, GetOptions, Syncpoint};
+use ferrymq_types::{MqError, ObjectKind, Reason};
+use parking_lot::Mutex;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use super::{attr, attr_u64, ChannelStatus, State};
+use crate::qmgr::Shared;
+use crate::storage::now_ms;
+
+/// How long a connect to one address, and a wait for the receiver's answer, may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often an idle channel looks at its transmission queue.
+const IDLE_POLL: Duration = Duration::from_millis(5);
+
+/// Why an attempt ended.
+enum End {
+    Stopped,
+    Failed(MqError),
+}
+
+impl From<MqError> for End {
+    fn from(e: MqError) -> End {
+        End::Failed(e)
+    }
+}
+
+fn broken(what: impl std::fmt::Display) -> MqError {
+    MqError::new(Reason::CONNECTION_BROKEN, what.to_string())
+}
+
+/// Runs the channel until it is stopped.
+pub async fn run(
+    shared: Arc<Shared>,
+    name: String,
+    status: Arc<Mutex<ChannelStatus>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    crate::qm_log!(
+        crate::errlog::ids::CHANNEL_STARTED,
+        "channel {name} (SDR) is starting"
+    );
+    let mut failures = 0u64;
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        let def = shared
+            .core
+            .lock()
+            .engine
+            .object(ObjectKind::Channel, &name)
+            .cloned();
+        let Some(def) = def else {
+            status.lock().last_error = "the channel definition was deleted".into();
+            break;
+        };
+        status.lock().state = State::Binding;
+        let mut a = Attempt {
+            shared: &shared,
+            name: &name,
+            status: &status,
+            conn: None,
+            moved: false,
+        };
+        let end = a.run(&def, &mut stop).await;
+        let moved = a.moved;
+        a.end();
+        match end {
+            End::Stopped => break,
+            End::Failed(e) => {
+                if moved {
+                    failures = 0;
+                }
+                failures += 1;
+                let short = attr_u64(&def, "SHORTRTY", 10);
+                let (wait_s, kind) = if failures <= short {
+                    (attr_u64(&def, "SHORTTMR", 60), "short")
+                } else if failures - short <= attr_u64(&def, "LONGRTY", 999_999_999) {
+                    (attr_u64(&def, "LONGTMR", 1200), "long")
+                } else {
+                    status.lock().last_error = e.message.clone();
+                    crate::qm_log!(
+                        crate::errlog::ids::CHANNEL_ENDED,
+                        "channel {name} stopped: its retries are exhausted ({e})"
+                    );
+                    break;
+                };
+                {
+                    let mut st = status.lock();
+                    st.state = State::Retrying;
+                    st.last_error = e.message.clone();
+                }
+                crate::qm_log!(
+                    crate::errlog::ids::CHANNEL_RETRYING,
+                    "channel {name} is retrying ({kind} retry {failures}, every {wait_s} s): {e}"
+                );
+                // The first retry comes quickly: a receiver that restarts is usually back in
+                // moments, and the timers are for longer outages.
+                let wait = if failures == 1 {
+                    Duration::from_millis(200).min(Duration::from_secs(wait_s))
+                } else {
+                    Duration::from_secs(wait_s)
+                };
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = stop.wait_for(|v| *v) => break,
+                }
+            }
+        }
+    }
+    status.lock().state = State::Stopped;
+    crate::qm_log!(crate::errlog::ids::CHANNEL_ENDED, "channel {name} stopped");
+}
+
+struct Attempt<'a> {
+    shared: &'a Arc<Shared>,
+    name: &'a str,
+    status: &'a Arc<Mutex<ChannelStatus>>,
+    /// The engine connection holding the transmission queue open and the batch's gets.
+    conn: Option<ConnId>,
+    /// Whether a batch was confirmed in this attempt (the retry count starts again).
+    moved: bool,
+}
+
+struct Link {
+    sock: TcpStream,
+    dec: FrameDecoder,
+    buf: BytesMut,
+}
+
+impl Link {
+    async fn send(&mut self, frames: &BytesMut) -> Result<(), MqError> {
+        self.sock
+            .write_all(frames)
+            .await
+            .map_err(|e| broken(format!("sending to the receiver failed: {e}")))
+    }
+
+    /// The next frame from the receiver; a Refused is an error with its reason.
+    async fn recv(&mut self, timeout: Duration) -> Result<ChannelFrame, MqError> {
+        let f = tokio::time::timeout(timeout, async {
+            loop {
+                if let Some(f) = self
+                    .dec
+                    .decode(&mut self.buf)
+                    .map_err(|e| MqError::new(e.reason(), e.to_string()))?
+                {
+                    return Ok::<_, MqError>(f);
+                }
+                self.buf.reserve(64 * 1024);
+                match self.sock.read_buf(&mut self.buf).await {
+                    Ok(0) => return Err(broken("the receiver closed the connection")),
+                    Ok(_) => {}
+                    Err(e) => return Err(broken(format!("reading from the receiver failed: {e}"))),
+                }
+            }
+        })
+        .await
+        .map_err(|_| {
+            broken(format!(
+                "no answer from the receiver in {} s",
+                timeout.as_secs()
+            ))
+        })??;
+        match ChannelFrame::parse(&f).map_err(|e| MqError::new(e.reason(), e.to_string()))? {
+            ChannelFrame::Refused { reason, message } => {
+                Err(MqError::new(Reason::from_code(reason), message))
+            }
+            other => Ok(other),
+        }
+    }
+}
+
+impl Attempt<'_> {
+    async fn run(
+        &mut self,
+        def: &ferrymq_types::ObjectDef,
+        stop: &mut watch::Receiver<bool>,
+    ) -> End {
+        let conname = attr(def, "CONNAME", "");
+        let xmitq = attr(def, "XMITQ", "");
+        let batch_size = attr_u64(def, "BATCHSZ", 50).clamp(1, 9999) as u32;
+        let max_msg_len = attr_u64(def, "MAXMSGL", 4 * 1024 * 1024) as u32;
+        let mut link = match self.connect(&conname).await {
+            Ok(l) => l,
+            Err(e) => return End::Failed(e),
+        };
+        // Bind: the receiver answers with the last batch it committed.
+        let (sync, qmgr) = {
+            let core = self.shared.core.lock();
+            (
+                core.engine.channel_sync(self.name),
+                core.engine.qmgr_name().to_string(),
+            )
+        };
+        let mut out = BytesMut::new();
+        ChannelFrame::Hello {
+            channel: self.name.to_string(),
+            sender_qmgr: qmgr,
+            batch_size,
+            max_msg_len,
+            seq: sync.seq,
+            indoubt: sync.indoubt.as_ref().map(|d| WireInDoubt {
+                luwid: d.luwid,
+                seq: d.seq,
+            }),
+        }
+        .encode(&mut out);
+        if let Err(e) = link.send(&out).await {
+            return End::Failed(e);
+        }
+        let (batch_size, max_msg_len, their_luwid) = match link.recv(ANSWER_TIMEOUT).await {
+            Ok(ChannelFrame::HelloOk {
+                batch_size,
+                max_msg_len,
+                luwid,
+                ..
+            }) => (batch_size.max(1), max_msg_len, luwid),
+            Ok(other) => {
+                return End::Failed(broken(format!(
+                    "the receiver answered the channel start with frame 0x{:02x}",
+                    other.kind()
+                )))
+            }
+            Err(e) => return End::Failed(e),
+        };
+        link.dec
+            .set_max_frame_bytes(ferrymq_proto::frame_limit_for(max_msg_len));
+        // A batch in doubt: the receiver's last LUWID says whether it arrived.
+        if let Some(d) = &sync.indoubt {
+            let commit = d.luwid == their_luwid;
+            let r = self
+                .shared
+                .core
+                .lock()
+                .engine
+                .channel_resolve(self.name, commit);
+            match r {
+                Ok(lsn) => {
+                    if let Err(e) = self.durable(lsn).await {
+                        return End::Failed(e);
+                    }
+                }
+                Err(e) => return End::Failed(e),
+            }
+            crate::qm_log!(
+                crate::errlog::ids::CHANNEL_RESOLVED,
+                "channel {}: the batch in doubt (LUWID {:016X}) was {} at channel start",
+                self.name,
+                d.luwid,
+                if commit {
+                    "committed: the receiver had it"
+                } else {
+                    "backed out: it will be sent again"
+                }
+            );
+        }
+        let sync = self.shared.core.lock().engine.channel_sync(self.name);
+        let mut seq = sync.seq;
+        let mut luwid = sync.luwid;
+        {
+            let mut st = self.status.lock();
+            st.state = State::Running;
+            st.last_seq = seq;
+            st.last_luwid = luwid;
+            st.indoubt = false;
+            st.last_error.clear();
+        }
+        crate::qm_log!(
+            crate::errlog::ids::CHANNEL_STARTED,
+            "channel {} is running to {} (transmission queue {xmitq}, BATCHSZ {batch_size})",
+            self.name,
+            conname
+        );
+        // The transmission queue, opened exclusively: only the channel takes its messages.
+        let hobj = {
+            let mut core = self.shared.core.lock();
+            let conn = core.engine.connect("", self.name);
+            self.conn = Some(conn);
+            match core
+                .engine
+                .open(conn, &xmitq, "", open::INPUT_EXCLUSIVE | open::BROWSE, "")
+            {
+                Ok((h, _, _)) => h,
+                Err(e) => return End::Failed(e),
+            }
+        };
+        let conn = self.conn.expect("set above");
+        let opts = GetOptions {
+            syncpoint: Syncpoint::Yes,
+            ..GetOptions::any()
+        };
+        loop {
+            if *stop.borrow() {
+                return End::Stopped;
+            }
+            // 1. Up to BATCHSZ messages, sent as they are taken.
+            let mut frames = BytesMut::new();
+            let mut n = 0u32;
+            {
+                let mut core = self.shared.core.lock();
+                let now = now_ms();
+                while n < batch_size {
+                    match core.engine.get(conn, hobj, &opts, 0, now) {
+                        Ok(GetOutcome::Got(got, _)) => {
+                            n += 1;
+                            ChannelFrame::Msg {
+                                seq: seq + n as u64,
+                                md: got.md,
+                                props: got.props,
+                                body: got.body,
+                            }
+                            .encode(&mut frames);
+                        }
+                        Ok(GetOutcome::Waiting(w)) => {
+                            core.engine.cancel_wait(w);
+                            break;
+                        }
+                        Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => break,
+                        Err(e) => return End::Failed(e),
+                    }
+                }
+            }
+            if n == 0 {
+                // Idle: look again shortly; a receiver that goes away is noticed at once.
+                tokio::select! {
+                    _ = tokio::time::sleep(IDLE_POLL) => {}
+                    _ = stop.wait_for(|v| *v) => return End::Stopped,
+                    r = link.recv(Duration::from_secs(24 * 3600)) => {
+                        return End::Failed(r.err().unwrap_or_else(|| broken("the receiver sent a frame out of turn")));
+                    }
+                }
+                continue;
+            }
+            let batch_luwid = luwid.max(now_luwid_floor(&sync)) + 1;
+            let batch_seq = seq + n as u64;
+            {
+                let mut st = self.status.lock();
+                st.cur_seq = batch_seq;
+                st.cur_luwid = batch_luwid;
+                st.xq_msgs_avail = n as u64;
+            }
+            if let Err(e) = link.send(&frames).await {
+                return End::Failed(e);
+            }
+            // 2. The batch in doubt, durable before the receiver may commit it.
+            let lsn = {
+                let mut core = self.shared.core.lock();
+                let gets = core.engine.uow_gets(conn);
+                core.engine.channel_indoubt(
+                    self.name,
+                    InDoubt {
+                        luwid: batch_luwid,
+                        seq: batch_seq,
+                        gets,
+                    },
+                )
+            };
+            match lsn {
+                Ok(lsn) => {
+                    self.status.lock().indoubt = true;
+                    if let Err(e) = self.durable(lsn).await {
+                        return End::Failed(e);
+                    }
+                }
+                Err(e) => return End::Failed(e),
+            }
+            // 3. End of batch; the receiver confirms once its commit is durable.
+            let mut end = BytesMut::new();
+            ChannelFrame::EndBatch {
+                luwid: batch_luwid,
+                seq: batch_seq,
+            }
+            .encode(&mut end);
+            if let Err(e) = link.send(&end).await {
+                return End::Failed(e);
+            }
+            match link.recv(ANSWER_TIMEOUT).await {
+                Ok(ChannelFrame::Confirm { luwid: l, .. }) if l == batch_luwid => {}
+                Ok(other) => {
+                    return End::Failed(broken(format!(
+                        "the receiver answered end of batch {batch_luwid:016X} with frame 0x{:02x}",
+                        other.kind()
+                    )))
+                }
+                Err(e) => return End::Failed(e),
+            }
+            // 4. The gets committed, the doubt ended, in one record.
+            let r = self.shared.core.lock().engine.channel_commit(
+                conn,
+                SyncUpdate {
+                    channel: self.name.to_string(),
+                    seq: batch_seq,
+                    luwid: batch_luwid,
+                },
+                now_ms(),
+            );
+            if let Err(e) = r {
+                return End::Failed(e);
+            }
+            self.moved = true;
+            seq = batch_seq;
+            luwid = batch_luwid;
+            let mut st = self.status.lock();
+            st.msgs += n as u64;
+            st.batches += 1;
+            st.bytes_sent += (frames.len() + end.len()) as u64;
+            st.last_seq = seq;
+            st.last_luwid = luwid;
+            st.indoubt = false;
+        }
+    }
+
+    async fn connect(&self, conname: &str) -> Result<Link, MqError> {
+        let addrs = ferrymq_types::conname::parse_conn_name(conname)?;
+        let mut last = broken(format!("CONNAME '{conname}' names no address"));
+        for (host, port) in addrs {
+            match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect((host.as_str(), port)))
+                .await
+            {
+                Ok(Ok(sock)) => {
+                    let _ = sock.set_nodelay(true);
+                    self.status.lock().conname = format!("{host}({port})");
+                    return Ok(Link {
+                        sock,
+                        dec: FrameDecoder::new(ferrymq_proto::PRE_HANDSHAKE_FRAME_MAX_BYTES),
+                        buf: BytesMut::with_capacity(64 * 1024),
+                    });
+                }
+                Ok(Err(e)) => {
+                    last = MqError::new(
+                        Reason::HOST_NOT_AVAILABLE,
+                        format!("cannot connect to {host}({port}): {e}"),
+                    )
+                }
+                Err(_) => {
+                    last = MqError::new(
+                        Reason::HOST_NOT_AVAILABLE,
+                        format!(
+                            "connecting to {host}({port}) took longer than {} s",
+                            CONNECT_TIMEOUT.as_secs()
+                        ),
+                    )
+                }
+            }
+        }
+        Err(last)
+    }
+
+    async fn durable(&self, lsn: ferrymq_engine::Lsn) -> Result<(), MqError> {
+        if lsn == 0 {
+            return Ok(());
+        }
+        self.shared.durable.wait(lsn).await.map_err(|_| {
+            MqError::new(
+                Reason::Q_MGR_STOPPING,
+                "the recovery log stopped before the channel's record was durable",
+            )
+        })
+    }
+
+    /// Backs out whatever the attempt holds (its gets go back on the transmission queue).
+    fn end(self) {
+        if let Some(conn) = self.conn {
+            let mut core = self.shared.core.lock();
+            core.engine.disconnect(conn, now_ms());
+            core.flush_deliveries();
+        }
+    }
+}
+
+/// The lowest LUWID the next batch may take: above the last committed one and any in doubt.
+fn now_luwid_floor(sync: &ferrymq_engine::channel::ChannelSync) -> u64 {
+    sync.indoubt
+        .as_ref()
+        .map_or(sync.luwid, |d| d.luwid.max(sync.luwid))
+}
