@@ -1,5 +1,6 @@
-//! Feeds arbitrary bytes to the frame decoder and both parsers, as a hostile peer would: nothing may
-//! panic, and any value that parses must re-encode to a frame that parses to the same value.
+//! Feeds arbitrary bytes to the frame decoder and the parsers (requests, responses, message
+//! channels' frames), as a hostile peer would: nothing may panic, and any value that parses must
+//! re-encode to a frame that parses to the same value.
 #![no_main]
 
 use bytes::BytesMut;
@@ -40,6 +41,17 @@ fn reparse(bytes: &mut BytesMut) -> RawFrame {
 }
 
 fn check(frame: &RawFrame) {
+    // Message channels' frames (the receiving end of a channel parses these).
+    if let Ok(f) = ferrymq_proto::channel::ChannelFrame::parse(frame) {
+        let mut once = BytesMut::new();
+        f.encode(&mut once);
+        let again = ferrymq_proto::channel::ChannelFrame::parse(&reparse(&mut once.clone()))
+            .expect("re-encoded channel frame parses");
+        assert!(
+            again == f || format!("{again:?}") == format!("{f:?}"),
+            "{f:?} became {again:?}"
+        );
+    }
     if let Ok(req) = parse_request(frame) {
         let mut once = BytesMut::new();
         encode_request(frame.conv, frame.req, &req, &mut once);

@@ -326,6 +326,45 @@ fn execute_command(
         } => security::display_chlauth(engine, profile, type_.as_deref(), filter),
         Command::DisplayAuthRec(f) => security::display_authrec(engine, f, &*ops),
         Command::DisplayEntAuth(q) => security::display_entauth(engine, q, &*ops),
+        Command::ResolveChannel { name, commit } => {
+            if let Err(e) = sender_channel(engine, name) {
+                return Response::failure(&label, &e);
+            }
+            let had = engine.channel_sync(name).indoubt;
+            match engine.channel_resolve(name, *commit) {
+                Ok(lsn) => {
+                    let text = match had {
+                        None => format!("CHANNEL({name}) has no batch in doubt: nothing to resolve."),
+                        Some(d) => format!(
+                            "CHANNEL({name}): the batch in doubt (LUWID {:016X}, {} messages) was {}.",
+                            d.luwid,
+                            d.gets.len(),
+                            if *commit { "committed: its messages left the transmission queue" } else { "backed out: its messages will be sent again" }
+                        ),
+                    };
+                    Response {
+                        lsn,
+                        ..Response::success(msg::CHANNEL_RESOLVED, text)
+                    }
+                }
+                Err(e) => Response::failure(&label, &e),
+            }
+        }
+        Command::ResetChannel { name, seqnum } => {
+            if let Err(e) = channel_type(engine, name) {
+                return Response::failure(&label, &e);
+            }
+            match engine.channel_reset(name, u64::from(*seqnum) - 1) {
+                Ok(lsn) => Response {
+                    lsn,
+                    ..Response::success(
+                        msg::CHANNEL_RESET,
+                        format!("CHANNEL({name}): the next message sequence number is {seqnum}."),
+                    )
+                },
+                Err(e) => Response::failure(&label, &e),
+            }
+        }
         Command::PingQmgr => Response::success(
             msg::PING,
             format!(
@@ -386,6 +425,17 @@ fn already(
 }
 
 /// The CHLTYPE of a defined channel, or why there is none.
+/// RESOLVE works on a sending channel only.
+fn sender_channel(engine: &Engine, name: &str) -> Result<(), MqError> {
+    match channel_type(engine, name)?.as_str() {
+        "SDR" | "SVR" => Ok(()),
+        t => Err(MqError::new(
+            Reason::COMMAND_FAILED,
+            format!("CHANNEL({name}) is a {t} channel: only a sending channel (SDR, SVR) has a batch in doubt to resolve"),
+        )),
+    }
+}
+
 fn channel_type(engine: &Engine, name: &str) -> Result<String, MqError> {
     let def = engine
         .object(ObjectKind::Channel, name)

@@ -443,3 +443,104 @@ fn channel_status_and_metrics_show_what_the_channel_moved() {
         assert!(m.contains(want), "{want} missing:\n{m}");
     }
 }
+
+fn signal(pid: u32, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+#[test]
+fn a_batch_left_in_doubt_by_a_crash_is_resolved_by_hand_and_sent_again_once() {
+    let home = Home::new();
+    let (qm1, qm2) = pair(&home);
+    wait_status(&home, "QM1", "QM1.TO.QM2", "RUNNING");
+    // The receiver freezes: the sender sends a batch, logs it in doubt and waits for the
+    // confirmation that never comes; then both queue managers die.
+    let pid2 = qm2.pid().unwrap();
+    signal(pid2, "-STOP");
+    let c1 = qm1.connect_bindings();
+    put_to(&c1, "ORDERS", "in doubt");
+    drop(c1);
+    wait_status(&home, "QM1", "QM1.TO.QM2", "RUNNING");
+    let t = Instant::now();
+    while !mqsc(&home, "QM1", "DISPLAY CHSTATUS(QM1.TO.QM2)\n").contains("INDOUBT(YES)") {
+        assert!(t.elapsed() < WAIT, "the batch never went in doubt");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    qm1.kill9();
+    support::kill9_pid(pid2);
+    // QM1 restarts alone: its channel restarts, cannot reach QM2, and keeps the doubt.
+    qm1.restart();
+    let text = wait_status(&home, "QM1", "QM1.TO.QM2", "RETRYING");
+    assert!(text.contains("INDOUBT(YES)"), "{text}");
+    mqsc(&home, "QM1", "STOP CHANNEL(QM1.TO.QM2)\n");
+    wait_status(&home, "QM1", "QM1.TO.QM2", "STOPPED");
+    assert_eq!(
+        depth(&home, "QM1", "QM2"),
+        1,
+        "the message in doubt is still held"
+    );
+    let out = mqsc(
+        &home,
+        "QM1",
+        "RESOLVE CHANNEL(QM1.TO.QM2) ACTION(BACKOUT)\nRESOLVE CHANNEL(QM1.TO.QM2) ACTION(COMMIT)\n",
+    );
+    assert!(out.contains("was backed out"), "{out}");
+    assert!(out.contains("no batch in doubt"), "{out}");
+    assert_eq!(
+        depth(&home, "QM1", "QM2"),
+        1,
+        "backed out: it stays to be sent again"
+    );
+    qm2.restart();
+    mqsc(&home, "QM1", "START CHANNEL(QM1.TO.QM2)\n");
+    let c2 = qm2.connect_bindings();
+    assert_eq!(&get_wait(&c2, "ORDERS.IN").body[..], b"in doubt");
+    let t = Instant::now();
+    while depth(&home, "QM1", "QM2") != 0 {
+        assert!(t.elapsed() < WAIT, "the transmission queue did not empty");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let h = c2.open("ORDERS.IN", open::INPUT_SHARED).unwrap();
+    assert!(c2.get(&h, &GetOptions::any()).is_err(), "sent once only");
+    // RESOLVE is for the sending end.
+    let out = home.run_with_input(
+        &["runmqsc", "QM2"],
+        "RESOLVE CHANNEL(QM1.TO.QM2) ACTION(COMMIT)\n",
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("RCVR channel"), "{text}");
+}
+
+#[test]
+fn a_message_larger_than_the_channel_carries_goes_to_the_senders_dead_letter_queue() {
+    let home = Home::new();
+    let (qm1, qm2) = pair(&home);
+    mqsc(
+        &home,
+        "QM1",
+        "STOP CHANNEL(QM1.TO.QM2)\nALTER CHANNEL(QM1.TO.QM2) CHLTYPE(SDR) MAXMSGL(2000)\n",
+    );
+    wait_status(&home, "QM1", "QM1.TO.QM2", "STOPPED");
+    let c1 = qm1.connect_bindings();
+    put_to(&c1, "ORDERS", &"x".repeat(5000));
+    put_to(&c1, "ORDERS", "small");
+    mqsc(&home, "QM1", "START CHANNEL(QM1.TO.QM2)\n");
+    let c2 = qm2.connect_bindings();
+    assert_eq!(&get_wait(&c2, "ORDERS.IN").body[..], b"small");
+    let dead = get_wait(&c1, "SYSTEM.DEAD.LETTER.QUEUE");
+    let (dlh, rest) = DeadLetterHeader::parse(&dead.body).expect("a dead-letter header");
+    assert_eq!(dlh.reason, 2218, "MQRC_MSG_TOO_BIG_FOR_CHANNEL");
+    assert_eq!(
+        (dlh.dest_q_name.as_str(), dlh.dest_q_mgr_name.as_str()),
+        ("ORDERS.IN", "QM2")
+    );
+    let (xqh, data) = ferrymq_types::xqh::TransmissionHeader::parse(rest).expect("its XQH");
+    assert_eq!(xqh.remote_q, "ORDERS.IN");
+    assert_eq!(data.len(), 5000);
+    assert_eq!(depth(&home, "QM1", "QM2"), 0);
+}

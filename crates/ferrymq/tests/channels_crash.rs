@@ -19,6 +19,7 @@ use ferrymq_client::blocking::Connection;
 use ferrymq_types::options::{open, GetOptions};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties, Reason};
 use rand::{Rng, SeedableRng};
+use support::ha::HaGroup;
 use support::{Home, Qm};
 
 const KILLS: usize = 24;
@@ -231,5 +232,93 @@ fn every_acknowledged_put_crosses_exactly_once_while_both_ends_are_killed() {
         ledger.acked.len(),
         ledger.in_doubt.len(),
         arrived.len()
+    );
+}
+
+#[test]
+fn a_receiver_ha_group_that_loses_its_active_instance_mid_batch_still_gets_everything_once() {
+    let g = HaGroup::start("QM2", &[]);
+    let admin = g.connect();
+    for cmd in [
+        "MQSC DEFINE QLOCAL(ORDERS.IN) MAXDEPTH(1000000)",
+        "MQSC DEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(RCVR)",
+    ] {
+        admin.admin(cmd).expect(cmd);
+    }
+    drop(admin);
+    let home = Home::new();
+    let qm1 = Qm::start(&home, "QM1", &[]);
+    mqsc(
+        &home,
+        "QM1",
+        &format!(
+            "DEFINE QLOCAL(QM2) USAGE(XMITQ) MAXDEPTH(1000000)\n\
+             DEFINE QREMOTE(ORDERS) RNAME(ORDERS.IN) RQMNAME(QM2) XMITQ(QM2)\n\
+             DEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(SDR) CONNAME('{}') XMITQ(QM2) BATCHSZ(20) SHORTTMR(1)\n\
+             START CHANNEL(QM1.TO.QM2)\n",
+            g.conname()
+        ),
+    );
+    let stop = AtomicBool::new(false);
+    let ledger = Mutex::new(Ledger::default());
+    std::thread::scope(|s| {
+        s.spawn(|| producer(&qm1, &stop, &ledger));
+        // Messages flowing, then the receiving group's active instance dies.
+        let t = Instant::now();
+        while ledger.lock().unwrap().acked.len() < 200 {
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "the producer made no progress"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let active = g.wait_active(Duration::from_secs(30));
+        g.kill9(active);
+        std::thread::sleep(Duration::from_millis(1500));
+        stop.store(true, Ordering::Release);
+    });
+    let acked: Vec<u64> = ledger
+        .into_inner()
+        .unwrap()
+        .acked
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    let t = Instant::now();
+    while depth(&home, "QM1", "QM2") != Some(0) {
+        assert!(
+            t.elapsed() < Duration::from_secs(90),
+            "the transmission queue did not drain:\n{}\n{}",
+            mqsc(&home, "QM1", "DISPLAY CHSTATUS(QM1.TO.QM2)\n"),
+            g.logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let c = g.connect();
+    let h = c.open("ORDERS.IN", open::INPUT_EXCLUSIVE).unwrap();
+    let mut seen: HashMap<u64, usize> = HashMap::new();
+    loop {
+        match c.get(&h, &GetOptions::any()) {
+            Ok(m) => {
+                *seen
+                    .entry(String::from_utf8(m.body.to_vec()).unwrap().parse().unwrap())
+                    .or_default() += 1
+            }
+            Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => break,
+            Err(e) => panic!("draining ORDERS.IN: {e}"),
+        }
+    }
+    let dups: Vec<_> = seen.iter().filter(|(_, c)| **c > 1).collect();
+    assert!(dups.is_empty(), "messages arrived more than once: {dups:?}");
+    let lost: Vec<u64> = acked
+        .iter()
+        .copied()
+        .filter(|n| !seen.contains_key(n))
+        .collect();
+    assert!(lost.is_empty(), "acknowledged puts lost: {lost:?}");
+    eprintln!(
+        "{} acknowledged, {} arrived across the failover",
+        acked.len(),
+        seen.len()
     );
 }

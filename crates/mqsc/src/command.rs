@@ -173,6 +173,16 @@ pub enum Command {
         name: String,
         ignstate: bool,
     },
+    /// RESOLVE CHANNEL ACTION(COMMIT|BACKOUT): ends a sender's batch in doubt by hand.
+    ResolveChannel {
+        name: String,
+        commit: bool,
+    },
+    /// RESET CHANNEL SEQNUM(n): the next message sequence number of the channel.
+    ResetChannel {
+        name: String,
+        seqnum: u32,
+    },
     RefreshSecurity {
         type_: String,
     },
@@ -220,6 +230,8 @@ impl Command {
             Command::StopListener { name, .. } => format!("STOP LISTENER({name})"),
             Command::StartChannel { name, .. } => format!("START CHANNEL({name})"),
             Command::StopChannel { name, .. } => format!("STOP CHANNEL({name})"),
+            Command::ResolveChannel { name, .. } => format!("RESOLVE CHANNEL({name})"),
+            Command::ResetChannel { name, .. } => format!("RESET CHANNEL({name})"),
             Command::RefreshSecurity { .. } => "REFRESH SECURITY".into(),
             Command::RefreshQmgrExpiry { .. } => "REFRESH QMGR TYPE(EXPIRY)".into(),
             Command::SetChlAuth(s) => format!("SET CHLAUTH({})", s.profile),

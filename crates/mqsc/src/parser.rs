@@ -22,6 +22,8 @@ enum Verb {
     End,
     Ping,
     Set,
+    Resolve,
+    Reset,
 }
 
 fn verb(word: &str) -> Option<Verb> {
@@ -37,6 +39,8 @@ fn verb(word: &str) -> Option<Verb> {
         "END" => Verb::End,
         "PING" => Verb::Ping,
         "SET" => Verb::Set,
+        "RESOLVE" => Verb::Resolve,
+        "RESET" => Verb::Reset,
         _ => return None,
     })
 }
@@ -99,7 +103,7 @@ pub fn parse(text: &str) -> Result<Command, SyntaxError> {
     let Some(v) = verb(&first.word) else {
         return Err(SyntaxError::new(
             format!(
-                "'{}' is not an MQSC command FerryMQ knows (DEFINE, ALTER, DELETE, DISPLAY, CLEAR, SET, START, STOP, REFRESH, PING, END)",
+                "'{}' is not an MQSC command FerryMQ knows (DEFINE, ALTER, DELETE, DISPLAY, CLEAR, SET, START, STOP, REFRESH, PING, RESOLVE, RESET, END)",
                 first.text
             ),
             first.col,
@@ -220,8 +224,80 @@ pub fn parse(text: &str) -> Result<Command, SyntaxError> {
             no_more(rest)?;
             Ok(Command::PingQmgr)
         }
+        Verb::Resolve | Verb::Reset => {
+            if obj_type(&obj.word) != Some(ObjType::Channel) {
+                return Err(unknown_object(
+                    obj,
+                    "RESOLVE and RESET work on CHANNEL only",
+                ));
+            }
+            let name = required_name(obj, ObjType::Channel)?;
+            channel_action(v == Verb::Resolve, name, rest)
+        }
         Verb::End => unreachable!("handled above"),
     }
+}
+
+/// RESOLVE CHANNEL's ACTION(COMMIT|BACKOUT) (required), RESET CHANNEL's SEQNUM(n) (default 1).
+fn channel_action(resolve: bool, name: String, rest: &[Item]) -> Result<Command, SyntaxError> {
+    let key = if resolve { "ACTION" } else { "SEQNUM" };
+    let mut value: Option<(String, usize)> = None;
+    for item in rest {
+        if item.word != key {
+            return Err(SyntaxError::new(
+                format!("unexpected '{}': this command takes {key} only", item.text),
+                item.col,
+                &item.text,
+            ));
+        }
+        if value.is_some() {
+            return Err(twice(item));
+        }
+        let Some(p) = &item.value else {
+            return Err(SyntaxError::new(
+                format!("{key} needs a value"),
+                item.col,
+                &item.text,
+            ));
+        };
+        let s = crate::lexer::scalar(p)?;
+        value = Some((s.value.to_ascii_uppercase(), s.col));
+    }
+    if resolve {
+        let Some((v, col)) = value else {
+            return Err(SyntaxError::new(
+                "RESOLVE CHANNEL needs ACTION(COMMIT) or ACTION(BACKOUT)",
+                0,
+                "",
+            ));
+        };
+        let commit = match v.as_str() {
+            "COMMIT" => true,
+            "BACKOUT" => false,
+            _ => {
+                return Err(SyntaxError::new(
+                    "ACTION must be COMMIT or BACKOUT",
+                    col,
+                    &v,
+                ))
+            }
+        };
+        return Ok(Command::ResolveChannel { name, commit });
+    }
+    let seqnum = match value {
+        None => 1,
+        Some((v, col)) => match v.parse::<u32>() {
+            Ok(n) if n >= 1 => n,
+            _ => {
+                return Err(SyntaxError::new(
+                    "SEQNUM must be a number from 1 to 999999999",
+                    col,
+                    &v,
+                ))
+            }
+        },
+    };
+    Ok(Command::ResetChannel { name, seqnum })
 }
 
 /// START and STOP's only option: IGNSTATE(YES) succeeds when the object is already in the

@@ -75,6 +75,30 @@ fn every_verb_parses_to_its_command() {
     assert_eq!(parse("end").unwrap(), Command::End);
     assert_eq!(parse("ping qmgr").unwrap(), Command::PingQmgr);
     assert_eq!(
+        parse("resolve channel(QM1.TO.QM2) action(backout)").unwrap(),
+        Command::ResolveChannel {
+            name: "QM1.TO.QM2".into(),
+            commit: false
+        }
+    );
+    assert_eq!(
+        parse("RESET CHANNEL(C1) SEQNUM(40)").unwrap(),
+        Command::ResetChannel {
+            name: "C1".into(),
+            seqnum: 40
+        }
+    );
+    assert_eq!(
+        parse("RESET CHANNEL(C1)").unwrap(),
+        Command::ResetChannel {
+            name: "C1".into(),
+            seqnum: 1
+        }
+    );
+    assert!(parse("RESOLVE CHANNEL(C1)").is_err(), "ACTION is required");
+    assert!(parse("RESOLVE CHANNEL(C1) ACTION(MAYBE)").is_err());
+    assert!(parse("RESOLVE QLOCAL(Q1) ACTION(COMMIT)").is_err());
+    assert_eq!(
         parse("clear ql(q1)").unwrap(),
         Command::Clear { name: "Q1".into() }
     );

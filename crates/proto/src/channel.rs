@@ -47,6 +47,8 @@ pub enum ChannelFrame {
         /// The sender's next message sequence number less one.
         seq: u64,
         indoubt: Option<InDoubt>,
+        /// NPMSPEED(FAST): non-persistent messages travel outside the batch's units of work.
+        fast_np: bool,
     },
     /// The receiver's answer: the negotiated limits and the last batch it committed.
     HelloOk {
@@ -55,6 +57,8 @@ pub enum ChannelFrame {
         max_msg_len: u32,
         luwid: u64,
         seq: u64,
+        /// Both ends have NPMSPEED(FAST).
+        fast_np: bool,
     },
     Msg {
         seq: u64,
@@ -100,6 +104,7 @@ impl ChannelFrame {
                 max_msg_len,
                 seq,
                 indoubt,
+                fast_np,
             } => {
                 out.put_slice(&MAGIC);
                 out.put_str16(channel);
@@ -115,6 +120,7 @@ impl ChannelFrame {
                         out.put_u64_le(d.seq);
                     }
                 }
+                out.put_u8(u8::from(*fast_np));
             }
             ChannelFrame::HelloOk {
                 receiver_qmgr,
@@ -122,12 +128,14 @@ impl ChannelFrame {
                 max_msg_len,
                 luwid,
                 seq,
+                fast_np,
             } => {
                 out.put_str16(receiver_qmgr);
                 out.put_u32_le(*batch_size);
                 out.put_u32_le(*max_msg_len);
                 out.put_u64_le(*luwid);
                 out.put_u64_le(*seq);
+                out.put_u8(u8::from(*fast_np));
             }
             ChannelFrame::Msg {
                 seq,
@@ -185,6 +193,7 @@ fn decode(k: u8, r: &mut Reader) -> Result<ChannelFrame, DecodeError> {
                     }),
                     v => return Err(DecodeError::invalid("in-doubt flag", format!("{v}"))),
                 },
+                fast_np: r.bool("fast np")?,
             }
         }
         kind::HELLO_OK => ChannelFrame::HelloOk {
@@ -193,6 +202,7 @@ fn decode(k: u8, r: &mut Reader) -> Result<ChannelFrame, DecodeError> {
             max_msg_len: r.u32("max msg len")?,
             luwid: r.u64("luwid")?,
             seq: r.u64("seq")?,
+            fast_np: r.bool("fast np")?,
         },
         kind::MSG => ChannelFrame::Msg {
             seq: r.u64("seq")?,
@@ -236,6 +246,7 @@ mod tests {
                 max_msg_len: 4 << 20,
                 seq: 9,
                 indoubt: Some(InDoubt { luwid: 3, seq: 9 }),
+                fast_np: true,
             },
             ChannelFrame::HelloOk {
                 receiver_qmgr: "QM2".into(),
@@ -243,6 +254,7 @@ mod tests {
                 max_msg_len: 1 << 20,
                 luwid: 3,
                 seq: 9,
+                fast_np: false,
             },
             ChannelFrame::Msg {
                 seq: 10,

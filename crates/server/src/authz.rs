@@ -264,6 +264,9 @@ pub fn mqsc_needs(cmd: &Command) -> Vec<(&'static str, String, Authorities)> {
         Command::StartChannel { name, .. } | Command::StopChannel { name, .. } => {
             vec![("CHANNEL", name.clone(), Authorities::CTRL)]
         }
+        Command::ResolveChannel { name, .. } | Command::ResetChannel { name, .. } => {
+            vec![("CHANNEL", name.clone(), Authorities::CTRLX)]
+        }
         Command::PingQmgr => qmgr(Authorities::CTRL),
         // Discarding expired messages changes no definition: control of the queue manager.
         Command::RefreshQmgrExpiry { .. } => qmgr(Authorities::CTRL),

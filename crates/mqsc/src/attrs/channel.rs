@@ -49,8 +49,10 @@ pub static CHANNEL: &[AttrSpec] = &[
         },
         "300",
     ),
-    AttrSpec::stored("CONNAME", Str { max_len: 264 }, "").only(CONNECTING),
-    AttrSpec::stored("XMITQ", Name, "").only(SENDING),
+    AttrSpec::stored("CONNAME", Str { max_len: 264 }, "")
+        .only(CONNECTING)
+        .honoured(),
+    AttrSpec::stored("XMITQ", Name, "").only(SENDING).honoured(),
     AttrSpec::stored("MCAUSER", Str { max_len: 64 }, "").only(NOT_CLNTCONN),
     AttrSpec::stored("SSLCIPH", Str { max_len: 32 }, ""),
     AttrSpec::stored("SSLCAUTH", Enum(&["REQUIRED", "OPTIONAL"]), "REQUIRED").only(CALLED),
@@ -69,13 +71,28 @@ pub static CHANNEL: &[AttrSpec] = &[
     .only(&["SVRCONN", "SDR", "SVR"]),
     AttrSpec::stored("MONCHL", Enum(LEVELS), "QMGR").only(NOT_CLNTCONN),
     AttrSpec::stored("STATCHL", Enum(LEVELS), "QMGR").only(MCA),
-    AttrSpec::stored("BATCHSZ", Int { min: 1, max: 9999 }, "50").only(MCA),
-    AttrSpec::stored("SHORTRTY", BIG, "10").only(SENDING),
-    AttrSpec::stored("SHORTTMR", BIG, "60").only(SENDING),
-    AttrSpec::stored("LONGRTY", BIG, "999999999").only(SENDING),
-    AttrSpec::stored("LONGTMR", BIG, "1200").only(SENDING),
+    AttrSpec::stored("BATCHSZ", Int { min: 1, max: 9999 }, "50")
+        .only(MCA)
+        .honoured(),
+    AttrSpec::stored("SHORTRTY", BIG, "10")
+        .only(SENDING)
+        .honoured(),
+    AttrSpec::stored("SHORTTMR", BIG, "60")
+        .only(SENDING)
+        .honoured(),
+    AttrSpec::stored("LONGRTY", BIG, "999999999")
+        .only(SENDING)
+        .honoured(),
+    AttrSpec::stored("LONGTMR", BIG, "1200")
+        .only(SENDING)
+        .honoured(),
     AttrSpec::stored("CONVERT", Enum(YES_NO), "NO").only(SENDING),
-    AttrSpec::stored("NPMSPEED", Enum(&["FAST", "NORMAL"]), "FAST").only(MCA),
+    AttrSpec::stored("NPMSPEED", Enum(&["FAST", "NORMAL"]), "FAST")
+        .only(MCA)
+        .honoured(),
+    AttrSpec::stored("USEDLQ", Enum(YES_NO), "YES")
+        .only(MCA)
+        .honoured(),
     AttrSpec::stored("COMPHDR", Enum(&["NONE", "SYSTEM"]), "NONE"),
     AttrSpec::stored(
         "COMPMSG",

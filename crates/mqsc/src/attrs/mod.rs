@@ -80,6 +80,13 @@ impl AttrSpec {
         }
     }
 
+    /// Marks a stored attribute (with its MQ default) as one FerryMQ acts on.
+    pub const fn honoured(self) -> AttrSpec {
+        let mut s = self;
+        s.acted_on = true;
+        s
+    }
+
     pub const fn abbr(self, abbrevs: &'static [&'static str]) -> AttrSpec {
         let mut s = self;
         s.abbrevs = abbrevs;

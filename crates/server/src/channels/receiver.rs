@@ -17,7 +17,7 @@ use ferrymq_proto::{FrameDecoder, RawFrame};
 use ferrymq_types::dlh::{self, DeadLetterHeader};
 use ferrymq_types::options::{pmo, PutOptions, Syncpoint};
 use ferrymq_types::xqh::TransmissionHeader;
-use ferrymq_types::{MessageDescriptor, MqError, ObjectKind, Properties, Reason};
+use ferrymq_types::{MessageDescriptor, MqError, ObjectKind, Persistence, Properties, Reason};
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::watch;
@@ -67,6 +67,7 @@ pub async fn run<R: AsyncRead + Unpin>(
         sender_qmgr,
         batch_size,
         max_msg_len,
+        fast_np,
         ..
     } = ChannelFrame::parse(&hello).map_err(proto)?
     else {
@@ -75,6 +76,19 @@ pub async fn run<R: AsyncRead + Unpin>(
             "expected a channel Hello",
         ));
     };
+    // An HA replica or a DR secondary takes no channels: the sender tries its next address.
+    if shared.is_standby() {
+        return refuse(
+            s,
+            MqError::new(
+                Reason::STANDBY_Q_MGR,
+                format!(
+                    "this instance of queue manager {} is not the active one",
+                    shared.cfg.name
+                ),
+            ),
+        );
+    }
     let def = shared
         .core
         .lock()
@@ -128,6 +142,7 @@ pub async fn run<R: AsyncRead + Unpin>(
         status: &status,
         conn: None,
         use_dlq: attr(&def, "USEDLQ", "YES") == "YES",
+        fast_np: fast_np && attr(&def, "NPMSPEED", "FAST") == "FAST",
     };
     let res = r
         .serve(
@@ -171,6 +186,8 @@ struct Receiver<'a> {
     status: &'a Arc<Mutex<ChannelStatus>>,
     conn: Option<ConnId>,
     use_dlq: bool,
+    /// Non-persistent messages are put at once, outside the batch's unit of work.
+    fast_np: bool,
 }
 
 impl Receiver<'_> {
@@ -217,6 +234,7 @@ impl Receiver<'_> {
                 max_msg_len,
                 luwid: sync.luwid,
                 seq: sync.seq,
+                fast_np: self.fast_np,
             },
             wait,
             false,
@@ -322,8 +340,13 @@ impl Receiver<'_> {
             ));
         };
         let data = body.slice_ref(data);
+        let outside = self.fast_np && xqh.md.persistence != Persistence::Persistent;
         let opts = PutOptions {
-            syncpoint: Syncpoint::Yes,
+            syncpoint: if outside {
+                Syncpoint::No
+            } else {
+                Syncpoint::Yes
+            },
             context: pmo::SET_ALL_CONTEXT,
             ..Default::default()
         };

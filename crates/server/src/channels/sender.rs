@@ -209,11 +209,15 @@ impl Attempt<'_> {
         let xmitq = attr(def, "XMITQ", "");
         let batch_size = attr_u64(def, "BATCHSZ", 50).clamp(1, 9999) as u32;
         let max_msg_len = attr_u64(def, "MAXMSGL", 4 * 1024 * 1024) as u32;
-        let mut link = match self.connect(&conname).await {
-            Ok(l) => l,
-            Err(e) => return End::Failed(e),
-        };
-        // Bind: the receiver answers with the last batch it committed.
+        let indoubt = self
+            .shared
+            .core
+            .lock()
+            .engine
+            .channel_sync(self.name)
+            .indoubt
+            .is_some();
+        self.status.lock().indoubt = indoubt;
         let (sync, qmgr) = {
             let core = self.shared.core.lock();
             (
@@ -221,7 +225,7 @@ impl Attempt<'_> {
                 core.engine.qmgr_name().to_string(),
             )
         };
-        let mut out = BytesMut::new();
+        let mut hello = BytesMut::new();
         ChannelFrame::Hello {
             channel: self.name.to_string(),
             sender_qmgr: qmgr,
@@ -232,25 +236,55 @@ impl Attempt<'_> {
                 luwid: d.luwid,
                 seq: d.seq,
             }),
+            fast_np: attr(def, "NPMSPEED", "FAST") == "FAST",
         }
-        .encode(&mut out);
-        if let Err(e) = link.send(&out).await {
-            return End::Failed(e);
-        }
-        let (batch_size, max_msg_len, their_luwid) = match link.recv(ANSWER_TIMEOUT).await {
-            Ok(ChannelFrame::HelloOk {
-                batch_size,
-                max_msg_len,
-                luwid,
-                ..
-            }) => (batch_size.max(1), max_msg_len, luwid),
-            Ok(other) => {
-                return End::Failed(broken(format!(
-                    "the receiver answered the channel start with frame 0x{:02x}",
-                    other.kind()
-                )))
-            }
+        .encode(&mut hello);
+        // Each address of CONNAME in order, until one binds (an HA group's replicas refuse).
+        let addrs = match ferrymq_types::conname::parse_conn_name(&conname) {
+            Ok(a) => a,
             Err(e) => return End::Failed(e),
+        };
+        let mut last = broken(format!("CONNAME '{conname}' names no address"));
+        let mut bound = None;
+        for (host, port) in addrs {
+            let mut link = match self.connect(&host, port).await {
+                Ok(l) => l,
+                Err(e) => {
+                    last = e;
+                    continue;
+                }
+            };
+            if let Err(e) = link.send(&hello).await {
+                last = e;
+                continue;
+            }
+            let answer = tokio::select! {
+                r = link.recv(ANSWER_TIMEOUT) => r,
+                _ = stop.wait_for(|v| *v) => return End::Stopped,
+            };
+            match answer {
+                Ok(ChannelFrame::HelloOk {
+                    batch_size,
+                    max_msg_len,
+                    luwid,
+                    fast_np,
+                    ..
+                }) => {
+                    self.status.lock().conname = format!("{host}({port})");
+                    bound = Some((link, batch_size.max(1), max_msg_len, luwid, fast_np));
+                    break;
+                }
+                Ok(other) => {
+                    last = broken(format!(
+                        "the receiver answered the channel start with frame 0x{:02x}",
+                        other.kind()
+                    ))
+                }
+                Err(e) => last = e,
+            }
+        }
+        let Some((mut link, batch_size, max_msg_len, their_luwid, fast_np)) = bound else {
+            return End::Failed(last);
         };
         link.dec
             .set_max_frame_bytes(ferrymq_proto::frame_limit_for(max_msg_len));
@@ -314,8 +348,14 @@ impl Attempt<'_> {
             }
         };
         let conn = self.conn.expect("set above");
+        // NPMSPEED(FAST) at both ends: non-persistent messages leave the transmission queue as
+        // they are sent, outside the batch (lost, as MQ loses them, if the link fails).
         let opts = GetOptions {
-            syncpoint: Syncpoint::Yes,
+            syncpoint: if fast_np {
+                Syncpoint::IfPersistent
+            } else {
+                Syncpoint::Yes
+            },
             ..GetOptions::any()
         };
         loop {
@@ -325,11 +365,23 @@ impl Attempt<'_> {
             // 1. Up to BATCHSZ messages, sent as they are taken.
             let mut frames = BytesMut::new();
             let mut n = 0u32;
+            let mut dead = 0u32;
             {
                 let mut core = self.shared.core.lock();
                 let now = now_ms();
                 while n < batch_size {
                     match core.engine.get(conn, hobj, &opts, 0, now) {
+                        Ok(GetOutcome::Got(got, _))
+                            if got.body.len() as u64 > max_msg_len as u64 =>
+                        {
+                            // Larger than the channel carries: to the dead-letter queue here,
+                            // in the batch's unit of work, as MQ's sending MCA does.
+                            if let Err(e) = dead_letter(&mut core.engine, conn, self.name, got, now)
+                            {
+                                return End::Failed(e);
+                            }
+                            dead += 1;
+                        }
                         Ok(GetOutcome::Got(got, _)) => {
                             n += 1;
                             ChannelFrame::Msg {
@@ -346,6 +398,12 @@ impl Attempt<'_> {
                         }
                         Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => break,
                         Err(e) => return End::Failed(e),
+                    }
+                }
+                if n == 0 && dead > 0 {
+                    // Only dead letters: nothing to send, so nothing to wait for.
+                    if let Err(e) = core.engine.commit(conn, now) {
+                        return End::Failed(e);
                     }
                 }
             }
@@ -403,7 +461,12 @@ impl Attempt<'_> {
             if let Err(e) = link.send(&end).await {
                 return End::Failed(e);
             }
-            match link.recv(ANSWER_TIMEOUT).await {
+            // A stop while the batch is in doubt leaves it in doubt: resolved at the next start.
+            let answer = tokio::select! {
+                r = link.recv(ANSWER_TIMEOUT) => r,
+                _ = stop.wait_for(|v| *v) => return End::Stopped,
+            };
+            match answer {
                 Ok(ChannelFrame::Confirm { luwid: l, .. }) if l == batch_luwid => {}
                 Ok(other) => {
                     return End::Failed(broken(format!(
@@ -439,40 +502,28 @@ impl Attempt<'_> {
         }
     }
 
-    async fn connect(&self, conname: &str) -> Result<Link, MqError> {
-        let addrs = ferrymq_types::conname::parse_conn_name(conname)?;
-        let mut last = broken(format!("CONNAME '{conname}' names no address"));
-        for (host, port) in addrs {
-            match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect((host.as_str(), port)))
-                .await
-            {
-                Ok(Ok(sock)) => {
-                    let _ = sock.set_nodelay(true);
-                    self.status.lock().conname = format!("{host}({port})");
-                    return Ok(Link {
-                        sock,
-                        dec: FrameDecoder::new(ferrymq_proto::PRE_HANDSHAKE_FRAME_MAX_BYTES),
-                        buf: BytesMut::with_capacity(64 * 1024),
-                    });
-                }
-                Ok(Err(e)) => {
-                    last = MqError::new(
-                        Reason::HOST_NOT_AVAILABLE,
-                        format!("cannot connect to {host}({port}): {e}"),
-                    )
-                }
-                Err(_) => {
-                    last = MqError::new(
-                        Reason::HOST_NOT_AVAILABLE,
-                        format!(
-                            "connecting to {host}({port}) took longer than {} s",
-                            CONNECT_TIMEOUT.as_secs()
-                        ),
-                    )
-                }
+    async fn connect(&self, host: &str, port: u16) -> Result<Link, MqError> {
+        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect((host, port))).await {
+            Ok(Ok(sock)) => {
+                let _ = sock.set_nodelay(true);
+                Ok(Link {
+                    sock,
+                    dec: FrameDecoder::new(ferrymq_proto::PRE_HANDSHAKE_FRAME_MAX_BYTES),
+                    buf: BytesMut::with_capacity(64 * 1024),
+                })
             }
+            Ok(Err(e)) => Err(MqError::new(
+                Reason::HOST_NOT_AVAILABLE,
+                format!("cannot connect to {host}({port}): {e}"),
+            )),
+            Err(_) => Err(MqError::new(
+                Reason::HOST_NOT_AVAILABLE,
+                format!(
+                    "connecting to {host}({port}) took longer than {} s",
+                    CONNECT_TIMEOUT.as_secs()
+                ),
+            )),
         }
-        Err(last)
     }
 
     async fn durable(&self, lsn: ferrymq_engine::Lsn) -> Result<(), MqError> {
@@ -495,6 +546,59 @@ impl Attempt<'_> {
             core.flush_deliveries();
         }
     }
+}
+
+/// Puts a transmission-queue message the channel cannot carry to this queue manager's
+/// dead-letter queue, behind a dead-letter header (MQRC_MSG_TOO_BIG_FOR_CHANNEL, the destination
+/// its transmission header names), under the batch's unit of work.
+fn dead_letter(
+    engine: &mut ferrymq_engine::Engine,
+    conn: ConnId,
+    channel: &str,
+    got: ferrymq_engine::Got,
+    now: u64,
+) -> Result<(), MqError> {
+    use ferrymq_types::dlh::{self, DeadLetterHeader};
+    use ferrymq_types::options::{pmo, PutOptions};
+    let dlq = engine.attrs().dead_letter_queue.clone();
+    let (q, qmgr) = ferrymq_types::xqh::TransmissionHeader::parse(&got.body)
+        .map(|(x, _)| (x.remote_q, x.remote_qmgr))
+        .unwrap_or_default();
+    let reason = Reason::MSG_TOO_BIG_FOR_CHANNEL;
+    let header = DeadLetterHeader::for_message(
+        &got.md,
+        reason.code() as i32,
+        &q,
+        &qmgr,
+        dlh::APPL_TYPE_QMGR,
+        channel,
+        now,
+    )
+    .encode();
+    let mut body = BytesMut::with_capacity(header.len() + got.body.len());
+    body.extend_from_slice(&header);
+    body.extend_from_slice(&got.body);
+    let md = ferrymq_types::MessageDescriptor {
+        format: dlh::FORMAT.to_string(),
+        encoding: dlh::ENCODING_NATIVE,
+        ..got.md
+    };
+    let opts = PutOptions {
+        syncpoint: Syncpoint::Yes,
+        context: pmo::SET_ALL_CONTEXT,
+        ..Default::default()
+    };
+    engine
+        .put1(conn, &dlq, "", &opts, md, got.props, body.freeze(), now)
+        .map(|_| ())
+        .map_err(|e| {
+            MqError::new(
+                reason,
+                format!(
+                    "channel {channel}: a message for {q}({qmgr}) is larger than the channel's MAXMSGL and the dead-letter queue '{dlq}' cannot take it: {e}"
+                ),
+            )
+        })
 }
 
 /// The lowest LUWID the next batch may take: above the last committed one and any in doubt.
