@@ -13,6 +13,7 @@ pub mod cpu;
 pub use ferrymq_client::progress;
 pub mod qm;
 pub mod report;
+pub mod report_channels;
 pub mod report_dr;
 pub mod report_ha;
 mod report_security;

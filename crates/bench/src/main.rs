@@ -6,7 +6,7 @@
 //! `ferrymq-bench cph MODULE ...` is MQ-CPH's equivalent (rr, requester, responder, putget,
 //! sender, receiver) against a running queue manager.
 //!
-//! `ferrymq-bench report standalone|ha|dr [--quick] ...` sweeps those workloads into the reports'
+//! `ferrymq-bench report standalone|ha|dr|channels [--quick] ...` sweeps those workloads into the reports'
 //! tables, charts and JSON.
 //!
 //! `ferrymq-bench core [--messages N] [--size BYTES] [--samples N]` measures what the queue manager
@@ -34,7 +34,8 @@ Examples:
 const EXAMPLES_REPORT: &str = "\
 Examples:
   ferrymq-bench report standalone --quick
-  ferrymq-bench report ha --quick --out ha-report";
+  ferrymq-bench report ha --quick --out ha-report
+  ferrymq-bench report channels --quick";
 
 const EXAMPLES_CORE: &str = "\
 Examples:
@@ -76,7 +77,7 @@ enum Cmd {
         #[command(subcommand)]
         module: ferrymq_bench::cph::CphCmd,
     },
-    /// Benchmark reports: tables, charts and JSON (standalone, HA, DR)
+    /// Benchmark reports: tables, charts and JSON (standalone, HA, DR, channels)
     #[command(after_help = EXAMPLES_REPORT)]
     Report {
         #[command(subcommand)]

@@ -202,6 +202,11 @@ pub enum ReportCmd {
         after_help = "Examples:\n  ferrymq-bench report dr --quick\n  ferrymq-bench report dr --rtts 10,20,50,100 --steps dr1,distance --out dr-report"
     )]
     Dr(crate::report_dr::DrArgs),
+    /// Message channel throughput between two queue managers: BATCHSZ, sizes, round trips
+    #[command(
+        after_help = "Examples:\n  ferrymq-bench report channels --quick\n  ferrymq-bench report channels --batch-sizes 1,50 --rtts 10 --duration-s 10 --rounds 3 --out channels-report"
+    )]
+    Channels(crate::report_channels::ChannelsArgs),
 }
 
 /// `ferrymq-bench report standalone`'s options.
@@ -247,9 +252,10 @@ pub fn main(argv: &[String]) -> Result<(), String> {
         Some("standalone") => {}
         Some("ha") => return crate::report_ha::main(&argv[1..]),
         Some("dr") => return crate::report_dr::main(&argv[1..]),
+        Some("channels") => return crate::report_channels::main(&argv[1..]),
         Some(other) => {
             return Err(format!(
-                "report '{other}' is not available yet; reports: standalone, ha, dr"
+                "report '{other}' is not available yet; reports: standalone, ha, dr, channels"
             ))
         }
         None => return Err("usage: ferrymq-bench report standalone [--quick] [--qms 1,10] [--sizes 256,2048,20480,204800] [--requesters 1,8,32] [--duration-s S] [--warmup-s S] [--security yes|no|only] [--out DIR]".into()),

@@ -2,7 +2,8 @@
 //! end against a real queue manager: it sets up the queue pairs, runs requesters and responders,
 //! and reports what the reports count; over TLS and as an authenticated user on a channel of its
 //! choice too, and the standalone report's security section measures those side by side with
-//! plain TCP. (Its numbers are judged in benchmark runs, not here.)
+//! plain TCP; the channels report moves messages across a sender/receiver channel pair, directly
+//! and through a delaying relay. (Their numbers are judged in benchmark runs, not here.)
 
 mod support;
 
@@ -294,5 +295,78 @@ fn the_standalone_reports_security_section_sets_tls_and_an_authorized_user_again
             assert!(c["connects"].as_u64().unwrap() > 0, "{c}");
             assert_eq!(c["errors"].as_u64(), Some(0), "{c}");
         }
+    }
+}
+
+#[test]
+fn the_channels_report_moves_messages_across_a_channel_pair_and_states_its_goals() {
+    let home = Home::new();
+    let out_dir = home.path().join("report");
+    let out = run_bench(
+        &home,
+        &[
+            "report",
+            "channels",
+            "--quick",
+            "--duration-s",
+            "1",
+            "--warmup-s",
+            "0.5",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(out_dir.join("README.md")).unwrap();
+    for want in [
+        "ferrymq-bench report channels --quick",
+        "## Baseline: local put+get on QM1",
+        "| 2 KB | persistent |",
+        "channel 2 KB persistent on loopback (BATCHSZ 50) against QM1's local put+get",
+        "channel 2 KB persistent with 10 ms RTT against loopback (BATCHSZ 50)",
+        "| relay, 10 ms RTT | persistent |",
+        "| 200 KB | non-persistent |",
+    ] {
+        assert!(md.contains(want), "missing {want:?} in:\n{md}");
+    }
+    // Both goals were measured: each line says pass or FAIL, none "not measured".
+    let goal_lines = md
+        .lines()
+        .filter(|l| l.starts_with("- pass: ") || l.starts_with("- **FAIL**: "))
+        .count();
+    assert_eq!(goal_lines, 2, "{md}");
+    assert!(!md.contains("## Problems"), "{md}");
+    for chart in ["batch.svg", "size.svg", "distance.svg"] {
+        let svg = std::fs::read_to_string(out_dir.join(chart)).unwrap();
+        assert!(svg.contains("<circle"), "{chart} has points: {svg}");
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("runs.json")).unwrap()).unwrap();
+    let base = &v["baseline"]["windows"][0];
+    assert!(base["msgs"].as_u64().unwrap() > 0, "{base}");
+    let points = v["points"].as_array().unwrap();
+    assert!(points.len() >= 6, "{v}");
+    for p in points {
+        let w = &p["windows"][0];
+        assert!(w["msgs"].as_u64().unwrap() > 0, "{p}");
+        assert_eq!(w["errors"].as_u64(), Some(0), "{p}");
+        assert_eq!(w["undrained"].as_u64(), Some(0), "{p}");
+        let labels: Vec<&str> = w["procs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["label"].as_str().unwrap())
+            .collect();
+        let relayed = !p["point"]["rtt_ms"].is_null();
+        let want: &[&str] = if relayed {
+            &["QM1", "QM2", "relay"]
+        } else {
+            &["QM1", "QM2"]
+        };
+        assert_eq!(labels, want, "{p}");
     }
 }

@@ -271,6 +271,11 @@ impl Drop for Relay {
 }
 
 impl Relay {
+    /// The relay's process, for its CPU time.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub(crate) fn start(
         listen: u16,
         target: u16,
