@@ -179,22 +179,9 @@ impl Engine {
     /// The persistent messages the connection's unit of work has got so far, as a batch's
     /// in-doubt record lists them.
     pub fn uow_gets(&self, conn: ConnId) -> Vec<GetRec> {
-        let Some(c) = self.conns.get(&conn) else {
-            return Vec::new();
-        };
-        c.uow
-            .gets
-            .iter()
-            .filter(|(_, _, e)| e.msg.persistent)
-            .map(|(q, k, e)| GetRec {
-                queue: q.clone(),
-                seq: k.seq(),
-                rank: self
-                    .queues
-                    .get(q)
-                    .map_or(k.rank(), |q| q.key_for(e.msg.priority, k.seq()).rank()),
-            })
-            .collect()
+        self.conns
+            .get(&conn)
+            .map_or_else(Vec::new, |c| self.persistent_gets(&c.uow))
     }
 
     /// Logs a sender's batch as in doubt (`CHANNEL_INDOUBT`).

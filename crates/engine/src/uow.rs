@@ -57,21 +57,7 @@ impl Engine {
                     .map(|g| (g.queue.as_str(), &g.msg)),
             )
             .collect();
-        // The rank each get's message has under the queue's definition now: an ALTER of
-        // MSGDLVSQ since the get re-keyed the queue, and replay finds the message at that rank.
-        let gets: Vec<GetRec> = uow
-            .gets
-            .iter()
-            .filter(|(_, _, e)| e.msg.persistent)
-            .map(|(q, k, e)| GetRec {
-                queue: q.clone(),
-                seq: k.seq(),
-                rank: self
-                    .queues
-                    .get(q)
-                    .map_or(k.rank(), |q| q.key_for(e.msg.priority, k.seq()).rank()),
-            })
-            .collect();
+        let gets = self.persistent_gets(&uow);
         // Replies to the gets already waited for the messages' own put records.
         let mut lsn = uow
             .gets
@@ -249,5 +235,25 @@ impl Engine {
         };
         self.place(generated, lsn, now_ms);
         Ok(lsn)
+    }
+}
+
+impl Engine {
+    /// The persistent messages a unit of work has got, as its commit record (or a channel's batch
+    /// in doubt) lists them: each at the rank it has under the queue's definition now, since an
+    /// ALTER of MSGDLVSQ after the get re-keyed the queue and replay finds the message at that rank.
+    pub(crate) fn persistent_gets(&self, uow: &Uow) -> Vec<GetRec> {
+        uow.gets
+            .iter()
+            .filter(|(_, _, e)| e.msg.persistent)
+            .map(|(q, k, e)| GetRec {
+                queue: q.clone(),
+                seq: k.seq(),
+                rank: self
+                    .queues
+                    .get(q)
+                    .map_or(k.rank(), |q| q.key_for(e.msg.priority, k.seq()).rank()),
+            })
+            .collect()
     }
 }

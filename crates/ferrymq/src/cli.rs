@@ -103,7 +103,7 @@ pub const GROUPS: &[(&str, &[&str], &str)] = &[
     ),
     (
         "Sample programs (bindings mode by queue manager name, or --conn 'host(port),...')",
-        &["put", "get", "browse", "req", "runmqdlq"],
+        &["put", "get", "browse", "req", "pub", "sub", "runmqdlq"],
         "Exit 3 no message, 4 not authorised, 5 unknown object, 6 queue manager unavailable,\n\
          1 any other failure, 2 usage.",
     ),
