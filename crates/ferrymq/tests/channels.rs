@@ -551,3 +551,181 @@ fn a_message_larger_than_the_channel_carries_goes_to_the_senders_dead_letter_que
     assert_eq!(data.len(), 5000);
     assert_eq!(depth(&home, "QM1", "QM2"), 0);
 }
+
+/// QM1 sends to QM2 over QM1.TO.QM2 with `extra` attributes on the sender; both queue managers
+/// serve metrics on the returned ports.
+fn pair_with<'h>(home: &'h Home, extra: &str) -> (Qm<'h>, Qm<'h>, u16, u16) {
+    let qm2 = Qm::create(home, "QM2", &[]);
+    let m2 = support::free_port();
+    qm2.set_ini("Metrics", "Port", &m2.to_string());
+    qm2.restart();
+    mqsc(
+        home,
+        "QM2",
+        "DEFINE QLOCAL(ORDERS.IN)\nDEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(RCVR)\n",
+    );
+    let qm1 = Qm::create(home, "QM1", &[]);
+    let m1 = support::free_port();
+    qm1.set_ini("Metrics", "Port", &m1.to_string());
+    qm1.restart();
+    let port = qm2.port;
+    mqsc(
+        home,
+        "QM1",
+        &format!(
+            "DEFINE QLOCAL(QM2) USAGE(XMITQ)\n\
+             DEFINE QREMOTE(ORDERS) RNAME(ORDERS.IN) RQMNAME(QM2) XMITQ(QM2)\n\
+             DEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(SDR) CONNAME('127.0.0.1({port})') XMITQ(QM2) SHORTTMR(1) {extra}\n\
+             START CHANNEL(QM1.TO.QM2)\n"
+        ),
+    );
+    wait_status(home, "QM1", "QM1.TO.QM2", "RUNNING");
+    (qm1, qm2, m1, m2)
+}
+
+/// Polls the sender's status until it counts `msgs` messages; returns the status text.
+fn wait_msgs(home: &Home, msgs: u32) -> String {
+    let t = Instant::now();
+    loop {
+        let text = wait_status(home, "QM1", "QM1.TO.QM2", "RUNNING");
+        if text.contains(&format!("MSGS({msgs})")) {
+            return text;
+        }
+        assert!(
+            t.elapsed() < WAIT,
+            "the sender never counted {msgs}:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn durable_position(metrics: u16) -> u64 {
+    let m = scrape(metrics);
+    let line = m
+        .lines()
+        .find(|l| l.starts_with("ferrymq_log_durable_position"))
+        .unwrap_or_else(|| panic!("no durable position in:\n{m}"));
+    line.rsplit(' ')
+        .next()
+        .unwrap()
+        .trim()
+        .parse::<f64>()
+        .unwrap() as u64
+}
+
+/// The durable position once it stops moving (what was appended earlier has been forced).
+fn settled_position(metrics: u16) -> u64 {
+    let t = Instant::now();
+    let mut last = durable_position(metrics);
+    loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = durable_position(metrics);
+        if now == last {
+            return now;
+        }
+        assert!(t.elapsed() < WAIT, "the log never settled");
+        last = now;
+    }
+}
+
+#[test]
+fn non_persistent_messages_on_a_fast_channel_write_nothing_to_either_recovery_log() {
+    let home = Home::new();
+    let (qm1, qm2, m1, m2) = pair_with(&home, "BATCHSZ(1) NPMSPEED(FAST)");
+    let c1 = qm1.connect_bindings();
+    let c2 = qm2.connect_bindings();
+    // A persistent message first: the channel is past its first batch at both ends.
+    put_to(&c1, "ORDERS", "first");
+    get_wait(&c2, "ORDERS.IN");
+    wait_msgs(&home, 1);
+    let (before1, before2) = (settled_position(m1), settled_position(m2));
+    let h = c1
+        .open("ORDERS", open::OUTPUT)
+        .expect("open the remote queue");
+    let md = MessageDescriptor {
+        persistence: Persistence::NotPersistent,
+        format: "MQSTR".into(),
+        ..Default::default()
+    };
+    for i in 0..5 {
+        c1.put(
+            &h,
+            &md,
+            &Properties::default(),
+            Bytes::from(format!("np{i}")),
+            &PutOptions::default(),
+        )
+        .expect("put");
+    }
+    c1.close(&h, 0).unwrap();
+    for i in 0..5 {
+        let m = get_wait(&c2, "ORDERS.IN");
+        assert_eq!(m.body.as_ref(), format!("np{i}").as_bytes());
+    }
+    wait_msgs(&home, 6);
+    assert_eq!(
+        (settled_position(m1), settled_position(m2)),
+        (before1, before2),
+        "non-persistent messages on a FAST channel moved a recovery log (QM1, QM2)"
+    );
+}
+
+#[test]
+fn batchint_keeps_a_batch_open_for_messages_that_arrive_within_it() {
+    let home = Home::new();
+    let (qm1, qm2, _, _) = pair_with(&home, "BATCHSZ(10) BATCHINT(8000)");
+    let c1 = qm1.connect_bindings();
+    for i in 0..3 {
+        put_to(&c1, "ORDERS", &format!("m{i}"));
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let c2 = qm2.connect_bindings();
+    for _ in 0..3 {
+        get_wait(&c2, "ORDERS.IN");
+    }
+    let text = wait_msgs(&home, 3);
+    assert!(
+        text.contains("BATCHES(1)"),
+        "three messages within BATCHINT were not one batch:\n{text}"
+    );
+}
+
+/// Context switches of every thread of a process so far: how often it woke up.
+fn wakeups(pid: u32) -> u64 {
+    let mut n = 0;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).expect("the process's threads") {
+        let Ok(text) = std::fs::read_to_string(t.unwrap().path().join("status")) else {
+            continue; // a thread that ended meanwhile
+        };
+        n += text
+            .lines()
+            .filter(|l| l.contains("ctxt_switches:"))
+            .filter_map(|l| l.split(':').nth(1)?.trim().parse::<u64>().ok())
+            .sum::<u64>();
+    }
+    n
+}
+
+#[test]
+fn an_idle_sender_does_not_wake_up_until_a_message_arrives() {
+    let home = Home::new();
+    let (qm1, qm2, _, _) = pair_with(&home, "BATCHSZ(10)");
+    let c1 = qm1.connect_bindings();
+    put_to(&c1, "ORDERS", "first");
+    let c2 = qm2.connect_bindings();
+    get_wait(&c2, "ORDERS.IN");
+    wait_msgs(&home, 1);
+    // The sending queue manager, idle, against the receiving one, idle too: a sender that polls
+    // its transmission queue wakes hundreds of times a second.
+    let (pid1, pid2) = (qm1.pid().unwrap(), qm2.pid().unwrap());
+    let (a1, a2) = (wakeups(pid1), wakeups(pid2));
+    std::thread::sleep(Duration::from_secs(2));
+    let (d1, d2) = (wakeups(pid1) - a1, wakeups(pid2) - a2);
+    assert!(
+        d1 < d2 + 100,
+        "the idle sender's queue manager woke {d1} times in 2 s, the idle receiver's {d2}"
+    );
+    // And it still wakes for a message.
+    put_to(&c1, "ORDERS", "second");
+    assert_eq!(get_wait(&c2, "ORDERS.IN").body.as_ref(), b"second");
+}

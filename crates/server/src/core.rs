@@ -152,6 +152,9 @@ pub struct Core {
     /// The CHLAUTH records, compiled (see `connsec::rules`).
     pub chlauth: crate::connsec::RuleCache,
     routes: AHashMap<ConnId, Route>,
+    /// Engine connections that wait for messages without a socket (a sending channel's
+    /// transmission queue): a delivery to one of them only wakes its task.
+    wakers: AHashMap<ConnId, Arc<Notify>>,
     /// New connections are refused once a controlled or immediate end has begun.
     pub quiescing: bool,
 }
@@ -186,12 +189,23 @@ impl Core {
             authz: crate::authz::Authz::default(),
             chlauth: crate::connsec::RuleCache::default(),
             routes: AHashMap::new(),
+            wakers: AHashMap::new(),
             quiescing: false,
         }
     }
 
     pub fn add_route(&mut self, conn: ConnId, tx: Outbox, conv: u16) {
         self.routes.insert(conn, Route { tx, conv });
+    }
+
+    /// Makes deliveries to `conn` wake `notify` instead of being sent to a socket (a browse wait
+    /// used as a signal that messages arrived).
+    pub fn add_waker(&mut self, conn: ConnId, notify: Arc<Notify>) {
+        self.wakers.insert(conn, notify);
+    }
+
+    pub fn remove_waker(&mut self, conn: ConnId) {
+        self.wakers.remove(&conn);
     }
 
     pub fn remove_route(&mut self, conn: ConnId) {
@@ -212,6 +226,10 @@ impl Core {
             return;
         }
         for d in self.engine.take_deliveries() {
+            if let Some(n) = self.wakers.get(&d.conn) {
+                n.notify_one();
+                continue;
+            }
             let resp = match d.result {
                 Ok(got) => message_response(got),
                 Err(e) => error_response(e),

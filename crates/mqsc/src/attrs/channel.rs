@@ -74,6 +74,9 @@ pub static CHANNEL: &[AttrSpec] = &[
     AttrSpec::stored("BATCHSZ", Int { min: 1, max: 9999 }, "50")
         .only(MCA)
         .honoured(),
+    AttrSpec::stored("BATCHINT", BIG, "0")
+        .only(SENDING)
+        .honoured(),
     AttrSpec::stored("SHORTRTY", BIG, "10")
         .only(SENDING)
         .honoured(),

@@ -363,6 +363,10 @@ impl Receiver<'_> {
             now,
         );
         let Err(e) = r else {
+            if outside {
+                // Outside the batch: getters waiting on the queue have it at once.
+                core.flush_deliveries();
+            }
             return Ok(());
         };
         let dlq = core.engine.attrs().dead_letter_queue.clone();

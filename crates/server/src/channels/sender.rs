@@ -2,7 +2,9 @@
 //! order), binds to the receiver's channel of the same name, resolves a batch left in doubt, then
 //! moves the transmission queue's messages in batches:
 //!
-//! 1. get up to BATCHSZ messages from the transmission queue under a unit of work, and send them;
+//! 1. get up to BATCHSZ messages from the transmission queue under a unit of work, and send them
+//!    (when the queue is empty, wait for an arrival: idle, or up to BATCHINT ms with a batch
+//!    open); a batch of only non-persistent messages on a FAST channel ends here, unlogged;
 //! 2. log the batch in doubt (`CHANNEL_INDOUBT`: its LUWID and the messages it took) and wait
 //!    until that record is durable;
 //! 3. send end-of-batch; the receiver commits the batch's puts with the channel's state in one
@@ -23,12 +25,12 @@ use ferrymq_engine::channel::{InDoubt, SyncUpdate};
 use ferrymq_engine::{ConnId, GetOutcome};
 use ferrymq_proto::channel::{ChannelFrame, InDoubt as WireInDoubt};
 use ferrymq_proto::FrameDecoder;
-use ferrymq_types::options::{open, GetOptions, Syncpoint};
-use ferrymq_types::{MqError, ObjectKind, Reason};
+use ferrymq_types::options::{open, Browse, GetOptions, Syncpoint, Wait};
+use ferrymq_types::{MqError, ObjectKind, Persistence, Reason};
 use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 use super::{attr, attr_u64, ChannelStatus, State};
 use crate::qmgr::Shared;
@@ -37,8 +39,6 @@ use crate::storage::now_ms;
 /// How long a connect to one address, and a wait for the receiver's answer, may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
-/// How often an idle channel looks at its transmission queue.
-const IDLE_POLL: Duration = Duration::from_millis(5);
 
 /// Why an attempt ended.
 enum End {
@@ -350,69 +350,136 @@ impl Attempt<'_> {
             },
             ..GetOptions::any()
         };
+        // An idle channel waits on a browse of its transmission queue: the engine wakes it when
+        // a message arrives, so it costs nothing while there is nothing to send.
+        let woken = Arc::new(Notify::new());
+        self.shared.core.lock().add_waker(conn, woken.clone());
+        let arrival = GetOptions {
+            browse: Browse::First,
+            wait: Wait::Unlimited,
+            ..GetOptions::any()
+        };
+        let batch_int = Duration::from_millis(attr_u64(def, "BATCHINT", 0).min(999_999_999));
         loop {
             if *stop.borrow() {
                 return End::Stopped;
             }
-            // 1. Up to BATCHSZ messages, sent as they are taken.
-            let mut batch = Vec::new();
+            // 1. Up to BATCHSZ messages, sent as they are taken; with BATCHINT, the batch stays
+            // open that long for more.
             let mut n = 0u32;
             let mut dead = 0u32;
-            {
-                let mut core = self.shared.core.lock();
-                let now = now_ms();
-                while n < batch_size {
-                    match core.engine.get(conn, hobj, &opts, 0, now) {
-                        Ok(GetOutcome::Got(got, _))
-                            if got.body.len() as u64 > max_msg_len as u64 =>
-                        {
-                            // Larger than the channel carries: to the dead-letter queue here,
-                            // in the batch's unit of work, as MQ's sending MCA does.
-                            if let Err(e) = dead_letter(&mut core.engine, conn, self.name, got, now)
+            let mut persistent = 0u32;
+            let mut sent_bytes = 0u64;
+            let mut opened: Option<tokio::time::Instant> = None;
+            loop {
+                let mut batch = Vec::new();
+                let (done, waiter) = {
+                    let mut core = self.shared.core.lock();
+                    let now = now_ms();
+                    let mut empty = false;
+                    while n < batch_size {
+                        match core.engine.get(conn, hobj, &opts, 0, now) {
+                            Ok(GetOutcome::Got(got, _))
+                                if got.body.len() as u64 > max_msg_len as u64 =>
                             {
-                                return End::Failed(e);
+                                // Larger than the channel carries: to the dead-letter queue
+                                // here, in the batch's unit of work, as MQ's sending MCA does.
+                                if let Err(e) =
+                                    dead_letter(&mut core.engine, conn, self.name, got, now)
+                                {
+                                    return End::Failed(e);
+                                }
+                                dead += 1;
                             }
-                            dead += 1;
+                            Ok(GetOutcome::Got(got, _)) => {
+                                if got.md.persistence == Persistence::Persistent {
+                                    persistent += 1;
+                                }
+                                n += 1;
+                                batch.push(got);
+                            }
+                            Ok(GetOutcome::Waiting(w)) => {
+                                core.engine.cancel_wait(w);
+                                empty = true;
+                                break;
+                            }
+                            Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => {
+                                empty = true;
+                                break;
+                            }
+                            Err(e) => return End::Failed(e),
                         }
-                        Ok(GetOutcome::Got(got, _)) => {
-                            n += 1;
-                            batch.push(got);
-                        }
-                        Ok(GetOutcome::Waiting(w)) => {
-                            core.engine.cancel_wait(w);
-                            break;
-                        }
-                        Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => break,
-                        Err(e) => return End::Failed(e),
                     }
-                }
-                if n == 0 && dead > 0 {
-                    // Only dead letters: nothing to send, so nothing to wait for.
-                    if let Err(e) = core.engine.commit(conn, now) {
+                    if n == 0 && dead > 0 {
+                        // Only dead letters: nothing to send, so nothing to wait for.
+                        if let Err(e) = core.engine.commit(conn, now) {
+                            return End::Failed(e);
+                        }
+                        dead = 0;
+                    }
+                    let expired = opened.is_some_and(|t| t.elapsed() >= batch_int);
+                    let done = n > 0 && (n >= batch_size || batch_int.is_zero() || expired);
+                    // Wait for an arrival when idle, or while BATCHINT keeps the batch open.
+                    let waiter = if !done && empty {
+                        match core.engine.get(conn, hobj, &arrival, 0, now) {
+                            Ok(GetOutcome::Waiting(w)) => Some(w),
+                            Ok(GetOutcome::Got(..)) => None,
+                            Err(e) => return End::Failed(e),
+                        }
+                    } else {
+                        None
+                    };
+                    (done, waiter)
+                };
+                // Encoded outside the core lock: the bodies are copied into the frames.
+                if !batch.is_empty() {
+                    let first = seq + u64::from(n) - batch.len() as u64;
+                    let mut frames = BytesMut::new();
+                    for (i, got) in batch.into_iter().enumerate() {
+                        ChannelFrame::Msg {
+                            seq: first + i as u64 + 1,
+                            md: got.md,
+                            props: got.props,
+                            body: got.body,
+                        }
+                        .encode(&mut frames);
+                    }
+                    if let Err(e) = link.send(&frames).await {
                         return End::Failed(e);
                     }
+                    sent_bytes += frames.len() as u64;
+                    opened.get_or_insert_with(tokio::time::Instant::now);
                 }
-            }
-            // Encoded outside the core lock: the bodies are copied into the frames.
-            let mut frames = BytesMut::new();
-            for (i, got) in batch.into_iter().enumerate() {
-                ChannelFrame::Msg {
-                    seq: seq + i as u64 + 1,
-                    md: got.md,
-                    props: got.props,
-                    body: got.body,
+                if done {
+                    break;
                 }
-                .encode(&mut frames);
-            }
-            if n == 0 {
-                // Idle: look again shortly; a receiver that goes away is noticed at once.
+                let Some(w) = waiter else {
+                    continue;
+                };
+                let until = match opened {
+                    Some(t) if n > 0 => t + batch_int,
+                    _ => tokio::time::Instant::now() + Duration::from_secs(24 * 3600),
+                };
+                // Idle, a receiver that goes away is noticed at once.
                 tokio::select! {
-                    _ = tokio::time::sleep(IDLE_POLL) => {}
+                    _ = woken.notified() => {}
+                    _ = tokio::time::sleep_until(until) => {}
                     _ = stop.wait_for(|v| *v) => return End::Stopped,
-                    r = link.recv(Duration::from_secs(24 * 3600)) => {
+                    r = link.recv(Duration::from_secs(24 * 3600)), if n == 0 => {
                         return End::Failed(r.err().unwrap_or_else(|| broken("the receiver sent a frame out of turn")));
                     }
                 }
+                self.shared.core.lock().engine.cancel_wait(w);
+            }
+            if fast_np && persistent == 0 && dead == 0 {
+                // Only non-persistent messages on a FAST channel: they left the transmission
+                // queue as they were sent, so there is no unit of work to end and nothing to
+                // log at either end; the batch needs no end-of-batch and no confirmation.
+                self.moved = true;
+                let mut st = self.status.lock();
+                st.msgs += n as u64;
+                st.batches += 1;
+                st.bytes_sent += sent_bytes;
                 continue;
             }
             let batch_luwid = luwid.max(now_luwid_floor(&sync)) + 1;
@@ -422,9 +489,6 @@ impl Attempt<'_> {
                 st.cur_seq = batch_seq;
                 st.cur_luwid = batch_luwid;
                 st.xq_msgs_avail = n as u64;
-            }
-            if let Err(e) = link.send(&frames).await {
-                return End::Failed(e);
             }
             // 2. The batch in doubt, durable before the receiver may commit it.
             let lsn = {
@@ -492,7 +556,7 @@ impl Attempt<'_> {
             let mut st = self.status.lock();
             st.msgs += n as u64;
             st.batches += 1;
-            st.bytes_sent += (frames.len() + end.len()) as u64;
+            st.bytes_sent += sent_bytes + end.len() as u64;
             st.last_seq = seq;
             st.last_luwid = luwid;
             st.indoubt = false;
@@ -539,6 +603,7 @@ impl Attempt<'_> {
     fn end(self) {
         if let Some(conn) = self.conn {
             let mut core = self.shared.core.lock();
+            core.remove_waker(conn);
             core.engine.disconnect(conn, now_ms());
             core.flush_deliveries();
         }
