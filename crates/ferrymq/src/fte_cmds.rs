@@ -370,15 +370,32 @@ fn create_transfer(h: &std::path::Path, a: CreateTransfer) -> Res {
     }
 }
 
+/// `ferrymq fte agent NAME`
+#[derive(Parser, Debug)]
+struct FteProcess {
+    /// What to run: `agent`
+    #[arg(value_name = "WHAT", value_parser = ["agent"])]
+    what: String,
+    /// The agent
+    #[arg(value_name = "AGENT")]
+    agent: String,
+}
+
 /// `ferrymq fte agent NAME`: the agent process itself (fteStartAgent spawns it).
 pub fn fte(rest: &[String]) -> Res {
-    match rest {
-        [cmd, agent] if cmd == "agent" => ferrymq_fte::agent::run(&home(), agent)
-            .map_err(|e| other(format!("fte agent {agent}: {e}"))),
-        _ => Err(other(
-            "usage: ferrymq fte agent AGENT   (the agent process; start it with fteStartAgent)",
-        )),
-    }
+    let Some(a) = parse_args::<FteProcess>(
+        "ferrymq fte",
+        Some(
+            "Run a file transfer agent in the foreground (fteStartAgent runs it in the background)",
+        ),
+        "Examples:\n  ferrymq fte agent AGENT1",
+        rest,
+    )?
+    else {
+        return Ok(());
+    };
+    ferrymq_fte::agent::run(&home(), &a.agent)
+        .map_err(|e| other(format!("fte {} {}: {e}", a.what, a.agent)))
 }
 
 #[cfg(test)]
