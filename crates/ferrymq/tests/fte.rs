@@ -370,4 +370,50 @@ fn an_xml_request_put_on_the_command_queue_is_carried_out_and_answered() {
         "{:?}",
         reply.body
     );
+
+    // A start message whose name would leave the destination directory is refused by the
+    // receiver itself, whatever the sender checked, and nothing is written outside.
+    let inbox = dir(work.path(), "inbox");
+    let mut props = Properties::default();
+    props.set("fteKind", PropertyValue::String("start".into()));
+    props.set("fteIndex", PropertyValue::Int(0));
+    props.set("ftePath", PropertyValue::String("../escaped.txt".into()));
+    props.set(
+        "fteDir",
+        PropertyValue::String(inbox.to_str().unwrap().into()),
+    );
+    props.set("fteReplyQ", PropertyValue::String("APP.REPLY".into()));
+    props.set("fteReplyQMgr", PropertyValue::String("FTQM3".into()));
+    let tid = *b"escape-attempt-000000001";
+    let start = MessageDescriptor {
+        correl_id: tid,
+        ..Default::default()
+    };
+    c.put1(
+        "SYSTEM.FTE.DATA.DST3",
+        &start,
+        &props,
+        Bytes::new(),
+        &PutOptions::default(),
+    )
+    .unwrap();
+    let reply = c
+        .get(
+            &h,
+            &GetOptions {
+                wait: Wait::Ms(60_000),
+                match_correl_id: Some(tid),
+                max_len: u32::MAX,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(reply.props.get("fteOk"), Some(&PropertyValue::Bool(false)));
+    assert!(
+        String::from_utf8_lossy(&reply.body).contains("leave the destination"),
+        "{:?}",
+        reply.body
+    );
+    assert!(!work.path().join("escaped.txt").exists());
+    assert!(!work.path().join("escaped.txt.part").exists());
 }
