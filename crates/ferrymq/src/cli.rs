@@ -320,6 +320,7 @@ Examples:
   ferrymq help dspmq";
 
 const PUBSUB_NOTE: &str = "`ferrymq pub --help` and `ferrymq sub --help` describe their options.";
+const FTE_NOTE: &str = "`ferrymq fteCreateTransfer --help` (and each fte command's) describes its flags; MQ's single-dash spellings (-agentName) are accepted.";
 const SAMPLE_NOTE: &str = "`ferrymq put --help` (get, browse) describes its options.";
 
 /// The whole command line.
@@ -455,6 +456,30 @@ pub enum Cmd {
     /// Sample: subscribe to a topic and print its publications (like amqssub)
     #[command(disable_help_flag = true, after_help = PUBSUB_NOTE)]
     Sub(Raw),
+    /// Managed file transfer: set up the coordination queue manager (the transfer log)
+    #[command(name = "fteSetupCoordination", disable_help_flag = true, after_help = FTE_NOTE)]
+    FteSetupCoordination(Raw),
+    /// Managed file transfer: create an agent (its queues and agent.properties)
+    #[command(name = "fteCreateAgent", disable_help_flag = true, after_help = FTE_NOTE)]
+    FteCreateAgent(Raw),
+    /// Managed file transfer: start an agent and wait until it is ready
+    #[command(name = "fteStartAgent", disable_help_flag = true, after_help = FTE_NOTE)]
+    FteStartAgent(Raw),
+    /// Managed file transfer: stop an agent
+    #[command(name = "fteStopAgent", disable_help_flag = true, after_help = FTE_NOTE)]
+    FteStopAgent(Raw),
+    /// Managed file transfer: list the agents
+    #[command(name = "fteListAgents", disable_help_flag = true, after_help = FTE_NOTE)]
+    FteListAgents(Raw),
+    /// Managed file transfer: show an agent's properties and status
+    #[command(name = "fteShowAgentDetails", disable_help_flag = true, after_help = FTE_NOTE)]
+    FteShowAgentDetails(Raw),
+    /// Managed file transfer: transfer files between agents
+    #[command(name = "fteCreateTransfer", disable_help_flag = true, after_help = FTE_NOTE)]
+    FteCreateTransfer(Raw),
+    /// Managed file transfer: the agent process (fteStartAgent runs it)
+    #[command(disable_help_flag = true, after_help = FTE_NOTE)]
+    Fte(Raw),
     /// Sample: put requests (one per line of stdin) and print their replies, matched by CorrelId
     #[command(after_help = EXAMPLES_REQ)]
     Req(Req),

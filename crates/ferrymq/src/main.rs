@@ -12,6 +12,7 @@ mod devcerts;
 mod dlq_handler;
 mod dmplog;
 mod dr_cmds;
+mod fte_cmds;
 mod initial;
 mod lifecycle;
 mod pubsub;
@@ -71,6 +72,14 @@ fn run(cli: Cli) -> Res {
         Cmd::Browse(a) => samples::get(&a.args, true),
         Cmd::Pub(a) => pubsub::publish(&a.args),
         Cmd::Sub(a) => pubsub::subscribe(&a.args),
+        Cmd::FteSetupCoordination(a) => fte_cmds::run("fteSetupCoordination", &a.args),
+        Cmd::FteCreateAgent(a) => fte_cmds::run("fteCreateAgent", &a.args),
+        Cmd::FteStartAgent(a) => fte_cmds::run("fteStartAgent", &a.args),
+        Cmd::FteStopAgent(a) => fte_cmds::run("fteStopAgent", &a.args),
+        Cmd::FteListAgents(a) => fte_cmds::run("fteListAgents", &a.args),
+        Cmd::FteShowAgentDetails(a) => fte_cmds::run("fteShowAgentDetails", &a.args),
+        Cmd::FteCreateTransfer(a) => fte_cmds::run("fteCreateTransfer", &a.args),
+        Cmd::Fte(a) => fte_cmds::fte(&a.args),
         Cmd::Req(a) => req::run(&a),
         Cmd::Runmqdlq(a) => dlq_handler::run(&a),
         Cmd::Demo(a) => demo::run(&a),
@@ -111,7 +120,7 @@ fn run(cli: Cli) -> Res {
 }
 
 /// Writes to stdout without panicking on a closed pipe.
-fn print_out(text: &str) {
+pub(crate) fn print_out(text: &str) {
     use std::io::Write;
     let mut o = std::io::stdout();
     let _ = o.write_all(text.as_bytes());

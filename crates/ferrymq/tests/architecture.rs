@@ -28,6 +28,8 @@ const FLOORS: &[(&str, u32)] = &[
     // Wiring; measurement (which drives the product from outside, as a client).
     ("ferrymq-server", 3),
     ("ferrymq-bench", 3),
+    // Managed file transfer: agents and their protocol, an application of the client.
+    ("ferrymq-fte", 3),
     // The binary.
     ("ferrymq", 4),
 ];

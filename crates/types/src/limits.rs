@@ -115,3 +115,21 @@ pub const SELECTOR_LEN_MAX_BYTES: usize = 10_240;
 pub const SUBS_MAX: usize = 100_000;
 /// How deeply a selector's expressions may nest (bounds the parser's recursion).
 pub const SELECTOR_DEPTH_MAX: usize = 64;
+
+/// Managed file transfer: the largest chunk an agent sends in one message (agentChunkSize).
+pub const FTE_CHUNK_SIZE_MAX_BYTES: usize = 4 * 1024 * 1024;
+/// Chunks a sending agent keeps unacknowledged at most, whatever window × frame says.
+pub const FTE_OUTSTANDING_CHUNKS_MAX: usize = 1_000;
+/// The longest file path a transfer request may name (source or destination).
+pub const FTE_FILE_NAME_LEN_MAX: usize = 4_096;
+/// Files one transfer request may move (after directories and wildcards are expanded).
+pub const FTE_FILES_PER_TRANSFER_MAX: usize = 10_000;
+/// Transfers an agent receives at once.
+pub const FTE_RECEIVING_TRANSFERS_MAX: usize = 1_000;
+/// The largest transfer request message an agent reads.
+pub const FTE_REQUEST_LEN_MAX_BYTES: usize = 1024 * 1024;
+/// How long a sending agent waits for an acknowledgement of its window before it fails the
+/// transfer.
+pub const FTE_ACK_WAIT_MS: u64 = 60_000;
+/// How long fteStartAgent waits for the agent it spawned to be ready.
+pub const FTE_AGENT_START_WAIT_MS: u64 = 30_000;

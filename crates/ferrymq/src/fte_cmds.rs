@@ -1,0 +1,424 @@
+//! The managed file transfer commands with MQ's names and single-dash flags (fteCreateAgent
+//! -agentName A -agentQMgr QM, fteCreateTransfer -sa A -da B -df FILE SRC, ...). Each flag is
+//! rewritten to its double-dash form before clap reads it, so `--help` works too. The work is
+//! ferrymq-fte's; this module only reads command lines.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use ferrymq_fte::checksum::Method;
+use ferrymq_fte::props::AgentProps;
+use ferrymq_fte::request::{Disposition, Exist, Item, Mode, TransferRequest};
+use ferrymq_fte::{commands, FteError};
+
+use crate::lifecycle::{other, Fail, Res};
+use crate::samples::parse_args;
+
+/// `-agentName` → `--agentName`; `-?` → `--help`. Values and `--` forms are left alone.
+pub fn mq_flags(args: &[String]) -> Vec<String> {
+    args.iter()
+        .map(|a| {
+            if a == "-?" {
+                "--help".to_string()
+            } else if a.len() >= 2
+                && a.starts_with('-')
+                && !a.starts_with("--")
+                && a.as_bytes()[1].is_ascii_alphabetic()
+            {
+                format!("-{a}")
+            } else {
+                a.clone()
+            }
+        })
+        .collect()
+}
+
+fn home() -> PathBuf {
+    ferrymq_client::ferrymq_home()
+}
+
+fn fte_err(e: FteError) -> Fail {
+    other(e.0)
+}
+
+fn print(s: &str) {
+    crate::print_out(s);
+}
+
+/// `fteSetupCoordination`
+#[derive(Parser, Debug)]
+struct SetupCoordination {
+    /// The coordination queue manager (it keeps the transfer log)
+    #[arg(long = "coordinationQMgr", value_name = "QMNAME")]
+    coordination_qmgr: String,
+    /// Print the MQSC only; run nothing
+    #[arg(long = "p")]
+    print: bool,
+}
+
+/// `fteCreateAgent`
+#[derive(Parser, Debug)]
+struct CreateAgent {
+    /// The agent's name (1 to 28 letters, digits, '.' or '_')
+    #[arg(long = "agentName", value_name = "AGENT")]
+    agent_name: String,
+    /// The agent's queue manager
+    #[arg(long = "agentQMgr", value_name = "QMNAME")]
+    agent_qmgr: String,
+    /// Client mode: the queue manager's host
+    #[arg(long = "agentQMgrHost", value_name = "HOST")]
+    host: Option<String>,
+    /// Client mode: the queue manager's port
+    #[arg(long = "agentQMgrPort", value_name = "PORT", default_value_t = 1414)]
+    port: u16,
+    /// Client mode: the server-connection channel
+    #[arg(
+        long = "agentQMgrChannel",
+        value_name = "CHANNEL",
+        default_value = "SYSTEM.DEF.SVRCONN"
+    )]
+    channel: String,
+    /// agentChunkSize: bytes of file per message (default 262144)
+    #[arg(long = "agentChunkSize", value_name = "BYTES")]
+    chunk_size: Option<usize>,
+    /// agentWindowSize: frames a sender may have unacknowledged (default 10)
+    #[arg(long = "agentWindowSize", value_name = "N")]
+    window_size: Option<usize>,
+    /// agentFrameSize: chunks per frame (default 5)
+    #[arg(long = "agentFrameSize", value_name = "N")]
+    frame_size: Option<usize>,
+    /// agentCheckpointInterval: frames between checkpoints (default 1)
+    #[arg(long = "agentCheckpointInterval", value_name = "N")]
+    checkpoint_interval: Option<usize>,
+    /// Print the MQSC that defines the agent's queues; create nothing
+    #[arg(long = "p")]
+    print: bool,
+}
+
+/// `fteStartAgent` / `fteStopAgent` / `fteShowAgentDetails`
+#[derive(Parser, Debug)]
+struct AgentName {
+    /// The agent
+    #[arg(value_name = "AGENT")]
+    agent: String,
+}
+
+/// `fteListAgents`
+#[derive(Parser, Debug)]
+struct ListAgents {}
+
+/// `fteCreateTransfer`
+#[derive(Parser, Debug)]
+struct CreateTransfer {
+    /// Source agent
+    #[arg(long = "sa", value_name = "AGENT")]
+    sa: String,
+    /// Source agent's queue manager
+    #[arg(long = "sm", value_name = "QMNAME")]
+    sm: Option<String>,
+    /// Destination agent
+    #[arg(long = "da", value_name = "AGENT")]
+    da: String,
+    /// Destination agent's queue manager
+    #[arg(long = "dm", value_name = "QMNAME")]
+    dm: Option<String>,
+    /// Destination file (one source file)
+    #[arg(long = "df", value_name = "FILE", conflicts_with = "dd")]
+    df: Option<String>,
+    /// Destination directory
+    #[arg(long = "dd", value_name = "DIR")]
+    dd: Option<String>,
+    /// If the destination exists: error (default) or overwrite
+    #[arg(long = "de", value_name = "POLICY", default_value = "error")]
+    de: String,
+    /// binary (default) or text
+    #[arg(long = "t", value_name = "MODE", default_value = "binary")]
+    t: String,
+    /// Source disposition after success: leave (default) or delete
+    #[arg(long = "sd", value_name = "DISPOSITION", default_value = "leave")]
+    sd: String,
+    /// Transfer directories recursively
+    #[arg(long = "r")]
+    r: bool,
+    /// Checksum: SHA-256 (default), MD5 or none
+    #[arg(long = "cs", value_name = "METHOD", default_value = "SHA-256")]
+    cs: String,
+    /// Wait for the outcome (up to SECONDS, default 600); exit 1 if the transfer failed
+    #[arg(long = "w", value_name = "SECONDS", num_args = 0..=1, default_missing_value = "600")]
+    w: Option<u64>,
+    /// Job name
+    #[arg(long = "jn", value_name = "NAME")]
+    jn: Option<String>,
+    /// Write the request's XML to FILE instead of submitting it
+    #[arg(long = "gt", value_name = "FILE")]
+    gt: Option<PathBuf>,
+    /// Read the transfer definition (the request's XML) from FILE
+    #[arg(long = "td", value_name = "FILE")]
+    td: Option<PathBuf>,
+    /// Source files, directories (with -r) or wildcards
+    #[arg(value_name = "SOURCE")]
+    sources: Vec<String>,
+}
+
+pub fn run(name: &str, rest: &[String]) -> Res {
+    let args = mq_flags(rest);
+    let h = home();
+    match name {
+        "fteSetupCoordination" => {
+            let Some(a) = parse_args::<SetupCoordination>(
+                "ferrymq fteSetupCoordination",
+                Some("Set up the coordination queue manager (the transfer log)"),
+                "Examples:\n  ferrymq fteSetupCoordination -coordinationQMgr QM1",
+                &args,
+            )?
+            else {
+                return Ok(());
+            };
+            print(
+                &commands::setup_coordination(&h, &a.coordination_qmgr, a.print)
+                    .map_err(fte_err)?,
+            );
+            Ok(())
+        }
+        "fteCreateAgent" => {
+            let Some(a) = parse_args::<CreateAgent>(
+                "ferrymq fteCreateAgent",
+                Some("Create a file transfer agent: its queues and agent.properties"),
+                "Examples:\n  ferrymq fteCreateAgent -agentName AGENT1 -agentQMgr QM1\n  \
+                 ferrymq fteCreateAgent -agentName AGENT1 -agentQMgr QM1 -p   # print the MQSC",
+                &args,
+            )?
+            else {
+                return Ok(());
+            };
+            let mut p = AgentProps::new(&a.agent_name, &a.agent_qmgr);
+            p.agent_qmgr_host = a.host;
+            p.agent_qmgr_port = a.port;
+            p.agent_qmgr_channel = a.channel;
+            if let Some(v) = a.chunk_size {
+                p.agent_chunk_size = v;
+            }
+            if let Some(v) = a.window_size {
+                p.agent_window_size = v;
+            }
+            if let Some(v) = a.frame_size {
+                p.agent_frame_size = v;
+            }
+            if let Some(v) = a.checkpoint_interval {
+                p.agent_checkpoint_interval = v;
+            }
+            // The same bounds as a hand-edited agent.properties.
+            AgentProps::parse(&p.to_text()).map_err(fte_err)?;
+            print(&commands::create_agent(&h, p, a.print).map_err(fte_err)?);
+            Ok(())
+        }
+        "fteStartAgent" | "fteStopAgent" | "fteShowAgentDetails" => {
+            let Some(a) = parse_args::<AgentName>(
+                match name {
+                    "fteStartAgent" => "ferrymq fteStartAgent",
+                    "fteStopAgent" => "ferrymq fteStopAgent",
+                    _ => "ferrymq fteShowAgentDetails",
+                },
+                None,
+                "Examples:\n  ferrymq fteStartAgent AGENT1",
+                &args,
+            )?
+            else {
+                return Ok(());
+            };
+            let out = match name {
+                "fteStartAgent" => {
+                    let exe = std::env::current_exe()
+                        .map_err(|e| other(format!("fteStartAgent: {e}")))?;
+                    commands::start_agent(&h, &exe, &a.agent)
+                }
+                "fteStopAgent" => commands::stop_agent(&h, &a.agent),
+                _ => commands::show_agent_details(&h, &a.agent),
+            }
+            .map_err(fte_err)?;
+            print(&out);
+            Ok(())
+        }
+        "fteListAgents" => {
+            let Some(_) = parse_args::<ListAgents>(
+                "ferrymq fteListAgents",
+                Some("List the agents defined under this FerryMQ home"),
+                "Examples:\n  ferrymq fteListAgents",
+                &args,
+            )?
+            else {
+                return Ok(());
+            };
+            print(&commands::list_agents(&h));
+            Ok(())
+        }
+        "fteCreateTransfer" => {
+            let Some(a) = parse_args::<CreateTransfer>(
+                "ferrymq fteCreateTransfer",
+                Some("Ask a source agent to transfer files to a destination agent"),
+                "Examples:\n  ferrymq fteCreateTransfer -sa A1 -sm QM1 -da B1 -dm QM2 -df /in/x.dat -w /out/x.dat\n  \
+                 ferrymq fteCreateTransfer -sa A1 -da B1 -dd /in -r -w /out/reports\n  \
+                 ferrymq fteCreateTransfer -sa A1 -da B1 -dd /in -sd delete '/out/*.csv'",
+                &args,
+            )?
+            else {
+                return Ok(());
+            };
+            create_transfer(&h, a)
+        }
+        _ => Err(other(format!("ferrymq: unknown command '{name}'"))),
+    }
+}
+
+fn create_transfer(h: &std::path::Path, a: CreateTransfer) -> Res {
+    let req = match &a.td {
+        Some(f) => {
+            let text = std::fs::read_to_string(f)
+                .map_err(|e| other(format!("fteCreateTransfer: {}: {e}", f.display())))?;
+            TransferRequest::from_xml(&text).map_err(fte_err)?
+        }
+        None => {
+            let (dest, dest_is_dir) = match (&a.df, &a.dd) {
+                (Some(f), None) => (f.clone(), false),
+                (None, Some(d)) => (d.clone(), true),
+                _ => {
+                    return Err(other(
+                        "fteCreateTransfer: give a destination file (-df) or directory (-dd)",
+                    ))
+                }
+            };
+            if a.sources.is_empty() {
+                return Err(other("fteCreateTransfer: give at least one source file"));
+            }
+            let mode = match a.t.as_str() {
+                "binary" => Mode::Binary,
+                "text" => Mode::Text,
+                t => return Err(other(format!("fteCreateTransfer: -t {t}: binary or text"))),
+            };
+            let exist = match a.de.as_str() {
+                "error" => Exist::Error,
+                "overwrite" => Exist::Overwrite,
+                d => {
+                    return Err(other(format!(
+                        "fteCreateTransfer: -de {d}: error or overwrite"
+                    )))
+                }
+            };
+            let disposition = match a.sd.as_str() {
+                "leave" => Disposition::Leave,
+                "delete" => Disposition::Delete,
+                d => {
+                    return Err(other(format!(
+                        "fteCreateTransfer: -sd {d}: leave or delete"
+                    )))
+                }
+            };
+            let checksum = Method::parse(&a.cs).ok_or_else(|| {
+                other(format!(
+                    "fteCreateTransfer: -cs {}: SHA-256, MD5 or none",
+                    a.cs
+                ))
+            })?;
+            let sm = a.sm.clone().unwrap_or_else(|| {
+                ferrymq_fte::props::load(h, &a.sa)
+                    .map(|p| p.agent_qmgr)
+                    .unwrap_or_default()
+            });
+            let dm = a.dm.clone().unwrap_or_else(|| {
+                ferrymq_fte::props::load(h, &a.da)
+                    .map(|p| p.agent_qmgr)
+                    .unwrap_or_default()
+            });
+            TransferRequest {
+                source_agent: a.sa.clone(),
+                source_qmgr: sm,
+                dest_agent: a.da.clone(),
+                dest_qmgr: dm,
+                job_name: a.jn.clone(),
+                items: a
+                    .sources
+                    .iter()
+                    .map(|s| Item {
+                        source: commands::absolute(s),
+                        recursive: a.r,
+                        disposition,
+                        dest_is_dir,
+                        dest: commands::absolute(&dest),
+                        exist,
+                        mode,
+                        checksum,
+                    })
+                    .collect(),
+            }
+        }
+    };
+    if let Some(gt) = &a.gt {
+        std::fs::write(gt, req.to_xml())
+            .map_err(|e| other(format!("fteCreateTransfer: {}: {e}", gt.display())))?;
+        return Ok(());
+    }
+    match commands::create_transfer(h, &req, a.w.map(|s| s * 1000)).map_err(fte_err)? {
+        None => {
+            print("transfer request submitted\n");
+            Ok(())
+        }
+        Some(o) if o.ok => {
+            print(&format!("{}\n", o.text));
+            Ok(())
+        }
+        Some(o) => Err(other(o.text)),
+    }
+}
+
+/// `ferrymq fte agent NAME`
+#[derive(Parser, Debug)]
+struct FteProcess {
+    /// What to run: `agent`
+    #[arg(value_name = "WHAT", value_parser = ["agent"])]
+    what: String,
+    /// The agent
+    #[arg(value_name = "AGENT")]
+    agent: String,
+}
+
+/// `ferrymq fte agent NAME`: the agent process itself (fteStartAgent spawns it).
+pub fn fte(rest: &[String]) -> Res {
+    let Some(a) = parse_args::<FteProcess>(
+        "ferrymq fte",
+        Some(
+            "Run a file transfer agent in the foreground (fteStartAgent runs it in the background)",
+        ),
+        "Examples:\n  ferrymq fte agent AGENT1",
+        rest,
+    )?
+    else {
+        return Ok(());
+    };
+    ferrymq_fte::agent::run(&home(), &a.agent)
+        .map_err(|e| other(format!("fte {} {}: {e}", a.what, a.agent)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mq_single_dash_flags_become_long_flags() {
+        let v: Vec<String> = ["-agentName", "A", "-p", "--help", "-", "-?", "/tmp/-x"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            mq_flags(&v),
+            [
+                "--agentName",
+                "A",
+                "--p",
+                "--help",
+                "-",
+                "--help",
+                "/tmp/-x"
+            ]
+        );
+    }
+}

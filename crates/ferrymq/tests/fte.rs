@@ -1,0 +1,419 @@
+//! Managed file transfer against the real binary: agents created on a running queue manager,
+//! started as processes of their own, moving files (one file, a directory, wildcards) in small
+//! chunks with a checksum, honouring the destination-exists policy and the source disposition,
+//! and accepting an XML request put straight on an agent's command queue.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
+use ferrymq_types::{MessageDescriptor, Persistence, Properties, PropertyValue};
+use support::{kill9_pid, Home, Qm};
+
+/// Stops (kills) the agents a test started, whatever the test's outcome.
+struct Agents<'h> {
+    home: &'h Home,
+    names: Vec<String>,
+}
+
+impl Drop for Agents<'_> {
+    fn drop(&mut self) {
+        for a in &self.names {
+            let pid = self
+                .home
+                .path()
+                .join("mqft/agents")
+                .join(a)
+                .join("agent.pid");
+            if let Some(pid) = std::fs::read_to_string(pid)
+                .ok()
+                .and_then(|t| t.trim().parse::<u32>().ok())
+            {
+                if support::alive(pid) {
+                    kill9_pid(pid);
+                }
+            }
+        }
+    }
+}
+
+/// Creates and starts agents on `qm`, with small chunks so that files span many messages.
+fn agents<'h>(home: &'h Home, qm: &str, names: &[&str], chunk: usize) -> Agents<'h> {
+    let chunk = chunk.to_string();
+    for a in names {
+        home.ok(&[
+            "fteCreateAgent",
+            "-agentName",
+            a,
+            "-agentQMgr",
+            qm,
+            "-agentChunkSize",
+            &chunk,
+            "-agentWindowSize",
+            "2",
+            "-agentFrameSize",
+            "2",
+        ]);
+    }
+    let guard = Agents {
+        home,
+        names: names.iter().map(|s| s.to_string()).collect(),
+    };
+    for a in names {
+        let out = home.ok(&["fteStartAgent", a]);
+        assert!(out.contains("started"), "{out}");
+    }
+    guard
+}
+
+fn data(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[1] ^ seed)
+        .collect()
+}
+
+fn dir(base: &Path, name: &str) -> PathBuf {
+    let d = base.join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn transfer(home: &Home, args: &[&str]) -> std::process::Output {
+    let mut v = vec!["fteCreateTransfer", "-w", "60"];
+    v.extend_from_slice(args);
+    home.run(&v)
+}
+
+fn text(o: &std::process::Output) -> String {
+    format!(
+        "status {}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn a_file_crosses_between_two_agents_in_many_chunks_and_arrives_whole() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FTQM1", &[]);
+    let _a = agents(&home, "FTQM1", &["SRC1", "DST1"], 4096);
+    let list = home.ok(&["fteListAgents"]);
+    assert!(list.contains("SRC1") && list.contains("READY"), "{list}");
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("payload.bin");
+    // Not a multiple of the chunk size: the last chunk is short.
+    let body = data(300_001, 7);
+    std::fs::write(&src, &body).unwrap();
+    let dst = dir(work.path(), "in").join("copy.bin");
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRC1",
+            "-sm",
+            "FTQM1",
+            "-da",
+            "DST1",
+            "-dm",
+            "FTQM1",
+            "-df",
+            dst.to_str().unwrap(),
+            src.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("300001 bytes"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(std::fs::read(&dst).unwrap(), body);
+    assert!(!dst.with_extension("bin.part").exists());
+    // The source stays (disposition leave), the checkpoint is gone.
+    assert!(src.exists());
+    let stop = home.ok(&["fteStopAgent", "SRC1"]);
+    assert!(stop.contains("stopped"), "{stop}");
+    let list = home.ok(&["fteListAgents"]);
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("SRC1") && l.contains("STOPPED")),
+        "{list}"
+    );
+}
+
+#[test]
+fn directories_recursively_and_wildcards_with_exists_policy_and_delete_disposition() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FTQM2", &[]);
+    let _a = agents(&home, "FTQM2", &["SRC2", "DST2"], 1000);
+    let work = tempfile::tempdir().unwrap();
+    let tree = dir(work.path(), "tree");
+    std::fs::write(tree.join("a.txt"), data(2500, 1)).unwrap();
+    std::fs::write(dir(&tree, "sub").join("b.txt"), data(10, 2)).unwrap();
+    std::fs::write(tree.join("sub/empty.txt"), b"").unwrap();
+    let inbox = dir(work.path(), "inbox");
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRC2",
+            "-da",
+            "DST2",
+            "-r",
+            "-dd",
+            inbox.to_str().unwrap(),
+            tree.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read(inbox.join("tree/a.txt")).unwrap(),
+        data(2500, 1)
+    );
+    assert_eq!(
+        std::fs::read(inbox.join("tree/sub/b.txt")).unwrap(),
+        data(10, 2)
+    );
+    assert_eq!(
+        std::fs::read(inbox.join("tree/sub/empty.txt")).unwrap(),
+        b""
+    );
+
+    // A directory without -r is refused, and says how to fix it.
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRC2",
+            "-da",
+            "DST2",
+            "-dd",
+            inbox.to_str().unwrap(),
+            tree.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        !out.status.success() && text(&out).contains("-r"),
+        "{}",
+        text(&out)
+    );
+
+    // Wildcards, deleting the sources once they arrived.
+    let out_dir = dir(work.path(), "outgoing");
+    for n in ["x1.csv", "x2.csv", "keep.dat"] {
+        std::fs::write(out_dir.join(n), n.as_bytes()).unwrap();
+    }
+    let pattern = out_dir.join("*.csv");
+    let inbox2 = dir(work.path(), "inbox2");
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRC2",
+            "-da",
+            "DST2",
+            "-sd",
+            "delete",
+            "-dd",
+            inbox2.to_str().unwrap(),
+            pattern.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read(inbox2.join("x1.csv")).unwrap(), b"x1.csv");
+    assert_eq!(std::fs::read(inbox2.join("x2.csv")).unwrap(), b"x2.csv");
+    assert!(!inbox2.join("keep.dat").exists());
+    assert!(!out_dir.join("x1.csv").exists() && !out_dir.join("x2.csv").exists());
+    assert!(out_dir.join("keep.dat").exists());
+
+    // The destination exists: error by default (the file is untouched, the source kept) ...
+    let src = out_dir.join("keep.dat");
+    let dst = inbox2.join("x1.csv");
+    let args = [
+        "-sa",
+        "SRC2",
+        "-da",
+        "DST2",
+        "-sd",
+        "delete",
+        "-df",
+        dst.to_str().unwrap(),
+        src.to_str().unwrap(),
+    ];
+    let out = transfer(&home, &args);
+    assert!(
+        !out.status.success() && text(&out).contains("exists"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(std::fs::read(&dst).unwrap(), b"x1.csv");
+    assert!(src.exists());
+    // ... and replaced with -de overwrite.
+    let mut args = args.to_vec();
+    args.extend(["-de", "overwrite"]);
+    let out = transfer(&home, &args);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read(&dst).unwrap(), b"keep.dat");
+    assert!(!src.exists());
+}
+
+#[test]
+fn an_xml_request_put_on_the_command_queue_is_carried_out_and_answered() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "FTQM3", &[]);
+    let _a = agents(&home, "FTQM3", &["SRC3", "DST3"], 512);
+    let mqsc = home.ok(&[
+        "fteCreateAgent",
+        "-agentName",
+        "X",
+        "-agentQMgr",
+        "FTQM3",
+        "-p",
+    ]);
+    assert!(
+        mqsc.contains("DEFINE QLOCAL(SYSTEM.FTE.COMMAND.X)"),
+        "{mqsc}"
+    );
+    assert!(mqsc.contains("SYSTEM.FTE.STATE.X"), "{mqsc}");
+
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("report & summary.txt");
+    std::fs::write(&src, data(5000, 9)).unwrap();
+    let dst = work.path().join("copied.txt");
+    // The request as fteCreateTransfer -gt writes it, and as an application would put it.
+    let xml_file = work.path().join("req.xml");
+    home.ok(&[
+        "fteCreateTransfer",
+        "-sa",
+        "SRC3",
+        "-da",
+        "DST3",
+        "-cs",
+        "MD5",
+        "-gt",
+        xml_file.to_str().unwrap(),
+        "-df",
+        dst.to_str().unwrap(),
+        src.to_str().unwrap(),
+    ]);
+    let xml = std::fs::read_to_string(&xml_file).unwrap();
+    assert!(
+        xml.contains("<managedTransfer>") && xml.contains("checksumMethod=\"MD5\""),
+        "{xml}"
+    );
+    assert!(xml.contains("report &amp; summary.txt"), "{xml}");
+    assert!(!dst.exists(), "-gt only writes the request");
+
+    let c = qm.connect_bindings();
+    c.admin("MQSC DEFINE QLOCAL(APP.REPLY)").unwrap();
+    let md = MessageDescriptor {
+        persistence: Persistence::Persistent,
+        reply_to_q: "APP.REPLY".into(),
+        ..Default::default()
+    };
+    let (msg_id, _) = c
+        .put1(
+            "SYSTEM.FTE.COMMAND.SRC3",
+            &md,
+            &Properties::default(),
+            Bytes::from(xml),
+            &PutOptions::default(),
+        )
+        .unwrap();
+    let h = c.open("APP.REPLY", open::INPUT_SHARED).unwrap();
+    let reply = c
+        .get(
+            &h,
+            &GetOptions {
+                wait: Wait::Ms(60_000),
+                match_correl_id: Some(msg_id),
+                max_len: u32::MAX,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        reply.props.get("fteOk"),
+        Some(&PropertyValue::Bool(true)),
+        "{:?}",
+        reply.body
+    );
+    assert_eq!(std::fs::read(&dst).unwrap(), data(5000, 9));
+
+    // A request that is not one is refused with a reason, not dropped.
+    let (bad_id, _) = c
+        .put1(
+            "SYSTEM.FTE.COMMAND.SRC3",
+            &md,
+            &Properties::default(),
+            Bytes::from_static(b"<request/>"),
+            &PutOptions::default(),
+        )
+        .unwrap();
+    let reply = c
+        .get(
+            &h,
+            &GetOptions {
+                wait: Wait::Ms(60_000),
+                match_correl_id: Some(bad_id),
+                max_len: u32::MAX,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(reply.props.get("fteOk"), Some(&PropertyValue::Bool(false)));
+    assert!(
+        String::from_utf8_lossy(&reply.body).contains("managedTransfer"),
+        "{:?}",
+        reply.body
+    );
+
+    // A start message whose name would leave the destination directory is refused by the
+    // receiver itself, whatever the sender checked, and nothing is written outside.
+    let inbox = dir(work.path(), "inbox");
+    let mut props = Properties::default();
+    props.set("fteKind", PropertyValue::String("start".into()));
+    props.set("fteIndex", PropertyValue::Int(0));
+    props.set("ftePath", PropertyValue::String("../escaped.txt".into()));
+    props.set(
+        "fteDir",
+        PropertyValue::String(inbox.to_str().unwrap().into()),
+    );
+    props.set("fteReplyQ", PropertyValue::String("APP.REPLY".into()));
+    props.set("fteReplyQMgr", PropertyValue::String("FTQM3".into()));
+    let tid = *b"escape-attempt-000000001";
+    let start = MessageDescriptor {
+        correl_id: tid,
+        ..Default::default()
+    };
+    c.put1(
+        "SYSTEM.FTE.DATA.DST3",
+        &start,
+        &props,
+        Bytes::new(),
+        &PutOptions::default(),
+    )
+    .unwrap();
+    let reply = c
+        .get(
+            &h,
+            &GetOptions {
+                wait: Wait::Ms(60_000),
+                match_correl_id: Some(tid),
+                max_len: u32::MAX,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(reply.props.get("fteOk"), Some(&PropertyValue::Bool(false)));
+    assert!(
+        String::from_utf8_lossy(&reply.body).contains("leave the destination"),
+        "{:?}",
+        reply.body
+    );
+    assert!(!work.path().join("escaped.txt").exists());
+    assert!(!work.path().join("escaped.txt.part").exists());
+}

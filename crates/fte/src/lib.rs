@@ -1,0 +1,87 @@
+//! FerryMQ's managed file transfer, with MQ's names (MQ FTE / MFT): this crate owns the agent (a
+//! process bound to one queue manager that sends and receives files), the transfer protocol
+//! between agents (start, chunk, end, acknowledgement and result messages on the agents'
+//! SYSTEM.FTE.* queues, a window of unacknowledged chunks, checkpoints as one persistent message
+//! per transfer on the receiver's state queue), the request model and MQ's XML request format
+//! (`<request><managedTransfer>…`), checksums (SHA-256 by default, MD5 for compatibility) and the
+//! logic of the fte* commands. The `ferrymq` binary only reads their command lines.
+
+pub mod agent;
+pub mod checksum;
+pub mod commands;
+pub mod props;
+mod receiver;
+pub mod request;
+mod sender;
+
+/// The agent's queues, on its queue manager (MQ's names).
+pub mod queues {
+    pub fn command(agent: &str) -> String {
+        format!("SYSTEM.FTE.COMMAND.{agent}")
+    }
+    pub fn data(agent: &str) -> String {
+        format!("SYSTEM.FTE.DATA.{agent}")
+    }
+    pub fn reply(agent: &str) -> String {
+        format!("SYSTEM.FTE.REPLY.{agent}")
+    }
+    pub fn state(agent: &str) -> String {
+        format!("SYSTEM.FTE.STATE.{agent}")
+    }
+    pub fn event(agent: &str) -> String {
+        format!("SYSTEM.FTE.EVENT.{agent}")
+    }
+    /// All five, in the order fteCreateAgent defines them.
+    pub fn all(agent: &str) -> [String; 5] {
+        [
+            command(agent),
+            data(agent),
+            reply(agent),
+            state(agent),
+            event(agent),
+        ]
+    }
+}
+
+/// Message property names of the protocol between agents.
+pub(crate) mod prop {
+    pub const KIND: &str = "fteKind";
+    pub const INDEX: &str = "fteIndex";
+    pub const OFFSET: &str = "fteOffset";
+    pub const SIZE: &str = "fteSize";
+    pub const PATH: &str = "ftePath";
+    pub const DIR: &str = "fteDir";
+    pub const EXIST: &str = "fteExist";
+    pub const METHOD: &str = "fteChecksumMethod";
+    pub const DIGEST: &str = "fteChecksum";
+    pub const ACKED: &str = "fteAcked";
+    pub const OK: &str = "fteOk";
+    pub const REPLY_Q: &str = "fteReplyQ";
+    pub const REPLY_QM: &str = "fteReplyQMgr";
+    pub const FRAME: &str = "fteFrame";
+    pub const CHECKPOINT: &str = "fteCheckpoint";
+}
+
+/// An error a user sees: what failed and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FteError(pub String);
+
+impl std::fmt::Display for FteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for FteError {}
+
+impl From<ferrymq_types::MqError> for FteError {
+    fn from(e: ferrymq_types::MqError) -> Self {
+        FteError(e.to_string())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, FteError>;
+
+pub(crate) fn err<T>(m: impl Into<String>) -> Result<T> {
+    Err(FteError(m.into()))
+}

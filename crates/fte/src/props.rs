@@ -1,0 +1,152 @@
+//! An agent's configuration: `agent.properties` under `<home>/mqft/agents/<AGENT>/`, with MQ's
+//! property names (agentQMgr, agentChunkSize, agentWindowSize, ...), one `name=value` a line.
+
+use std::path::{Path, PathBuf};
+
+use ferrymq_types::limits::{FTE_CHUNK_SIZE_MAX_BYTES, FTE_OUTSTANDING_CHUNKS_MAX};
+
+use crate::{err, Result};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentProps {
+    pub agent_name: String,
+    pub agent_qmgr: String,
+    /// Client mode when set: host, port and channel of the agent's queue manager.
+    pub agent_qmgr_host: Option<String>,
+    pub agent_qmgr_port: u16,
+    pub agent_qmgr_channel: String,
+    pub coordination_qmgr: String,
+    pub agent_chunk_size: usize,
+    pub agent_window_size: usize,
+    pub agent_frame_size: usize,
+    pub agent_checkpoint_interval: usize,
+    pub max_source_transfers: usize,
+    pub max_destination_transfers: usize,
+}
+
+impl AgentProps {
+    pub fn new(agent: &str, qmgr: &str) -> AgentProps {
+        AgentProps {
+            agent_name: agent.to_string(),
+            agent_qmgr: qmgr.to_string(),
+            agent_qmgr_host: None,
+            agent_qmgr_port: 1414,
+            agent_qmgr_channel: "SYSTEM.DEF.SVRCONN".into(),
+            coordination_qmgr: qmgr.to_string(),
+            agent_chunk_size: 256 * 1024,
+            agent_window_size: 10,
+            agent_frame_size: 5,
+            agent_checkpoint_interval: 1,
+            max_source_transfers: 25,
+            max_destination_transfers: 25,
+        }
+    }
+
+    /// The chunks a sender keeps unacknowledged at most: window × frame, bounded.
+    pub fn outstanding_chunks_max(&self) -> usize {
+        (self.agent_window_size * self.agent_frame_size).clamp(1, FTE_OUTSTANDING_CHUNKS_MAX)
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let mut kv = |k: &str, v: String| s.push_str(&format!("{k}={v}\n"));
+        kv("agentName", self.agent_name.clone());
+        kv("agentQMgr", self.agent_qmgr.clone());
+        if let Some(h) = &self.agent_qmgr_host {
+            kv("agentQMgrHost", h.clone());
+            kv("agentQMgrPort", self.agent_qmgr_port.to_string());
+            kv("agentQMgrChannel", self.agent_qmgr_channel.clone());
+        }
+        kv("coordinationQMgr", self.coordination_qmgr.clone());
+        kv("agentChunkSize", self.agent_chunk_size.to_string());
+        kv("agentWindowSize", self.agent_window_size.to_string());
+        kv("agentFrameSize", self.agent_frame_size.to_string());
+        kv(
+            "agentCheckpointInterval",
+            self.agent_checkpoint_interval.to_string(),
+        );
+        kv("maxSourceTransfers", self.max_source_transfers.to_string());
+        kv(
+            "maxDestinationTransfers",
+            self.max_destination_transfers.to_string(),
+        );
+        s
+    }
+
+    pub fn parse(text: &str) -> Result<AgentProps> {
+        let mut p = AgentProps::new("", "");
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+                continue;
+            }
+            let Some((k, v)) = line.split_once('=') else {
+                return err(format!("agent.properties line {}: no '='", n + 1));
+            };
+            let (k, v) = (k.trim(), v.trim());
+            let num = |lo: usize, hi: usize| -> Result<usize> {
+                match v.parse::<usize>() {
+                    Ok(x) if (lo..=hi).contains(&x) => Ok(x),
+                    _ => err(format!(
+                        "agent.properties: {k}={v}: give a number from {lo} to {hi}"
+                    )),
+                }
+            };
+            match k {
+                "agentName" => p.agent_name = v.to_string(),
+                "agentQMgr" => p.agent_qmgr = v.to_string(),
+                "agentQMgrHost" => p.agent_qmgr_host = Some(v.to_string()),
+                "agentQMgrPort" => p.agent_qmgr_port = num(1, 65_535)? as u16,
+                "agentQMgrChannel" => p.agent_qmgr_channel = v.to_string(),
+                "coordinationQMgr" => p.coordination_qmgr = v.to_string(),
+                "agentChunkSize" => p.agent_chunk_size = num(1, FTE_CHUNK_SIZE_MAX_BYTES)?,
+                "agentWindowSize" => p.agent_window_size = num(1, FTE_OUTSTANDING_CHUNKS_MAX)?,
+                "agentFrameSize" => p.agent_frame_size = num(1, FTE_OUTSTANDING_CHUNKS_MAX)?,
+                "agentCheckpointInterval" => p.agent_checkpoint_interval = num(1, 10_000)?,
+                "maxSourceTransfers" => p.max_source_transfers = num(1, 1_000)?,
+                "maxDestinationTransfers" => p.max_destination_transfers = num(1, 1_000)?,
+                // Unknown properties are kept by MQ's agents for other features; ignore them.
+                _ => {}
+            }
+        }
+        if p.agent_name.is_empty() || p.agent_qmgr.is_empty() {
+            return err("agent.properties: agentName and agentQMgr are required");
+        }
+        Ok(p)
+    }
+}
+
+/// `<home>/mqft`.
+pub fn mqft_dir(home: &Path) -> PathBuf {
+    home.join("mqft")
+}
+
+/// `<home>/mqft/agents/<AGENT>`: the agent's properties, pid file and output.
+pub fn agent_dir(home: &Path, agent: &str) -> PathBuf {
+    mqft_dir(home).join("agents").join(agent)
+}
+
+pub fn load(home: &Path, agent: &str) -> Result<AgentProps> {
+    let path = agent_dir(home, agent).join("agent.properties");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        crate::FteError(format!(
+            "agent '{agent}': {}: {e} (create it with fteCreateAgent)",
+            path.display()
+        ))
+    })?;
+    AgentProps::parse(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn properties_round_trip_with_defaults() {
+        let p = AgentProps::new("AGENT1", "QM1");
+        assert_eq!(p.agent_chunk_size, 262_144);
+        assert_eq!(p.outstanding_chunks_max(), 50);
+        assert_eq!(AgentProps::parse(&p.to_text()).unwrap(), p);
+        assert!(AgentProps::parse("agentName=A\nagentQMgr=Q\nagentChunkSize=0\n").is_err());
+    }
+}

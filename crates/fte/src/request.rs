@@ -1,0 +1,288 @@
+//! The transfer request and MQ's XML format for it: `<request><managedTransfer>` with
+//! `sourceAgent`, `destinationAgent`, a `transferSet` of `item`s (`source` file or directory,
+//! `destination` file or directory, mode, checksum method, exists policy, disposition) and an
+//! optional `job` name. Requests written by fteCreateTransfer and requests an application puts
+//! on an agent's command queue are read by the same parser.
+
+use ferrymq_types::limits::{FTE_FILES_PER_TRANSFER_MAX, FTE_FILE_NAME_LEN_MAX};
+use quick_xml::escape::escape;
+use quick_xml::events::Event;
+
+use crate::checksum::Method;
+use crate::{err, FteError, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    #[default]
+    Binary,
+    Text,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Exist {
+    #[default]
+    Error,
+    Overwrite,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Disposition {
+    #[default]
+    Leave,
+    Delete,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Item {
+    pub source: String,
+    pub recursive: bool,
+    pub disposition: Disposition,
+    /// The destination names a directory (`-dd`) rather than a file (`-df`).
+    pub dest_is_dir: bool,
+    pub dest: String,
+    pub exist: Exist,
+    pub mode: Mode,
+    pub checksum: Method,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TransferRequest {
+    pub source_agent: String,
+    pub source_qmgr: String,
+    pub dest_agent: String,
+    pub dest_qmgr: String,
+    pub job_name: Option<String>,
+    pub items: Vec<Item>,
+}
+
+fn attr_escape(s: &str) -> String {
+    escape(s).into_owned()
+}
+
+impl TransferRequest {
+    pub fn to_xml(&self) -> String {
+        let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        s.push_str("<request version=\"6.00\"><managedTransfer>\n");
+        s.push_str(&format!(
+            "<sourceAgent agent=\"{}\" QMgr=\"{}\"/>\n",
+            attr_escape(&self.source_agent),
+            attr_escape(&self.source_qmgr)
+        ));
+        s.push_str(&format!(
+            "<destinationAgent agent=\"{}\" QMgr=\"{}\"/>\n",
+            attr_escape(&self.dest_agent),
+            attr_escape(&self.dest_qmgr)
+        ));
+        s.push_str("<transferSet>\n");
+        for it in &self.items {
+            s.push_str(&format!(
+                "<item mode=\"{}\" checksumMethod=\"{}\">\n",
+                match it.mode {
+                    Mode::Binary => "binary",
+                    Mode::Text => "text",
+                },
+                it.checksum.name()
+            ));
+            s.push_str(&format!(
+                "<source recursive=\"{}\" disposition=\"{}\"><file>{}</file></source>\n",
+                it.recursive,
+                match it.disposition {
+                    Disposition::Leave => "leave",
+                    Disposition::Delete => "delete",
+                },
+                escape(&it.source)
+            ));
+            s.push_str(&format!(
+                "<destination type=\"{}\" exist=\"{}\"><file>{}</file></destination>\n",
+                if it.dest_is_dir { "directory" } else { "file" },
+                match it.exist {
+                    Exist::Error => "error",
+                    Exist::Overwrite => "overwrite",
+                },
+                escape(&it.dest)
+            ));
+            s.push_str("</item>\n");
+        }
+        s.push_str("</transferSet>\n");
+        if let Some(j) = &self.job_name {
+            s.push_str(&format!("<job><name>{}</name></job>\n", escape(j)));
+        }
+        s.push_str("</managedTransfer></request>\n");
+        s
+    }
+
+    pub fn from_xml(xml: &str) -> Result<TransferRequest> {
+        let bad = |m: String| FteError(format!("transfer request XML: {m}"));
+        let mut r = quick_xml::Reader::from_str(xml);
+        let mut path: Vec<String> = Vec::new();
+        let mut req = TransferRequest::default();
+        let mut saw_managed = false;
+        loop {
+            let ev = r.read_event().map_err(|e| bad(e.to_string()))?;
+            let (start, empty) = match &ev {
+                Event::Start(e) => (Some(e.clone()), false),
+                Event::Empty(e) => (Some(e.clone()), true),
+                _ => (None, false),
+            };
+            if let Some(e) = start {
+                let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
+                if path.len() > 16 {
+                    return Err(bad("elements nest too deeply".into()));
+                }
+                let mut attrs = Vec::new();
+                for a in e.attributes() {
+                    let a = a.map_err(|e| bad(e.to_string()))?;
+                    let v = a.unescape_value().map_err(|e| bad(e.to_string()))?;
+                    attrs.push((
+                        String::from_utf8_lossy(a.key.as_ref()).into_owned(),
+                        v.into_owned(),
+                    ));
+                }
+                let get = |k: &str| {
+                    attrs
+                        .iter()
+                        .find(|(n, _)| n == k)
+                        .map(|(_, v)| v.clone())
+                        .unwrap_or_default()
+                };
+                match name.as_str() {
+                    "managedTransfer" => saw_managed = true,
+                    "sourceAgent" => {
+                        req.source_agent = get("agent");
+                        req.source_qmgr = get("QMgr");
+                    }
+                    "destinationAgent" => {
+                        req.dest_agent = get("agent");
+                        req.dest_qmgr = get("QMgr");
+                    }
+                    "item" => {
+                        if req.items.len() >= FTE_FILES_PER_TRANSFER_MAX {
+                            return Err(bad("too many items".into()));
+                        }
+                        let mode = match get("mode").as_str() {
+                            "" | "binary" => Mode::Binary,
+                            "text" => Mode::Text,
+                            m => return Err(bad(format!("item mode '{m}': binary or text"))),
+                        };
+                        let cs = get("checksumMethod");
+                        let checksum = if cs.is_empty() {
+                            Method::default()
+                        } else {
+                            Method::parse(&cs).ok_or_else(|| {
+                                bad(format!("checksumMethod '{cs}': MD5, SHA-256 or none"))
+                            })?
+                        };
+                        req.items.push(Item {
+                            mode,
+                            checksum,
+                            ..Item::default()
+                        });
+                    }
+                    "source" => {
+                        let it = req
+                            .items
+                            .last_mut()
+                            .ok_or_else(|| bad("<source> outside <item>".into()))?;
+                        it.recursive = get("recursive") == "true";
+                        it.disposition = match get("disposition").as_str() {
+                            "" | "leave" => Disposition::Leave,
+                            "delete" => Disposition::Delete,
+                            d => return Err(bad(format!("disposition '{d}': leave or delete"))),
+                        };
+                    }
+                    "destination" => {
+                        let it = req
+                            .items
+                            .last_mut()
+                            .ok_or_else(|| bad("<destination> outside <item>".into()))?;
+                        it.dest_is_dir = match get("type").as_str() {
+                            "" | "file" => false,
+                            "directory" => true,
+                            t => return Err(bad(format!("destination type '{t}'"))),
+                        };
+                        it.exist = match get("exist").as_str() {
+                            "" | "error" => Exist::Error,
+                            "overwrite" => Exist::Overwrite,
+                            x => return Err(bad(format!("exist '{x}': error or overwrite"))),
+                        };
+                    }
+                    _ => {}
+                }
+                if !empty {
+                    path.push(name);
+                }
+                continue;
+            }
+            match ev {
+                Event::Text(t) => {
+                    let text = t.unescape().map_err(|e| bad(e.to_string()))?.into_owned();
+                    let n = path.len();
+                    if n >= 2 && path[n - 1] == "file" {
+                        if text.len() > FTE_FILE_NAME_LEN_MAX {
+                            return Err(bad("a file name is too long".into()));
+                        }
+                        if let Some(it) = req.items.last_mut() {
+                            match path[n - 2].as_str() {
+                                "source" => it.source = text,
+                                "destination" => it.dest = text,
+                                _ => {}
+                            }
+                        }
+                    } else if n >= 2 && path[n - 1] == "name" && path[n - 2] == "job" {
+                        req.job_name = Some(text);
+                    }
+                }
+                Event::End(_) => {
+                    path.pop();
+                }
+                Event::Eof => break,
+                _ => {}
+            }
+        }
+        if !saw_managed {
+            return Err(bad("no <managedTransfer>".into()));
+        }
+        if req.source_agent.is_empty() || req.dest_agent.is_empty() {
+            return Err(bad("sourceAgent and destinationAgent need an agent".into()));
+        }
+        if req.items.is_empty() {
+            return Err(bad("no <item> in <transferSet>".into()));
+        }
+        for it in &req.items {
+            if it.source.is_empty() || it.dest.is_empty() {
+                return err(
+                    "transfer request XML: each item needs a source and a destination file",
+                );
+            }
+        }
+        Ok(req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_survives_xml_with_awkward_names() {
+        let req = TransferRequest {
+            source_agent: "A1".into(),
+            source_qmgr: "QM1".into(),
+            dest_agent: "B1".into(),
+            dest_qmgr: "QM2".into(),
+            job_name: Some("nightly <1>".into()),
+            items: vec![Item {
+                source: "/data/a&b \"x\".txt".into(),
+                recursive: true,
+                disposition: Disposition::Delete,
+                dest_is_dir: true,
+                dest: "/in".into(),
+                exist: Exist::Overwrite,
+                mode: Mode::Text,
+                checksum: Method::Md5,
+            }],
+        };
+        assert_eq!(TransferRequest::from_xml(&req.to_xml()).unwrap(), req);
+        assert!(TransferRequest::from_xml("<request/>").is_err());
+    }
+}
