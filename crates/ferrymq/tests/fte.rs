@@ -3,96 +3,19 @@
 //! chunks with a checksum, honouring the destination-exists policy and the source disposition,
 //! and accepting an XML request put straight on an agent's command queue.
 
+mod fte_support;
 mod support;
-
-use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties, PropertyValue};
-use support::{kill9_pid, Home, Qm};
-
-/// Stops (kills) the agents a test started, whatever the test's outcome.
-struct Agents<'h> {
-    home: &'h Home,
-    names: Vec<String>,
-}
-
-impl Drop for Agents<'_> {
-    fn drop(&mut self) {
-        for a in &self.names {
-            let pid = self
-                .home
-                .path()
-                .join("mqft/agents")
-                .join(a)
-                .join("agent.pid");
-            if let Some(pid) = std::fs::read_to_string(pid)
-                .ok()
-                .and_then(|t| t.trim().parse::<u32>().ok())
-            {
-                if support::alive(pid) {
-                    kill9_pid(pid);
-                }
-            }
-        }
-    }
-}
-
-/// Creates and starts agents on `qm`, with small chunks so that files span many messages.
-fn agents<'h>(home: &'h Home, qm: &str, names: &[&str], chunk: usize) -> Agents<'h> {
-    let chunk = chunk.to_string();
-    for a in names {
-        home.ok(&[
-            "fteCreateAgent",
-            "-agentName",
-            a,
-            "-agentQMgr",
-            qm,
-            "-agentChunkSize",
-            &chunk,
-            "-agentWindowSize",
-            "2",
-            "-agentFrameSize",
-            "2",
-        ]);
-    }
-    let guard = Agents {
-        home,
-        names: names.iter().map(|s| s.to_string()).collect(),
-    };
-    for a in names {
-        let out = home.ok(&["fteStartAgent", a]);
-        assert!(out.contains("started"), "{out}");
-    }
-    guard
-}
-
-fn data(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[1] ^ seed)
-        .collect()
-}
-
-fn dir(base: &Path, name: &str) -> PathBuf {
-    let d = base.join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use fte_support::{agents, data, dir, text};
+use support::{Home, Qm};
 
 fn transfer(home: &Home, args: &[&str]) -> std::process::Output {
     let mut v = vec!["fteCreateTransfer", "-w", "60"];
     v.extend_from_slice(args);
     home.run(&v)
-}
-
-fn text(o: &std::process::Output) -> String {
-    format!(
-        "status {}\nstdout: {}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 #[test]

@@ -114,7 +114,10 @@ pub fn check_name(agent: &str) -> Result<()> {
 fn running_pid(home: &Path, agent: &str) -> Option<u32> {
     let text = std::fs::read_to_string(agent::pid_file(home, agent)).ok()?;
     let pid: u32 = text.trim().parse().ok()?;
-    Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
+    // A killed agent not reaped yet (a zombie) is not running.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let state = stat.rsplit(')').next()?.split_whitespace().next()?;
+    (state != "Z" && state != "X").then_some(pid)
 }
 
 /// `fteStartAgent A`: spawns `ferrymq fte agent A` (with `exe`) and returns once it is ready.

@@ -13,6 +13,7 @@ pub mod props;
 mod receiver;
 pub mod request;
 mod sender;
+pub mod state;
 
 /// The agent's queues, on its queue manager (MQ's names).
 pub mod queues {
@@ -60,6 +61,16 @@ pub(crate) mod prop {
     pub const REPLY_QM: &str = "fteReplyQMgr";
     pub const FRAME: &str = "fteFrame";
     pub const CHECKPOINT: &str = "fteCheckpoint";
+    pub const MTIME: &str = "fteMtime";
+    pub const EPOCH: &str = "fteEpoch";
+    pub const RESUME: &str = "fteResume";
+    pub const RECEIVED: &str = "fteReceived";
+    pub const TID: &str = "fteTransferId";
+    pub const REQUEST_ID: &str = "fteRequestId";
+    pub const DONE: &str = "fteDone";
+    pub const FAILED: &str = "fteFailed";
+    pub const RESENT: &str = "fteResent";
+    pub const RESUMES: &str = "fteResumes";
 }
 
 /// An error a user sees: what failed and why.

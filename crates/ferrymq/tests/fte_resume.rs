@@ -1,0 +1,189 @@
+//! Managed file transfers that outlive faults: the receiving agent, the sending agent or the
+//! queue manager is killed (SIGKILL) in the middle of a file, comes back, and the transfer resumes
+//! from the receiver's last checkpoint by itself, arrives whole with the right checksum, sends
+//! again at most one checkpoint's worth of what had been received, and leaves no `.part`; a
+//! source changed during the outage fails the transfer and leaves nothing behind.
+
+mod fte_support;
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use fte_support::{
+    agents_checkpointing, data, dir, kill_agent, part_of, resumes_and_resent, spawn_transfer,
+    wait_until,
+};
+use support::{Home, Qm};
+
+const CHUNK: usize = 64 * 1024;
+/// Many chunks, and not a multiple of the chunk size.
+const SIZE: usize = 24 * 1024 * 1024 + 12_345;
+/// A checkpoint every 3 frames: acknowledged data beyond the checkpoint is sent again.
+const INTERVAL: usize = 3;
+/// One checkpoint's worth: agentFrameSize (2) × agentCheckpointInterval chunks.
+const CHECKPOINT_BYTES: u64 = (2 * INTERVAL * CHUNK) as u64;
+
+struct Files {
+    _work: tempfile::TempDir,
+    src: PathBuf,
+    dst: PathBuf,
+    body: Vec<u8>,
+}
+
+fn files() -> Files {
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("big.bin");
+    let body = data(SIZE, 3);
+    std::fs::write(&src, &body).unwrap();
+    let dst = dir(work.path(), "in").join("big.bin");
+    Files {
+        _work: work,
+        src,
+        dst,
+        body,
+    }
+}
+
+fn args<'a>(qm: &'a str, f: &'a Files, wait: bool) -> Vec<&'a str> {
+    let mut v = Vec::new();
+    if wait {
+        v.extend_from_slice(&["-w", "150"]);
+    }
+    v.extend_from_slice(&[
+        "-sa",
+        "SRC",
+        "-sm",
+        qm,
+        "-da",
+        "DST",
+        "-dm",
+        qm,
+        "-df",
+        f.dst.to_str().unwrap(),
+        f.src.to_str().unwrap(),
+    ]);
+    v
+}
+
+/// Waits until a quarter of the file is at the destination (the transfer is under way).
+fn wait_mid(dst: &Path) {
+    let part = part_of(dst);
+    wait_until("a quarter of the file at the destination", 60, || {
+        std::fs::metadata(&part).is_ok_and(|m| m.len() >= SIZE as u64 / 4)
+    });
+    assert!(!dst.exists(), "the transfer ended before the fault");
+}
+
+/// The file arrived whole, nothing is left beside it, and the transfer resumed and re-sent at
+/// most one checkpoint's worth per resume.
+fn check_arrived(f: &Files, result: &str) {
+    assert!(result.contains("transfer complete"), "{result}");
+    assert!(
+        std::fs::read(&f.dst).unwrap() == f.body,
+        "the destination differs from the source"
+    );
+    assert!(!part_of(&f.dst).exists());
+    let names: Vec<_> = std::fs::read_dir(f.dst.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let (resumes, resent) = resumes_and_resent(result);
+    eprintln!("result: {result}");
+    assert!(resumes >= 1, "{result}");
+    assert!(resent <= resumes * CHECKPOINT_BYTES, "{result}");
+}
+
+fn output(child: std::process::Child) -> String {
+    let o = child.wait_with_output().unwrap();
+    let t = fte_support::text(&o);
+    assert!(o.status.success(), "{t}");
+    t
+}
+
+#[test]
+fn the_receiving_agent_killed_mid_file_resumes_from_its_checkpoint() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FRQ1", &[]);
+    let _a = agents_checkpointing(&home, "FRQ1", &["SRC", "DST"], CHUNK, INTERVAL);
+    let f = files();
+    let child = spawn_transfer(&home, &args("FRQ1", &f, true));
+    wait_mid(&f.dst);
+    kill_agent(&home, "DST");
+    home.ok(&["fteStartAgent", "DST"]);
+    check_arrived(&f, &output(child));
+}
+
+#[test]
+fn the_sending_agent_killed_mid_file_resumes_the_transfer_when_it_starts_again() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FRQ2", &[]);
+    let _a = agents_checkpointing(&home, "FRQ2", &["SRC", "DST"], CHUNK, INTERVAL);
+    let f = files();
+    let child = spawn_transfer(&home, &args("FRQ2", &f, true));
+    wait_mid(&f.dst);
+    kill_agent(&home, "SRC");
+    home.ok(&["fteStartAgent", "SRC"]);
+    check_arrived(&f, &output(child));
+}
+
+#[test]
+fn the_queue_manager_killed_mid_file_and_restarted_the_agents_reconnect_and_resume() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "FRQ3", &[]);
+    let _a = agents_checkpointing(&home, "FRQ3", &["SRC", "DST"], CHUNK, INTERVAL);
+    let f = files();
+    let out = home.ok(&[&["fteCreateTransfer"][..], &args("FRQ3", &f, false)]
+        .concat()
+        .to_vec());
+    assert!(!out.is_empty());
+    wait_mid(&f.dst);
+    qm.kill9();
+    qm.restart();
+    let mut result = String::new();
+    wait_until(
+        "the transfer's result in the sending agent's log",
+        150,
+        || {
+            let log = fte_support::agent_log(&home, "SRC");
+            match log
+                .lines()
+                .find(|l| l.contains("transfer complete") || l.contains("transfer failed"))
+            {
+                Some(l) => {
+                    result = l.to_string();
+                    true
+                }
+                None => false,
+            }
+        },
+    );
+    check_arrived(&f, &result);
+}
+
+#[test]
+fn a_source_changed_while_the_receiver_was_down_fails_the_transfer_and_leaves_nothing() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FRQ4", &[]);
+    let _a = agents_checkpointing(&home, "FRQ4", &["SRC", "DST"], CHUNK, INTERVAL);
+    let f = files();
+    let child = spawn_transfer(&home, &args("FRQ4", &f, true));
+    wait_mid(&f.dst);
+    kill_agent(&home, "DST");
+    {
+        use std::io::Write;
+        let mut w = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&f.src)
+            .unwrap();
+        w.write_all(b"more").unwrap();
+    }
+    home.ok(&["fteStartAgent", "DST"]);
+    let o = child.wait_with_output().unwrap();
+    let t = fte_support::text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(t.contains("source file changed"), "{t}");
+    let part = part_of(&f.dst);
+    wait_until("the .part removed", 30, || !part.exists());
+    assert!(!f.dst.exists());
+}
