@@ -340,3 +340,58 @@ fn an_xml_request_put_on_the_command_queue_is_carried_out_and_answered() {
     assert!(!work.path().join("escaped.txt").exists());
     assert!(!work.path().join("escaped.txt.part").exists());
 }
+
+fn mqsc(home: &Home, qm: &str, script: &str) {
+    let out = home.run_with_input(&["runmqsc", qm], script);
+    assert!(out.status.success(), "runmqsc {qm}:\n{}", text(&out));
+}
+
+#[test]
+fn agents_on_two_queue_managers_joined_by_channels_transfer_a_file() {
+    let home = Home::new();
+    let qm1 = Qm::start(&home, "FTB1", &[]);
+    let qm2 = Qm::start(&home, "FTB2", &[]);
+    // Each queue manager reaches the other through a transmission queue named after it and a
+    // sender channel to the other's receiver: chunks go one way, acknowledgements the other.
+    for (from, to, port) in [("FTB1", "FTB2", qm2.port), ("FTB2", "FTB1", qm1.port)] {
+        mqsc(
+            &home,
+            from,
+            &format!(
+                "DEFINE QLOCAL({to}) USAGE(XMITQ)\n\
+                 DEFINE CHANNEL({to}.TO.{from}) CHLTYPE(RCVR) TRPTYPE(TCP)\n\
+                 DEFINE CHANNEL({from}.TO.{to}) CHLTYPE(SDR) TRPTYPE(TCP) \
+                 CONNAME('127.0.0.1({port})') XMITQ({to}) SHORTTMR(1)\n\
+                 START CHANNEL({from}.TO.{to})\n"
+            ),
+        );
+    }
+    let _a = agents(&home, "FTB1", &["SRCB"], 4096);
+    let _b = agents(&home, "FTB2", &["DSTB"], 4096);
+    let list = home.ok(&["fteListAgents"]);
+    assert!(list.contains("SRCB") && list.contains("DSTB"), "{list}");
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("over.bin");
+    let body = data(200_003, 9);
+    std::fs::write(&src, &body).unwrap();
+    let dst = dir(work.path(), "in").join("over.bin");
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRCB",
+            "-sm",
+            "FTB1",
+            "-da",
+            "DSTB",
+            "-dm",
+            "FTB2",
+            "-df",
+            dst.to_str().unwrap(),
+            src.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read(&dst).unwrap(), body);
+    assert!(!fte_support::part_of(&dst).exists());
+}
