@@ -134,6 +134,15 @@ struct CreateTransfer {
     /// binary (default) or text
     #[arg(long = "t", value_name = "MODE", default_value = "binary")]
     t: String,
+    /// Text mode: the source's encoding, UTF-8 (default) or ISO-8859-1 (or a CCSID, 1208/819)
+    #[arg(long = "sce", value_name = "ENCODING", default_value = "")]
+    sce: String,
+    /// Text mode: the destination's encoding, UTF-8 (default) or ISO-8859-1
+    #[arg(long = "dce", value_name = "ENCODING", default_value = "")]
+    dce: String,
+    /// Text mode: the destination's line ending, LF (default, the agents' platform) or CRLF
+    #[arg(long = "dle", value_name = "EOL", default_value = "")]
+    dle: String,
     /// Source disposition after success: leave (default) or delete
     #[arg(long = "sd", value_name = "DISPOSITION", default_value = "leave")]
     sd: String,
@@ -295,6 +304,12 @@ fn create_transfer(h: &std::path::Path, a: CreateTransfer) -> Res {
                 "text" => Mode::Text,
                 t => return Err(other(format!("fteCreateTransfer: -t {t}: binary or text"))),
             };
+            for (flag, v) in [("-sce", &a.sce), ("-dce", &a.dce)] {
+                ferrymq_fte::text::Encoding::parse(v)
+                    .map_err(|e| other(format!("fteCreateTransfer: {flag}: {e}")))?;
+            }
+            ferrymq_fte::text::Eol::parse(&a.dle)
+                .map_err(|e| other(format!("fteCreateTransfer: -dle: {e}")))?;
             let exist = match a.de.as_str() {
                 "error" => Exist::Error,
                 "overwrite" => Exist::Overwrite,
@@ -347,6 +362,9 @@ fn create_transfer(h: &std::path::Path, a: CreateTransfer) -> Res {
                         exist,
                         mode,
                         checksum,
+                        source_encoding: a.sce.clone(),
+                        dest_encoding: a.dce.clone(),
+                        dest_eol: a.dle.clone(),
                     })
                     .collect(),
             }

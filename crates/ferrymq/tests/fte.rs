@@ -395,3 +395,78 @@ fn agents_on_two_queue_managers_joined_by_channels_transfer_a_file() {
     assert_eq!(std::fs::read(&dst).unwrap(), body);
     assert!(!fte_support::part_of(&dst).exists());
 }
+
+#[test]
+fn text_mode_converts_line_endings_and_encodings_across_chunk_boundaries() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FTQM4", &[]);
+    // Five-byte chunks: multi-byte characters and CR LF pairs are split between chunks.
+    let _a = agents(&home, "FTQM4", &["SRC4", "DST4"], 5);
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("notes.txt");
+    let line = "héllo wörld 日本語 🚀\r\nplain\n";
+    let body = format!("{}end\r", line.repeat(7));
+    std::fs::write(&src, &body).unwrap();
+    let inbox = dir(work.path(), "in");
+    let common = ["-sa", "SRC4", "-da", "DST4", "-t", "text"];
+    // To the agents' platform: LF, UTF-8.
+    let unix = inbox.join("unix.txt");
+    let out = transfer(
+        &home,
+        &[
+            &common[..],
+            &["-df", unix.to_str().unwrap(), src.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let want = body.replace("\r\n", "\n");
+    assert_eq!(std::fs::read_to_string(&unix).unwrap(), want);
+    // Asked for CRLF and ISO-8859-1: what Latin-1 lacks becomes '?'.
+    let win = inbox.join("win.txt");
+    let out = transfer(
+        &home,
+        &[
+            &common[..],
+            &[
+                "-dle",
+                "CRLF",
+                "-dce",
+                "ISO-8859-1",
+                "-df",
+                win.to_str().unwrap(),
+                src.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let latin: Vec<u8> = want
+        .replace('\n', "\r\n")
+        .chars()
+        .map(|c| {
+            if (c as u32) < 256 {
+                c as u32 as u8
+            } else {
+                b'?'
+            }
+        })
+        .collect();
+    assert_eq!(std::fs::read(&win).unwrap(), latin);
+    // Binary mode leaves every byte alone.
+    let raw = inbox.join("raw.txt");
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRC4",
+            "-da",
+            "DST4",
+            "-df",
+            raw.to_str().unwrap(),
+            src.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&raw).unwrap(), body);
+}

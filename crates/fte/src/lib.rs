@@ -14,6 +14,7 @@ mod receiver;
 pub mod request;
 mod sender;
 pub mod state;
+pub mod text;
 
 /// The agent's queues, on its queue manager (MQ's names).
 pub mod queues {

@@ -20,8 +20,9 @@ use ferrymq_types::{
 
 use crate::checksum::Hasher;
 use crate::props::AgentProps;
-use crate::request::{Disposition, Exist, Item, TransferRequest};
+use crate::request::{Disposition, Exist, Item, Mode, TransferRequest};
 use crate::state::Outbound;
+use crate::text::{Converter, Encoding, Eol};
 use crate::{err, prop, queues, FteError, Result};
 
 /// One file to send: where it is, and where it goes.
@@ -460,37 +461,51 @@ impl Link<'_> {
                     continue;
                 }
             }
-            let mut h = Hasher::new(it.checksum);
-            // The bytes the receiver already holds count in the checksum: read again here, not
-            // sent again.
-            let mut pos = 0u64;
-            while pos < offset {
-                let want = ((offset - pos) as usize).min(buf.len());
-                let n = read_full(&mut file, &mut buf[..want])
-                    .map_err(|e| FteError(format!("{}: {e}", f.src.display())))?;
-                if n == 0 {
-                    break;
+            let mut conv = match text_converter(it) {
+                Ok(c) => c,
+                Err(e) => {
+                    self.results[i] = Some((false, e.0));
+                    self.cancel(i, f)?;
+                    continue;
                 }
-                h.update(&buf[..n]);
-                pos += n as u64;
-            }
+            };
+            let mut h = Hasher::new(it.checksum);
+            // The bytes the receiver already holds (`offset` of the stream sent, converted in
+            // text mode) count in the checksum: read and converted again here, not sent again.
+            let mut skip = offset;
+            let mut converted = Vec::new();
             loop {
                 let n = read_full(&mut file, &mut buf)
                     .map_err(|e| FteError(format!("{}: {e}", f.src.display())))?;
+                let block: &[u8] = match conv.as_mut() {
+                    Some(cv) => {
+                        converted.clear();
+                        cv.push(&buf[..n], &mut converted);
+                        if n == 0 {
+                            cv.finish(&mut converted);
+                        }
+                        &converted
+                    }
+                    None => &buf[..n],
+                };
+                h.update(block);
+                let k = (skip as usize).min(block.len());
+                skip -= k as u64;
+                for piece in block[k..].chunks(p.agent_chunk_size) {
+                    while self.sent - self.acked >= window {
+                        self.pump()?;
+                    }
+                    let mut props = Properties::default();
+                    props.set(prop::KIND, s("chunk"));
+                    props.set(prop::INDEX, PropertyValue::Int(i as i64));
+                    props.set(prop::OFFSET, PropertyValue::Int(offset as i64));
+                    self.put(props, Bytes::copy_from_slice(piece))?;
+                    self.sent += 1;
+                    offset += piece.len() as u64;
+                }
                 if n == 0 {
                     break;
                 }
-                h.update(&buf[..n]);
-                while self.sent - self.acked >= window {
-                    self.pump()?;
-                }
-                let mut props = Properties::default();
-                props.set(prop::KIND, s("chunk"));
-                props.set(prop::INDEX, PropertyValue::Int(i as i64));
-                props.set(prop::OFFSET, PropertyValue::Int(offset as i64));
-                self.put(props, Bytes::copy_from_slice(&buf[..n]))?;
-                self.sent += 1;
-                offset += n as u64;
             }
             let mut props = Properties::default();
             props.set(prop::KIND, s("end"));
@@ -504,6 +519,18 @@ impl Link<'_> {
         }
         Ok(())
     }
+}
+
+/// The converter of a text-mode item (none in binary mode).
+fn text_converter(it: &Item) -> Result<Option<Converter>> {
+    if it.mode != Mode::Text {
+        return Ok(None);
+    }
+    Ok(Some(Converter::new(
+        Encoding::parse(&it.source_encoding)?,
+        Encoding::parse(&it.dest_encoding)?,
+        Eol::parse(&it.dest_eol)?,
+    )))
 }
 
 /// Sends a whole transfer (a new one, or one found on the state queue when the agent started:
