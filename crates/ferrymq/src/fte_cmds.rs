@@ -388,32 +388,67 @@ fn create_transfer(h: &std::path::Path, a: CreateTransfer) -> Res {
     }
 }
 
-/// `ferrymq fte agent NAME`
+/// `ferrymq fte agent NAME`, `ferrymq fte log`, `ferrymq fte status`
 #[derive(Parser, Debug)]
 struct FteProcess {
-    /// What to run: `agent`
-    #[arg(value_name = "WHAT", value_parser = ["agent"])]
+    /// What to run: `agent` (an agent in the foreground), `log` (the transfer log), `status`
+    /// (transfers in progress)
+    #[arg(value_name = "WHAT", value_parser = ["agent", "log", "status"])]
     what: String,
-    /// The agent
+    /// The agent (`agent`)
     #[arg(value_name = "AGENT")]
-    agent: String,
+    agent: Option<String>,
+    /// log: print each event as JSON, one a line
+    #[arg(long = "json")]
+    json: bool,
+    /// log: print each event as XML
+    #[arg(long = "xml", conflicts_with = "json")]
+    xml: bool,
 }
 
-/// `ferrymq fte agent NAME`: the agent process itself (fteStartAgent spawns it).
 pub fn fte(rest: &[String]) -> Res {
     let Some(a) = parse_args::<FteProcess>(
         "ferrymq fte",
         Some(
-            "Run a file transfer agent in the foreground (fteStartAgent runs it in the background)",
+            "Run a file transfer agent in the foreground (fteStartAgent runs it in the \
+             background), print the transfer log, or show the transfers in progress",
         ),
-        "Examples:\n  ferrymq fte agent AGENT1",
+        "Examples:\n  ferrymq fte agent AGENT1\n  ferrymq fte log --json\n  ferrymq fte status",
         rest,
     )?
     else {
         return Ok(());
     };
-    ferrymq_fte::agent::run(&home(), &a.agent)
-        .map_err(|e| other(format!("fte {} {}: {e}", a.what, a.agent)))
+    let h = home();
+    if a.what == "agent" {
+        let Some(agent) = &a.agent else {
+            return Err(other("ferrymq fte agent: name the agent"));
+        };
+        return ferrymq_fte::agent::run(&h, agent)
+            .map_err(|e| other(format!("fte agent {agent}: {e}")));
+    }
+    let events = commands::transfer_log(&h).map_err(fte_err)?;
+    if a.what == "status" {
+        let json: Vec<_> = events.into_iter().map(|(j, _)| j).collect();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        print(&ferrymq_fte::translog::status(&json, now));
+        return Ok(());
+    }
+    let mut out = String::new();
+    for (j, xml) in events {
+        if a.json {
+            out.push_str(&format!("{j}\n"));
+        } else if a.xml {
+            out.push_str(&xml);
+        } else {
+            out.push_str(&format!("{}\n", ferrymq_fte::translog::line(&j)));
+        }
+    }
+    print(&out);
+    Ok(())
 }
 
 #[cfg(test)]

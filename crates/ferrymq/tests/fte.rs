@@ -470,3 +470,110 @@ fn text_mode_converts_line_endings_and_encodings_across_chunk_boundaries() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(&raw).unwrap(), body);
 }
+
+#[test]
+fn the_transfer_log_keeps_every_event_for_later_readers_and_status_shows_progress() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FTQM5", &[]);
+    home.ok(&["fteSetupCoordination", "-coordinationQMgr", "FTQM5"]);
+    let _a = agents(&home, "FTQM5", &["SRC5", "DST5"], 16 * 1024);
+    let work = tempfile::tempdir().unwrap();
+    let inbox = dir(work.path(), "in");
+    let small = work.path().join("small.bin");
+    std::fs::write(&small, data(50_000, 1)).unwrap();
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRC5",
+            "-da",
+            "DST5",
+            "-jn",
+            "nightly",
+            "-dd",
+            inbox.to_str().unwrap(),
+            small.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let missing = work.path().join("missing.bin");
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRC5",
+            "-da",
+            "DST5",
+            "-dd",
+            inbox.to_str().unwrap(),
+            missing.to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    // Nobody subscribed: the durable subscription kept the events, in order (a request refused
+    // before it started has only its failure).
+    let json = home.ok(&["fte", "log", "--json"]);
+    let events: Vec<serde_json::Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["started", "completed", "failed"], "{json}");
+    assert_eq!(events[1]["bytes"], 50_000, "{json}");
+    assert_eq!(events[1]["files"], 1);
+    assert_eq!(events[1]["job"], "nightly");
+    assert_eq!(events[1]["resultCode"], 0);
+    assert_eq!(events[2]["resultCode"], 1);
+    assert!(events[2]["text"].as_str().unwrap().contains("missing.bin"));
+    assert_eq!(events[0]["transferId"], events[1]["transferId"]);
+    let xml = home.ok(&["fte", "log", "--xml"]);
+    assert!(xml.contains(">completed</action>"), "{xml}");
+    assert!(xml.contains("<name>nightly</name>"), "{xml}");
+    let lines = home.ok(&["fte", "log"]);
+    assert_eq!(lines.lines().count(), 3, "{lines}");
+    assert_eq!(
+        home.ok(&["fte", "status"]).trim(),
+        "no transfer in progress"
+    );
+    // A transfer under way shows in the status with its bytes, rate, time left and bar.
+    let big = work.path().join("big.bin");
+    let body = data(16 << 20, 2);
+    std::fs::write(&big, &body).unwrap();
+    home.ok(&[
+        "fteCreateTransfer",
+        "-sa",
+        "SRC5",
+        "-da",
+        "DST5",
+        "-dd",
+        inbox.to_str().unwrap(),
+        big.to_str().unwrap(),
+    ]);
+    let mut seen = String::new();
+    fte_support::wait_until("the transfer in fte status", 60, || {
+        let s = home.ok(&["fte", "status"]);
+        if s.contains("SRC5 -> DST5") {
+            seen = s;
+            true
+        } else {
+            false
+        }
+    });
+    assert!(
+        seen.contains('[') && seen.contains("/16777216 bytes") && seen.contains("ETA"),
+        "{seen}"
+    );
+    fte_support::wait_until("the transfer's end in the log", 120, || {
+        home.ok(&["fte", "log", "--json"])
+            .lines()
+            .any(|l| l.contains("\"completed\"") && l.contains("16777216"))
+    });
+    assert_eq!(std::fs::read(inbox.join("big.bin")).unwrap(), body);
+    assert_eq!(
+        home.ok(&["fte", "status"]).trim(),
+        "no transfer in progress"
+    );
+}

@@ -63,6 +63,16 @@ pub fn setup_coordination(home: &Path, qmgr: &str, print: bool) -> Result<String
     ))
 }
 
+/// The transfer log kept on the coordination queue manager (fteSetupCoordination), oldest first:
+/// each event as JSON and as XML.
+pub fn transfer_log(home: &Path) -> Result<Vec<(serde_json::Value, String)>> {
+    let Some(qm) = coordination_qmgr(home) else {
+        return err("no coordination queue manager: run fteSetupCoordination first");
+    };
+    let c = Connection::connect(ferrymq_client::ConnectOptions::bindings(&qm))?;
+    crate::translog::read(&c)
+}
+
 fn coordination_qmgr(home: &Path) -> Option<String> {
     let text =
         std::fs::read_to_string(props::mqft_dir(home).join("coordination.properties")).ok()?;

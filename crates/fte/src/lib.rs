@@ -15,6 +15,7 @@ pub mod request;
 mod sender;
 pub mod state;
 pub mod text;
+pub mod translog;
 
 /// The agent's queues, on its queue manager (MQ's names).
 pub mod queues {

@@ -12,7 +12,9 @@ use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::ObjectHandle;
 
-use ferrymq_types::limits::{FTE_FILES_PER_TRANSFER_MAX, FTE_FILE_NAME_LEN_MAX, FTE_STALL_MS};
+use ferrymq_types::limits::{
+    FTE_FILES_PER_TRANSFER_MAX, FTE_FILE_NAME_LEN_MAX, FTE_PROGRESS_INTERVAL_MS, FTE_STALL_MS,
+};
 use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
 use ferrymq_types::{
     MessageDescriptor, MqError, MsgId, Persistence, Properties, PropertyValue, Reason,
@@ -23,6 +25,7 @@ use crate::props::AgentProps;
 use crate::request::{Disposition, Exist, Item, Mode, TransferRequest};
 use crate::state::Outbound;
 use crate::text::{Converter, Encoding, Eol};
+use crate::translog::{self, Event};
 use crate::{err, prop, queues, FteError, Result};
 
 /// One file to send: where it is, and where it goes.
@@ -251,6 +254,10 @@ fn now_ms() -> i64 {
 
 struct Link<'a> {
     c: &'a Connection,
+    p: &'a AgentProps,
+    /// The transfer log's event, kept up to date.
+    ev: Event,
+    last_log: Instant,
     data: ObjectHandle,
     acks: ObjectHandle,
     state: ObjectHandle,
@@ -328,6 +335,14 @@ impl Link<'_> {
                     let c = &mut self.confirmed[i as usize];
                     *c = (*c).max(int(prop::OFFSET).max(0) as u64);
                 }
+                if self.last_log.elapsed().as_millis() as u64 >= FTE_PROGRESS_INTERVAL_MS {
+                    self.last_log = Instant::now();
+                    self.ev.kind = "progress";
+                    self.ev.bytes = self.bytes_done();
+                    self.ev.resumes = self.resumes;
+                    self.ev.resent_bytes = self.resent;
+                    translog::publish(self.c, self.p, &self.ev);
+                }
             }
             Some(PropertyValue::String(k)) if k == "ready" && epoch == self.epoch => {
                 self.ready = Some((
@@ -348,6 +363,19 @@ impl Link<'_> {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Bytes at the destination: whole files that arrived, and what was acknowledged of others.
+    fn bytes_done(&self) -> u64 {
+        self.results
+            .iter()
+            .zip(&self.confirmed)
+            .zip(&self.idents)
+            .map(|((r, c), id)| match (r, id) {
+                (Some((true, _)), Some((size, _))) => (*size).max(0) as u64,
+                _ => *c,
+            })
+            .sum()
     }
 
     /// Records on the state queue how many files (from the first) have their result.
@@ -556,14 +584,31 @@ pub fn run(c: &Connection, p: &AgentProps, rec: Outbound, restarted: bool) {
         rec.request_msg_id,
         crate::state::outbound_key(rec.tid),
     );
+    let began = Instant::now();
+    let mut ev = Event {
+        tid: crate::state::hex(&rec.tid),
+        source_agent: p.agent_name.clone(),
+        source_qmgr: p.agent_qmgr.clone(),
+        ..Default::default()
+    };
     let (ok, text) = match TransferRequest::from_xml(&rec.request_xml) {
-        Ok(req) => match send(c, p, &req, rec, state.clone(), restarted) {
-            Ok((ok, text)) => (ok, text),
-            Err(e) => (false, format!("transfer failed: {e}")),
-        },
+        Ok(req) => {
+            ev.dest_agent = req.dest_agent.clone();
+            ev.dest_qmgr = req.dest_qmgr.clone();
+            ev.job = req.job_name.clone();
+            match send(c, p, &req, rec, state.clone(), restarted, &mut ev) {
+                Ok((ok, text)) => (ok, text),
+                Err(e) => (false, format!("transfer failed: {e}")),
+            }
+        }
         Err(e) => (false, format!("transfer failed: {e}")),
     };
     eprintln!("fte agent {}: {text}", p.agent_name);
+    ev.kind = if ok { "completed" } else { "failed" };
+    ev.result_code = if ok { 0 } else { 1 };
+    ev.text = text.clone();
+    ev.duration_ms = began.elapsed().as_millis() as u64;
+    translog::publish(c, p, &ev);
     reply_to(c, &q, &qm, id, ok, &text);
     if let Err(e) = crate::state::remove(c, &state, key) {
         if lost(&e) {
@@ -579,8 +624,20 @@ fn send(
     rec: Outbound,
     state: ObjectHandle,
     restarted: bool,
+    ev: &mut Event,
 ) -> Result<(bool, String)> {
     let files = jobs(req)?;
+    ev.files = files.len();
+    ev.total_bytes = files
+        .iter()
+        .map(|f| std::fs::metadata(&f.src).map(|m| m.len()).unwrap_or(0))
+        .sum();
+    ev.kind = if restarted { "progress" } else { "started" };
+    if restarted {
+        ev.text = "resumed after the agent restarted".into();
+    }
+    translog::publish(c, p, ev);
+    ev.text.clear();
     let dest_qm = if req.dest_qmgr.is_empty() || req.dest_qmgr == p.agent_qmgr {
         String::new()
     } else {
@@ -609,6 +666,9 @@ fn send(
     }
     let mut l = Link {
         c,
+        p,
+        ev: ev.clone(),
+        last_log: Instant::now(),
         data,
         acks,
         state,
@@ -649,6 +709,9 @@ fn send(
             }
         }
     }
+    ev.bytes = l.bytes_done();
+    ev.resumes = l.resumes;
+    ev.resent_bytes = l.resent;
     let bytes: u64 = l
         .idents
         .iter()

@@ -36,7 +36,8 @@ pub struct Outbound {
     pub resumes: u64,
 }
 
-fn hex(b: &[u8]) -> String {
+/// A transfer id as text.
+pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 

@@ -131,6 +131,8 @@ pub const FTE_REQUEST_LEN_MAX_BYTES: usize = 1024 * 1024;
 /// How long a sending agent waits for an acknowledgement of its window (or an answer to a
 /// resume) before it resumes the transfer from the receiver's last checkpoint.
 pub const FTE_STALL_MS: u64 = 4_000;
+/// How often at most a sending agent publishes a progress event of a transfer.
+pub const FTE_PROGRESS_INTERVAL_MS: u64 = 1_000;
 /// How long an agent that lost its queue manager keeps trying to reconnect before it ends.
 pub const FTE_RECONNECT_WAIT_MS: u64 = 600_000;
 /// How long fteStartAgent waits for the agent it spawned to be ready.
