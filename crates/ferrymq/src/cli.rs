@@ -477,6 +477,9 @@ pub enum Cmd {
     /// Managed file transfer: transfer files between agents
     #[command(name = "fteCreateTransfer", disable_help_flag = true, after_help = FTE_NOTE)]
     FteCreateTransfer(Raw),
+    /// Managed file transfer: cancel a transfer in progress
+    #[command(name = "fteCancelTransfer", disable_help_flag = true, after_help = FTE_NOTE)]
+    FteCancelTransfer(Raw),
     /// Managed file transfer: the agent process (fteStartAgent runs it)
     #[command(disable_help_flag = true, after_help = FTE_NOTE)]
     Fte(Raw),

@@ -103,6 +103,17 @@ struct AgentName {
     agent: String,
 }
 
+/// `fteCancelTransfer`
+#[derive(Parser, Debug)]
+struct CancelTransfer {
+    /// The transfer's source agent
+    #[arg(long = "agentName", value_name = "AGENT")]
+    agent_name: String,
+    /// The transfer's id (fteCreateTransfer prints it)
+    #[arg(value_name = "TRANSFER_ID")]
+    id: String,
+}
+
 /// `fteListAgents`
 #[derive(Parser, Debug)]
 struct ListAgents {}
@@ -219,6 +230,19 @@ pub fn run(name: &str, rest: &[String]) -> Res {
             // The same bounds as a hand-edited agent.properties.
             AgentProps::parse(&p.to_text()).map_err(fte_err)?;
             print(&commands::create_agent(&h, p, a.print).map_err(fte_err)?);
+            Ok(())
+        }
+        "fteCancelTransfer" => {
+            let Some(a) = parse_args::<CancelTransfer>(
+                "ferrymq fteCancelTransfer",
+                Some("Cancel a transfer: the partial destination goes, the source stays"),
+                "Examples:\n  ferrymq fteCancelTransfer -agentName AGENT1 414d5120...",
+                &args,
+            )?
+            else {
+                return Ok(());
+            };
+            print(&commands::cancel_transfer(&h, &a.agent_name, &a.id).map_err(fte_err)?);
             Ok(())
         }
         "fteStartAgent" | "fteStopAgent" | "fteShowAgentDetails" => {
@@ -376,15 +400,23 @@ fn create_transfer(h: &std::path::Path, a: CreateTransfer) -> Res {
         return Ok(());
     }
     match commands::create_transfer(h, &req, a.w.map(|s| s * 1000)).map_err(fte_err)? {
-        None => {
-            print("transfer request submitted\n");
+        (id, None) => {
+            print(&format!(
+                "transfer request submitted with ID {}\n",
+                ferrymq_fte::state::hex(&id)
+            ));
             Ok(())
         }
-        Some(o) if o.ok => {
-            print(&format!("{}\n", o.text));
-            Ok(())
-        }
-        Some(o) => Err(other(o.text)),
+        (_, Some(o)) => outcome(o),
+    }
+}
+
+fn outcome(o: commands::Outcome) -> Res {
+    if o.ok {
+        print(&format!("{}\n", o.text));
+        Ok(())
+    } else {
+        Err(other(o.text))
     }
 }
 

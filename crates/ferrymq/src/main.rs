@@ -79,6 +79,7 @@ fn run(cli: Cli) -> Res {
         Cmd::FteListAgents(a) => fte_cmds::run("fteListAgents", &a.args),
         Cmd::FteShowAgentDetails(a) => fte_cmds::run("fteShowAgentDetails", &a.args),
         Cmd::FteCreateTransfer(a) => fte_cmds::run("fteCreateTransfer", &a.args),
+        Cmd::FteCancelTransfer(a) => fte_cmds::run("fteCancelTransfer", &a.args),
         Cmd::Fte(a) => fte_cmds::fte(&a.args),
         Cmd::Req(a) => req::run(&a),
         Cmd::Runmqdlq(a) => dlq_handler::run(&a),

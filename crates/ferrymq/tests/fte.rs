@@ -577,3 +577,98 @@ fn the_transfer_log_keeps_every_event_for_later_readers_and_status_shows_progres
         "no transfer in progress"
     );
 }
+
+#[test]
+fn a_cancelled_transfer_removes_its_partial_destination_and_keeps_the_source() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FTQM6", &[]);
+    home.ok(&["fteSetupCoordination", "-coordinationQMgr", "FTQM6"]);
+    let _a = agents(&home, "FTQM6", &["SRC6", "DST6"], 4096);
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("big.bin");
+    let body = data(8 << 20, 6);
+    std::fs::write(&src, &body).unwrap();
+    let dst = dir(work.path(), "in").join("big.bin");
+    let out = home.ok(&[
+        "fteCreateTransfer",
+        "-sa",
+        "SRC6",
+        "-da",
+        "DST6",
+        "-df",
+        dst.to_str().unwrap(),
+        src.to_str().unwrap(),
+    ]);
+    let id = out
+        .split("with ID ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no ID in: {out}"))
+        .trim()
+        .to_string();
+    let part = fte_support::part_of(&dst);
+    fte_support::wait_until("the transfer under way", 60, || {
+        std::fs::metadata(&part).is_ok_and(|m| m.len() > 0)
+    });
+    let out = home.ok(&["fteCancelTransfer", "-agentName", "SRC6", &id]);
+    assert!(out.contains("cancelled"), "{out}");
+    fte_support::wait_until("the .part removed", 30, || !part.exists());
+    assert!(!dst.exists());
+    assert_eq!(std::fs::read(&src).unwrap(), body);
+    let mut log = String::new();
+    fte_support::wait_until("a cancelled event", 30, || {
+        log = home.ok(&["fte", "log", "--json"]);
+        log.contains("\"cancelled\"")
+    });
+    assert!(log.contains(&id), "{log}");
+    // Nothing left to cancel.
+    let again = home.run(&["fteCancelTransfer", "-agentName", "SRC6", &id]);
+    assert!(!again.status.success(), "{}", text(&again));
+}
+
+#[test]
+fn a_chunk_corrupted_in_flight_fails_the_transfer_and_leaves_no_file() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FTQM7", &[]);
+    let _d = agents(&home, "FTQM7", &["DST7"], 4096);
+    home.ok(&[
+        "fteCreateAgent",
+        "-agentName",
+        "SRC7",
+        "-agentQMgr",
+        "FTQM7",
+        "-agentChunkSize",
+        "4096",
+    ]);
+    let _s = fte_support::Agents {
+        home: &home,
+        names: vec!["SRC7".into()],
+    };
+    // The sending agent's test hook inverts a byte of its fourth chunk after checksumming it.
+    let started = std::process::Command::new(env!("CARGO_BIN_EXE_ferrymq"))
+        .args(["fteStartAgent", "SRC7"])
+        .env("FERRYMQ_HOME", home.path())
+        .env("FERRYMQ_FTE_TEST_CORRUPT_CHUNK", "3")
+        .output()
+        .unwrap();
+    assert!(started.status.success(), "{}", text(&started));
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("data.bin");
+    std::fs::write(&src, data(100_000, 7)).unwrap();
+    let dst = dir(work.path(), "in").join("data.bin");
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRC7",
+            "-da",
+            "DST7",
+            "-df",
+            dst.to_str().unwrap(),
+            src.to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("checksum mismatch"), "{}", text(&out));
+    assert!(!dst.exists());
+    assert!(!fte_support::part_of(&dst).exists());
+}

@@ -174,6 +174,22 @@ pub fn run(home: &Path, agent: &str) -> Result<()> {
             }
         };
         if let Some(PropertyValue::String(k)) = m.props.get(prop::KIND) {
+            if k == "cancel" {
+                let id = match m.props.get(prop::TID) {
+                    Some(PropertyValue::String(t)) => t.clone(),
+                    _ => String::new(),
+                };
+                let known = crate::sender::request_cancel(crate::state::unhex(&id));
+                let text = if known {
+                    format!("transfer {id} is being cancelled")
+                } else {
+                    format!("no transfer {id} in progress at agent {agent}")
+                };
+                eprintln!("fte agent {agent}: {text}");
+                crate::sender::reply(&c, &m.md, known, &text);
+                let _ = c.commit();
+                continue;
+            }
             if k == "stop" {
                 let _ = c.commit();
                 let _ = std::fs::remove_file(&pid);
@@ -201,10 +217,9 @@ pub fn run(home: &Path, agent: &str) -> Result<()> {
             ));
             continue;
         }
-        let mut tid = [0u8; 24];
-        rand::Rng::fill(&mut rand::thread_rng(), &mut tid[..]);
+        // The transfer's id is its request's MsgId, which fteCreateTransfer prints.
         let rec = Outbound {
-            tid,
+            tid: m.md.msg_id,
             request_xml: text,
             reply_q: m.md.reply_to_q.clone(),
             reply_qm: m.md.reply_to_qmgr.clone(),

@@ -4,8 +4,10 @@
 //! with the file's checksum to the destination agent's data queue, and waits for the receiver's
 //! result. Sources are deleted (disposition `delete`) only after their file arrived whole.
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -213,10 +215,37 @@ pub fn lost(e: &MqError) -> bool {
     )
 }
 
+/// The transfers this agent is sending, and those of them asked to stop (fteCancelTransfer).
+static RUNNING: Mutex<Option<HashMap<MsgId, bool>>> = Mutex::new(None);
+
+fn running() -> std::sync::MutexGuard<'static, Option<HashMap<MsgId, bool>>> {
+    RUNNING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Asks a transfer this agent is sending to stop; false if there is no such transfer.
+pub fn request_cancel(tid: MsgId) -> bool {
+    match running().as_mut().and_then(|m| m.get_mut(&tid)) {
+        Some(c) => {
+            *c = true;
+            true
+        }
+        None => false,
+    }
+}
+
+fn cancelled(tid: MsgId) -> bool {
+    running()
+        .as_ref()
+        .and_then(|m| m.get(&tid).copied())
+        .unwrap_or(false)
+}
+
 /// Why a pass over the files stopped before all had their result.
 enum Halt {
     /// No answer from the receiver for FTE_STALL_MS: resume from its checkpoint.
     Stall,
+    /// fteCancelTransfer asked the transfer to stop.
+    Cancelled,
     Fail(FteError),
 }
 
@@ -307,6 +336,9 @@ impl Link<'_> {
 
     /// Takes one answer from the receiver, waiting up to FTE_STALL_MS.
     fn pump(&mut self) -> std::result::Result<(), Halt> {
+        if cancelled(self.tid) {
+            return Err(Halt::Cancelled);
+        }
         let g = GetOptions {
             wait: Wait::Ms(FTE_STALL_MS),
             match_correl_id: Some(self.tid),
@@ -523,11 +555,19 @@ impl Link<'_> {
                     while self.sent - self.acked >= window {
                         self.pump()?;
                     }
+                    if cancelled(self.tid) {
+                        return Err(Halt::Cancelled);
+                    }
+                    let corrupt = test_hook_corrupt(self.sent);
                     let mut props = Properties::default();
                     props.set(prop::KIND, s("chunk"));
                     props.set(prop::INDEX, PropertyValue::Int(i as i64));
                     props.set(prop::OFFSET, PropertyValue::Int(offset as i64));
-                    self.put(props, Bytes::copy_from_slice(piece))?;
+                    let mut body = piece.to_vec();
+                    if corrupt && !body.is_empty() {
+                        body[0] ^= 0xff;
+                    }
+                    self.put(props, Bytes::from(body))?;
                     self.sent += 1;
                     offset += piece.len() as u64;
                 }
@@ -547,6 +587,18 @@ impl Link<'_> {
         }
         Ok(())
     }
+}
+
+/// A test hook: with FERRYMQ_FTE_TEST_CORRUPT_CHUNK=N in the sending agent's environment, the
+/// N-th chunk of each pass (from 0) leaves with its first byte inverted, after the checksum saw
+/// it, as a corruption in flight would.
+fn test_hook_corrupt(chunk: u64) -> bool {
+    static AT: OnceLock<Option<u64>> = OnceLock::new();
+    *AT.get_or_init(|| {
+        std::env::var("FERRYMQ_FTE_TEST_CORRUPT_CHUNK")
+            .ok()
+            .and_then(|v| v.parse().ok())
+    }) == Some(chunk)
 }
 
 /// The converter of a text-mode item (none in binary mode).
@@ -584,6 +636,10 @@ pub fn run(c: &Connection, p: &AgentProps, rec: Outbound, restarted: bool) {
         rec.request_msg_id,
         crate::state::outbound_key(rec.tid),
     );
+    running()
+        .get_or_insert_with(HashMap::new)
+        .insert(rec.tid, false);
+    let tid = rec.tid;
     let began = Instant::now();
     let mut ev = Event {
         tid: crate::state::hex(&rec.tid),
@@ -604,8 +660,15 @@ pub fn run(c: &Connection, p: &AgentProps, rec: Outbound, restarted: bool) {
         Err(e) => (false, format!("transfer failed: {e}")),
     };
     eprintln!("fte agent {}: {text}", p.agent_name);
-    ev.kind = if ok { "completed" } else { "failed" };
-    ev.result_code = if ok { 0 } else { 1 };
+    if let Some(m) = running().as_mut() {
+        m.remove(&tid);
+    }
+    if ev.kind == "cancelled" {
+        ev.result_code = 2;
+    } else {
+        ev.kind = if ok { "completed" } else { "failed" };
+        ev.result_code = if ok { 0 } else { 1 };
+    }
     ev.text = text.clone();
     ev.duration_ms = began.elapsed().as_millis() as u64;
     translog::publish(c, p, &ev);
@@ -646,6 +709,7 @@ fn send(
     let halt = |h: Halt| match h {
         Halt::Fail(e) => e,
         Halt::Stall => FteError("no answer".into()),
+        Halt::Cancelled => FteError("cancelled".into()),
     };
     let data = c
         .open_qmgr(&queues::data(&req.dest_agent), &dest_qm, open::OUTPUT)
@@ -689,6 +753,27 @@ fn send(
         match l.pass(p, req, &files) {
             Ok(()) => break,
             Err(Halt::Fail(e)) => return Err(e),
+            Err(Halt::Cancelled) => {
+                let mut n = 0;
+                for (i, f) in files.iter().enumerate() {
+                    if l.results[i].is_none() {
+                        // The receiver removes the file's `.part`; the source stays.
+                        let _ = l.cancel(i, f);
+                        n += 1;
+                    }
+                }
+                let _ = c.close(&l.data, 0);
+                let _ = c.close(&l.acks, 0);
+                ev.kind = "cancelled";
+                ev.bytes = l.bytes_done();
+                return Ok((
+                    false,
+                    format!(
+                        "transfer cancelled: {n} of {} files not transferred",
+                        files.len()
+                    ),
+                ));
+            }
             Err(Halt::Stall) => {
                 let waited = l.last_answer.elapsed().as_secs();
                 if p.transfer_recovery_timeout >= 0 && waited > p.transfer_recovery_timeout as u64 {

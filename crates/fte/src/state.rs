@@ -41,7 +41,8 @@ pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn unhex(s: &str) -> MsgId {
+/// A transfer id from its text.
+pub fn unhex(s: &str) -> MsgId {
     let mut id = [0u8; 24];
     for (i, out) in id.iter_mut().enumerate() {
         if let Some(h) = s.get(2 * i..2 * i + 2) {
