@@ -477,6 +477,15 @@ pub enum Cmd {
     /// Managed file transfer: transfer files between agents
     #[command(name = "fteCreateTransfer", disable_help_flag = true, after_help = FTE_NOTE)]
     FteCreateTransfer(Raw),
+    /// Managed file transfer: create a resource monitor (a directory that triggers transfers)
+    #[command(name = "fteCreateMonitor", disable_help_flag = true, after_help = FTE_NOTE)]
+    FteCreateMonitor(Raw),
+    /// Managed file transfer: list resource monitors
+    #[command(name = "fteListMonitors", disable_help_flag = true, after_help = FTE_NOTE)]
+    FteListMonitors(Raw),
+    /// Managed file transfer: delete a resource monitor
+    #[command(name = "fteDeleteMonitor", disable_help_flag = true, after_help = FTE_NOTE)]
+    FteDeleteMonitor(Raw),
     /// Managed file transfer: cancel a transfer in progress
     #[command(name = "fteCancelTransfer", disable_help_flag = true, after_help = FTE_NOTE)]
     FteCancelTransfer(Raw),

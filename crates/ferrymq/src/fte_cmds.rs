@@ -90,6 +90,9 @@ struct CreateAgent {
     /// agentCheckpointInterval: frames between checkpoints (default 1)
     #[arg(long = "agentCheckpointInterval", value_name = "N")]
     checkpoint_interval: Option<usize>,
+    /// maxSourceTransfers: transfers the agent sends at once; others queue (default 25)
+    #[arg(long = "maxSourceTransfers", value_name = "N")]
+    max_source: Option<usize>,
     /// Print the MQSC that defines the agent's queues; create nothing
     #[arg(long = "p")]
     print: bool,
@@ -101,6 +104,47 @@ struct AgentName {
     /// The agent
     #[arg(value_name = "AGENT")]
     agent: String,
+}
+
+/// `fteCreateMonitor`
+#[derive(Parser, Debug)]
+struct CreateMonitor {
+    /// The agent that monitors (and sends)
+    #[arg(long = "ma", value_name = "AGENT")]
+    ma: String,
+    /// The monitor's name
+    #[arg(long = "mn", value_name = "NAME")]
+    mn: String,
+    /// The directory to watch
+    #[arg(long = "md", value_name = "DIR")]
+    md: String,
+    /// The task: a transfer request's XML (fteCreateTransfer -gt writes one), with ${FilePath}
+    /// and ${FileName} standing for the file that triggered
+    #[arg(long = "mt", value_name = "TASK.xml")]
+    mt: PathBuf,
+    /// The trigger: match,PATTERN (`*` and `?` wildcards)
+    #[arg(long = "tr", value_name = "match,PATTERN", default_value = "match,*")]
+    tr: String,
+    /// Poll interval, in -pu units (default 60)
+    #[arg(long = "pi", value_name = "N", default_value_t = 60)]
+    pi: u64,
+    /// Poll interval units: seconds (default) or minutes
+    #[arg(long = "pu", value_name = "UNITS", default_value = "seconds")]
+    pu: String,
+    /// Polls a file's size must stay the same before it triggers (default 2)
+    #[arg(long = "stable", value_name = "N", default_value_t = 2)]
+    stable: u32,
+}
+
+/// `fteListMonitors`, `fteDeleteMonitor`
+#[derive(Parser, Debug)]
+struct MonitorName {
+    /// The agent
+    #[arg(long = "ma", value_name = "AGENT")]
+    ma: Option<String>,
+    /// The monitor (fteDeleteMonitor)
+    #[arg(long = "mn", value_name = "NAME")]
+    mn: Option<String>,
 }
 
 /// `fteCancelTransfer`
@@ -227,9 +271,71 @@ pub fn run(name: &str, rest: &[String]) -> Res {
             if let Some(v) = a.checkpoint_interval {
                 p.agent_checkpoint_interval = v;
             }
+            if let Some(v) = a.max_source {
+                p.max_source_transfers = v;
+            }
             // The same bounds as a hand-edited agent.properties.
             AgentProps::parse(&p.to_text()).map_err(fte_err)?;
             print(&commands::create_agent(&h, p, a.print).map_err(fte_err)?);
+            Ok(())
+        }
+        "fteCreateMonitor" => {
+            let Some(a) = parse_args::<CreateMonitor>(
+                "ferrymq fteCreateMonitor",
+                Some("Create a resource monitor: files appearing in a directory trigger a task"),
+                "Examples:\n  ferrymq fteCreateMonitor -ma AGENT1 -mn INBOX -md /srv/out \\\n      \
+                 -mt task.xml -tr 'match,*.csv' -pi 5",
+                &args,
+            )?
+            else {
+                return Ok(());
+            };
+            let Some(pattern) = a.tr.strip_prefix("match,") else {
+                return Err(other("fteCreateMonitor: -tr match,PATTERN"));
+            };
+            let unit_ms = match a.pu.as_str() {
+                "seconds" => 1_000,
+                "minutes" => 60_000,
+                u => {
+                    return Err(other(format!(
+                        "fteCreateMonitor: -pu {u}: seconds or minutes"
+                    )))
+                }
+            };
+            let task = std::fs::read_to_string(&a.mt)
+                .map_err(|e| other(format!("fteCreateMonitor: {}: {e}", a.mt.display())))?;
+            let m = ferrymq_fte::monitor::Monitor {
+                name: a.mn.clone(),
+                directory: commands::absolute(&a.md),
+                pattern: pattern.to_string(),
+                poll_ms: a.pi.max(1).saturating_mul(unit_ms),
+                stable: a.stable,
+            };
+            print(&ferrymq_fte::monitor::create(&h, &a.ma, &m, &task).map_err(fte_err)?);
+            Ok(())
+        }
+        "fteListMonitors" | "fteDeleteMonitor" => {
+            let Some(a) = parse_args::<MonitorName>(
+                if name == "fteListMonitors" {
+                    "ferrymq fteListMonitors"
+                } else {
+                    "ferrymq fteDeleteMonitor"
+                },
+                None,
+                "Examples:\n  ferrymq fteListMonitors\n  ferrymq fteDeleteMonitor -ma AGENT1 -mn INBOX",
+                &args,
+            )?
+            else {
+                return Ok(());
+            };
+            if name == "fteListMonitors" {
+                print(&ferrymq_fte::monitor::list(&h, a.ma.as_deref()));
+                return Ok(());
+            }
+            let (Some(ma), Some(mn)) = (a.ma, a.mn) else {
+                return Err(other("fteDeleteMonitor: give -ma AGENT and -mn NAME"));
+            };
+            print(&ferrymq_fte::monitor::delete(&h, &ma, &mn).map_err(fte_err)?);
             Ok(())
         }
         "fteCancelTransfer" => {

@@ -672,3 +672,89 @@ fn a_chunk_corrupted_in_flight_fails_the_transfer_and_leaves_no_file() {
     assert!(!dst.exists());
     assert!(!fte_support::part_of(&dst).exists());
 }
+
+#[test]
+fn a_monitor_transfers_each_file_dropped_at_once_exactly_once_two_at_a_time() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FTQM8", &[]);
+    let _d = agents(&home, "FTQM8", &["DST8"], 4096);
+    home.ok(&[
+        "fteCreateAgent",
+        "-agentName",
+        "SRC8",
+        "-agentQMgr",
+        "FTQM8",
+        "-maxSourceTransfers",
+        "2",
+    ]);
+    let _s = fte_support::Agents {
+        home: &home,
+        names: vec!["SRC8".into()],
+    };
+    home.ok(&["fteStartAgent", "SRC8"]);
+    let work = tempfile::tempdir().unwrap();
+    let outbox = dir(work.path(), "out");
+    let inbox = dir(work.path(), "in");
+    let task = work.path().join("task.xml");
+    std::fs::write(
+        &task,
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<request version=\"6.00\"><managedTransfer>\
+             <sourceAgent agent=\"SRC8\" QMgr=\"FTQM8\"/><destinationAgent agent=\"DST8\" \
+             QMgr=\"FTQM8\"/><transferSet><item mode=\"binary\"><source><file>${{FilePath}}</file>\
+             </source><destination type=\"file\" exist=\"error\"><file>{}/${{FileName}}.copy</file>\
+             </destination></item></transferSet></managedTransfer></request>\n",
+            inbox.display()
+        ),
+    )
+    .unwrap();
+    home.ok(&[
+        "fteCreateMonitor",
+        "-ma",
+        "SRC8",
+        "-mn",
+        "OUTBOX",
+        "-md",
+        outbox.to_str().unwrap(),
+        "-mt",
+        task.to_str().unwrap(),
+        "-tr",
+        "match,*.csv",
+        "-pi",
+        "1",
+    ]);
+    let list = home.ok(&["fteListMonitors"]);
+    assert!(list.contains("OUTBOX") && list.contains("*.csv"), "{list}");
+    // Many files at once, and one that does not match.
+    const N: usize = 40;
+    for i in 0..N {
+        std::fs::write(outbox.join(format!("f{i}.csv")), data(3000 + i, i as u8)).unwrap();
+    }
+    std::fs::write(outbox.join("skip.tmp"), b"x").unwrap();
+    fte_support::wait_until("every file transferred", 120, || {
+        (0..N).all(|i| inbox.join(format!("f{i}.csv.copy")).exists())
+    });
+    for i in 0..N {
+        assert_eq!(
+            std::fs::read(inbox.join(format!("f{i}.csv.copy"))).unwrap(),
+            data(3000 + i, i as u8)
+        );
+    }
+    // A few more polls: nothing fires twice (a second transfer would fail: exist=error).
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let log = fte_support::agent_log(&home, "SRC8");
+    assert_eq!(log.matches("monitor OUTBOX fired").count(), N, "{log}");
+    assert_eq!(log.matches("transfer complete").count(), N, "{log}");
+    assert!(!log.contains("transfer failed"), "{log}");
+    assert!(!inbox.join("skip.tmp.copy").exists());
+    // Never more than maxSourceTransfers at once.
+    let most = log
+        .lines()
+        .filter_map(|l| l.split(" started (").nth(1))
+        .filter_map(|r| r.split(' ').next()?.parse::<usize>().ok())
+        .max()
+        .unwrap();
+    assert!(most <= 2, "{log}");
+    home.ok(&["fteDeleteMonitor", "-ma", "SRC8", "-mn", "OUTBOX"]);
+    assert!(home.ok(&["fteListMonitors"]).contains("no monitors"));
+}

@@ -139,6 +139,12 @@ pub fn run(home: &Path, agent: &str) -> Result<()> {
             }
         })
         .map_err(|e| crate::FteError(format!("thread: {e}")))?;
+    let mon_conn = c.share()?;
+    let (mon_home, mon_props) = (home.to_path_buf(), p.clone());
+    std::thread::Builder::new()
+        .name("fte-monitors".into())
+        .spawn(move || crate::monitor::run(&mon_home, mon_conn, &mon_props))
+        .map_err(|e| crate::FteError(format!("thread: {e}")))?;
     let slots = Arc::new(Slots {
         used: Mutex::new(0),
         freed: Condvar::new(),

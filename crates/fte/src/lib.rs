@@ -9,6 +9,7 @@
 pub mod agent;
 pub mod checksum;
 pub mod commands;
+pub mod monitor;
 pub mod props;
 mod receiver;
 pub mod request;

@@ -49,7 +49,7 @@ pub fn safe_relative(name: &str) -> bool {
         && p.components().all(|c| matches!(c, Component::Normal(_)))
 }
 
-fn wildcard_match(pat: &[u8], s: &[u8]) -> bool {
+pub(crate) fn wildcard_match(pat: &[u8], s: &[u8]) -> bool {
     match (pat.first(), s.first()) {
         (None, None) => true,
         (Some(b'*'), _) => {
@@ -636,9 +636,18 @@ pub fn run(c: &Connection, p: &AgentProps, rec: Outbound, restarted: bool) {
         rec.request_msg_id,
         crate::state::outbound_key(rec.tid),
     );
-    running()
-        .get_or_insert_with(HashMap::new)
-        .insert(rec.tid, false);
+    let now_running = {
+        let mut r = running();
+        let m = r.get_or_insert_with(HashMap::new);
+        m.insert(rec.tid, false);
+        m.len()
+    };
+    eprintln!(
+        "fte agent {}: transfer {} started ({now_running} running, at most {})",
+        p.agent_name,
+        crate::state::hex(&rec.tid),
+        p.max_source_transfers
+    );
     let tid = rec.tid;
     let began = Instant::now();
     let mut ev = Event {
