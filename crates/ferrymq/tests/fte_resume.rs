@@ -1,5 +1,6 @@
-//! Managed file transfers that outlive faults: the receiving agent, the sending agent or the
-//! queue manager is killed (SIGKILL) in the middle of a file, comes back, and the transfer resumes
+//! Managed file transfers that outlive faults: the receiving agent, the sending agent, the
+//! queue manager, or the destination queue manager of two joined by channels, is killed
+//! (SIGKILL) in the middle of a file, comes back, and the transfer resumes
 //! from the receiver's last checkpoint by itself, arrives whole with the right checksum, sends
 //! again at most one checkpoint's worth of what had been received, and leaves no `.part`; a
 //! source changed during the outage fails the transfer and leaves nothing behind.
@@ -186,4 +187,59 @@ fn a_source_changed_while_the_receiver_was_down_fails_the_transfer_and_leaves_no
     let part = part_of(&f.dst);
     wait_until("the .part removed", 30, || !part.exists());
     assert!(!f.dst.exists());
+}
+
+fn mqsc(home: &Home, qm: &str, script: &str) {
+    let out = home.run_with_input(&["runmqsc", qm], script);
+    assert!(
+        out.status.success(),
+        "runmqsc {qm}:\n{}",
+        fte_support::text(&out)
+    );
+}
+
+#[test]
+fn the_destination_queue_manager_killed_across_channels_the_transfer_resumes_when_it_is_back() {
+    let home = Home::new();
+    let qm1 = Qm::start(&home, "FRB1", &[]);
+    let qm2 = Qm::start(&home, "FRB2", &[]);
+    for (from, to, port) in [("FRB1", "FRB2", qm2.port), ("FRB2", "FRB1", qm1.port)] {
+        mqsc(
+            &home,
+            from,
+            &format!(
+                "DEFINE QLOCAL({to}) USAGE(XMITQ)\n\
+                 DEFINE CHANNEL({to}.TO.{from}) CHLTYPE(RCVR) TRPTYPE(TCP)\n\
+                 DEFINE CHANNEL({from}.TO.{to}) CHLTYPE(SDR) TRPTYPE(TCP) \
+                 CONNAME('127.0.0.1({port})') XMITQ({to}) SHORTTMR(1)\n\
+                 START CHANNEL({from}.TO.{to})\n"
+            ),
+        );
+    }
+    let _s = agents_checkpointing(&home, "FRB1", &["SRC"], CHUNK, INTERVAL);
+    let _d = agents_checkpointing(&home, "FRB2", &["DST"], CHUNK, INTERVAL);
+    let f = files();
+    let child = spawn_transfer(
+        &home,
+        &[
+            "-w",
+            "150",
+            "-sa",
+            "SRC",
+            "-sm",
+            "FRB1",
+            "-da",
+            "DST",
+            "-dm",
+            "FRB2",
+            "-df",
+            f.dst.to_str().unwrap(),
+            f.src.to_str().unwrap(),
+        ],
+    );
+    wait_mid(&f.dst);
+    qm2.kill9();
+    // Its channels start again with it, the receiving agent reconnects by itself.
+    qm2.restart();
+    check_arrived(&f, &output(child));
 }
