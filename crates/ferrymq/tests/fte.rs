@@ -731,6 +731,9 @@ fn a_monitor_transfers_each_file_dropped_at_once_exactly_once_two_at_a_time() {
         std::fs::write(outbox.join(format!("f{i}.csv")), data(3000 + i, i as u8)).unwrap();
     }
     std::fs::write(outbox.join("skip.tmp"), b"x").unwrap();
+    // A file still open for writing waits, however stable its size.
+    let mut held = std::fs::File::create(outbox.join("held.csv")).unwrap();
+    std::io::Write::write_all(&mut held, b"still writing").unwrap();
     fte_support::wait_until("every file transferred", 120, || {
         (0..N).all(|i| inbox.join(format!("f{i}.csv.copy")).exists())
     });
@@ -740,11 +743,18 @@ fn a_monitor_transfers_each_file_dropped_at_once_exactly_once_two_at_a_time() {
             data(3000 + i, i as u8)
         );
     }
-    // A few more polls: nothing fires twice (a second transfer would fail: exist=error).
+    // A few more polls: nothing fires twice (a second transfer would fail: exist=error), and the
+    // file held open has not fired.
     std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(!inbox.join("held.csv.copy").exists());
+    drop(held);
+    fte_support::wait_until("the file closed transferred", 60, || {
+        inbox.join("held.csv.copy").exists()
+    });
+    std::thread::sleep(std::time::Duration::from_secs(2));
     let log = fte_support::agent_log(&home, "SRC8");
-    assert_eq!(log.matches("monitor OUTBOX fired").count(), N, "{log}");
-    assert_eq!(log.matches("transfer complete").count(), N, "{log}");
+    assert_eq!(log.matches("monitor OUTBOX fired").count(), N + 1, "{log}");
+    assert_eq!(log.matches("transfer complete").count(), N + 1, "{log}");
     assert!(!log.contains("transfer failed"), "{log}");
     assert!(!inbox.join("skip.tmp.copy").exists());
     // Never more than maxSourceTransfers at once.

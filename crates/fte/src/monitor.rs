@@ -1,7 +1,7 @@
 //! Resource monitors: an agent watches a directory by polling it, and when a file whose name
-//! matches the trigger pattern has kept the same size and modification time for `stable` polls,
-//! submits the monitor's task (a transfer request's XML, with `${FilePath}` and `${FileName}`
-//! replaced) to its own command queue, where it waits its turn like any request. A file fires
+//! matches the trigger pattern has kept the same size and modification time for `stable` polls
+//! and no process has it open for writing, submits the monitor's task (a transfer request's XML,
+//! with `${FilePath}` and `${FileName}` replaced) to its own command queue, where it waits its turn like any request. A file fires
 //! once: it is recorded (name, size, modification time) before its request is put, so a crash
 //! can lose a trigger but never repeat one.
 //!
@@ -157,6 +157,43 @@ pub fn substitute(task: &str, path: &str, name: &str) -> String {
         .replace("${FileName}", &escape(name))
 }
 
+/// The files some process (of those this agent may inspect) has open for writing, from
+/// `/proc/<pid>/fd` and the access mode in `/proc/<pid>/fdinfo`.
+fn open_for_writing() -> HashSet<PathBuf> {
+    let mut set = HashSet::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return set;
+    };
+    for p in procs.filter_map(|e| e.ok()) {
+        let pid = p.file_name();
+        if !pid.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        for fd in fds.filter_map(|e| e.ok()) {
+            let Ok(target) = std::fs::read_link(fd.path()) else {
+                continue;
+            };
+            if !target.is_absolute() {
+                continue;
+            }
+            let info = p.path().join("fdinfo").join(fd.file_name());
+            let flags = std::fs::read_to_string(info).ok().and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("flags:"))
+                    .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+            });
+            // O_ACCMODE: 1 write only, 2 read and write.
+            if flags.is_some_and(|f| f & 3 != 0) {
+                set.insert(target);
+            }
+        }
+    }
+    set
+}
+
 /// What a monitor remembers of the files it saw.
 #[derive(Default)]
 struct Seen {
@@ -202,6 +239,8 @@ fn poll(home: &Path, c: &Connection, p: &AgentProps, m: &Monitor, s: &mut Seen) 
         }
     }
     let mut present = HashSet::new();
+    // Built once per poll, when a file is first ready to fire.
+    let mut writing: Option<HashSet<PathBuf>> = None;
     let rd = std::fs::read_dir(&m.directory).map_err(io(Path::new(&m.directory)))?;
     for e in rd.filter_map(|e| e.ok()) {
         let name = e.file_name().to_string_lossy().into_owned();
@@ -232,6 +271,11 @@ fn poll(home: &Path, c: &Connection, p: &AgentProps, m: &Monitor, s: &mut Seen) 
         if entry.1 < m.stable {
             continue;
         }
+        let path = Path::new(&m.directory).join(&name);
+        let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        if writing.get_or_insert_with(open_for_writing).contains(&real) {
+            continue;
+        }
         // Recorded before the request is put: a crash between loses this trigger rather than
         // repeating it.
         let key = fired_key(&name, ident);
@@ -247,7 +291,6 @@ fn poll(home: &Path, c: &Connection, p: &AgentProps, m: &Monitor, s: &mut Seen) 
         s.files.remove(&name);
         let task =
             std::fs::read_to_string(d.join(format!("{}.task.xml", m.name))).map_err(io(&d))?;
-        let path = Path::new(&m.directory).join(&name);
         let xml = substitute(&task, &path.to_string_lossy(), &name);
         let md = MessageDescriptor {
             persistence: Persistence::Persistent,
