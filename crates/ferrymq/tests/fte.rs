@@ -57,6 +57,31 @@ fn a_file_crosses_between_two_agents_in_many_chunks_and_arrives_whole() {
     assert!(!dst.with_extension("bin.part").exists());
     // The source stays (disposition leave), the checkpoint is gone.
     assert!(src.exists());
+    // Files after the first, each many windows long, flow without a stall: the receiver's count
+    // of chunks (what its acknowledgements carry) lasts across the files of a transfer.
+    let many = dir(work.path(), "many");
+    for i in 0..3 {
+        std::fs::write(many.join(format!("m{i}.bin")), data(60_000, i)).unwrap();
+    }
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRC1",
+            "-da",
+            "DST1",
+            "-r",
+            "-dd",
+            dir(work.path(), "in2").to_str().unwrap(),
+            many.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("resumed 0 times"),
+        "{}",
+        text(&out)
+    );
     let stop = home.ok(&["fteStopAgent", "SRC1"]);
     assert!(stop.contains("stopped"), "{stop}");
     let list = home.ok(&["fteListAgents"]);

@@ -243,3 +243,53 @@ fn the_destination_queue_manager_killed_across_channels_the_transfer_resumes_whe
     qm2.restart();
     check_arrived(&f, &output(child));
 }
+
+#[test]
+fn the_sending_agent_killed_between_files_of_a_directory_sends_only_the_files_not_finished() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FRQ5", &[]);
+    let _a = agents_checkpointing(&home, "FRQ5", &["SRC", "DST"], CHUNK, INTERVAL);
+    let work = tempfile::tempdir().unwrap();
+    let tree = dir(work.path(), "tree");
+    const FILES: usize = 8;
+    let bodies: Vec<Vec<u8>> = (0..FILES).map(|i| data(3 << 20, i as u8)).collect();
+    for (i, b) in bodies.iter().enumerate() {
+        std::fs::write(tree.join(format!("f{i}.bin")), b).unwrap();
+    }
+    let inbox = dir(work.path(), "in");
+    let child = spawn_transfer(
+        &home,
+        &[
+            "-w",
+            "150",
+            "-sa",
+            "SRC",
+            "-da",
+            "DST",
+            "-r",
+            "-dd",
+            inbox.to_str().unwrap(),
+            tree.to_str().unwrap(),
+        ],
+    );
+    let done = |i: usize| inbox.join(format!("tree/f{i}.bin")).exists();
+    wait_until("two files arrived", 60, || done(0) && done(1));
+    assert!(!done(FILES - 1), "the transfer ended before the fault");
+    kill_agent(&home, "SRC");
+    home.ok(&["fteStartAgent", "SRC"]);
+    // Files already there are not sent again: with the default exists policy (error) a second
+    // copy would fail the transfer.
+    let result = output(child);
+    assert!(result.contains("transfer complete"), "{result}");
+    for (i, b) in bodies.iter().enumerate() {
+        assert!(
+            std::fs::read(inbox.join(format!("tree/f{i}.bin"))).unwrap() == *b,
+            "f{i} differs"
+        );
+    }
+    let names = std::fs::read_dir(inbox.join("tree")).unwrap().count();
+    assert_eq!(names, FILES, "{result}");
+    let (resumes, resent) = resumes_and_resent(&result);
+    assert!(resumes >= 1, "{result}");
+    assert!(resent <= resumes * CHECKPOINT_BYTES, "{result}");
+}

@@ -97,7 +97,18 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
         match str_prop(&m, prop::KIND) {
             "start" => {
                 if !transfers.contains_key(&tid) && transfers.len() >= FTE_RECEIVING_TRANSFERS_MAX {
-                    continue;
+                    // Room is made by forgetting a transfer with no file under way (its sender
+                    // ended without its done message).
+                    let idle = transfers
+                        .iter()
+                        .find(|(_, t)| t.files.is_empty())
+                        .map(|(k, _)| *k);
+                    match idle {
+                        Some(k) => {
+                            transfers.remove(&k);
+                        }
+                        None => continue,
+                    }
                 }
                 let resume = matches!(m.props.get(prop::RESUME), Some(PropertyValue::Bool(true)));
                 let t = transfers.entry(tid).or_insert_with(|| Transfer {
@@ -266,19 +277,16 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                     let _ = mq(crate::state::remove(&c, &state, tid));
                     answer(&c, tid, t, "result", index, ok, &why, &[]);
                 }
-                // A transfer is forgotten once it has no file under way; a later file's start
-                // makes a new entry.
-                if t.files.is_empty() {
-                    transfers.remove(&tid);
-                }
+            }
+            // The sender has every result: the transfer is forgotten. (Its chunk count must last
+            // from one file to the next until then, as the sender's window counts across files.)
+            "done" if transfers.get(&tid).is_some_and(|t| epoch >= t.epoch) => {
+                transfers.remove(&tid);
             }
             "cancel" => {
                 match transfers.get_mut(&tid) {
                     Some(t) if t.files.contains_key(&index) => {
                         drop_file(&c, &state, tid, t, index);
-                        if t.files.is_empty() {
-                            transfers.remove(&tid);
-                        }
                     }
                     _ => {
                         // Not under way here (this agent restarted): its `.part` still goes.

@@ -300,6 +300,8 @@ struct Link<'a> {
     results: Vec<Option<(bool, String)>>,
     /// Bytes of each file the receiver acknowledged.
     confirmed: Vec<u64>,
+    /// Each file's size when the transfer (or this agent) started.
+    sizes: Vec<u64>,
     idents: Vec<Option<(i64, i64)>>,
     /// The receiver's answer to a resume: file, offset to send from, bytes it had received.
     ready: Option<(i64, u64, u64)>,
@@ -320,6 +322,13 @@ impl Link<'_> {
         self.c
             .put(&self.data, &md, &props, body, &PutOptions::default())?;
         Ok(())
+    }
+
+    /// Tells the receiver that the transfer has all its results: it forgets the transfer.
+    fn done(&mut self) {
+        let mut props = Properties::default();
+        props.set(prop::KIND, s("done"));
+        let _ = self.put(props, Bytes::new());
     }
 
     /// Tells the receiver to forget a file: its `.part` goes.
@@ -402,9 +411,9 @@ impl Link<'_> {
         self.results
             .iter()
             .zip(&self.confirmed)
-            .zip(&self.idents)
-            .map(|((r, c), id)| match (r, id) {
-                (Some((true, _)), Some((size, _))) => (*size).max(0) as u64,
+            .zip(&self.sizes)
+            .map(|((r, c), size)| match r {
+                Some((true, _)) => *size,
                 _ => *c,
             })
             .sum()
@@ -700,10 +709,11 @@ fn send(
 ) -> Result<(bool, String)> {
     let files = jobs(req)?;
     ev.files = files.len();
-    ev.total_bytes = files
+    let sizes: Vec<u64> = files
         .iter()
         .map(|f| std::fs::metadata(&f.src).map(|m| m.len()).unwrap_or(0))
-        .sum();
+        .collect();
+    ev.total_bytes = sizes.iter().sum();
     ev.kind = if restarted { "progress" } else { "started" };
     if restarted {
         ev.text = "resumed after the agent restarted".into();
@@ -751,6 +761,7 @@ fn send(
         acked: 0,
         results,
         confirmed: vec![0; files.len()],
+        sizes,
         idents: vec![None; files.len()],
         ready: None,
         resent: rec.resent,
@@ -771,6 +782,7 @@ fn send(
                         n += 1;
                     }
                 }
+                l.done();
                 let _ = c.close(&l.data, 0);
                 let _ = c.close(&l.acks, 0);
                 ev.kind = "cancelled";
@@ -803,14 +815,11 @@ fn send(
             }
         }
     }
+    l.done();
     ev.bytes = l.bytes_done();
     ev.resumes = l.resumes;
     ev.resent_bytes = l.resent;
-    let bytes: u64 = l
-        .idents
-        .iter()
-        .map(|i| i.map(|(s, _)| s.max(0) as u64).unwrap_or(0))
-        .sum();
+    let bytes = ev.total_bytes;
     let mut failed = Vec::new();
     for (f, r) in files.iter().zip(&l.results) {
         match r {
