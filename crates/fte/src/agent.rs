@@ -1,7 +1,9 @@
-//! The agent process (`ferrymq fte agent NAME`): connects to its queue manager, announces that it
-//! is ready with its pid file, then serves its command queue (transfer requests, each sent by a
-//! thread of its own, at most maxSourceTransfers at once; the others wait their turn) and its
-//! data queue (the transfers it receives).
+//! The agent process (`ferrymq fte agent NAME`): connects to its queue manager, resumes the
+//! transfers its state queue records, announces that it is ready with its pid file, then serves
+//! its command queue (transfer requests, each recorded on the state queue and sent by a thread of
+//! its own, at most maxSourceTransfers at once, the others waiting their turn; cancel and stop
+//! requests), its data queue (the transfers it receives) and its resource monitors. When it loses
+//! its queue manager it waits for it and replaces itself.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

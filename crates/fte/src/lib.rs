@@ -2,9 +2,10 @@
 //! process bound to one queue manager that sends and receives files), the transfer protocol
 //! between agents (start, chunk, end, acknowledgement and result messages on the agents'
 //! SYSTEM.FTE.* queues, a window of unacknowledged chunks, checkpoints as one persistent message
-//! per transfer on the receiver's state queue), the request model and MQ's XML request format
-//! (`<request><managedTransfer>…`), checksums (SHA-256 by default, MD5 for compatibility) and the
-//! logic of the fte* commands. The `ferrymq` binary only reads their command lines.
+//! per transfer on the receiver's state queue, resume by epochs), the sender's persistent record
+//! of each transfer, the request model and MQ's XML request format (`<request><managedTransfer>…`),
+//! checksums (SHA-256 by default, MD5 for compatibility), text conversion, the transfer log,
+//! resource monitors and the logic of the fte* commands. The `ferrymq` binary only reads their command lines.
 
 pub mod agent;
 pub mod checksum;

@@ -2,7 +2,10 @@
 //! destination by offset, acknowledges every frame of chunks, and every checkpoint interval
 //! syncs the `.part` and records the progress as one persistent message per transfer on the
 //! agent's state queue (the previous one is removed in the same unit of work). At the end it
-//! checks the checksum, syncs the file, renames it into place and syncs the directory.
+//! checks the checksum, syncs the file, renames it into place and syncs the directory. It takes
+//! chunks only in order and of the sender's current epoch; to a resume it answers the offset to
+//! go on from (its own if it kept running, else its checkpoint) or, if the source's identity
+//! changed, a failure.
 
 use std::collections::HashMap;
 use std::fs::File;

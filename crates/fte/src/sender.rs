@@ -3,6 +3,10 @@
 //! message, its chunks (non-persistent, at most window × frame unacknowledged) and an end message
 //! with the file's checksum to the destination agent's data queue, and waits for the receiver's
 //! result. Sources are deleted (disposition `delete`) only after their file arrived whole.
+//! With no answer for FTE_STALL_MS, or when the agent started again with the transfer on its state
+//! queue, it resumes: a new epoch, each unfinished file started again with the resume flag, and
+//! sent from the offset the receiver answers. It also publishes the transfer log's events and
+//! stops when fteCancelTransfer asks.
 
 use std::collections::HashMap;
 use std::io::Read;
