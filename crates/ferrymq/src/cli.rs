@@ -107,6 +107,25 @@ pub const GROUPS: &[(&str, &[&str], &str)] = &[
         "Exit 3 no message, 4 not authorised, 5 unknown object, 6 queue manager unavailable,\n\
          1 any other failure, 2 usage.",
     ),
+    (
+        "Managed file transfer (agents that move files through queue managers; MQ's names)",
+        &[
+            "fteSetupCoordination",
+            "fteCreateAgent",
+            "fteStartAgent",
+            "fteStopAgent",
+            "fteListAgents",
+            "fteShowAgentDetails",
+            "fteCreateTransfer",
+            "fteCancelTransfer",
+            "fteCreateMonitor",
+            "fteListMonitors",
+            "fteDeleteMonitor",
+            "fte",
+        ],
+        "ferrymq fte log [--json|--xml] prints the transfer log; ferrymq fte status the transfers\n\
+         in progress.",
+    ),
     ("Network rehearsal and demo", &["relay", "demo"], ""),
     ("This command line", &["completions", "man", "help"], ""),
 ];
