@@ -1252,7 +1252,9 @@ pub fn top_help(root: &clap::Command) -> String {
                 .and_then(|c| c.get_about())
                 .map(StyledStr::to_string)
                 .unwrap_or_default();
-            s.push_str(&format!("  {n:<18}{about}\n"));
+            // A name longer than the column still gets a space before its description.
+            let gap = if n.len() >= 18 { " " } else { "" };
+            s.push_str(&format!("  {n:<18}{gap}{about}\n"));
         }
         for line in note.lines() {
             s.push_str(&format!("    {}\n", line.trim()));
