@@ -107,6 +107,25 @@ pub const GROUPS: &[(&str, &[&str], &str)] = &[
         "Exit 3 no message, 4 not authorised, 5 unknown object, 6 queue manager unavailable,\n\
          1 any other failure, 2 usage.",
     ),
+    (
+        "Managed file transfer (agents that move files through queue managers; MQ's names)",
+        &[
+            "fteSetupCoordination",
+            "fteCreateAgent",
+            "fteStartAgent",
+            "fteStopAgent",
+            "fteListAgents",
+            "fteShowAgentDetails",
+            "fteCreateTransfer",
+            "fteCancelTransfer",
+            "fteCreateMonitor",
+            "fteListMonitors",
+            "fteDeleteMonitor",
+            "fte",
+        ],
+        "ferrymq fte log [--json|--xml] prints the transfer log; ferrymq fte status the transfers\n\
+         in progress.",
+    ),
     ("Network rehearsal and demo", &["relay", "demo"], ""),
     ("This command line", &["completions", "man", "help"], ""),
 ];
@@ -477,6 +496,18 @@ pub enum Cmd {
     /// Managed file transfer: transfer files between agents
     #[command(name = "fteCreateTransfer", disable_help_flag = true, after_help = FTE_NOTE)]
     FteCreateTransfer(Raw),
+    /// Managed file transfer: create a resource monitor (a directory that triggers transfers)
+    #[command(name = "fteCreateMonitor", disable_help_flag = true, after_help = FTE_NOTE)]
+    FteCreateMonitor(Raw),
+    /// Managed file transfer: list resource monitors
+    #[command(name = "fteListMonitors", disable_help_flag = true, after_help = FTE_NOTE)]
+    FteListMonitors(Raw),
+    /// Managed file transfer: delete a resource monitor
+    #[command(name = "fteDeleteMonitor", disable_help_flag = true, after_help = FTE_NOTE)]
+    FteDeleteMonitor(Raw),
+    /// Managed file transfer: cancel a transfer in progress
+    #[command(name = "fteCancelTransfer", disable_help_flag = true, after_help = FTE_NOTE)]
+    FteCancelTransfer(Raw),
     /// Managed file transfer: the agent process (fteStartAgent runs it)
     #[command(disable_help_flag = true, after_help = FTE_NOTE)]
     Fte(Raw),
@@ -1221,7 +1252,9 @@ pub fn top_help(root: &clap::Command) -> String {
                 .and_then(|c| c.get_about())
                 .map(StyledStr::to_string)
                 .unwrap_or_default();
-            s.push_str(&format!("  {n:<18}{about}\n"));
+            // A name longer than the column still gets a space before its description.
+            let gap = if n.len() >= 18 { " " } else { "" };
+            s.push_str(&format!("  {n:<18}{gap}{about}\n"));
         }
         for line in note.lines() {
             s.push_str(&format!("    {}\n", line.trim()));

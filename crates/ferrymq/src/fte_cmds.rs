@@ -90,6 +90,9 @@ struct CreateAgent {
     /// agentCheckpointInterval: frames between checkpoints (default 1)
     #[arg(long = "agentCheckpointInterval", value_name = "N")]
     checkpoint_interval: Option<usize>,
+    /// maxSourceTransfers: transfers the agent sends at once; others queue (default 25)
+    #[arg(long = "maxSourceTransfers", value_name = "N")]
+    max_source: Option<usize>,
     /// Print the MQSC that defines the agent's queues; create nothing
     #[arg(long = "p")]
     print: bool,
@@ -101,6 +104,58 @@ struct AgentName {
     /// The agent
     #[arg(value_name = "AGENT")]
     agent: String,
+}
+
+/// `fteCreateMonitor`
+#[derive(Parser, Debug)]
+struct CreateMonitor {
+    /// The agent that monitors (and sends)
+    #[arg(long = "ma", value_name = "AGENT")]
+    ma: String,
+    /// The monitor's name
+    #[arg(long = "mn", value_name = "NAME")]
+    mn: String,
+    /// The directory to watch
+    #[arg(long = "md", value_name = "DIR")]
+    md: String,
+    /// The task: a transfer request's XML (fteCreateTransfer -gt writes one), with ${FilePath}
+    /// and ${FileName} standing for the file that triggered
+    #[arg(long = "mt", value_name = "TASK.xml")]
+    mt: PathBuf,
+    /// The trigger: match,PATTERN (`*` and `?` wildcards)
+    #[arg(long = "tr", value_name = "match,PATTERN", default_value = "match,*")]
+    tr: String,
+    /// Poll interval, in -pu units (default 60)
+    #[arg(long = "pi", value_name = "N", default_value_t = 60)]
+    pi: u64,
+    /// Poll interval units: seconds (default) or minutes
+    #[arg(long = "pu", value_name = "UNITS", default_value = "seconds")]
+    pu: String,
+    /// Polls a file's size must stay the same before it triggers (default 2)
+    #[arg(long = "stable", value_name = "N", default_value_t = 2)]
+    stable: u32,
+}
+
+/// `fteListMonitors`, `fteDeleteMonitor`
+#[derive(Parser, Debug)]
+struct MonitorName {
+    /// The agent
+    #[arg(long = "ma", value_name = "AGENT")]
+    ma: Option<String>,
+    /// The monitor (fteDeleteMonitor)
+    #[arg(long = "mn", value_name = "NAME")]
+    mn: Option<String>,
+}
+
+/// `fteCancelTransfer`
+#[derive(Parser, Debug)]
+struct CancelTransfer {
+    /// The transfer's source agent
+    #[arg(long = "agentName", value_name = "AGENT")]
+    agent_name: String,
+    /// The transfer's id (fteCreateTransfer prints it)
+    #[arg(value_name = "TRANSFER_ID")]
+    id: String,
 }
 
 /// `fteListAgents`
@@ -134,6 +189,15 @@ struct CreateTransfer {
     /// binary (default) or text
     #[arg(long = "t", value_name = "MODE", default_value = "binary")]
     t: String,
+    /// Text mode: the source's encoding, UTF-8 (default) or ISO-8859-1 (or a CCSID, 1208/819)
+    #[arg(long = "sce", value_name = "ENCODING", default_value = "")]
+    sce: String,
+    /// Text mode: the destination's encoding, UTF-8 (default) or ISO-8859-1
+    #[arg(long = "dce", value_name = "ENCODING", default_value = "")]
+    dce: String,
+    /// Text mode: the destination's line ending, LF (default, the agents' platform) or CRLF
+    #[arg(long = "dle", value_name = "EOL", default_value = "")]
+    dle: String,
     /// Source disposition after success: leave (default) or delete
     #[arg(long = "sd", value_name = "DISPOSITION", default_value = "leave")]
     sd: String,
@@ -207,9 +271,84 @@ pub fn run(name: &str, rest: &[String]) -> Res {
             if let Some(v) = a.checkpoint_interval {
                 p.agent_checkpoint_interval = v;
             }
+            if let Some(v) = a.max_source {
+                p.max_source_transfers = v;
+            }
             // The same bounds as a hand-edited agent.properties.
             AgentProps::parse(&p.to_text()).map_err(fte_err)?;
             print(&commands::create_agent(&h, p, a.print).map_err(fte_err)?);
+            Ok(())
+        }
+        "fteCreateMonitor" => {
+            let Some(a) = parse_args::<CreateMonitor>(
+                "ferrymq fteCreateMonitor",
+                Some("Create a resource monitor: files appearing in a directory trigger a task"),
+                "Examples:\n  ferrymq fteCreateMonitor -ma AGENT1 -mn INBOX -md /srv/out \\\n      \
+                 -mt task.xml -tr 'match,*.csv' -pi 5",
+                &args,
+            )?
+            else {
+                return Ok(());
+            };
+            let Some(pattern) = a.tr.strip_prefix("match,") else {
+                return Err(other("fteCreateMonitor: -tr match,PATTERN"));
+            };
+            let unit_ms = match a.pu.as_str() {
+                "seconds" => 1_000,
+                "minutes" => 60_000,
+                u => {
+                    return Err(other(format!(
+                        "fteCreateMonitor: -pu {u}: seconds or minutes"
+                    )))
+                }
+            };
+            let task = std::fs::read_to_string(&a.mt)
+                .map_err(|e| other(format!("fteCreateMonitor: {}: {e}", a.mt.display())))?;
+            let m = ferrymq_fte::monitor::Monitor {
+                name: a.mn.clone(),
+                directory: commands::absolute(&a.md),
+                pattern: pattern.to_string(),
+                poll_ms: a.pi.max(1).saturating_mul(unit_ms),
+                stable: a.stable,
+            };
+            print(&ferrymq_fte::monitor::create(&h, &a.ma, &m, &task).map_err(fte_err)?);
+            Ok(())
+        }
+        "fteListMonitors" | "fteDeleteMonitor" => {
+            let Some(a) = parse_args::<MonitorName>(
+                if name == "fteListMonitors" {
+                    "ferrymq fteListMonitors"
+                } else {
+                    "ferrymq fteDeleteMonitor"
+                },
+                None,
+                "Examples:\n  ferrymq fteListMonitors\n  ferrymq fteDeleteMonitor -ma AGENT1 -mn INBOX",
+                &args,
+            )?
+            else {
+                return Ok(());
+            };
+            if name == "fteListMonitors" {
+                print(&ferrymq_fte::monitor::list(&h, a.ma.as_deref()));
+                return Ok(());
+            }
+            let (Some(ma), Some(mn)) = (a.ma, a.mn) else {
+                return Err(other("fteDeleteMonitor: give -ma AGENT and -mn NAME"));
+            };
+            print(&ferrymq_fte::monitor::delete(&h, &ma, &mn).map_err(fte_err)?);
+            Ok(())
+        }
+        "fteCancelTransfer" => {
+            let Some(a) = parse_args::<CancelTransfer>(
+                "ferrymq fteCancelTransfer",
+                Some("Cancel a transfer: the partial destination goes, the source stays"),
+                "Examples:\n  ferrymq fteCancelTransfer -agentName AGENT1 414d5120...",
+                &args,
+            )?
+            else {
+                return Ok(());
+            };
+            print(&commands::cancel_transfer(&h, &a.agent_name, &a.id).map_err(fte_err)?);
             Ok(())
         }
         "fteStartAgent" | "fteStopAgent" | "fteShowAgentDetails" => {
@@ -295,6 +434,12 @@ fn create_transfer(h: &std::path::Path, a: CreateTransfer) -> Res {
                 "text" => Mode::Text,
                 t => return Err(other(format!("fteCreateTransfer: -t {t}: binary or text"))),
             };
+            for (flag, v) in [("-sce", &a.sce), ("-dce", &a.dce)] {
+                ferrymq_fte::text::Encoding::parse(v)
+                    .map_err(|e| other(format!("fteCreateTransfer: {flag}: {e}")))?;
+            }
+            ferrymq_fte::text::Eol::parse(&a.dle)
+                .map_err(|e| other(format!("fteCreateTransfer: -dle: {e}")))?;
             let exist = match a.de.as_str() {
                 "error" => Exist::Error,
                 "overwrite" => Exist::Overwrite,
@@ -347,6 +492,9 @@ fn create_transfer(h: &std::path::Path, a: CreateTransfer) -> Res {
                         exist,
                         mode,
                         checksum,
+                        source_encoding: a.sce.clone(),
+                        dest_encoding: a.dce.clone(),
+                        dest_eol: a.dle.clone(),
                     })
                     .collect(),
             }
@@ -358,44 +506,87 @@ fn create_transfer(h: &std::path::Path, a: CreateTransfer) -> Res {
         return Ok(());
     }
     match commands::create_transfer(h, &req, a.w.map(|s| s * 1000)).map_err(fte_err)? {
-        None => {
-            print("transfer request submitted\n");
+        (id, None) => {
+            print(&format!(
+                "transfer request submitted with ID {}\n",
+                ferrymq_fte::state::hex(&id)
+            ));
             Ok(())
         }
-        Some(o) if o.ok => {
-            print(&format!("{}\n", o.text));
-            Ok(())
-        }
-        Some(o) => Err(other(o.text)),
+        (_, Some(o)) => outcome(o),
     }
 }
 
-/// `ferrymq fte agent NAME`
-#[derive(Parser, Debug)]
-struct FteProcess {
-    /// What to run: `agent`
-    #[arg(value_name = "WHAT", value_parser = ["agent"])]
-    what: String,
-    /// The agent
-    #[arg(value_name = "AGENT")]
-    agent: String,
+fn outcome(o: commands::Outcome) -> Res {
+    if o.ok {
+        print(&format!("{}\n", o.text));
+        Ok(())
+    } else {
+        Err(other(o.text))
+    }
 }
 
-/// `ferrymq fte agent NAME`: the agent process itself (fteStartAgent spawns it).
+/// `ferrymq fte agent NAME`, `ferrymq fte log`, `ferrymq fte status`
+#[derive(Parser, Debug)]
+struct FteProcess {
+    /// What to run: `agent` (an agent in the foreground), `log` (the transfer log), `status`
+    /// (transfers in progress)
+    #[arg(value_name = "WHAT", value_parser = ["agent", "log", "status"])]
+    what: String,
+    /// The agent (`agent`)
+    #[arg(value_name = "AGENT")]
+    agent: Option<String>,
+    /// log: print each event as JSON, one a line
+    #[arg(long = "json")]
+    json: bool,
+    /// log: print each event as XML
+    #[arg(long = "xml", conflicts_with = "json")]
+    xml: bool,
+}
+
 pub fn fte(rest: &[String]) -> Res {
     let Some(a) = parse_args::<FteProcess>(
         "ferrymq fte",
         Some(
-            "Run a file transfer agent in the foreground (fteStartAgent runs it in the background)",
+            "Run a file transfer agent in the foreground (fteStartAgent runs it in the \
+             background), print the transfer log, or show the transfers in progress",
         ),
-        "Examples:\n  ferrymq fte agent AGENT1",
+        "Examples:\n  ferrymq fte agent AGENT1\n  ferrymq fte log --json\n  ferrymq fte status",
         rest,
     )?
     else {
         return Ok(());
     };
-    ferrymq_fte::agent::run(&home(), &a.agent)
-        .map_err(|e| other(format!("fte {} {}: {e}", a.what, a.agent)))
+    let h = home();
+    if a.what == "agent" {
+        let Some(agent) = &a.agent else {
+            return Err(other("ferrymq fte agent: name the agent"));
+        };
+        return ferrymq_fte::agent::run(&h, agent)
+            .map_err(|e| other(format!("fte agent {agent}: {e}")));
+    }
+    let events = commands::transfer_log(&h).map_err(fte_err)?;
+    if a.what == "status" {
+        let json: Vec<_> = events.into_iter().map(|(j, _)| j).collect();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        print(&ferrymq_fte::translog::status(&json, now));
+        return Ok(());
+    }
+    let mut out = String::new();
+    for (j, xml) in events {
+        if a.json {
+            out.push_str(&format!("{j}\n"));
+        } else if a.xml {
+            out.push_str(&xml);
+        } else {
+            out.push_str(&format!("{}\n", ferrymq_fte::translog::line(&j)));
+        }
+    }
+    print(&out);
+    Ok(())
 }
 
 #[cfg(test)]

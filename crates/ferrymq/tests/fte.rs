@@ -3,96 +3,19 @@
 //! chunks with a checksum, honouring the destination-exists policy and the source disposition,
 //! and accepting an XML request put straight on an agent's command queue.
 
+mod fte_support;
 mod support;
-
-use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties, PropertyValue};
-use support::{kill9_pid, Home, Qm};
-
-/// Stops (kills) the agents a test started, whatever the test's outcome.
-struct Agents<'h> {
-    home: &'h Home,
-    names: Vec<String>,
-}
-
-impl Drop for Agents<'_> {
-    fn drop(&mut self) {
-        for a in &self.names {
-            let pid = self
-                .home
-                .path()
-                .join("mqft/agents")
-                .join(a)
-                .join("agent.pid");
-            if let Some(pid) = std::fs::read_to_string(pid)
-                .ok()
-                .and_then(|t| t.trim().parse::<u32>().ok())
-            {
-                if support::alive(pid) {
-                    kill9_pid(pid);
-                }
-            }
-        }
-    }
-}
-
-/// Creates and starts agents on `qm`, with small chunks so that files span many messages.
-fn agents<'h>(home: &'h Home, qm: &str, names: &[&str], chunk: usize) -> Agents<'h> {
-    let chunk = chunk.to_string();
-    for a in names {
-        home.ok(&[
-            "fteCreateAgent",
-            "-agentName",
-            a,
-            "-agentQMgr",
-            qm,
-            "-agentChunkSize",
-            &chunk,
-            "-agentWindowSize",
-            "2",
-            "-agentFrameSize",
-            "2",
-        ]);
-    }
-    let guard = Agents {
-        home,
-        names: names.iter().map(|s| s.to_string()).collect(),
-    };
-    for a in names {
-        let out = home.ok(&["fteStartAgent", a]);
-        assert!(out.contains("started"), "{out}");
-    }
-    guard
-}
-
-fn data(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[1] ^ seed)
-        .collect()
-}
-
-fn dir(base: &Path, name: &str) -> PathBuf {
-    let d = base.join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use fte_support::{agents, data, dir, text};
+use support::{Home, Qm};
 
 fn transfer(home: &Home, args: &[&str]) -> std::process::Output {
     let mut v = vec!["fteCreateTransfer", "-w", "60"];
     v.extend_from_slice(args);
     home.run(&v)
-}
-
-fn text(o: &std::process::Output) -> String {
-    format!(
-        "status {}\nstdout: {}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 #[test]
@@ -134,6 +57,31 @@ fn a_file_crosses_between_two_agents_in_many_chunks_and_arrives_whole() {
     assert!(!dst.with_extension("bin.part").exists());
     // The source stays (disposition leave), the checkpoint is gone.
     assert!(src.exists());
+    // Files after the first, each many windows long, flow without a stall: the receiver's count
+    // of chunks (what its acknowledgements carry) lasts across the files of a transfer.
+    let many = dir(work.path(), "many");
+    for i in 0..3 {
+        std::fs::write(many.join(format!("m{i}.bin")), data(60_000, i)).unwrap();
+    }
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRC1",
+            "-da",
+            "DST1",
+            "-r",
+            "-dd",
+            dir(work.path(), "in2").to_str().unwrap(),
+            many.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("resumed 0 times"),
+        "{}",
+        text(&out)
+    );
     let stop = home.ok(&["fteStopAgent", "SRC1"]);
     assert!(stop.contains("stopped"), "{stop}");
     let list = home.ok(&["fteListAgents"]);
@@ -416,4 +364,432 @@ fn an_xml_request_put_on_the_command_queue_is_carried_out_and_answered() {
     );
     assert!(!work.path().join("escaped.txt").exists());
     assert!(!work.path().join("escaped.txt.part").exists());
+}
+
+fn mqsc(home: &Home, qm: &str, script: &str) {
+    let out = home.run_with_input(&["runmqsc", qm], script);
+    assert!(out.status.success(), "runmqsc {qm}:\n{}", text(&out));
+}
+
+#[test]
+fn agents_on_two_queue_managers_joined_by_channels_transfer_a_file() {
+    let home = Home::new();
+    let qm1 = Qm::start(&home, "FTB1", &[]);
+    let qm2 = Qm::start(&home, "FTB2", &[]);
+    // Each queue manager reaches the other through a transmission queue named after it and a
+    // sender channel to the other's receiver: chunks go one way, acknowledgements the other.
+    for (from, to, port) in [("FTB1", "FTB2", qm2.port), ("FTB2", "FTB1", qm1.port)] {
+        mqsc(
+            &home,
+            from,
+            &format!(
+                "DEFINE QLOCAL({to}) USAGE(XMITQ)\n\
+                 DEFINE CHANNEL({to}.TO.{from}) CHLTYPE(RCVR) TRPTYPE(TCP)\n\
+                 DEFINE CHANNEL({from}.TO.{to}) CHLTYPE(SDR) TRPTYPE(TCP) \
+                 CONNAME('127.0.0.1({port})') XMITQ({to}) SHORTTMR(1)\n\
+                 START CHANNEL({from}.TO.{to})\n"
+            ),
+        );
+    }
+    let _a = agents(&home, "FTB1", &["SRCB"], 4096);
+    let _b = agents(&home, "FTB2", &["DSTB"], 4096);
+    let list = home.ok(&["fteListAgents"]);
+    assert!(list.contains("SRCB") && list.contains("DSTB"), "{list}");
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("over.bin");
+    let body = data(200_003, 9);
+    std::fs::write(&src, &body).unwrap();
+    let dst = dir(work.path(), "in").join("over.bin");
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRCB",
+            "-sm",
+            "FTB1",
+            "-da",
+            "DSTB",
+            "-dm",
+            "FTB2",
+            "-df",
+            dst.to_str().unwrap(),
+            src.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read(&dst).unwrap(), body);
+    assert!(!fte_support::part_of(&dst).exists());
+}
+
+#[test]
+fn text_mode_converts_line_endings_and_encodings_across_chunk_boundaries() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FTQM4", &[]);
+    // Five-byte chunks: multi-byte characters and CR LF pairs are split between chunks.
+    let _a = agents(&home, "FTQM4", &["SRC4", "DST4"], 5);
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("notes.txt");
+    let line = "héllo wörld 日本語 🚀\r\nplain\n";
+    let body = format!("{}end\r", line.repeat(7));
+    std::fs::write(&src, &body).unwrap();
+    let inbox = dir(work.path(), "in");
+    let common = ["-sa", "SRC4", "-da", "DST4", "-t", "text"];
+    // To the agents' platform: LF, UTF-8.
+    let unix = inbox.join("unix.txt");
+    let out = transfer(
+        &home,
+        &[
+            &common[..],
+            &["-df", unix.to_str().unwrap(), src.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let want = body.replace("\r\n", "\n");
+    assert_eq!(std::fs::read_to_string(&unix).unwrap(), want);
+    // Asked for CRLF and ISO-8859-1: what Latin-1 lacks becomes '?'.
+    let win = inbox.join("win.txt");
+    let out = transfer(
+        &home,
+        &[
+            &common[..],
+            &[
+                "-dle",
+                "CRLF",
+                "-dce",
+                "ISO-8859-1",
+                "-df",
+                win.to_str().unwrap(),
+                src.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let latin: Vec<u8> = want
+        .replace('\n', "\r\n")
+        .chars()
+        .map(|c| {
+            if (c as u32) < 256 {
+                c as u32 as u8
+            } else {
+                b'?'
+            }
+        })
+        .collect();
+    assert_eq!(std::fs::read(&win).unwrap(), latin);
+    // Binary mode leaves every byte alone.
+    let raw = inbox.join("raw.txt");
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRC4",
+            "-da",
+            "DST4",
+            "-df",
+            raw.to_str().unwrap(),
+            src.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&raw).unwrap(), body);
+}
+
+#[test]
+fn the_transfer_log_keeps_every_event_for_later_readers_and_status_shows_progress() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FTQM5", &[]);
+    home.ok(&["fteSetupCoordination", "-coordinationQMgr", "FTQM5"]);
+    let _a = agents(&home, "FTQM5", &["SRC5", "DST5"], 16 * 1024);
+    let work = tempfile::tempdir().unwrap();
+    let inbox = dir(work.path(), "in");
+    let small = work.path().join("small.bin");
+    std::fs::write(&small, data(50_000, 1)).unwrap();
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRC5",
+            "-da",
+            "DST5",
+            "-jn",
+            "nightly",
+            "-dd",
+            inbox.to_str().unwrap(),
+            small.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let missing = work.path().join("missing.bin");
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRC5",
+            "-da",
+            "DST5",
+            "-dd",
+            inbox.to_str().unwrap(),
+            missing.to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    // Nobody subscribed: the durable subscription kept the events, in order (a request refused
+    // before it started has only its failure).
+    let json = home.ok(&["fte", "log", "--json"]);
+    let events: Vec<serde_json::Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["started", "completed", "failed"], "{json}");
+    assert_eq!(events[1]["bytes"], 50_000, "{json}");
+    assert_eq!(events[1]["files"], 1);
+    assert_eq!(events[1]["job"], "nightly");
+    assert_eq!(events[1]["resultCode"], 0);
+    assert_eq!(events[2]["resultCode"], 1);
+    assert!(events[2]["text"].as_str().unwrap().contains("missing.bin"));
+    assert_eq!(events[0]["transferId"], events[1]["transferId"]);
+    let xml = home.ok(&["fte", "log", "--xml"]);
+    assert!(xml.contains(">completed</action>"), "{xml}");
+    assert!(xml.contains("<name>nightly</name>"), "{xml}");
+    let lines = home.ok(&["fte", "log"]);
+    assert_eq!(lines.lines().count(), 3, "{lines}");
+    assert_eq!(
+        home.ok(&["fte", "status"]).trim(),
+        "no transfer in progress"
+    );
+    // A transfer under way shows in the status with its bytes, rate, time left and bar.
+    let big = work.path().join("big.bin");
+    let body = data(16 << 20, 2);
+    std::fs::write(&big, &body).unwrap();
+    home.ok(&[
+        "fteCreateTransfer",
+        "-sa",
+        "SRC5",
+        "-da",
+        "DST5",
+        "-dd",
+        inbox.to_str().unwrap(),
+        big.to_str().unwrap(),
+    ]);
+    let mut seen = String::new();
+    fte_support::wait_until("the transfer in fte status", 60, || {
+        let s = home.ok(&["fte", "status"]);
+        if s.contains("SRC5 -> DST5") {
+            seen = s;
+            true
+        } else {
+            false
+        }
+    });
+    assert!(
+        seen.contains('[') && seen.contains("/16777216 bytes") && seen.contains("ETA"),
+        "{seen}"
+    );
+    fte_support::wait_until("the transfer's end in the log", 120, || {
+        home.ok(&["fte", "log", "--json"])
+            .lines()
+            .any(|l| l.contains("\"completed\"") && l.contains("16777216"))
+    });
+    assert_eq!(std::fs::read(inbox.join("big.bin")).unwrap(), body);
+    assert_eq!(
+        home.ok(&["fte", "status"]).trim(),
+        "no transfer in progress"
+    );
+}
+
+#[test]
+fn a_cancelled_transfer_removes_its_partial_destination_and_keeps_the_source() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FTQM6", &[]);
+    home.ok(&["fteSetupCoordination", "-coordinationQMgr", "FTQM6"]);
+    let _a = agents(&home, "FTQM6", &["SRC6", "DST6"], 4096);
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("big.bin");
+    let body = data(8 << 20, 6);
+    std::fs::write(&src, &body).unwrap();
+    let dst = dir(work.path(), "in").join("big.bin");
+    let out = home.ok(&[
+        "fteCreateTransfer",
+        "-sa",
+        "SRC6",
+        "-da",
+        "DST6",
+        "-df",
+        dst.to_str().unwrap(),
+        src.to_str().unwrap(),
+    ]);
+    let id = out
+        .split("with ID ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no ID in: {out}"))
+        .trim()
+        .to_string();
+    let part = fte_support::part_of(&dst);
+    fte_support::wait_until("the transfer under way", 60, || {
+        std::fs::metadata(&part).is_ok_and(|m| m.len() > 0)
+    });
+    let out = home.ok(&["fteCancelTransfer", "-agentName", "SRC6", &id]);
+    assert!(out.contains("cancelled"), "{out}");
+    fte_support::wait_until("the .part removed", 30, || !part.exists());
+    assert!(!dst.exists());
+    assert_eq!(std::fs::read(&src).unwrap(), body);
+    let mut log = String::new();
+    fte_support::wait_until("a cancelled event", 30, || {
+        log = home.ok(&["fte", "log", "--json"]);
+        log.contains("\"cancelled\"")
+    });
+    assert!(log.contains(&id), "{log}");
+    // Nothing left to cancel.
+    let again = home.run(&["fteCancelTransfer", "-agentName", "SRC6", &id]);
+    assert!(!again.status.success(), "{}", text(&again));
+}
+
+#[test]
+fn a_chunk_corrupted_in_flight_fails_the_transfer_and_leaves_no_file() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FTQM7", &[]);
+    let _d = agents(&home, "FTQM7", &["DST7"], 4096);
+    home.ok(&[
+        "fteCreateAgent",
+        "-agentName",
+        "SRC7",
+        "-agentQMgr",
+        "FTQM7",
+        "-agentChunkSize",
+        "4096",
+    ]);
+    let _s = fte_support::Agents {
+        home: &home,
+        names: vec!["SRC7".into()],
+    };
+    // The sending agent's test hook inverts a byte of its fourth chunk after checksumming it.
+    let started = std::process::Command::new(env!("CARGO_BIN_EXE_ferrymq"))
+        .args(["fteStartAgent", "SRC7"])
+        .env("FERRYMQ_HOME", home.path())
+        .env("FERRYMQ_FTE_TEST_CORRUPT_CHUNK", "3")
+        .output()
+        .unwrap();
+    assert!(started.status.success(), "{}", text(&started));
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("data.bin");
+    std::fs::write(&src, data(100_000, 7)).unwrap();
+    let dst = dir(work.path(), "in").join("data.bin");
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRC7",
+            "-da",
+            "DST7",
+            "-df",
+            dst.to_str().unwrap(),
+            src.to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("checksum mismatch"), "{}", text(&out));
+    assert!(!dst.exists());
+    assert!(!fte_support::part_of(&dst).exists());
+}
+
+#[test]
+fn a_monitor_transfers_each_file_dropped_at_once_exactly_once_two_at_a_time() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FTQM8", &[]);
+    let _d = agents(&home, "FTQM8", &["DST8"], 4096);
+    home.ok(&[
+        "fteCreateAgent",
+        "-agentName",
+        "SRC8",
+        "-agentQMgr",
+        "FTQM8",
+        "-maxSourceTransfers",
+        "2",
+    ]);
+    let _s = fte_support::Agents {
+        home: &home,
+        names: vec!["SRC8".into()],
+    };
+    home.ok(&["fteStartAgent", "SRC8"]);
+    let work = tempfile::tempdir().unwrap();
+    let outbox = dir(work.path(), "out");
+    let inbox = dir(work.path(), "in");
+    let task = work.path().join("task.xml");
+    std::fs::write(
+        &task,
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<request version=\"6.00\"><managedTransfer>\
+             <sourceAgent agent=\"SRC8\" QMgr=\"FTQM8\"/><destinationAgent agent=\"DST8\" \
+             QMgr=\"FTQM8\"/><transferSet><item mode=\"binary\"><source><file>${{FilePath}}</file>\
+             </source><destination type=\"file\" exist=\"error\"><file>{}/${{FileName}}.copy</file>\
+             </destination></item></transferSet></managedTransfer></request>\n",
+            inbox.display()
+        ),
+    )
+    .unwrap();
+    home.ok(&[
+        "fteCreateMonitor",
+        "-ma",
+        "SRC8",
+        "-mn",
+        "OUTBOX",
+        "-md",
+        outbox.to_str().unwrap(),
+        "-mt",
+        task.to_str().unwrap(),
+        "-tr",
+        "match,*.csv",
+        "-pi",
+        "1",
+    ]);
+    let list = home.ok(&["fteListMonitors"]);
+    assert!(list.contains("OUTBOX") && list.contains("*.csv"), "{list}");
+    // Many files at once, and one that does not match.
+    const N: usize = 40;
+    for i in 0..N {
+        std::fs::write(outbox.join(format!("f{i}.csv")), data(3000 + i, i as u8)).unwrap();
+    }
+    std::fs::write(outbox.join("skip.tmp"), b"x").unwrap();
+    // A file still open for writing waits, however stable its size.
+    let mut held = std::fs::File::create(outbox.join("held.csv")).unwrap();
+    std::io::Write::write_all(&mut held, b"still writing").unwrap();
+    fte_support::wait_until("every file transferred", 120, || {
+        (0..N).all(|i| inbox.join(format!("f{i}.csv.copy")).exists())
+    });
+    for i in 0..N {
+        assert_eq!(
+            std::fs::read(inbox.join(format!("f{i}.csv.copy"))).unwrap(),
+            data(3000 + i, i as u8)
+        );
+    }
+    // A few more polls: nothing fires twice (a second transfer would fail: exist=error), and the
+    // file held open has not fired.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(!inbox.join("held.csv.copy").exists());
+    drop(held);
+    fte_support::wait_until("the file closed transferred", 60, || {
+        inbox.join("held.csv.copy").exists()
+    });
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let log = fte_support::agent_log(&home, "SRC8");
+    assert_eq!(log.matches("monitor OUTBOX fired").count(), N + 1, "{log}");
+    assert_eq!(log.matches("transfer complete").count(), N + 1, "{log}");
+    assert!(!log.contains("transfer failed"), "{log}");
+    assert!(!inbox.join("skip.tmp.copy").exists());
+    // Never more than maxSourceTransfers at once.
+    let most = log
+        .lines()
+        .filter_map(|l| l.split(" started (").nth(1))
+        .filter_map(|r| r.split(' ').next()?.parse::<usize>().ok())
+        .max()
+        .unwrap();
+    assert!(most <= 2, "{log}");
+    home.ok(&["fteDeleteMonitor", "-ma", "SRC8", "-mn", "OUTBOX"]);
+    assert!(home.ok(&["fteListMonitors"]).contains("no monitors"));
 }

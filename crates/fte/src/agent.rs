@@ -1,19 +1,24 @@
-//! The agent process (`ferrymq fte agent NAME`): connects to its queue manager, announces that it
-//! is ready with its pid file, then serves its command queue (transfer requests, each sent by a
-//! thread of its own, at most maxSourceTransfers at once; the others wait their turn) and its
-//! data queue (the transfers it receives).
+//! The agent process (`ferrymq fte agent NAME`): connects to its queue manager, resumes the
+//! transfers its state queue records, announces that it is ready with its pid file, then serves
+//! its command queue (transfer requests, each recorded on the state queue and sent by a thread of
+//! its own, at most maxSourceTransfers at once, the others waiting their turn; cancel and stop
+//! requests), its data queue (the transfers it receives) and its resource monitors. When it loses
+//! its queue manager it waits for it and replaces itself.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::ConnectOptions;
-use ferrymq_types::limits::FTE_REQUEST_LEN_MAX_BYTES;
-use ferrymq_types::options::{open, GetOptions, Wait};
+use ferrymq_types::limits::{FTE_RECONNECT_WAIT_MS, FTE_REQUEST_LEN_MAX_BYTES};
+use ferrymq_types::options::{open, GetOptions, Syncpoint, Wait};
 use ferrymq_types::{PropertyValue, Reason};
 
 use crate::props::{self, AgentProps};
 use crate::request::TransferRequest;
+use crate::state::Outbound;
 use crate::{err, prop, queues, Result};
 
 /// How long one get of the agent's loops waits before it looks again (it ends no sooner).
@@ -57,11 +62,71 @@ impl Slots {
     }
 }
 
+/// The agent's properties, for a reconnect from any thread.
+static PROPS: OnceLock<AgentProps> = OnceLock::new();
+static RECONNECTING: AtomicBool = AtomicBool::new(false);
+/// Set in the environment of an agent that replaced itself after losing its queue manager: it
+/// waits for the queue manager at start instead of ending.
+const RECONNECT_ENV: &str = "FERRYMQ_FTE_RECONNECT";
+
+fn connect_waiting(p: &AgentProps, wait_ms: u64) -> Result<Connection> {
+    let deadline = Instant::now() + Duration::from_millis(wait_ms);
+    loop {
+        match connect(p) {
+            Ok(c) => return Ok(c),
+            Err(e) if Instant::now() >= deadline => return Err(e),
+            Err(_) => std::thread::sleep(Duration::from_millis(250)),
+        }
+    }
+}
+
+/// The agent lost its queue manager: waits until it is back, then replaces the process with a
+/// fresh agent (same pid), which resumes the transfers recorded on its state queue. Never
+/// returns; other threads that get here wait for the replacement.
+pub fn reconnect() -> ! {
+    if RECONNECTING.swap(true, Ordering::SeqCst) {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+    let Some(p) = PROPS.get() else {
+        std::process::exit(1)
+    };
+    eprintln!(
+        "fte agent {}: lost queue manager {}: reconnecting",
+        p.agent_name, p.agent_qmgr
+    );
+    std::thread::sleep(Duration::from_millis(250));
+    if let Err(e) = connect_waiting(p, FTE_RECONNECT_WAIT_MS) {
+        eprintln!("fte agent {}: no queue manager: {e}", p.agent_name);
+        std::process::exit(1);
+    }
+    use std::os::unix::process::CommandExt;
+    let e = match std::env::current_exe() {
+        Ok(exe) => std::process::Command::new(exe)
+            .args(std::env::args_os().skip(1))
+            .env(RECONNECT_ENV, "1")
+            .exec(),
+        Err(e) => e,
+    };
+    eprintln!("fte agent {}: could not restart: {e}", p.agent_name);
+    std::process::exit(1)
+}
+
 /// Runs the agent until a stop request arrives (or its queue manager goes away for good).
 pub fn run(home: &Path, agent: &str) -> Result<()> {
     let p = props::load(home, agent)?;
-    let c = connect(&p)?;
+    let _ = PROPS.set(p.clone());
+    let c = if std::env::var_os(RECONNECT_ENV).is_some() {
+        connect_waiting(&p, FTE_RECONNECT_WAIT_MS)?
+    } else {
+        connect(&p)?
+    };
     let cmd_q = c.open(&queues::command(agent), open::INPUT_EXCLUSIVE)?;
+    let state_q = c.open(
+        &queues::state(agent),
+        open::INPUT_SHARED | open::OUTPUT | open::BROWSE,
+    )?;
     let recv_conn = c.share()?;
     let recv_props = p.clone();
     std::thread::Builder::new()
@@ -76,17 +141,33 @@ pub fn run(home: &Path, agent: &str) -> Result<()> {
             }
         })
         .map_err(|e| crate::FteError(format!("thread: {e}")))?;
-    let pid = pid_file(home, agent);
-    std::fs::write(&pid, format!("{}\n", std::process::id()))
-        .map_err(|e| crate::FteError(format!("{}: {e}", pid.display())))?;
-    eprintln!("fte agent {agent}: ready on {}", p.agent_qmgr);
+    let mon_conn = c.share()?;
+    let (mon_home, mon_props) = (home.to_path_buf(), p.clone());
+    std::thread::Builder::new()
+        .name("fte-monitors".into())
+        .spawn(move || crate::monitor::run(&mon_home, mon_conn, &mon_props))
+        .map_err(|e| crate::FteError(format!("thread: {e}")))?;
     let slots = Arc::new(Slots {
         used: Mutex::new(0),
         freed: Condvar::new(),
         max: p.max_source_transfers,
     });
+    // Transfers under way when the agent ended (killed, or its queue manager lost) resume.
+    let pending = Outbound::list(&c, &state_q)?;
+    let pid = pid_file(home, agent);
+    std::fs::write(&pid, format!("{}\n", std::process::id()))
+        .map_err(|e| crate::FteError(format!("{}: {e}", pid.display())))?;
+    eprintln!("fte agent {agent}: ready on {}", p.agent_qmgr);
+    for rec in pending {
+        eprintln!(
+            "fte agent {agent}: resuming a transfer ({} files finished)",
+            rec.done
+        );
+        spawn_sender(&c, &p, &slots, rec, true)?;
+    }
     let gopts = GetOptions {
         wait: Wait::Ms(POLL_MS),
+        syncpoint: Syncpoint::Yes,
         max_len: FTE_REQUEST_LEN_MAX_BYTES as u32,
         ..Default::default()
     };
@@ -94,49 +175,105 @@ pub fn run(home: &Path, agent: &str) -> Result<()> {
         let m = match c.get(&cmd_q, &gopts) {
             Ok(m) => m,
             Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => continue,
+            Err(e) if crate::sender::lost(&e) => reconnect(),
             Err(e) => {
                 let _ = std::fs::remove_file(&pid);
                 return Err(e.into());
             }
         };
         if let Some(PropertyValue::String(k)) = m.props.get(prop::KIND) {
+            if k == "cancel" {
+                let id = match m.props.get(prop::TID) {
+                    Some(PropertyValue::String(t)) => t.clone(),
+                    _ => String::new(),
+                };
+                let known = crate::sender::request_cancel(crate::state::unhex(&id));
+                let text = if known {
+                    format!("transfer {id} is being cancelled")
+                } else {
+                    format!("no transfer {id} in progress at agent {agent}")
+                };
+                eprintln!("fte agent {agent}: {text}");
+                crate::sender::reply(&c, &m.md, known, &text);
+                let _ = c.commit();
+                continue;
+            }
             if k == "stop" {
+                let _ = c.commit();
                 let _ = std::fs::remove_file(&pid);
                 eprintln!("fte agent {agent}: stopped");
                 return Ok(());
             }
         }
         let text = String::from_utf8_lossy(&m.body).into_owned();
+        let refuse = |why: &str| {
+            crate::sender::reply(&c, &m.md, false, why);
+            let _ = c.commit();
+        };
         let req = match TransferRequest::from_xml(&text) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("fte agent {agent}: request refused: {e}");
-                crate::sender::reply(&c, &m.md, false, &e.0);
+                refuse(&e.0);
                 continue;
             }
         };
         if req.source_agent != agent {
-            let why = format!(
+            refuse(&format!(
                 "the request's source agent is '{}', this agent is '{agent}'",
                 req.source_agent
-            );
-            crate::sender::reply(&c, &m.md, false, &why);
+            ));
             continue;
         }
-        slots.take();
-        let sc = c.share()?;
-        let sp = p.clone();
-        let sl = slots.clone();
-        let md = m.md.clone();
-        let spawned = std::thread::Builder::new()
-            .name("fte-sender".into())
-            .spawn(move || {
-                crate::sender::run(&sc, &sp, &req, &md);
-                sl.give();
-            });
-        if spawned.is_err() {
-            slots.give();
-            return err("no thread for a transfer");
+        // The transfer's id is its request's MsgId, which fteCreateTransfer prints.
+        let rec = Outbound {
+            tid: m.md.msg_id,
+            request_xml: text,
+            reply_q: m.md.reply_to_q.clone(),
+            reply_qm: m.md.reply_to_qmgr.clone(),
+            request_msg_id: m.md.msg_id,
+            ..Default::default()
+        };
+        // The request leaves the command queue in the unit of work that records it.
+        if let Err(e) = rec.write(&c, &state_q, true).and_then(|_| c.commit()) {
+            let _ = c.backout();
+            if crate::sender::lost(&e) {
+                reconnect();
+            }
+            return Err(e.into());
         }
+        spawn_sender(&c, &p, &slots, rec, false)?;
     }
+}
+
+/// Runs one transfer on a thread of its own once one of the maxSourceTransfers places is free.
+fn spawn_sender(
+    c: &Connection,
+    p: &AgentProps,
+    slots: &Arc<Slots>,
+    rec: Outbound,
+    restarted: bool,
+) -> Result<()> {
+    slots.take();
+    let sc = match c.share() {
+        Ok(sc) => sc,
+        Err(e) if crate::sender::lost(&e) => reconnect(),
+        Err(e) => {
+            slots.give();
+            return Err(e.into());
+        }
+    };
+    let sp = p.clone();
+    let sl = slots.clone();
+    let spawned = std::thread::Builder::new()
+        .name("fte-sender".into())
+        .spawn(move || {
+            crate::sender::run(&sc, &sp, rec, restarted);
+            sl.give();
+        });
+    if spawned.is_err() {
+        slots.give();
+        return err("no thread for a transfer");
+    }
+    Ok(())
 }

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
 use ferrymq_types::limits::FTE_AGENT_START_WAIT_MS;
 use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
-use ferrymq_types::{MessageDescriptor, Persistence, Properties, PropertyValue, Reason};
+use ferrymq_types::{MessageDescriptor, MsgId, Persistence, Properties, PropertyValue, Reason};
 
 use crate::agent;
 use crate::props::{self, AgentProps};
@@ -63,6 +63,16 @@ pub fn setup_coordination(home: &Path, qmgr: &str, print: bool) -> Result<String
     ))
 }
 
+/// The transfer log kept on the coordination queue manager (fteSetupCoordination), oldest first:
+/// each event as JSON and as XML.
+pub fn transfer_log(home: &Path) -> Result<Vec<(serde_json::Value, String)>> {
+    let Some(qm) = coordination_qmgr(home) else {
+        return err("no coordination queue manager: run fteSetupCoordination first");
+    };
+    let c = Connection::connect(ferrymq_client::ConnectOptions::bindings(&qm))?;
+    crate::translog::read(&c)
+}
+
 fn coordination_qmgr(home: &Path) -> Option<String> {
     let text =
         std::fs::read_to_string(props::mqft_dir(home).join("coordination.properties")).ok()?;
@@ -114,7 +124,10 @@ pub fn check_name(agent: &str) -> Result<()> {
 fn running_pid(home: &Path, agent: &str) -> Option<u32> {
     let text = std::fs::read_to_string(agent::pid_file(home, agent)).ok()?;
     let pid: u32 = text.trim().parse().ok()?;
-    Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
+    // A killed agent not reaped yet (a zombie) is not running.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let state = stat.rsplit(')').next()?.split_whitespace().next()?;
+    (state != "Z" && state != "X").then_some(pid)
 }
 
 /// `fteStartAgent A`: spawns `ferrymq fte agent A` (with `exe`) and returns once it is ready.
@@ -257,7 +270,7 @@ pub fn create_transfer(
     home: &Path,
     req: &TransferRequest,
     wait: Option<u64>,
-) -> Result<Option<Outcome>> {
+) -> Result<(MsgId, Option<Outcome>)> {
     // The command connects like the source agent does, when the agent is defined here.
     let c = match props::load(home, &req.source_agent) {
         Ok(p) if p.agent_qmgr == req.source_qmgr || req.source_qmgr.is_empty() => {
@@ -296,7 +309,7 @@ pub fn create_transfer(
     )?;
     let _ = c.close(&h, 0);
     let (Some(rq), Some(ms)) = (reply_q, wait) else {
-        return Ok(None);
+        return Ok((msg_id, None));
     };
     let g = GetOptions {
         wait: Wait::Ms(ms),
@@ -305,15 +318,73 @@ pub fn create_transfer(
         ..Default::default()
     };
     match c.get(&rq, &g) {
-        Ok(m) => Ok(Some(Outcome {
-            ok: matches!(m.props.get(prop::OK), Some(PropertyValue::Bool(true))),
-            text: String::from_utf8_lossy(&m.body).into_owned(),
-        })),
+        Ok(m) => Ok((
+            msg_id,
+            Some(Outcome {
+                ok: matches!(m.props.get(prop::OK), Some(PropertyValue::Bool(true))),
+                text: String::from_utf8_lossy(&m.body).into_owned(),
+            }),
+        )),
         Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => err(format!(
             "no outcome within {} s; the transfer may still complete (is agent {} running?)",
             ms / 1000,
             req.source_agent
         )),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `fteCancelTransfer -agentName A ID`: asks the source agent to stop the transfer and waits
+/// for its answer (it removes the partial destination; the source stays).
+pub fn cancel_transfer(home: &Path, agent: &str, id: &str) -> Result<String> {
+    check_name(agent)?;
+    let p = props::load(home, agent)?;
+    let c = agent::connect(&p)?;
+    let rq = c.open_dynamic(
+        "SYSTEM.DEFAULT.MODEL.QUEUE",
+        "FTE.REPLY.*",
+        open::INPUT_EXCLUSIVE,
+    )?;
+    let mut props = Properties::default();
+    props.set(prop::KIND, PropertyValue::String("cancel".into()));
+    props.set(
+        prop::TID,
+        PropertyValue::String(id.trim().to_ascii_lowercase()),
+    );
+    let md = MessageDescriptor {
+        persistence: Persistence::NotPersistent,
+        reply_to_q: rq.name.clone(),
+        reply_to_qmgr: c.qmgr_name().to_string(),
+        ..Default::default()
+    };
+    let (msg_id, _) = c.put1(
+        &queues::command(agent),
+        &md,
+        &props,
+        Bytes::new(),
+        &PutOptions {
+            new_msg_id: true,
+            ..PutOptions::default()
+        },
+    )?;
+    let g = GetOptions {
+        wait: Wait::Ms(FTE_AGENT_START_WAIT_MS),
+        match_correl_id: Some(msg_id),
+        max_len: u32::MAX,
+        ..Default::default()
+    };
+    match c.get(&rq, &g) {
+        Ok(m) => {
+            let text = String::from_utf8_lossy(&m.body).into_owned();
+            if matches!(m.props.get(prop::OK), Some(PropertyValue::Bool(true))) {
+                Ok(format!("{text}\n"))
+            } else {
+                err(text)
+            }
+        }
+        Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => {
+            err(format!("agent {agent} did not answer (is it running?)"))
+        }
         Err(e) => Err(e.into()),
     }
 }

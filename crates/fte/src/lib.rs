@@ -2,17 +2,22 @@
 //! process bound to one queue manager that sends and receives files), the transfer protocol
 //! between agents (start, chunk, end, acknowledgement and result messages on the agents'
 //! SYSTEM.FTE.* queues, a window of unacknowledged chunks, checkpoints as one persistent message
-//! per transfer on the receiver's state queue), the request model and MQ's XML request format
-//! (`<request><managedTransfer>…`), checksums (SHA-256 by default, MD5 for compatibility) and the
-//! logic of the fte* commands. The `ferrymq` binary only reads their command lines.
+//! per transfer on the receiver's state queue, resume by epochs), the sender's persistent record
+//! of each transfer, the request model and MQ's XML request format (`<request><managedTransfer>…`),
+//! checksums (SHA-256 by default, MD5 for compatibility), text conversion, the transfer log,
+//! resource monitors and the logic of the fte* commands. The `ferrymq` binary only reads their command lines.
 
 pub mod agent;
 pub mod checksum;
 pub mod commands;
+pub mod monitor;
 pub mod props;
 mod receiver;
 pub mod request;
 mod sender;
+pub mod state;
+pub mod text;
+pub mod translog;
 
 /// The agent's queues, on its queue manager (MQ's names).
 pub mod queues {
@@ -60,6 +65,16 @@ pub(crate) mod prop {
     pub const REPLY_QM: &str = "fteReplyQMgr";
     pub const FRAME: &str = "fteFrame";
     pub const CHECKPOINT: &str = "fteCheckpoint";
+    pub const MTIME: &str = "fteMtime";
+    pub const EPOCH: &str = "fteEpoch";
+    pub const RESUME: &str = "fteResume";
+    pub const RECEIVED: &str = "fteReceived";
+    pub const TID: &str = "fteTransferId";
+    pub const REQUEST_ID: &str = "fteRequestId";
+    pub const DONE: &str = "fteDone";
+    pub const FAILED: &str = "fteFailed";
+    pub const RESENT: &str = "fteResent";
+    pub const RESUMES: &str = "fteResumes";
 }
 
 /// An error a user sees: what failed and why.

@@ -22,6 +22,8 @@ pub struct AgentProps {
     pub agent_checkpoint_interval: usize,
     pub max_source_transfers: usize,
     pub max_destination_transfers: usize,
+    /// How long (seconds) a transfer keeps trying to resume before it fails; -1: for ever.
+    pub transfer_recovery_timeout: i64,
 }
 
 impl AgentProps {
@@ -39,6 +41,7 @@ impl AgentProps {
             agent_checkpoint_interval: 1,
             max_source_transfers: 25,
             max_destination_transfers: 25,
+            transfer_recovery_timeout: -1,
         }
     }
 
@@ -69,6 +72,10 @@ impl AgentProps {
         kv(
             "maxDestinationTransfers",
             self.max_destination_transfers.to_string(),
+        );
+        kv(
+            "transferRecoveryTimeout",
+            self.transfer_recovery_timeout.to_string(),
         );
         s
     }
@@ -105,6 +112,16 @@ impl AgentProps {
                 "agentCheckpointInterval" => p.agent_checkpoint_interval = num(1, 10_000)?,
                 "maxSourceTransfers" => p.max_source_transfers = num(1, 1_000)?,
                 "maxDestinationTransfers" => p.max_destination_transfers = num(1, 1_000)?,
+                "transferRecoveryTimeout" => {
+                    p.transfer_recovery_timeout = match v.parse::<i64>() {
+                        Ok(x) if x >= -1 => x,
+                        _ => {
+                            return err(format!(
+                                "agent.properties: {k}={v}: give -1 (for ever) or seconds"
+                            ))
+                        }
+                    }
+                }
                 // Unknown properties are kept by MQ's agents for other features; ignore them.
                 _ => {}
             }

@@ -2,7 +2,10 @@
 //! destination by offset, acknowledges every frame of chunks, and every checkpoint interval
 //! syncs the `.part` and records the progress as one persistent message per transfer on the
 //! agent's state queue (the previous one is removed in the same unit of work). At the end it
-//! checks the checksum, syncs the file, renames it into place and syncs the directory.
+//! checks the checksum, syncs the file, renames it into place and syncs the directory. It takes
+//! chunks only in order and of the sender's current epoch; to a resume it answers the offset to
+//! go on from (its own if it kept running, else its checkpoint) or, if the source's identity
+//! changed, a failure.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -13,12 +16,13 @@ use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::{Message, ObjectHandle};
 use ferrymq_types::limits::{FTE_CHUNK_SIZE_MAX_BYTES, FTE_RECEIVING_TRANSFERS_MAX};
-use ferrymq_types::options::{open, GetOptions, PutOptions, Syncpoint, Wait};
+use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
 use ferrymq_types::{MessageDescriptor, MsgId, Persistence, Properties, PropertyValue, Reason};
 
 use crate::checksum::{self, Method};
 use crate::props::AgentProps;
 use crate::sender::safe_relative;
+use crate::state::Checkpoint;
 use crate::{prop, queues, Result};
 
 struct Incoming {
@@ -26,6 +30,10 @@ struct Incoming {
     part: PathBuf,
     file: File,
     method: Method,
+    /// The offset the next chunk must have: everything before it was written.
+    next: u64,
+    /// The source's size and modification time as the sender saw them at the start.
+    ident: (i64, i64),
 }
 
 struct Transfer {
@@ -33,6 +41,9 @@ struct Transfer {
     reply_qm: String,
     frame: u64,
     checkpoint: u64,
+    /// Messages of an older epoch (sent before the sender's latest resume) are dropped.
+    epoch: i64,
+    /// Chunks taken in this epoch.
     chunks: u64,
     files: HashMap<i64, Incoming>,
     /// Files refused at their start: their chunks are dropped.
@@ -53,12 +64,24 @@ fn int_prop(m: &Message, n: &str) -> i64 {
     }
 }
 
+fn mq<T>(r: std::result::Result<T, ferrymq_types::MqError>) -> Result<T> {
+    match r {
+        Ok(v) => Ok(v),
+        Err(e) if crate::sender::lost(&e) => crate::agent::reconnect(),
+        Err(e) => Err(e.into()),
+    }
+}
+
+const SOURCE_CHANGED: &str =
+    "the source file changed while the transfer was interrupted (size or modification time \
+     differ): not resumed";
+
 pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
-    let data = c.open(&queues::data(&p.agent_name), open::INPUT_EXCLUSIVE)?;
-    let state = c.open(
+    let data = mq(c.open(&queues::data(&p.agent_name), open::INPUT_EXCLUSIVE))?;
+    let state = mq(c.open(
         &queues::state(&p.agent_name),
-        open::INPUT_SHARED | open::OUTPUT,
-    )?;
+        open::INPUT_SHARED | open::OUTPUT | open::BROWSE,
+    ))?;
     let mut transfers: HashMap<MsgId, Transfer> = HashMap::new();
     let g = GetOptions {
         wait: Wait::Ms(500),
@@ -69,81 +92,212 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
         let m = match c.get(&data, &g) {
             Ok(m) => m,
             Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => continue,
-            Err(e) => return Err(e.into()),
+            Err(e) => return mq(Err(e)),
         };
         let tid = m.md.correl_id;
+        let epoch = int_prop(&m, prop::EPOCH).max(0);
+        let index = int_prop(&m, prop::INDEX);
         match str_prop(&m, prop::KIND) {
             "start" => {
                 if !transfers.contains_key(&tid) && transfers.len() >= FTE_RECEIVING_TRANSFERS_MAX {
-                    continue;
+                    // Room is made by forgetting a transfer with no file under way (its sender
+                    // ended without its done message).
+                    let idle = transfers
+                        .iter()
+                        .find(|(_, t)| t.files.is_empty())
+                        .map(|(k, _)| *k);
+                    match idle {
+                        Some(k) => {
+                            transfers.remove(&k);
+                        }
+                        None => continue,
+                    }
                 }
+                let resume = matches!(m.props.get(prop::RESUME), Some(PropertyValue::Bool(true)));
                 let t = transfers.entry(tid).or_insert_with(|| Transfer {
                     reply_q: str_prop(&m, prop::REPLY_Q).to_string(),
                     reply_qm: str_prop(&m, prop::REPLY_QM).to_string(),
                     frame: int_prop(&m, prop::FRAME).max(1) as u64,
                     checkpoint: int_prop(&m, prop::CHECKPOINT).max(1) as u64,
+                    epoch,
                     chunks: 0,
                     files: HashMap::new(),
                     refused: Vec::new(),
                 });
-                let index = int_prop(&m, prop::INDEX);
-                match start_file(&m) {
-                    Ok(inc) => {
-                        t.files.insert(index, inc);
-                    }
-                    Err(why) => {
-                        t.refused.push(index);
-                        answer(&c, tid, t, "result", index, false, &why);
-                    }
+                if epoch < t.epoch {
+                    continue;
                 }
+                if epoch > t.epoch {
+                    t.epoch = epoch;
+                    t.chunks = 0;
+                }
+                let ident = (int_prop(&m, prop::SIZE), int_prop(&m, prop::MTIME));
+                if !resume {
+                    match start_file(&m, None) {
+                        Ok(inc) => {
+                            t.files.insert(index, inc);
+                        }
+                        Err(why) => {
+                            t.refused.push(index);
+                            answer(&c, tid, t, "result", index, false, &why, &[]);
+                        }
+                    }
+                    continue;
+                }
+                if t.refused.contains(&index) {
+                    continue;
+                }
+                // A resume: from where this file's data stands here, if it is the same file.
+                let (offset, received) = match t.files.get(&index) {
+                    Some(inc) if inc.ident == ident => (inc.next, inc.next),
+                    Some(_) => {
+                        drop_file(&c, &state, tid, t, index);
+                        answer(&c, tid, t, "result", index, false, SOURCE_CHANGED, &[]);
+                        continue;
+                    }
+                    None => {
+                        let ck = Checkpoint::read(&c, &state, tid).filter(|k| k.index == index);
+                        match ck {
+                            Some(k) if k.ident != ident => {
+                                let _ = start_file(&m, Some(0)).map(|inc| {
+                                    let _ = std::fs::remove_file(&inc.part);
+                                });
+                                let _ = crate::state::remove(&c, &state, tid);
+                                t.refused.push(index);
+                                answer(&c, tid, t, "result", index, false, SOURCE_CHANGED, &[]);
+                                continue;
+                            }
+                            Some(k) => match start_file(&m, Some(k.offset)) {
+                                Ok(inc) => {
+                                    let at = inc.next;
+                                    t.files.insert(index, inc);
+                                    (at, at)
+                                }
+                                Err(why) => {
+                                    t.refused.push(index);
+                                    answer(&c, tid, t, "result", index, false, &why, &[]);
+                                    continue;
+                                }
+                            },
+                            None => match start_file(&m, None) {
+                                Ok(inc) => {
+                                    t.files.insert(index, inc);
+                                    (0, 0)
+                                }
+                                Err(why) => {
+                                    t.refused.push(index);
+                                    answer(&c, tid, t, "result", index, false, &why, &[]);
+                                    continue;
+                                }
+                            },
+                        }
+                    }
+                };
+                answer(
+                    &c,
+                    tid,
+                    t,
+                    "ready",
+                    index,
+                    true,
+                    "",
+                    &[
+                        (prop::OFFSET, offset as i64),
+                        (prop::RECEIVED, received as i64),
+                    ],
+                );
             }
             "chunk" => {
                 let Some(t) = transfers.get_mut(&tid) else {
                     continue;
                 };
-                let index = int_prop(&m, prop::INDEX);
-                if let Some(inc) = t.files.get(&index) {
-                    let off = int_prop(&m, prop::OFFSET).max(0) as u64;
+                if epoch != t.epoch {
+                    continue;
+                }
+                let off = int_prop(&m, prop::OFFSET).max(0) as u64;
+                let mut next = 0;
+                if let Some(inc) = t.files.get_mut(&index) {
+                    if off != inc.next {
+                        // A chunk before it was lost (a queue manager restarted): nothing more
+                        // is taken until the sender resumes.
+                        continue;
+                    }
                     if let Err(e) = inc.file.write_all_at(&m.body, off) {
                         let why = format!("{}: {e}", inc.part.display());
-                        let inc = t.files.remove(&index);
-                        if let Some(inc) = inc {
-                            let _ = std::fs::remove_file(&inc.part);
-                        }
-                        t.refused.push(index);
-                        answer(&c, tid, t, "result", index, false, &why);
+                        drop_file(&c, &state, tid, t, index);
+                        answer(&c, tid, t, "result", index, false, &why, &[]);
+                    } else {
+                        inc.next += m.body.len() as u64;
+                        next = inc.next;
                     }
                 }
                 t.chunks += 1;
                 if t.chunks % (t.frame * t.checkpoint) == 0 {
                     if let Some(inc) = t.files.get(&index) {
                         let _ = inc.file.sync_data();
-                        let off = int_prop(&m, prop::OFFSET).max(0) as u64 + m.body.len() as u64;
-                        checkpoint(&c, &state, tid, index, off);
+                        let k = Checkpoint {
+                            index,
+                            offset: inc.next,
+                            ident: inc.ident,
+                        };
+                        if let Err(e) = k.write(&c, &state, tid) {
+                            mq::<()>(Err(e.clone()))?;
+                            eprintln!("fte: a checkpoint could not be recorded: {e}");
+                        }
                     }
                 }
                 if t.chunks % t.frame == 0 {
                     let n = t.chunks.to_string();
-                    answer(&c, tid, t, "ack", index, true, &n);
+                    answer(
+                        &c,
+                        tid,
+                        t,
+                        "ack",
+                        index,
+                        true,
+                        &n,
+                        &[(prop::OFFSET, next as i64)],
+                    );
                 }
             }
             "end" => {
                 let Some(t) = transfers.get_mut(&tid) else {
                     continue;
                 };
-                let index = int_prop(&m, prop::INDEX);
+                if epoch != t.epoch {
+                    continue;
+                }
+                let size = int_prop(&m, prop::SIZE).max(0) as u64;
+                if t.files.get(&index).is_some_and(|inc| inc.next != size) {
+                    // Chunks were lost: wait for the sender's resume.
+                    continue;
+                }
                 let n = t.chunks.to_string();
-                answer(&c, tid, t, "ack", index, true, &n);
+                answer(&c, tid, t, "ack", index, true, &n, &[]);
                 if let Some(inc) = t.files.remove(&index) {
                     let digest = str_prop(&m, prop::DIGEST).to_string();
                     let (ok, why) = finish(inc, &digest);
-                    clear_checkpoint(&c, &state, tid);
-                    answer(&c, tid, t, "result", index, ok, &why);
+                    let _ = mq(crate::state::remove(&c, &state, tid));
+                    answer(&c, tid, t, "result", index, ok, &why, &[]);
                 }
-                // A transfer is forgotten once it has no file under way; a later file's start
-                // makes a new entry.
-                if t.files.is_empty() {
-                    transfers.remove(&tid);
+            }
+            // The sender has every result: the transfer is forgotten. (Its chunk count must last
+            // from one file to the next until then, as the sender's window counts across files.)
+            "done" if transfers.get(&tid).is_some_and(|t| epoch >= t.epoch) => {
+                transfers.remove(&tid);
+            }
+            "cancel" => {
+                match transfers.get_mut(&tid) {
+                    Some(t) if t.files.contains_key(&index) => {
+                        drop_file(&c, &state, tid, t, index);
+                    }
+                    _ => {
+                        // Not under way here (this agent restarted): its `.part` still goes.
+                        if let Ok((_, part)) = part_path(&m) {
+                            let _ = std::fs::remove_file(part);
+                        }
+                        let _ = mq(crate::state::remove(&c, &state, tid));
+                    }
                 }
             }
             _ => {}
@@ -151,7 +305,17 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
     }
 }
 
-fn start_file(m: &Message) -> std::result::Result<Incoming, String> {
+/// Forgets a file under way: its `.part` and the transfer's checkpoint go.
+fn drop_file(c: &Connection, state: &ObjectHandle, tid: MsgId, t: &mut Transfer, index: i64) {
+    if let Some(inc) = t.files.remove(&index) {
+        let _ = std::fs::remove_file(&inc.part);
+    }
+    t.refused.push(index);
+    let _ = crate::state::remove(c, state, tid);
+}
+
+/// The destination file a start (or cancel) message names, and its `.part`.
+fn part_path(m: &Message) -> std::result::Result<(PathBuf, PathBuf), String> {
     let path = str_prop(m, prop::PATH);
     let dir = str_prop(m, prop::DIR);
     let final_path = if dir.is_empty() {
@@ -162,7 +326,16 @@ fn start_file(m: &Message) -> std::result::Result<Incoming, String> {
         }
         Path::new(dir).join(path)
     };
-    if final_path.exists() && str_prop(m, prop::EXIST) != "overwrite" {
+    let mut part = final_path.clone().into_os_string();
+    part.push(".part");
+    Ok((final_path, PathBuf::from(part)))
+}
+
+/// Opens the file's `.part`: a new one, or with `at` the one a checkpoint left, cut to `at` (the
+/// synced part; a `.part` shorter than that starts again from 0).
+fn start_file(m: &Message, at: Option<u64>) -> std::result::Result<Incoming, String> {
+    let (final_path, part) = part_path(m)?;
+    if at.is_none() && final_path.exists() && str_prop(m, prop::EXIST) != "overwrite" {
         return Err(format!(
             "{} exists (give -de overwrite to replace it)",
             final_path.display()
@@ -171,16 +344,30 @@ fn start_file(m: &Message) -> std::result::Result<Incoming, String> {
     if let Some(parent) = final_path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     }
-    let mut part = final_path.clone().into_os_string();
-    part.push(".part");
-    let part = PathBuf::from(part);
-    let file = File::create(&part).map_err(|e| format!("{}: {e}", part.display()))?;
+    let had = std::fs::metadata(&part).map(|md| md.len()).unwrap_or(0);
+    let next = match at {
+        Some(o) if had >= o => o,
+        _ => 0,
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .read(true)
+        .truncate(next == 0)
+        .open(&part)
+        .map_err(|e| format!("{}: {e}", part.display()))?;
+    if next > 0 {
+        file.set_len(next)
+            .map_err(|e| format!("{}: {e}", part.display()))?;
+    }
     let method = Method::parse(str_prop(m, prop::METHOD)).unwrap_or_default();
     Ok(Incoming {
         final_path,
         part,
         file,
         method,
+        next,
+        ident: (int_prop(m, prop::SIZE), int_prop(m, prop::MTIME)),
     })
 }
 
@@ -214,51 +401,17 @@ fn finish(inc: Incoming, digest: &str) -> (bool, String) {
     (true, format!("{} written", inc.final_path.display()))
 }
 
-/// Replaces the transfer's checkpoint message on the state queue in one unit of work.
-fn checkpoint(c: &Connection, state: &ObjectHandle, tid: MsgId, index: i64, offset: u64) {
-    let r = (|| -> std::result::Result<(), ferrymq_types::MqError> {
-        let g = GetOptions {
-            syncpoint: Syncpoint::Yes,
-            match_correl_id: Some(tid),
-            max_len: u32::MAX,
-            ..Default::default()
-        };
-        match c.get(state, &g) {
-            Ok(_) => {}
-            Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => {}
-            Err(e) => return Err(e),
-        }
-        let md = MessageDescriptor {
-            correl_id: tid,
-            persistence: Persistence::Persistent,
-            ..Default::default()
-        };
-        let mut props = Properties::default();
-        props.set(prop::INDEX, PropertyValue::Int(index));
-        props.set(prop::OFFSET, PropertyValue::Int(offset as i64));
-        let po = PutOptions {
-            syncpoint: Syncpoint::Yes,
-            ..PutOptions::default()
-        };
-        c.put(state, &md, &props, Bytes::new(), &po)?;
-        c.commit()
-    })();
-    if let Err(e) = r {
-        let _ = c.backout();
-        eprintln!("fte: a checkpoint could not be recorded: {e}");
-    }
-}
-
-fn clear_checkpoint(c: &Connection, state: &ObjectHandle, tid: MsgId) {
-    let g = GetOptions {
-        match_correl_id: Some(tid),
-        max_len: u32::MAX,
-        ..Default::default()
-    };
-    while c.get(state, &g).is_ok() {}
-}
-
-fn answer(c: &Connection, tid: MsgId, t: &Transfer, kind: &str, index: i64, ok: bool, text: &str) {
+#[allow(clippy::too_many_arguments)]
+fn answer(
+    c: &Connection,
+    tid: MsgId,
+    t: &Transfer,
+    kind: &str,
+    index: i64,
+    ok: bool,
+    text: &str,
+    extra: &[(&str, i64)],
+) {
     let md = MessageDescriptor {
         correl_id: tid,
         persistence: Persistence::NotPersistent,
@@ -268,6 +421,10 @@ fn answer(c: &Connection, tid: MsgId, t: &Transfer, kind: &str, index: i64, ok: 
     props.set(prop::KIND, PropertyValue::String(kind.into()));
     props.set(prop::INDEX, PropertyValue::Int(index));
     props.set(prop::OK, PropertyValue::Bool(ok));
+    props.set(prop::EPOCH, PropertyValue::Int(t.epoch));
+    for (n, v) in extra {
+        props.set(*n, PropertyValue::Int(*v));
+    }
     if kind == "ack" {
         props.set(
             prop::ACKED,

@@ -43,6 +43,11 @@ pub struct Item {
     pub exist: Exist,
     pub mode: Mode,
     pub checksum: Method,
+    /// Text mode: the source's encoding (empty: UTF-8), the destination's, and the
+    /// destination's line ending (empty: LF).
+    pub source_encoding: String,
+    pub dest_encoding: String,
+    pub dest_eol: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -57,6 +62,14 @@ pub struct TransferRequest {
 
 fn attr_escape(s: &str) -> String {
     escape(s).into_owned()
+}
+
+fn opt_attr(name: &str, v: &str) -> String {
+    if v.is_empty() {
+        String::new()
+    } else {
+        format!(" {name}=\"{}\"", attr_escape(v))
+    }
 }
 
 impl TransferRequest {
@@ -84,21 +97,24 @@ impl TransferRequest {
                 it.checksum.name()
             ));
             s.push_str(&format!(
-                "<source recursive=\"{}\" disposition=\"{}\"><file>{}</file></source>\n",
+                "<source recursive=\"{}\" disposition=\"{}\"><file{}>{}</file></source>\n",
                 it.recursive,
                 match it.disposition {
                     Disposition::Leave => "leave",
                     Disposition::Delete => "delete",
                 },
+                opt_attr("encoding", &it.source_encoding),
                 escape(&it.source)
             ));
             s.push_str(&format!(
-                "<destination type=\"{}\" exist=\"{}\"><file>{}</file></destination>\n",
+                "<destination type=\"{}\" exist=\"{}\"><file{}{}>{}</file></destination>\n",
                 if it.dest_is_dir { "directory" } else { "file" },
                 match it.exist {
                     Exist::Error => "error",
                     Exist::Overwrite => "overwrite",
                 },
+                opt_attr("encoding", &it.dest_encoding),
+                opt_attr("EOL", &it.dest_eol),
                 escape(&it.dest)
             ));
             s.push_str("</item>\n");
@@ -206,6 +222,18 @@ impl TransferRequest {
                             x => return Err(bad(format!("exist '{x}': error or overwrite"))),
                         };
                     }
+                    "file" => {
+                        let parent = path.last().map(String::as_str).unwrap_or("");
+                        if let Some(it) = req.items.last_mut() {
+                            let (enc, eol) = (get("encoding"), get("EOL"));
+                            if parent == "source" {
+                                it.source_encoding = enc;
+                            } else if parent == "destination" {
+                                it.dest_encoding = enc;
+                                it.dest_eol = eol;
+                            }
+                        }
+                    }
                     _ => {}
                 }
                 if !empty {
@@ -280,6 +308,9 @@ mod tests {
                 exist: Exist::Overwrite,
                 mode: Mode::Text,
                 checksum: Method::Md5,
+                source_encoding: "ISO-8859-1".into(),
+                dest_encoding: String::new(),
+                dest_eol: "CRLF".into(),
             }],
         };
         assert_eq!(TransferRequest::from_xml(&req.to_xml()).unwrap(), req);

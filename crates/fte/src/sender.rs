@@ -3,20 +3,35 @@
 //! message, its chunks (non-persistent, at most window × frame unacknowledged) and an end message
 //! with the file's checksum to the destination agent's data queue, and waits for the receiver's
 //! result. Sources are deleted (disposition `delete`) only after their file arrived whole.
+//! With no answer for FTE_STALL_MS, or when the agent started again with the transfer on its state
+//! queue, it resumes: a new epoch, each unfinished file started again with the resume flag, and
+//! sent from the offset the receiver answers. It also publishes the transfer log's events and
+//! stops when fteCancelTransfer asks.
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
 
 use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::ObjectHandle;
-use ferrymq_types::limits::{FTE_ACK_WAIT_MS, FTE_FILES_PER_TRANSFER_MAX, FTE_FILE_NAME_LEN_MAX};
+
+use ferrymq_types::limits::{
+    FTE_FILES_PER_TRANSFER_MAX, FTE_FILE_NAME_LEN_MAX, FTE_PROGRESS_INTERVAL_MS, FTE_STALL_MS,
+};
 use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
-use ferrymq_types::{MessageDescriptor, MsgId, Persistence, Properties, PropertyValue, Reason};
+use ferrymq_types::{
+    MessageDescriptor, MqError, MsgId, Persistence, Properties, PropertyValue, Reason,
+};
 
 use crate::checksum::Hasher;
 use crate::props::AgentProps;
-use crate::request::{Disposition, Exist, Item, TransferRequest};
+use crate::request::{Disposition, Exist, Item, Mode, TransferRequest};
+use crate::state::Outbound;
+use crate::text::{Converter, Encoding, Eol};
+use crate::translog::{self, Event};
 use crate::{err, prop, queues, FteError, Result};
 
 /// One file to send: where it is, and where it goes.
@@ -38,7 +53,7 @@ pub fn safe_relative(name: &str) -> bool {
         && p.components().all(|c| matches!(c, Component::Normal(_)))
 }
 
-fn wildcard_match(pat: &[u8], s: &[u8]) -> bool {
+pub(crate) fn wildcard_match(pat: &[u8], s: &[u8]) -> bool {
     match (pat.first(), s.first()) {
         (None, None) => true,
         (Some(b'*'), _) => {
@@ -151,19 +166,30 @@ fn s(v: &str) -> PropertyValue {
 
 /// The final answer to whoever asked for the transfer (fteCreateTransfer -w), if it asked.
 pub fn reply(c: &Connection, req_md: &MessageDescriptor, ok: bool, text: &str) {
-    if req_md.reply_to_q.is_empty() {
+    reply_to(
+        c,
+        &req_md.reply_to_q,
+        &req_md.reply_to_qmgr,
+        req_md.msg_id,
+        ok,
+        text,
+    );
+}
+
+fn reply_to(c: &Connection, q: &str, qm: &str, msg_id: MsgId, ok: bool, text: &str) {
+    if q.is_empty() {
         return;
     }
     let md = MessageDescriptor {
-        correl_id: req_md.msg_id,
+        correl_id: msg_id,
         persistence: Persistence::NotPersistent,
         format: "MQSTR".into(),
         ..Default::default()
     };
     let mut props = Properties::default();
     props.set(prop::OK, PropertyValue::Bool(ok));
-    let put = || -> std::result::Result<(), ferrymq_types::MqError> {
-        let h = c.open_qmgr(&req_md.reply_to_q, &req_md.reply_to_qmgr, open::OUTPUT)?;
+    let put = || -> std::result::Result<(), MqError> {
+        let h = c.open_qmgr(q, qm, open::OUTPUT)?;
         c.put(
             &h,
             &md,
@@ -174,168 +200,630 @@ pub fn reply(c: &Connection, req_md: &MessageDescriptor, ok: bool, text: &str) {
         c.close(&h, 0)
     };
     if let Err(e) = put() {
-        eprintln!(
-            "fte: the reply to {} could not be put: {e}",
-            req_md.reply_to_q
-        );
+        eprintln!("fte: the reply to {q} could not be put: {e}");
     }
+}
+
+/// Whether an error means that the agent lost its queue manager: the agent then reconnects and
+/// resumes its transfers, which do not fail.
+pub fn lost(e: &MqError) -> bool {
+    matches!(
+        e.reason,
+        Reason::CONNECTION_BROKEN
+            | Reason::HCONN_ERROR
+            | Reason::Q_MGR_NOT_AVAILABLE
+            | Reason::Q_MGR_QUIESCING
+            | Reason::Q_MGR_STOPPING
+            | Reason::CONNECTION_QUIESCING
+            | Reason::CONNECTION_STOPPING
+    )
+}
+
+/// The transfers this agent is sending, and those of them asked to stop (fteCancelTransfer).
+static RUNNING: Mutex<Option<HashMap<MsgId, bool>>> = Mutex::new(None);
+
+fn running() -> std::sync::MutexGuard<'static, Option<HashMap<MsgId, bool>>> {
+    RUNNING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Asks a transfer this agent is sending to stop; false if there is no such transfer.
+pub fn request_cancel(tid: MsgId) -> bool {
+    match running().as_mut().and_then(|m| m.get_mut(&tid)) {
+        Some(c) => {
+            *c = true;
+            true
+        }
+        None => false,
+    }
+}
+
+fn cancelled(tid: MsgId) -> bool {
+    running()
+        .as_ref()
+        .and_then(|m| m.get(&tid).copied())
+        .unwrap_or(false)
+}
+
+/// Why a pass over the files stopped before all had their result.
+enum Halt {
+    /// No answer from the receiver for FTE_STALL_MS: resume from its checkpoint.
+    Stall,
+    /// fteCancelTransfer asked the transfer to stop.
+    Cancelled,
+    Fail(FteError),
+}
+
+impl From<FteError> for Halt {
+    fn from(e: FteError) -> Self {
+        Halt::Fail(e)
+    }
+}
+
+impl From<MqError> for Halt {
+    fn from(e: MqError) -> Self {
+        if lost(&e) {
+            crate::agent::reconnect();
+        }
+        Halt::Fail(e.into())
+    }
+}
+
+/// A source file's identity: its size and modification time (ns). A file whose identity changed
+/// since the transfer began is not resumed.
+pub fn ident_of(m: &std::fs::Metadata) -> (i64, i64) {
+    use std::os::unix::fs::MetadataExt;
+    (
+        m.len() as i64,
+        m.mtime().saturating_mul(1_000_000_000) + m.mtime_nsec(),
+    )
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(1)
 }
 
 struct Link<'a> {
     c: &'a Connection,
+    p: &'a AgentProps,
+    /// The transfer log's event, kept up to date.
+    ev: Event,
+    last_log: Instant,
     data: ObjectHandle,
     acks: ObjectHandle,
+    state: ObjectHandle,
+    rec: Outbound,
     tid: MsgId,
-    acked: u64,
+    /// 0 for the first pass; each resume sends under a new, larger epoch, and both sides drop
+    /// what belongs to an older one.
+    epoch: i64,
     sent: u64,
+    acked: u64,
     results: Vec<Option<(bool, String)>>,
+    /// Bytes of each file the receiver acknowledged.
+    confirmed: Vec<u64>,
+    /// Each file's size when the transfer (or this agent) started.
+    sizes: Vec<u64>,
+    idents: Vec<Option<(i64, i64)>>,
+    /// The receiver's answer to a resume: file, offset to send from, bytes it had received.
+    ready: Option<(i64, u64, u64)>,
+    /// Bytes the receiver had acknowledged and was sent again after a resume.
+    resent: u64,
+    resumes: u64,
+    last_answer: Instant,
 }
 
 impl Link<'_> {
-    fn put(&mut self, props: Properties, body: Bytes) -> Result<()> {
+    fn put(&mut self, mut props: Properties, body: Bytes) -> std::result::Result<(), Halt> {
         let md = MessageDescriptor {
             correl_id: self.tid,
             persistence: Persistence::NotPersistent,
             ..Default::default()
         };
+        props.set(prop::EPOCH, PropertyValue::Int(self.epoch));
         self.c
             .put(&self.data, &md, &props, body, &PutOptions::default())?;
         Ok(())
     }
 
-    /// Takes one acknowledgement or result from the receiver, waiting up to FTE_ACK_WAIT_MS.
-    fn pump(&mut self) -> Result<()> {
+    /// Tells the receiver that the transfer has all its results: it forgets the transfer.
+    fn done(&mut self) {
+        let mut props = Properties::default();
+        props.set(prop::KIND, s("done"));
+        let _ = self.put(props, Bytes::new());
+    }
+
+    /// Tells the receiver to forget a file: its `.part` goes.
+    fn cancel(&mut self, index: usize, f: &FileJob) -> std::result::Result<(), Halt> {
+        let mut props = Properties::default();
+        props.set(prop::KIND, s("cancel"));
+        props.set(prop::INDEX, PropertyValue::Int(index as i64));
+        props.set(prop::PATH, s(&f.path));
+        if let Some(d) = &f.dir {
+            props.set(prop::DIR, s(d));
+        }
+        self.put(props, Bytes::new())
+    }
+
+    /// Takes one answer from the receiver, waiting up to FTE_STALL_MS.
+    fn pump(&mut self) -> std::result::Result<(), Halt> {
+        if cancelled(self.tid) {
+            return Err(Halt::Cancelled);
+        }
         let g = GetOptions {
-            wait: Wait::Ms(FTE_ACK_WAIT_MS),
+            wait: Wait::Ms(FTE_STALL_MS),
             match_correl_id: Some(self.tid),
             max_len: u32::MAX,
             ..Default::default()
         };
         let m = match self.c.get(&self.acks, &g) {
             Ok(m) => m,
-            Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => {
-                return err(format!(
-                    "the destination agent did not answer for {} s",
-                    FTE_ACK_WAIT_MS / 1000
-                ))
-            }
+            Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => return Err(Halt::Stall),
             Err(e) => return Err(e.into()),
         };
+        self.last_answer = Instant::now();
         let int = |n: &str| match m.props.get(n) {
             Some(PropertyValue::Int(v)) => *v,
             _ => -1,
         };
+        let i = int(prop::INDEX);
+        let epoch = match m.props.get(prop::EPOCH) {
+            Some(PropertyValue::Int(v)) => *v,
+            _ => 0,
+        };
         match m.props.get(prop::KIND) {
-            Some(PropertyValue::String(k)) if k == "ack" => {
+            Some(PropertyValue::String(k)) if k == "ack" && epoch == self.epoch => {
                 self.acked = self.acked.max(int(prop::ACKED).max(0) as u64);
+                if i >= 0 && (i as usize) < self.confirmed.len() {
+                    let c = &mut self.confirmed[i as usize];
+                    *c = (*c).max(int(prop::OFFSET).max(0) as u64);
+                }
+                if self.last_log.elapsed().as_millis() as u64 >= FTE_PROGRESS_INTERVAL_MS {
+                    self.last_log = Instant::now();
+                    self.ev.kind = "progress";
+                    self.ev.bytes = self.bytes_done();
+                    self.ev.resumes = self.resumes;
+                    self.ev.resent_bytes = self.resent;
+                    translog::publish(self.c, self.p, &self.ev);
+                }
+            }
+            Some(PropertyValue::String(k)) if k == "ready" && epoch == self.epoch => {
+                self.ready = Some((
+                    i,
+                    int(prop::OFFSET).max(0) as u64,
+                    int(prop::RECEIVED).max(0) as u64,
+                ));
             }
             Some(PropertyValue::String(k)) if k == "result" => {
-                let i = int(prop::INDEX);
                 let ok = matches!(m.props.get(prop::OK), Some(PropertyValue::Bool(true)));
                 let why = String::from_utf8_lossy(&m.body).into_owned();
-                if i >= 0 && (i as usize) < self.results.len() {
+                if i >= 0 && (i as usize) < self.results.len() && self.results[i as usize].is_none()
+                {
                     self.results[i as usize] = Some((ok, why));
+                    self.record_progress()?;
                 }
             }
             _ => {}
         }
         Ok(())
     }
+
+    /// Bytes at the destination: whole files that arrived, and what was acknowledged of others.
+    fn bytes_done(&self) -> u64 {
+        self.results
+            .iter()
+            .zip(&self.confirmed)
+            .zip(&self.sizes)
+            .map(|((r, c), size)| match r {
+                Some((true, _)) => *size,
+                _ => *c,
+            })
+            .sum()
+    }
+
+    /// Records on the state queue how many files (from the first) have their result.
+    fn record_progress(&mut self) -> std::result::Result<(), Halt> {
+        let done = self.results.iter().take_while(|r| r.is_some()).count();
+        if done <= self.rec.done {
+            return Ok(());
+        }
+        for i in self.rec.done..done {
+            if let Some((false, why)) = &self.results[i] {
+                self.rec
+                    .failed
+                    .push_str(&format!("{i}\t{}\n", why.replace('\n', " ")));
+            }
+        }
+        self.rec.done = done;
+        self.rec.resent = self.resent;
+        self.rec.resumes = self.resumes;
+        self.rec.write(self.c, &self.state, false)?;
+        Ok(())
+    }
+
+    /// Sends every file without a result yet (from the receiver's resume offset after a
+    /// resume), then waits for all results.
+    fn pass(
+        &mut self,
+        p: &AgentProps,
+        req: &TransferRequest,
+        files: &[FileJob],
+    ) -> std::result::Result<(), Halt> {
+        self.sent = 0;
+        self.acked = 0;
+        let resuming = self.epoch != 0;
+        let window = p.outstanding_chunks_max() as u64;
+        let mut buf = vec![0u8; p.agent_chunk_size];
+        for (i, f) in files.iter().enumerate() {
+            if self.results[i].is_some() {
+                continue;
+            }
+            let it = &req.items[f.item];
+            let opened = std::fs::File::open(&f.src).and_then(|fl| {
+                let m = fl.metadata()?;
+                Ok((fl, m))
+            });
+            let (mut file, meta) = match opened {
+                Ok(x) => x,
+                Err(e) => {
+                    self.results[i] = Some((false, format!("{}: {e}", f.src.display())));
+                    self.cancel(i, f)?;
+                    continue;
+                }
+            };
+            let ident = ident_of(&meta);
+            match self.idents[i] {
+                Some(before) if before != ident => {
+                    self.results[i] = Some((
+                        false,
+                        "the source file changed during the transfer (size or modification \
+                         time differ): not resumed"
+                            .into(),
+                    ));
+                    self.cancel(i, f)?;
+                    continue;
+                }
+                _ => self.idents[i] = Some(ident),
+            }
+            let mut props = Properties::default();
+            props.set(prop::KIND, s("start"));
+            props.set(prop::INDEX, PropertyValue::Int(i as i64));
+            props.set(prop::PATH, s(&f.path));
+            if let Some(d) = &f.dir {
+                props.set(prop::DIR, s(d));
+            }
+            props.set(
+                prop::EXIST,
+                s(match it.exist {
+                    Exist::Error => "error",
+                    Exist::Overwrite => "overwrite",
+                }),
+            );
+            props.set(prop::METHOD, s(it.checksum.name()));
+            props.set(prop::SIZE, PropertyValue::Int(ident.0));
+            props.set(prop::MTIME, PropertyValue::Int(ident.1));
+            props.set(prop::REPLY_Q, s(&queues::reply(&p.agent_name)));
+            props.set(prop::REPLY_QM, s(&p.agent_qmgr));
+            props.set(prop::FRAME, PropertyValue::Int(p.agent_frame_size as i64));
+            props.set(
+                prop::CHECKPOINT,
+                PropertyValue::Int(p.agent_checkpoint_interval as i64),
+            );
+            props.set(prop::RESUME, PropertyValue::Bool(resuming));
+            self.put(props, Bytes::new())?;
+            let mut offset = 0u64;
+            if resuming {
+                self.ready = None;
+                loop {
+                    if self.results[i].is_some() {
+                        break;
+                    }
+                    if let Some((ix, off, received)) = self.ready {
+                        if ix == i as i64 {
+                            offset = off.min(ident.0.max(0) as u64);
+                            let had = self.confirmed[i].max(received);
+                            self.resent += had.saturating_sub(offset);
+                            break;
+                        }
+                    }
+                    self.pump()?;
+                }
+                if self.results[i].is_some() {
+                    continue;
+                }
+            }
+            let mut conv = match text_converter(it) {
+                Ok(c) => c,
+                Err(e) => {
+                    self.results[i] = Some((false, e.0));
+                    self.cancel(i, f)?;
+                    continue;
+                }
+            };
+            let mut h = Hasher::new(it.checksum);
+            // The bytes the receiver already holds (`offset` of the stream sent, converted in
+            // text mode) count in the checksum: read and converted again here, not sent again.
+            let mut skip = offset;
+            let mut converted = Vec::new();
+            loop {
+                let n = read_full(&mut file, &mut buf)
+                    .map_err(|e| FteError(format!("{}: {e}", f.src.display())))?;
+                let block: &[u8] = match conv.as_mut() {
+                    Some(cv) => {
+                        converted.clear();
+                        cv.push(&buf[..n], &mut converted);
+                        if n == 0 {
+                            cv.finish(&mut converted);
+                        }
+                        &converted
+                    }
+                    None => &buf[..n],
+                };
+                h.update(block);
+                let k = (skip as usize).min(block.len());
+                skip -= k as u64;
+                for piece in block[k..].chunks(p.agent_chunk_size) {
+                    while self.sent - self.acked >= window {
+                        self.pump()?;
+                    }
+                    if cancelled(self.tid) {
+                        return Err(Halt::Cancelled);
+                    }
+                    let corrupt = test_hook_corrupt(self.sent);
+                    let mut props = Properties::default();
+                    props.set(prop::KIND, s("chunk"));
+                    props.set(prop::INDEX, PropertyValue::Int(i as i64));
+                    props.set(prop::OFFSET, PropertyValue::Int(offset as i64));
+                    let mut body = piece.to_vec();
+                    if corrupt && !body.is_empty() {
+                        body[0] ^= 0xff;
+                    }
+                    self.put(props, Bytes::from(body))?;
+                    self.sent += 1;
+                    offset += piece.len() as u64;
+                }
+                if n == 0 {
+                    break;
+                }
+            }
+            let mut props = Properties::default();
+            props.set(prop::KIND, s("end"));
+            props.set(prop::INDEX, PropertyValue::Int(i as i64));
+            props.set(prop::SIZE, PropertyValue::Int(offset as i64));
+            props.set(prop::DIGEST, s(&h.hex()));
+            self.put(props, Bytes::new())?;
+        }
+        while self.results.iter().any(|r| r.is_none()) {
+            self.pump()?;
+        }
+        Ok(())
+    }
 }
 
-/// Sends a whole transfer and answers the requester. Errors end up in the answer.
-pub fn run(c: &Connection, p: &AgentProps, req: &TransferRequest, req_md: &MessageDescriptor) {
-    let (ok, text) = match send(c, p, req) {
-        Ok((ok, text)) => (ok, text),
+/// A test hook: with FERRYMQ_FTE_TEST_CORRUPT_CHUNK=N in the sending agent's environment, the
+/// N-th chunk of each pass (from 0) leaves with its first byte inverted, after the checksum saw
+/// it, as a corruption in flight would.
+fn test_hook_corrupt(chunk: u64) -> bool {
+    static AT: OnceLock<Option<u64>> = OnceLock::new();
+    *AT.get_or_init(|| {
+        std::env::var("FERRYMQ_FTE_TEST_CORRUPT_CHUNK")
+            .ok()
+            .and_then(|v| v.parse().ok())
+    }) == Some(chunk)
+}
+
+/// The converter of a text-mode item (none in binary mode).
+fn text_converter(it: &Item) -> Result<Option<Converter>> {
+    if it.mode != Mode::Text {
+        return Ok(None);
+    }
+    Ok(Some(Converter::new(
+        Encoding::parse(&it.source_encoding)?,
+        Encoding::parse(&it.dest_encoding)?,
+        Eol::parse(&it.dest_eol)?,
+    )))
+}
+
+/// Sends a whole transfer (a new one, or one found on the state queue when the agent started:
+/// `restarted`), answers the requester and removes the transfer's record. Errors end up in the
+/// answer.
+pub fn run(c: &Connection, p: &AgentProps, rec: Outbound, restarted: bool) {
+    let state = match c.open(
+        &queues::state(&p.agent_name),
+        open::INPUT_SHARED | open::OUTPUT | open::BROWSE,
+    ) {
+        Ok(h) => h,
+        Err(e) => {
+            if lost(&e) {
+                crate::agent::reconnect();
+            }
+            eprintln!("fte agent {}: state queue: {e}", p.agent_name);
+            return;
+        }
+    };
+    let (q, qm, id, key) = (
+        rec.reply_q.clone(),
+        rec.reply_qm.clone(),
+        rec.request_msg_id,
+        crate::state::outbound_key(rec.tid),
+    );
+    let now_running = {
+        let mut r = running();
+        let m = r.get_or_insert_with(HashMap::new);
+        m.insert(rec.tid, false);
+        m.len()
+    };
+    eprintln!(
+        "fte agent {}: transfer {} started ({now_running} running, at most {})",
+        p.agent_name,
+        crate::state::hex(&rec.tid),
+        p.max_source_transfers
+    );
+    let tid = rec.tid;
+    let began = Instant::now();
+    let mut ev = Event {
+        tid: crate::state::hex(&rec.tid),
+        source_agent: p.agent_name.clone(),
+        source_qmgr: p.agent_qmgr.clone(),
+        ..Default::default()
+    };
+    let (ok, text) = match TransferRequest::from_xml(&rec.request_xml) {
+        Ok(req) => {
+            ev.dest_agent = req.dest_agent.clone();
+            ev.dest_qmgr = req.dest_qmgr.clone();
+            ev.job = req.job_name.clone();
+            match send(c, p, &req, rec, state.clone(), restarted, &mut ev) {
+                Ok((ok, text)) => (ok, text),
+                Err(e) => (false, format!("transfer failed: {e}")),
+            }
+        }
         Err(e) => (false, format!("transfer failed: {e}")),
     };
     eprintln!("fte agent {}: {text}", p.agent_name);
-    reply(c, req_md, ok, &text);
+    if let Some(m) = running().as_mut() {
+        m.remove(&tid);
+    }
+    if ev.kind == "cancelled" {
+        ev.result_code = 2;
+    } else {
+        ev.kind = if ok { "completed" } else { "failed" };
+        ev.result_code = if ok { 0 } else { 1 };
+    }
+    ev.text = text.clone();
+    ev.duration_ms = began.elapsed().as_millis() as u64;
+    translog::publish(c, p, &ev);
+    reply_to(c, &q, &qm, id, ok, &text);
+    if let Err(e) = crate::state::remove(c, &state, key) {
+        if lost(&e) {
+            crate::agent::reconnect();
+        }
+    }
 }
 
-fn send(c: &Connection, p: &AgentProps, req: &TransferRequest) -> Result<(bool, String)> {
+fn send(
+    c: &Connection,
+    p: &AgentProps,
+    req: &TransferRequest,
+    rec: Outbound,
+    state: ObjectHandle,
+    restarted: bool,
+    ev: &mut Event,
+) -> Result<(bool, String)> {
     let files = jobs(req)?;
+    ev.files = files.len();
+    let sizes: Vec<u64> = files
+        .iter()
+        .map(|f| std::fs::metadata(&f.src).map(|m| m.len()).unwrap_or(0))
+        .collect();
+    ev.total_bytes = sizes.iter().sum();
+    ev.kind = if restarted { "progress" } else { "started" };
+    if restarted {
+        ev.text = "resumed after the agent restarted".into();
+    }
+    translog::publish(c, p, ev);
+    ev.text.clear();
     let dest_qm = if req.dest_qmgr.is_empty() || req.dest_qmgr == p.agent_qmgr {
         String::new()
     } else {
         req.dest_qmgr.clone()
     };
-    let data = c.open_qmgr(&queues::data(&req.dest_agent), &dest_qm, open::OUTPUT)?;
-    let acks = c.open(&queues::reply(&p.agent_name), open::INPUT_SHARED)?;
-    let mut tid = [0u8; 24];
-    rand::Rng::fill(&mut rand::thread_rng(), &mut tid[..]);
+    let halt = |h: Halt| match h {
+        Halt::Fail(e) => e,
+        Halt::Stall => FteError("no answer".into()),
+        Halt::Cancelled => FteError("cancelled".into()),
+    };
+    let data = c
+        .open_qmgr(&queues::data(&req.dest_agent), &dest_qm, open::OUTPUT)
+        .map_err(|e| halt(e.into()))?;
+    let acks = c
+        .open(&queues::reply(&p.agent_name), open::INPUT_SHARED)
+        .map_err(|e| halt(e.into()))?;
+    let mut results = vec![None; files.len()];
+    for r in results.iter_mut().take(rec.done) {
+        *r = Some((true, String::new()));
+    }
+    for line in rec.failed.lines() {
+        if let Some((i, why)) = line.split_once('\t') {
+            if let Some(r) = i.parse::<usize>().ok().and_then(|i| results.get_mut(i)) {
+                *r = Some((false, why.to_string()));
+            }
+        }
+    }
     let mut l = Link {
         c,
+        p,
+        ev: ev.clone(),
+        last_log: Instant::now(),
         data,
         acks,
-        tid,
-        acked: 0,
+        state,
+        tid: rec.tid,
+        epoch: if restarted { now_ms() } else { 0 },
         sent: 0,
-        results: vec![None; files.len()],
+        acked: 0,
+        results,
+        confirmed: vec![0; files.len()],
+        sizes,
+        idents: vec![None; files.len()],
+        ready: None,
+        resent: rec.resent,
+        resumes: rec.resumes + u64::from(restarted),
+        rec,
+        last_answer: Instant::now(),
     };
-    let window = p.outstanding_chunks_max() as u64;
-    let mut bytes = 0u64;
-    for (i, f) in files.iter().enumerate() {
-        let it = &req.items[f.item];
-        let mut file = std::fs::File::open(&f.src)
-            .map_err(|e| FteError(format!("{}: {e}", f.src.display())))?;
-        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let mut props = Properties::default();
-        props.set(prop::KIND, s("start"));
-        props.set(prop::INDEX, PropertyValue::Int(i as i64));
-        props.set(prop::PATH, s(&f.path));
-        if let Some(d) = &f.dir {
-            props.set(prop::DIR, s(d));
-        }
-        props.set(
-            prop::EXIST,
-            s(match it.exist {
-                Exist::Error => "error",
-                Exist::Overwrite => "overwrite",
-            }),
-        );
-        props.set(prop::METHOD, s(it.checksum.name()));
-        props.set(prop::SIZE, PropertyValue::Int(size as i64));
-        props.set(prop::REPLY_Q, s(&queues::reply(&p.agent_name)));
-        props.set(prop::REPLY_QM, s(&p.agent_qmgr));
-        props.set(prop::FRAME, PropertyValue::Int(p.agent_frame_size as i64));
-        props.set(
-            prop::CHECKPOINT,
-            PropertyValue::Int(p.agent_checkpoint_interval as i64),
-        );
-        l.put(props, Bytes::new())?;
-        let mut h = Hasher::new(it.checksum);
-        let mut offset = 0u64;
-        let mut buf = vec![0u8; p.agent_chunk_size];
-        loop {
-            let n = read_full(&mut file, &mut buf)
-                .map_err(|e| FteError(format!("{}: {e}", f.src.display())))?;
-            if n == 0 {
-                break;
+    loop {
+        match l.pass(p, req, &files) {
+            Ok(()) => break,
+            Err(Halt::Fail(e)) => return Err(e),
+            Err(Halt::Cancelled) => {
+                let mut n = 0;
+                for (i, f) in files.iter().enumerate() {
+                    if l.results[i].is_none() {
+                        // The receiver removes the file's `.part`; the source stays.
+                        let _ = l.cancel(i, f);
+                        n += 1;
+                    }
+                }
+                l.done();
+                let _ = c.close(&l.data, 0);
+                let _ = c.close(&l.acks, 0);
+                ev.kind = "cancelled";
+                ev.bytes = l.bytes_done();
+                return Ok((
+                    false,
+                    format!(
+                        "transfer cancelled: {n} of {} files not transferred",
+                        files.len()
+                    ),
+                ));
             }
-            h.update(&buf[..n]);
-            while l.sent - l.acked >= window {
-                l.pump()?;
+            Err(Halt::Stall) => {
+                let waited = l.last_answer.elapsed().as_secs();
+                if p.transfer_recovery_timeout >= 0 && waited > p.transfer_recovery_timeout as u64 {
+                    return err(format!(
+                        "the destination agent did not answer for {waited} s \
+                         (transferRecoveryTimeout {} s)",
+                        p.transfer_recovery_timeout
+                    ));
+                }
+                l.epoch = now_ms().max(l.epoch + 1);
+                l.resumes += 1;
+                eprintln!(
+                    "fte agent {}: no answer from {} for {} s: resuming from its checkpoint",
+                    p.agent_name,
+                    req.dest_agent,
+                    FTE_STALL_MS / 1000
+                );
             }
-            let mut props = Properties::default();
-            props.set(prop::KIND, s("chunk"));
-            props.set(prop::INDEX, PropertyValue::Int(i as i64));
-            props.set(prop::OFFSET, PropertyValue::Int(offset as i64));
-            l.put(props, Bytes::copy_from_slice(&buf[..n]))?;
-            l.sent += 1;
-            offset += n as u64;
-            bytes += n as u64;
         }
-        let mut props = Properties::default();
-        props.set(prop::KIND, s("end"));
-        props.set(prop::INDEX, PropertyValue::Int(i as i64));
-        props.set(prop::SIZE, PropertyValue::Int(offset as i64));
-        props.set(prop::DIGEST, s(&h.hex()));
-        l.put(props, Bytes::new())?;
     }
-    while l.results.iter().any(|r| r.is_none()) {
-        l.pump()?;
-    }
+    l.done();
+    ev.bytes = l.bytes_done();
+    ev.resumes = l.resumes;
+    ev.resent_bytes = l.resent;
+    let bytes = ev.total_bytes;
     let mut failed = Vec::new();
     for (f, r) in files.iter().zip(&l.results) {
         match r {
@@ -354,16 +842,20 @@ fn send(c: &Connection, p: &AgentProps, req: &TransferRequest) -> Result<(bool, 
     }
     let _ = c.close(&l.data, 0);
     let _ = c.close(&l.acks, 0);
+    let tail = format!("resumed {} times, {} bytes re-sent", l.resumes, l.resent);
     if failed.is_empty() {
         Ok((
             true,
-            format!("transfer complete: {} files, {bytes} bytes", files.len()),
+            format!(
+                "transfer complete: {} files, {bytes} bytes; {tail}",
+                files.len()
+            ),
         ))
     } else {
         Ok((
             false,
             format!(
-                "transfer failed: {} of {} files: {}",
+                "transfer failed: {} of {} files: {}; {tail}",
                 failed.len(),
                 files.len(),
                 failed.join("; ")

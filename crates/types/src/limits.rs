@@ -128,8 +128,16 @@ pub const FTE_FILES_PER_TRANSFER_MAX: usize = 10_000;
 pub const FTE_RECEIVING_TRANSFERS_MAX: usize = 1_000;
 /// The largest transfer request message an agent reads.
 pub const FTE_REQUEST_LEN_MAX_BYTES: usize = 1024 * 1024;
-/// How long a sending agent waits for an acknowledgement of its window before it fails the
-/// transfer.
-pub const FTE_ACK_WAIT_MS: u64 = 60_000;
+/// How long a sending agent waits for an acknowledgement of its window (or an answer to a
+/// resume) before it resumes the transfer from the receiver's last checkpoint.
+pub const FTE_STALL_MS: u64 = 4_000;
+/// How often an agent's monitor thread looks whether a monitor is due (the shortest poll).
+pub const FTE_MONITOR_POLL_MIN_MS: u64 = 100;
+/// Candidate files a monitor follows at once (the others wait for a later poll).
+pub const FTE_MONITOR_FILES_MAX: usize = 100_000;
+/// How often at most a sending agent publishes a progress event of a transfer.
+pub const FTE_PROGRESS_INTERVAL_MS: u64 = 1_000;
+/// How long an agent that lost its queue manager keeps trying to reconnect before it ends.
+pub const FTE_RECONNECT_WAIT_MS: u64 = 600_000;
 /// How long fteStartAgent waits for the agent it spawned to be ready.
 pub const FTE_AGENT_START_WAIT_MS: u64 = 30_000;

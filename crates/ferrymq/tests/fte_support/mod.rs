@@ -1,0 +1,169 @@
+//! What the managed file transfer tests share: agents started on a queue manager (and killed
+//! when the test ends, whatever its outcome), test data and directories.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use crate::support::{self, kill9_pid, Home};
+
+/// Stops (kills) the agents a test started, whatever the test's outcome.
+pub struct Agents<'h> {
+    pub home: &'h Home,
+    pub names: Vec<String>,
+}
+
+impl Drop for Agents<'_> {
+    fn drop(&mut self) {
+        for a in &self.names {
+            let pid = self
+                .home
+                .path()
+                .join("mqft/agents")
+                .join(a)
+                .join("agent.pid");
+            if let Some(pid) = std::fs::read_to_string(pid)
+                .ok()
+                .and_then(|t| t.trim().parse::<u32>().ok())
+            {
+                if support::alive(pid) {
+                    kill9_pid(pid);
+                }
+            }
+        }
+    }
+}
+
+/// Creates and starts agents on `qm`, with small chunks so that files span many messages.
+pub fn agents<'h>(home: &'h Home, qm: &str, names: &[&str], chunk: usize) -> Agents<'h> {
+    agents_checkpointing(home, qm, names, chunk, 1)
+}
+
+/// As [`agents`], with a checkpoint every `interval` frames.
+pub fn agents_checkpointing<'h>(
+    home: &'h Home,
+    qm: &str,
+    names: &[&str],
+    chunk: usize,
+    interval: usize,
+) -> Agents<'h> {
+    let chunk = chunk.to_string();
+    let interval = interval.to_string();
+    for a in names {
+        home.ok(&[
+            "fteCreateAgent",
+            "-agentName",
+            a,
+            "-agentQMgr",
+            qm,
+            "-agentChunkSize",
+            &chunk,
+            "-agentWindowSize",
+            "2",
+            "-agentFrameSize",
+            "2",
+            "-agentCheckpointInterval",
+            &interval,
+        ]);
+    }
+    let guard = Agents {
+        home,
+        names: names.iter().map(|s| s.to_string()).collect(),
+    };
+    for a in names {
+        let out = home.ok(&["fteStartAgent", a]);
+        assert!(out.contains("started"), "{out}");
+    }
+    guard
+}
+
+pub fn data(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[1] ^ seed)
+        .collect()
+}
+
+pub fn dir(base: &Path, name: &str) -> PathBuf {
+    let d = base.join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+pub fn text(o: &std::process::Output) -> String {
+    format!(
+        "status {}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The pid an agent's process wrote, if it is running.
+pub fn agent_pid(home: &Home, agent: &str) -> Option<u32> {
+    let f = home
+        .path()
+        .join("mqft/agents")
+        .join(agent)
+        .join("agent.pid");
+    std::fs::read_to_string(f).ok()?.trim().parse().ok()
+}
+
+/// What an agent wrote to its log so far.
+pub fn agent_log(home: &Home, agent: &str) -> String {
+    let f = home
+        .path()
+        .join("mqft/agents")
+        .join(agent)
+        .join("agent.log");
+    std::fs::read_to_string(f).unwrap_or_default()
+}
+
+/// `<path>.part`.
+pub fn part_of(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".part");
+    PathBuf::from(p)
+}
+
+/// Waits (bounded) until `cond` holds.
+pub fn wait_until(what: &str, secs: u64, mut cond: impl FnMut() -> bool) {
+    let t = std::time::Instant::now();
+    while !cond() {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(secs),
+            "not within {secs} s: {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// The "resumed N times, B bytes re-sent" of a transfer's result.
+pub fn resumes_and_resent(result: &str) -> (u64, u64) {
+    let tail = result
+        .split("resumed ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no resume count in: {result}"));
+    let mut nums = tail
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.parse::<u64>().unwrap());
+    (nums.next().unwrap(), nums.next().unwrap())
+}
+
+/// `fteCreateTransfer ARGS` started in the background.
+pub fn spawn_transfer(home: &Home, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ferrymq"))
+        .arg("fteCreateTransfer")
+        .args(args)
+        .env("FERRYMQ_HOME", home.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn fteCreateTransfer")
+}
+
+/// Kills an agent with SIGKILL.
+pub fn kill_agent(home: &Home, agent: &str) {
+    let pid = agent_pid(home, agent).expect("agent pid");
+    kill9_pid(pid);
+}
