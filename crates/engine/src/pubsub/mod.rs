@@ -702,13 +702,12 @@ impl Engine {
                 r.options
             ));
         }
-        if r.options & so::ALTER != 0 {
-            return Err(mqerr!(
-                OPTIONS_ERROR,
-                "MQSO_ALTER is not supported: remove the subscription and make it again"
-            ));
-        }
-        let (create, resume) = (r.options & so::CREATE != 0, r.options & so::RESUME != 0);
+        let alter = r.options & so::ALTER != 0;
+        // MQSO_ALTER resumes the subscription with new attributes.
+        let (create, resume) = (
+            r.options & so::CREATE != 0,
+            alter || r.options & so::RESUME != 0,
+        );
         let durable = r.options & so::DURABLE != 0;
         if !create && !resume {
             return Err(mqerr!(
@@ -751,7 +750,14 @@ impl Engine {
                     s.name
                 ));
             }
-            return self.open_sub(conn, &s, 0);
+            let (s, lsn) = if alter {
+                self.alter_sub(&s, r, now_ms)?
+            } else {
+                (s, 0)
+            };
+            let mut done = self.open_sub(conn, &s, 0)?;
+            done.wait_lsn = done.wait_lsn.max(lsn);
+            return Ok(done);
         }
         if !create {
             return Err(mqerr!(
@@ -904,6 +910,39 @@ impl Engine {
             }
         }
         Ok(done)
+    }
+
+    /// MQSO_ALTER: a durable subscription's attributes that do not choose its publications
+    /// (USERDATA, EXPIRY, REQONLY) take the request's values, logged as its new definition. Its
+    /// topic string and selector cannot change: remove it and make it again for that.
+    fn alter_sub(
+        &mut self,
+        s: &Sub,
+        r: &SubRequest,
+        now_ms: u64,
+    ) -> Result<(Arc<Sub>, Lsn), MqError> {
+        let topic = if r.object.is_empty() && r.topic.is_empty() {
+            s.topic.clone()
+        } else {
+            self.topic_of(&r.object, &r.topic)?
+        };
+        if topic != s.topic || r.selector.trim() != s.selector_text {
+            return Err(mqerr!(
+                OPTIONS_ERROR,
+                "MQSO_ALTER cannot change subscription '{}''s topic string or selector; remove it and make it again",
+                s.name
+            ));
+        }
+        let mut n = s.clone();
+        n.user_data = r.user_data.clone();
+        n.expiry = if r.expiry > 0 { r.expiry } else { -1 };
+        n.on_request = r.options & so::PUBLICATIONS_ON_REQUEST != 0;
+        n.altered_ms = now_ms;
+        let lsn = self.log_record(&Record::DefineObject(n.to_object()))?;
+        self.objects
+            .insert((ObjectKind::Sub, n.name.clone()), n.to_object());
+        self.objects_version += 1;
+        Ok((Arc::new(n), lsn))
     }
 
     /// Gives the connection a handle to subscription `s` (and opens its managed queue for input
