@@ -6,7 +6,7 @@
 //! `ferrymq-bench cph MODULE ...` is MQ-CPH's equivalent (rr, requester, responder, putget,
 //! sender, receiver) against a running queue manager.
 //!
-//! `ferrymq-bench report standalone|ha|dr|channels [--quick] ...` sweeps those workloads into the reports'
+//! `ferrymq-bench report standalone|ha|dr|channels|pubsub [--quick] ...` sweeps those workloads into the reports'
 //! tables, charts and JSON.
 //!
 //! `ferrymq-bench core [--messages N] [--size BYTES] [--samples N]` measures what the queue manager
@@ -35,7 +35,8 @@ const EXAMPLES_REPORT: &str = "\
 Examples:
   ferrymq-bench report standalone --quick
   ferrymq-bench report ha --quick --out ha-report
-  ferrymq-bench report channels --quick";
+  ferrymq-bench report channels --quick
+  ferrymq-bench report pubsub --quick";
 
 const EXAMPLES_CORE: &str = "\
 Examples:
@@ -47,7 +48,8 @@ const EXAMPLES_FANOUT: &str = "\
 Examples:
   ferrymq-bench fanout --deliveries 50000 --size 2048
 
-Options: --deliveries N (copies delivered per row), --size BYTES.";
+Options: --deliveries N (copies delivered per row), --size BYTES, --subscribers 1,10,100,1000.
+The rows of `ferrymq-bench report pubsub`, printed without writing a report.";
 
 const EXAMPLES_MEMORY: &str = "\
 Examples:
@@ -77,7 +79,7 @@ enum Cmd {
         #[command(subcommand)]
         module: ferrymq_bench::cph::CphCmd,
     },
-    /// Benchmark reports: tables, charts and JSON (standalone, HA, DR, channels)
+    /// Benchmark reports: tables, charts and JSON (standalone, HA, DR, channels, pubsub)
     #[command(after_help = EXAMPLES_REPORT)]
     Report {
         #[command(subcommand)]

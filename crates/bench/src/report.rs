@@ -207,6 +207,11 @@ pub enum ReportCmd {
         after_help = "Examples:\n  ferrymq-bench report channels --quick\n  ferrymq-bench report channels --batch-sizes 1,50 --rtts 10 --duration-s 10 --rounds 3 --out channels-report"
     )]
     Channels(crate::report_channels::ChannelsArgs),
+    /// Publish/subscribe fan-out: 1 publisher to 1..1000 subscribers against plain put/get
+    #[command(
+        after_help = "Examples:\n  ferrymq-bench report pubsub --quick\n  ferrymq-bench report pubsub --subscribers 1,10,100,1000 --deliveries 50000 --size 2048 --out pubsub-report"
+    )]
+    Pubsub(crate::report_pubsub::PubsubArgs),
 }
 
 /// `ferrymq-bench report standalone`'s options.
@@ -253,9 +258,10 @@ pub fn main(argv: &[String]) -> Result<(), String> {
         Some("ha") => return crate::report_ha::main(&argv[1..]),
         Some("dr") => return crate::report_dr::main(&argv[1..]),
         Some("channels") => return crate::report_channels::main(&argv[1..]),
+        Some("pubsub") => return crate::report_pubsub::main(&argv[1..]),
         Some(other) => {
             return Err(format!(
-                "report '{other}' is not available yet; reports: standalone, ha, dr, channels"
+                "report '{other}' is not available yet; reports: standalone, ha, dr, channels, pubsub"
             ))
         }
         None => return Err("usage: ferrymq-bench report standalone [--quick] [--qms 1,10] [--sizes 256,2048,20480,204800] [--requesters 1,8,32] [--duration-s S] [--warmup-s S] [--security yes|no|only] [--out DIR]".into()),

@@ -434,6 +434,31 @@ impl Message {
         self.store_loc.store(loc, Ordering::Release);
     }
 
+    /// Another copy of this message under sequence number `seq`, sharing its descriptor text,
+    /// properties and body (a publication's copies for its subscribers): no allocation beyond
+    /// the message itself.
+    pub fn copy_as(&self, seq: u64) -> Message {
+        Message {
+            seq,
+            body: self.body.clone(),
+            expires_ms: self.expires_ms,
+            put_lsn: AtomicU64::new(0),
+            store_loc: AtomicU64::new(0),
+            put_time_ms: self.put_time_ms,
+            msg_id: self.msg_id,
+            correl_id: self.correl_id,
+            md_priority: self.md_priority,
+            expiry: self.expiry,
+            msg_type: self.msg_type,
+            encoding: self.encoding,
+            ccsid: self.ccsid,
+            text: self.text.clone(),
+            persistence: self.persistence,
+            persistent: self.persistent,
+            priority: self.priority,
+        }
+    }
+
     /// A copy of this message under a new sequence number (a move to another queue).
     pub fn renumbered(&self, seq: u64, put_lsn: Lsn) -> Message {
         Message::new(

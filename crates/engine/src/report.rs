@@ -237,6 +237,14 @@ impl Engine {
         Generated { queue, msg }
     }
 
+    /// A generated message already built (its sequence number allocated by the caller).
+    pub(crate) fn generated_message(&mut self, queue: String, msg: Message) -> Generated {
+        if let Some(q) = self.queues.get_mut(&queue) {
+            q.uncommitted_puts += 1;
+        }
+        Generated { queue, msg }
+    }
+
     /// The local queue a generated message for `name` at `qmgr` lands on (through an alias),
     /// or why it cannot go there.
     pub(crate) fn can_take(

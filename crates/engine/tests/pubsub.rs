@@ -236,3 +236,39 @@ fn a_queue_manager_made_before_publish_subscribe_gets_its_system_queues_when_nee
     assert_eq!(depth(&r, "SYSTEM.RETAINED.PUB.QUEUE"), 1);
     assert_eq!(depth(&r, &q), 1);
 }
+
+#[test]
+fn mqso_alter_changes_a_durable_subscriptions_user_data_and_expiry_but_not_its_topic() {
+    let (mut e, log) = engine();
+    let c = e.connect("app", "test");
+    subscribe(&mut e, c, "ALT", "");
+    e.disconnect(c, 1500);
+    let c = e.connect("app", "test");
+    let alter = |topic: &str, user_data: &str| SubRequest {
+        topic: topic.into(),
+        name: "ALT".into(),
+        options: sub::ALTER | sub::DURABLE | sub::MANAGED,
+        user_data: user_data.into(),
+        expiry: 6000,
+        ..Default::default()
+    };
+    let moved = e.subscribe(c, &alter("other/#", "x"), 2000).unwrap_err();
+    assert_eq!(moved.reason, Reason::OPTIONS_ERROR, "{moved}");
+    e.subscribe(c, &alter("t/#", "new data"), 2000).unwrap();
+    let find = |e: &mut Engine| {
+        e.subscriptions()
+            .into_iter()
+            .find(|s| s.sub.name == "ALT")
+            .unwrap()
+            .sub
+    };
+    let s = find(&mut e);
+    assert_eq!((s.user_data.as_str(), s.expiry), ("new data", 6000));
+    // The new attributes are the subscription's definition in the log: replay keeps them.
+    let mut back = Engine::new(cfg(), Box::new(SharedLog::default()));
+    for (k, p) in log.0.lock().unwrap().records.iter() {
+        back.replay(*k, Bytes::from(p.clone())).unwrap();
+    }
+    let s = find(&mut back);
+    assert_eq!((s.user_data.as_str(), s.expiry), ("new data", 6000));
+}

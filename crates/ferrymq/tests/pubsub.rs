@@ -661,3 +661,82 @@ fn a_failover_keeps_durable_subscriptions_their_publications_and_retained_ones()
     let late = managed(&c, "ha/r");
     assert_eq!(drain(&c, late.queue.as_ref().unwrap()), vec!["kept"]);
 }
+
+#[test]
+fn a_dr_takeover_keeps_durable_subscriptions_their_publications_and_retained_ones() {
+    use std::time::{Duration, Instant};
+    const QM: &str = "PSDR";
+    let (main, rec) = (Home::new(), Home::new());
+    let link = format!("127.0.0.1({})", support::free_port());
+    let recovery = Qm::start(&rec, QM, &["-dr", "secondary", "-drl", &link]);
+    let primary = Qm::start(&main, QM, &["-dr", "primary", "-drr", &link]);
+    // Waits until the primary has shipped everything it logged to the secondary.
+    let shipped = |what: &str| {
+        let t = Instant::now();
+        loop {
+            let s = main.ok(&["dspmq", "-o", "dr", "-m", QM]);
+            if s.contains("DRSTATUS(Normal)")
+                && support::dr::field(&s, "LAGBYTES").as_deref() == Some("0")
+            {
+                return;
+            }
+            assert!(t.elapsed() < Duration::from_secs(30), "{what}: {s}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    shipped("the primary reaches the secondary");
+    let durable = SubscriptionOptions {
+        name: Some("DR.SUB".into()),
+        durable: true,
+        resume: true,
+        create: true,
+        ..SubscriptionOptions::topic("dr/#")
+    };
+    let c = primary.connect();
+    c.subscribe(&durable).unwrap();
+    c.disconnect().unwrap();
+    let p = primary.connect();
+    let persistent = md(Persistence::Persistent);
+    let retain = PutOptions {
+        pubsub: pmo::RETAIN,
+        ..PutOptions::default()
+    };
+    for (topic, body, opts) in [
+        ("dr/a", "one", PutOptions::default()),
+        ("dr/b", "two", PutOptions::default()),
+        ("dr/r", "kept", retain),
+    ] {
+        p.put1_topic(
+            "",
+            topic,
+            &persistent,
+            &Properties::default(),
+            Bytes::from(body),
+            &opts,
+        )
+        .unwrap();
+    }
+    drop(p);
+    shipped("the secondary holds the subscription and the publications");
+
+    // The main site is lost; the recovery site takes over.
+    primary.kill9();
+    rec.ok(&["makedrprimary", "-m", QM]);
+    rec.ok(&["strmqm", QM]);
+    let c = recovery.connect();
+    let s = c.subscribe(&durable).unwrap();
+    assert_eq!(
+        drain(&c, s.queue.as_ref().unwrap()),
+        vec!["one", "two", "kept"],
+        "the durable subscription and its queued publications were shipped"
+    );
+    let late = managed(&c, "dr/r");
+    let m = c
+        .get(late.queue.as_ref().unwrap(), &GetOptions::any())
+        .expect("the retained publication reaches a new subscriber at the recovery site");
+    assert_eq!(&m.body[..], b"kept");
+    assert_eq!(
+        m.props.get("MQIsRetained"),
+        Some(&PropertyValue::Bool(true))
+    );
+}

@@ -107,6 +107,9 @@ pub const LINK_REFUSAL_PEERS_MAX: usize = 256;
 
 /// The longest topic string (MQ's MQ_TOPIC_STR_LENGTH).
 pub const TOPIC_STRING_LEN_MAX: usize = 10_240;
+/// The most levels a topic string has (a publication's, or a subscription's pattern): bounds
+/// the depth of the subscription index and of its walk per publication.
+pub const TOPIC_LEVELS_MAX: usize = 256;
 /// The longest subscription name (MQ's MQ_SUB_NAME_LENGTH).
 pub const SUB_NAME_LEN_MAX: usize = 10_240;
 /// The longest message selector (MQ's MQ_SELECTOR_LENGTH).

@@ -40,6 +40,9 @@ pub struct SubscriptionOptions {
     /// Retained publications only on request (MQSO_PUBLICATIONS_ON_REQUEST).
     pub publications_on_request: bool,
     pub user_data: String,
+    /// Resume the durable subscription with these options' user data, expiry and
+    /// `publications_on_request` (MQSO_ALTER); its topic and selector cannot change.
+    pub alter: bool,
 }
 
 impl SubscriptionOptions {
@@ -71,6 +74,9 @@ impl SubscriptionOptions {
         }
         if self.publications_on_request {
             o |= sub::PUBLICATIONS_ON_REQUEST;
+        }
+        if self.alter {
+            o |= sub::ALTER;
         }
         o
     }

@@ -13,6 +13,7 @@
 //! (property `MQTopicString`), at most one per topic string: a retained publication puts the new
 //! one and takes the old one in the same unit of work.
 
+pub mod index;
 pub mod selector;
 pub mod sub;
 pub mod tree;
@@ -146,12 +147,16 @@ struct Cache {
     /// Topic objects by TOPICSTR (SYSTEM.BASE.TOPIC for the root).
     topics: AHashMap<String, ObjectDef>,
     durable: Vec<Arc<Sub>>,
+    /// The durable subscriptions by topic pattern.
+    durable_index: index::Index,
 }
 
 /// The engine's publish/subscribe state that is not an object.
 #[derive(Debug, Default)]
 pub(crate) struct PubSub {
     nondurable: BTreeMap<String, Arc<Sub>>,
+    /// The non-durable subscriptions by topic pattern, kept with `nondurable`.
+    nondurable_index: index::Index,
     /// Subscriptions open through a handle: who holds each.
     in_use: AHashMap<String, (ConnId, u32)>,
     cache: Option<Arc<Cache>>,
@@ -196,7 +201,11 @@ impl Engine {
                     }
                     c.topics.insert(s, o.clone());
                 }
-                ObjectKind::Sub => c.durable.push(Arc::new(Sub::from_object(o))),
+                ObjectKind::Sub => {
+                    let s = Arc::new(Sub::from_object(o));
+                    c.durable_index.insert(s.clone());
+                    c.durable.push(s);
+                }
                 _ => {}
             }
         }
@@ -396,6 +405,15 @@ impl Engine {
             .collect()
     }
 
+    /// The subscriptions whose topic pattern matches `topic`, durable first, each kind in name
+    /// order (the order copies are delivered in): found through the index, so the cost follows
+    /// the subscriptions that match, not all of them.
+    fn matching_subs(&mut self, topic: &str) -> Vec<Arc<Sub>> {
+        let mut v = self.ps_cache().durable_index.matching(topic);
+        v.extend(self.pubsub.nondurable_index.matching(topic));
+        v
+    }
+
     /// Puts a publication on `topic` (a put through a topic handle, context already filled in).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn publish(
@@ -476,11 +494,13 @@ impl Engine {
         let retain = opts.pubsub & pmo::RETAIN != 0;
 
         // Where copies go: every matching subscription that can take one, or a failure when
-        // the topic's delivery rule needs a subscription that cannot.
-        let mut targets: Vec<(String, MessageDescriptor, Bytes)> = Vec::new();
+        // the topic's delivery rule needs a subscription that cannot. A copy to a local queue
+        // is the publication itself (`Copy::Same`), or its non-persistent twin for a temporary
+        // queue (`Copy::NonPersistent`): both are built once below and shared by their copies.
+        let mut targets: Vec<(String, Copy)> = Vec::new();
         let mut matched = 0;
-        for s in self.all_subs() {
-            if s.is_expired(now_ms) || !s.takes(topic, &props) {
+        for s in self.matching_subs(topic) {
+            if s.is_expired(now_ms) || !s.selects(&props) {
                 continue;
             }
             matched += 1;
@@ -499,7 +519,7 @@ impl Engine {
                 let (wmd, wbody, _) =
                     self.wrap_for_transmission(&xmitq, &dest, opts, md.clone(), body.clone());
                 match self.can_take(&xmitq, "", &wmd, wbody.len()) {
-                    Ok(q) => targets.push((q, wmd, wbody)),
+                    Ok(q) => targets.push((q, Copy::Wrapped(Box::new(wmd), wbody))),
                     Err(e) => {
                         if attrs_require(&attrs, persistent, s.durable) {
                             return Err(undelivered(topic, &s, &e, persistent));
@@ -508,19 +528,25 @@ impl Engine {
                 }
                 continue;
             }
-            let mut cmd = md.clone();
             // A non-durable managed subscription's queue is temporary: it cannot outlive the
             // subscription, so its copy need not be persistent (and a temporary queue takes no
             // persistent messages).
-            if self
-                .queues
-                .get(&s.dest)
-                .is_some_and(|q| q.def.dynamic == Some(DynamicKind::Temporary))
-            {
+            let temporary = persistent
+                && self
+                    .queues
+                    .get(&s.dest)
+                    .is_some_and(|q| q.def.dynamic == Some(DynamicKind::Temporary));
+            let taken = if temporary {
+                let mut cmd = md.clone();
                 cmd.persistence = Persistence::NotPersistent;
-            }
-            match self.can_take(&s.dest, "", &cmd, body.len()) {
-                Ok(q) => targets.push((q, cmd, body.clone())),
+                self.can_take(&s.dest, "", &cmd, body.len())
+                    .map(|q| (q, Copy::NonPersistent))
+            } else {
+                self.can_take(&s.dest, "", &md, body.len())
+                    .map(|q| (q, Copy::Same))
+            };
+            match taken {
+                Ok(t) => targets.push(t),
                 Err(e) => {
                     if attrs_require(&attrs, persistent, s.durable) {
                         return Err(undelivered(topic, &s, &e, persistent));
@@ -541,7 +567,10 @@ impl Engine {
             replaced = retained_keys(q, |t| t == topic);
             let mut rmd = md.clone();
             rmd.report = 0;
-            targets.push((RETAINED_QUEUE.to_string(), rmd, body.clone()));
+            targets.push((
+                RETAINED_QUEUE.to_string(),
+                Copy::Wrapped(Box::new(rmd), body.clone()),
+            ));
         }
         let in_uow = opts.syncpoint == Syncpoint::Yes;
         let (msg_id, correl_id) = (md.msg_id, md.correl_id);
@@ -557,21 +586,38 @@ impl Engine {
                     targets.len()
                 ));
             }
-            for (queue, cmd, cbody) in targets {
-                let seq = self.alloc_seq();
-                let msg = Arc::new(Message::new(
-                    seq,
-                    cmd,
-                    props.clone(),
-                    cbody,
-                    expires_at_ms,
-                    0,
-                ));
+        }
+        // The publication as a message, once: the copies share its descriptor, properties and
+        // body (one body copy per publication, not per subscriber).
+        let same = Message::new(0, md.clone(), props.clone(), body, expires_at_ms, 0);
+        let mut non_persistent: Option<Message> = None;
+        let mut copies: Vec<(String, Message)> = Vec::with_capacity(targets.len());
+        for (queue, copy) in targets {
+            let seq = self.alloc_seq();
+            let msg = match copy {
+                Copy::Same => same.copy_as(seq),
+                Copy::NonPersistent => non_persistent
+                    .get_or_insert_with(|| {
+                        let mut cmd = md.clone();
+                        cmd.persistence = Persistence::NotPersistent;
+                        Message::new(0, cmd, props.clone(), same.body.clone(), expires_at_ms, 0)
+                    })
+                    .copy_as(seq),
+                Copy::Wrapped(cmd, cbody) => {
+                    Message::new(seq, *cmd, props.clone(), cbody, expires_at_ms, 0)
+                }
+            };
+            copies.push((queue, msg));
+        }
+        if in_uow {
+            let uow = &mut self.conns.get_mut(&conn).expect("checked").uow;
+            for (queue, msg) in copies {
                 let q = self.queues.get_mut(&queue).expect("checked");
-                let key = q.key_for(msg.priority, seq);
+                let msg = Arc::new(msg);
+                let key = q.key_for(msg.priority, msg.seq);
                 q.uncommitted_puts += 1;
                 q.stats.last_put_ms = now_ms;
-                self.conns.get_mut(&conn).expect("checked").uow.puts.push((
+                uow.puts.push((
                     queue,
                     key,
                     Entry {
@@ -585,11 +631,7 @@ impl Engine {
                 for key in replaced {
                     if let Some(entry) = q.remove(key) {
                         q.locked += 1;
-                        self.conns.get_mut(&conn).expect("checked").uow.gets.push((
-                            RETAINED_QUEUE.to_string(),
-                            key,
-                            entry,
-                        ));
+                        uow.gets.push((RETAINED_QUEUE.to_string(), key, entry));
                     }
                 }
             }
@@ -601,11 +643,9 @@ impl Engine {
                 warning,
             });
         }
-        let generated: Vec<_> = targets
+        let generated: Vec<_> = copies
             .into_iter()
-            .map(|(queue, cmd, cbody)| {
-                self.generated(queue, cmd, props.clone(), cbody, expires_at_ms)
-            })
+            .map(|(queue, msg)| self.generated_message(queue, msg))
             .collect();
         let gets: Vec<GetRec> = match self.queues.get(RETAINED_QUEUE) {
             Some(q) => replaced
@@ -662,13 +702,12 @@ impl Engine {
                 r.options
             ));
         }
-        if r.options & so::ALTER != 0 {
-            return Err(mqerr!(
-                OPTIONS_ERROR,
-                "MQSO_ALTER is not supported: remove the subscription and make it again"
-            ));
-        }
-        let (create, resume) = (r.options & so::CREATE != 0, r.options & so::RESUME != 0);
+        let alter = r.options & so::ALTER != 0;
+        // MQSO_ALTER resumes the subscription with new attributes.
+        let (create, resume) = (
+            r.options & so::CREATE != 0,
+            alter || r.options & so::RESUME != 0,
+        );
         let durable = r.options & so::DURABLE != 0;
         if !create && !resume {
             return Err(mqerr!(
@@ -711,7 +750,14 @@ impl Engine {
                     s.name
                 ));
             }
-            return self.open_sub(conn, &s, 0);
+            let (s, lsn) = if alter {
+                self.alter_sub(&s, r, now_ms)?
+            } else {
+                (s, 0)
+            };
+            let mut done = self.open_sub(conn, &s, 0)?;
+            done.wait_lsn = done.wait_lsn.max(lsn);
+            return Ok(done);
         }
         if !create {
             return Err(mqerr!(
@@ -852,6 +898,7 @@ impl Engine {
             self.objects_version += 1;
         } else {
             self.pubsub.nondurable.insert(s.name.clone(), s.clone());
+            self.pubsub.nondurable_index.insert(s.clone());
         }
         let mut done = self.open_sub(conn, &s, hobj)?;
         done.wait_lsn = done.wait_lsn.max(lsn);
@@ -863,6 +910,39 @@ impl Engine {
             }
         }
         Ok(done)
+    }
+
+    /// MQSO_ALTER: a durable subscription's attributes that do not choose its publications
+    /// (USERDATA, EXPIRY, REQONLY) take the request's values, logged as its new definition. Its
+    /// topic string and selector cannot change: remove it and make it again for that.
+    fn alter_sub(
+        &mut self,
+        s: &Sub,
+        r: &SubRequest,
+        now_ms: u64,
+    ) -> Result<(Arc<Sub>, Lsn), MqError> {
+        let topic = if r.object.is_empty() && r.topic.is_empty() {
+            s.topic.clone()
+        } else {
+            self.topic_of(&r.object, &r.topic)?
+        };
+        if topic != s.topic || r.selector.trim() != s.selector_text {
+            return Err(mqerr!(
+                OPTIONS_ERROR,
+                "MQSO_ALTER cannot change subscription '{}''s topic string or selector; remove it and make it again",
+                s.name
+            ));
+        }
+        let mut n = s.clone();
+        n.user_data = r.user_data.clone();
+        n.expiry = if r.expiry > 0 { r.expiry } else { -1 };
+        n.on_request = r.options & so::PUBLICATIONS_ON_REQUEST != 0;
+        n.altered_ms = now_ms;
+        let lsn = self.log_record(&Record::DefineObject(n.to_object()))?;
+        self.objects
+            .insert((ObjectKind::Sub, n.name.clone()), n.to_object());
+        self.objects_version += 1;
+        Ok((Arc::new(n), lsn))
     }
 
     /// Gives the connection a handle to subscription `s` (and opens its managed queue for input
@@ -948,7 +1028,10 @@ impl Engine {
             Sub::from_object(o)
         } else {
             match self.pubsub.nondurable.remove(name) {
-                Some(s) => (*s).clone(),
+                Some(s) => {
+                    self.pubsub.nondurable_index.remove(&s.topic, name);
+                    (*s).clone()
+                }
                 None => return Ok(0),
             }
         };
@@ -1279,11 +1362,7 @@ impl Engine {
             .flat_map(|c| c.handles.values())
             .filter(|h| h.topic.as_deref() == Some(topic))
             .count() as u32;
-        let subscribers = self
-            .all_subs()
-            .iter()
-            .filter(|s| s.topic == topic || tree::matches(&s.topic, topic))
-            .count() as u32;
+        let subscribers = self.matching_subs(topic).len() as u32;
         let retained = self
             .queues
             .get(RETAINED_QUEUE)
@@ -1323,6 +1402,16 @@ impl Engine {
             let _ = self.close_sub(conn, h, 0, now_ms);
         }
     }
+}
+
+/// What a subscription's copy of a publication is.
+enum Copy {
+    /// The publication as published.
+    Same,
+    /// The publication, not persistent (for a temporary queue).
+    NonPersistent,
+    /// Its own descriptor and body (behind a transmission header; the retained copy).
+    Wrapped(Box<MessageDescriptor>, Bytes),
 }
 
 /// Whether the topic's delivery rule (PMSGDLV, NPMSGDLV) needs a subscription that cannot take

@@ -54,7 +54,12 @@ impl Sub {
 
     /// Whether a publication on `topic` with `props` reaches this subscription.
     pub fn takes(&self, topic: &str, props: &Properties) -> bool {
-        tree::matches(&self.topic, topic) && self.selector.as_ref().is_none_or(|s| s.matches(props))
+        tree::matches(&self.topic, topic) && self.selects(props)
+    }
+
+    /// Whether the selector, if any, takes a message with `props`.
+    pub fn selects(&self, props: &Properties) -> bool {
+        self.selector.as_ref().is_none_or(|s| s.matches(props))
     }
 
     pub fn id_hex(&self) -> String {

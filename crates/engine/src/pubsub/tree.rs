@@ -3,7 +3,7 @@
 //! object's TOPICSTR joined to the string the application gives), and the attributes a node
 //! takes from the closest topic object above it (ASPARENT, up to SYSTEM.BASE.TOPIC).
 
-use ferrymq_types::limits::TOPIC_STRING_LEN_MAX;
+use ferrymq_types::limits::{TOPIC_LEVELS_MAX, TOPIC_STRING_LEN_MAX};
 use ferrymq_types::{mqerr, MqError};
 
 /// Whether `topic` (a publication's topic string, no wildcards) matches subscription `pattern`.
@@ -27,6 +27,11 @@ pub fn matches(pattern: &str, topic: &str) -> bool {
     at[0][0]
 }
 
+/// How many levels `topic` has (an empty string is one empty level).
+pub fn levels(topic: &str) -> usize {
+    topic.bytes().filter(|b| *b == b'/').count() + 1
+}
+
 /// True when some level of `topic` is a wildcard.
 pub fn has_wildcard(topic: &str) -> bool {
     topic.split('/').any(|l| l == "#" || l == "+")
@@ -45,6 +50,13 @@ pub fn full_topic(object_str: &str, given: &str) -> Result<String, MqError> {
             TOPIC_STRING_ERROR,
             "the topic string is {} bytes long; at most {TOPIC_STRING_LEN_MAX} are allowed",
             full.len()
+        ));
+    }
+    if levels(&full) > TOPIC_LEVELS_MAX {
+        return Err(mqerr!(
+            TOPIC_STRING_ERROR,
+            "the topic string has {} levels; at most {TOPIC_LEVELS_MAX} are allowed",
+            levels(&full)
         ));
     }
     if full.contains('\0') {
@@ -146,6 +158,8 @@ mod tests {
         assert_eq!(full_topic("", "x").unwrap(), "x");
         assert_eq!(full_topic("dev", "").unwrap(), "dev");
         assert!(full_topic("", &"a".repeat(TOPIC_STRING_LEN_MAX + 1)).is_err());
+        assert!(full_topic("", &"/".repeat(TOPIC_LEVELS_MAX - 1)).is_ok());
+        assert!(full_topic("", &"/".repeat(TOPIC_LEVELS_MAX)).is_err());
     }
 
     #[test]

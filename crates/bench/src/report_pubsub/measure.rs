@@ -1,0 +1,242 @@
+//! The fan-out measurement itself: one queue manager in a private `$FERRYMQ_HOME`, one
+//! publisher, subscribers on bindings connections (managed subscriptions, non-durable for
+//! non-persistent publications and durable for persistent ones), and in the same run the plain
+//! put then get of as many messages on one local queue. CPU is the queue manager's, from /proc.
+
+use std::path::Path;
+use std::time::Instant;
+
+use bytes::Bytes;
+use ferrymq_client::blocking::Connection;
+use ferrymq_client::{ConnectOptions, ObjectHandle, Subscription, SubscriptionOptions, Transport};
+use ferrymq_types::options::{close, open, GetOptions, PutOptions};
+use ferrymq_types::{MessageDescriptor, Persistence, Properties, Reason};
+use serde::Serialize;
+
+use crate::cpu::cpu_seconds;
+use crate::qm::mq;
+
+/// Subscriptions per subscriber connection (two handles each, under the 256 per connection).
+const SUBS_PER_CONN: usize = 100;
+const QM: &str = "FANOUT";
+const TOPIC: &str = "bench/fanout";
+
+/// The plain put and get of the same messages: the baseline of one persistence.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Plain {
+    pub persistent: bool,
+    pub messages: usize,
+    /// Queue manager CPU per message put, and per message got, in µs.
+    pub put_cpu_us: f64,
+    pub get_cpu_us: f64,
+    pub msgs_per_s: f64,
+}
+
+/// One fan-out row: `subscribers` subscriptions to the topic, `publications` published.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Row {
+    pub persistent: bool,
+    pub subscribers: usize,
+    pub publications: usize,
+    pub deliveries: usize,
+    /// Publications per second while publishing (the copies' puts included).
+    pub publications_per_s: f64,
+    /// Copies delivered (put and got) per second, publishing and draining together.
+    pub deliveries_per_s: f64,
+    /// Queue manager CPU per delivery: the copy's put at publish time plus its get.
+    pub cpu_us_per_delivery: f64,
+    /// `cpu_us_per_delivery` against a plain put+get, and against a plain get alone.
+    pub ratio_to_put_get: f64,
+    pub ratio_to_get: f64,
+}
+
+pub struct Fanout {
+    home: std::path::PathBuf,
+    pid: u32,
+    admin: Connection,
+}
+
+fn err(e: ferrymq_types::MqError) -> String {
+    e.to_string()
+}
+
+fn connect(home: &Path) -> Result<Connection, String> {
+    let mut o = ConnectOptions::bindings(QM);
+    o.transport = Transport::Bindings {
+        home: Some(home.to_path_buf()),
+    };
+    Connection::connect(o).map_err(|e| e.to_string())
+}
+
+/// Gets every message waiting on `q`; returns how many.
+fn drain(c: &Connection, q: &ObjectHandle) -> Result<usize, String> {
+    let mut n = 0;
+    loop {
+        match c.get(
+            q,
+            &GetOptions {
+                max_len: u32::MAX,
+                ..Default::default()
+            },
+        ) {
+            Ok(_) => n += 1,
+            Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => return Ok(n),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+fn md(persistent: bool) -> MessageDescriptor {
+    MessageDescriptor {
+        persistence: if persistent {
+            Persistence::Persistent
+        } else {
+            Persistence::NotPersistent
+        },
+        ..Default::default()
+    }
+}
+
+impl Fanout {
+    /// Creates and starts the queue manager in `home`.
+    pub fn start(home: &Path) -> Result<Fanout, String> {
+        mq(home, &["crtmqm", "-p", "0", "--insecure", QM])?;
+        mq(home, &["strmqm", QM])?;
+        let pid_file = home.join("qmgrs").join(QM).join("qm.pid");
+        let pid: u32 = std::fs::read_to_string(&pid_file)
+            .map_err(|e| format!("{}: {e}", pid_file.display()))?
+            .trim()
+            .parse()
+            .map_err(|_| format!("{}: not a pid", pid_file.display()))?;
+        let admin = connect(home)?;
+        for c in [
+            "DEFINE QLOCAL(PLAIN) MAXDEPTH(999999999)",
+            "ALTER QMODEL(SYSTEM.DURABLE.MODEL.QUEUE) MAXDEPTH(999999999)",
+            "ALTER QMODEL(SYSTEM.NDURABLE.MODEL.QUEUE) MAXDEPTH(999999999)",
+        ] {
+            admin.admin(&format!("MQSC {c}")).map_err(err)?;
+        }
+        Ok(Fanout {
+            home: home.to_path_buf(),
+            pid,
+            admin,
+        })
+    }
+
+    fn cpu(&self) -> f64 {
+        cpu_seconds(self.pid).unwrap_or(0.0)
+    }
+
+    /// Puts `messages` on a local queue, then gets them all.
+    pub fn plain(&self, persistent: bool, messages: usize, size: usize) -> Result<Plain, String> {
+        let c = &self.admin;
+        let body = Bytes::from(vec![b'x'; size]);
+        let md = md(persistent);
+        let h = c
+            .open("PLAIN", open::OUTPUT | open::INPUT_SHARED)
+            .map_err(err)?;
+        let (c0, t0) = (self.cpu(), Instant::now());
+        for _ in 0..messages {
+            c.put(
+                &h,
+                &md,
+                &Properties::default(),
+                body.clone(),
+                &PutOptions::default(),
+            )
+            .map_err(err)?;
+        }
+        let c1 = self.cpu();
+        let got = drain(c, &h)?;
+        let (c2, seconds) = (self.cpu(), t0.elapsed().as_secs_f64());
+        c.close(&h, 0).map_err(err)?;
+        if got != messages {
+            return Err(format!("put {messages} plain messages, got {got} back"));
+        }
+        Ok(Plain {
+            persistent,
+            messages,
+            put_cpu_us: (c1 - c0) / messages as f64 * 1e6,
+            get_cpu_us: (c2 - c1) / messages as f64 * 1e6,
+            msgs_per_s: messages as f64 / seconds,
+        })
+    }
+
+    /// Publishes to `subscribers` subscriptions until about `deliveries` copies are delivered,
+    /// then gets them all.
+    pub fn fanout(
+        &self,
+        plain: &Plain,
+        subscribers: usize,
+        deliveries: usize,
+        size: usize,
+    ) -> Result<Row, String> {
+        let persistent = plain.persistent;
+        let body = Bytes::from(vec![b'x'; size]);
+        let md = md(persistent);
+        let conns: Vec<Connection> = (0..subscribers.div_ceil(SUBS_PER_CONN))
+            .map(|_| connect(&self.home))
+            .collect::<Result<_, _>>()?;
+        let mut made: Vec<(usize, Subscription)> = Vec::with_capacity(subscribers);
+        for k in 0..subscribers {
+            let ci = k / SUBS_PER_CONN;
+            let s = conns[ci]
+                .subscribe(&SubscriptionOptions {
+                    name: persistent.then(|| format!("FANOUT.{k}")),
+                    durable: persistent,
+                    ..SubscriptionOptions::topic(TOPIC)
+                })
+                .map_err(err)?;
+            made.push((ci, s));
+        }
+        let c = &self.admin;
+        let pubs = (deliveries / subscribers).max(1);
+        let p = c.open_topic("", TOPIC, open::OUTPUT).map_err(err)?;
+        let (c0, t0) = (self.cpu(), Instant::now());
+        for _ in 0..pubs {
+            c.put(
+                &p,
+                &md,
+                &Properties::default(),
+                body.clone(),
+                &PutOptions::default(),
+            )
+            .map_err(err)?;
+        }
+        let publish_s = t0.elapsed().as_secs_f64();
+        let mut got = 0;
+        for (ci, s) in &made {
+            got += drain(&conns[*ci], s.queue.as_ref().expect("managed"))?;
+        }
+        let (cpu_s, seconds) = (self.cpu() - c0, t0.elapsed().as_secs_f64());
+        c.close(&p, 0).map_err(err)?;
+        for (ci, s) in &made {
+            conns[*ci]
+                .close_subscription(s, close::REMOVE_SUB)
+                .map_err(err)?;
+        }
+        if got != pubs * subscribers {
+            return Err(format!(
+                "{subscribers} subscribers got {got} copies of {pubs} publications"
+            ));
+        }
+        let per = cpu_s / got as f64 * 1e6;
+        Ok(Row {
+            persistent,
+            subscribers,
+            publications: pubs,
+            deliveries: got,
+            publications_per_s: pubs as f64 / publish_s,
+            deliveries_per_s: got as f64 / seconds,
+            cpu_us_per_delivery: per,
+            ratio_to_put_get: per / (plain.put_cpu_us + plain.get_cpu_us),
+            ratio_to_get: per / plain.get_cpu_us,
+        })
+    }
+}
+
+impl Drop for Fanout {
+    fn drop(&mut self) {
+        let _ = mq(&self.home, &["endmqm", "-i", "-w", QM]);
+    }
+}

@@ -1,0 +1,150 @@
+//! The pubsub report's README.md (tables and the goal), its chart and runs.json.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::measure::{Plain, Row};
+use super::{Results, GOAL_GETS};
+
+fn persistence(p: bool) -> &'static str {
+    if p {
+        "persistent"
+    } else {
+        "non-persistent"
+    }
+}
+
+/// One row as `ferrymq-bench fanout` prints it.
+pub fn line(p: &Plain, r: &Row) -> String {
+    format!(
+        "{:<15} {:>5} subscribers: {:>8.0} pubs/s {:>8.0} deliv/s {:>7.1} µs CPU/delivery, {:.2}x a plain get ({:.1} µs)",
+        persistence(r.persistent),
+        r.subscribers,
+        r.publications_per_s,
+        r.deliveries_per_s,
+        r.cpu_us_per_delivery,
+        r.ratio_to_get,
+        p.get_cpu_us
+    )
+}
+
+fn verdict(r: &Row) -> &'static str {
+    if r.ratio_to_get < GOAL_GETS {
+        "PASS"
+    } else {
+        "FAIL"
+    }
+}
+
+pub fn markdown(r: &Results) -> String {
+    let i = &r.info;
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "# FerryMQ publish/subscribe fan-out report{}\n",
+        if i.quick { " (quick)" } else { "" }
+    );
+    let _ = writeln!(md, "- Command: `{}`", i.command);
+    let _ = writeln!(md, "- ferrymq: {}", i.version);
+    let _ = writeln!(
+        md,
+        "- Date: {}; the report took {:.0} s",
+        i.date, i.elapsed_s
+    );
+    let _ = writeln!(
+        md,
+        "- Machine: {} CPU cores ({}), Linux {}; the queue manager, the publisher and the subscribers share them",
+        i.cores, i.cpu_model, i.kernel
+    );
+    let _ = writeln!(
+        md,
+        "\nOne publisher on a bindings connection publishes {} B messages to a topic with N \
+         subscribers (managed subscriptions on bindings connections, 100 per connection: \
+         non-durable for non-persistent publications, durable for persistent ones); about {} \
+         copies per row, published first and then got by every subscriber. CPU is the queue \
+         manager's over the row (publishing and getting), per copy delivered. The baseline, in the \
+         same run on the same queue manager: as many messages put on one local queue, then got. \
+         Goal: a delivery costs less than {GOAL_GETS}× a plain get.\n",
+        r.info.msg_size,
+        r.rows.first().map_or(0, |x| x.deliveries),
+    );
+    let _ = writeln!(md, "## Baseline: plain put and get\n");
+    let _ = writeln!(
+        md,
+        "| Persistence | Messages | Put CPU µs/msg | Get CPU µs/msg | Put+get msgs/s |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|");
+    for p in &r.plain {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.1} | {:.1} | {:.0} |",
+            persistence(p.persistent),
+            p.messages,
+            p.put_cpu_us,
+            p.get_cpu_us,
+            p.msgs_per_s
+        );
+    }
+    let _ = writeln!(md, "\n## Fan-out\n\n![fan-out](fanout.svg)\n");
+    let _ = writeln!(
+        md,
+        "| Persistence | Subscribers | Publications | Publications/s | Deliveries/s | CPU µs/delivery | × plain put+get | × plain get | Goal (< {GOAL_GETS}× get) |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    for x in &r.rows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {:.0} | {:.0} | {:.1} | {:.2} | {:.2} | {} |",
+            persistence(x.persistent),
+            x.subscribers,
+            x.publications,
+            x.publications_per_s,
+            x.deliveries_per_s,
+            x.cpu_us_per_delivery,
+            x.ratio_to_put_get,
+            x.ratio_to_get,
+            verdict(x)
+        );
+    }
+    let pass = r.rows.iter().filter(|x| verdict(x) == "PASS").count();
+    let _ = writeln!(
+        md,
+        "\nGoal: {pass} of {} rows PASS (CPU per delivery under {GOAL_GETS}× a plain get of the same persistence).",
+        r.rows.len()
+    );
+    md
+}
+
+pub fn chart(r: &Results) -> String {
+    let mut series = Vec::new();
+    for p in [false, true] {
+        let pts: Vec<(usize, f64)> = r
+            .rows
+            .iter()
+            .filter(|x| x.persistent == p)
+            .map(|x| (x.subscribers, x.cpu_us_per_delivery))
+            .collect();
+        series.push((format!("{} µs/delivery", persistence(p)), pts.clone()));
+        if let Some(plain) = r.plain.iter().find(|x| x.persistent == p) {
+            let goal = pts
+                .iter()
+                .map(|(s, _)| (*s, GOAL_GETS * plain.get_cpu_us))
+                .collect();
+            series.push((format!("goal {}: {GOAL_GETS}× get", persistence(p)), goal));
+        }
+    }
+    crate::chart::svg_lines("Queue manager CPU per delivery by subscribers", &series)
+}
+
+pub fn write(out: &Path, r: &Results) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let w = |name: &str, text: String| {
+        std::fs::write(out.join(name), text).map_err(|e| format!("{name}: {e}"))
+    };
+    w("README.md", markdown(r))?;
+    w("fanout.svg", chart(r))?;
+    w(
+        "runs.json",
+        serde_json::to_string_pretty(r).map_err(|e| e.to_string())?,
+    )
+}
