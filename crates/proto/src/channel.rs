@@ -19,9 +19,11 @@ pub mod kind {
     pub const HELLO: u8 = 0x20;
     pub const MSG: u8 = 0x21;
     pub const END_BATCH: u8 = 0x22;
+    pub const HEARTBEAT: u8 = 0x23;
     pub const HELLO_OK: u8 = 0xA0;
     pub const CONFIRM: u8 = 0xA1;
     pub const REFUSED: u8 = 0xA2;
+    pub const HEARTBEAT_OK: u8 = 0xA3;
 }
 
 /// First bytes of a channel `Hello`, so a client port that is not FerryMQ refuses at once.
@@ -49,6 +51,9 @@ pub enum ChannelFrame {
         indoubt: Option<InDoubt>,
         /// NPMSPEED(FAST): non-persistent messages travel outside the batch's units of work.
         fast_np: bool,
+        /// HBINT in seconds (0: no heartbeats). Absent from the frames of senders that predate
+        /// heartbeats, which read as 0.
+        hb_int_s: u32,
     },
     /// The receiver's answer: the negotiated limits and the last batch it committed.
     HelloOk {
@@ -59,6 +64,8 @@ pub enum ChannelFrame {
         seq: u64,
         /// Both ends have NPMSPEED(FAST).
         fast_np: bool,
+        /// The heartbeat interval both ends use, in seconds (0: none).
+        hb_int_s: u32,
     },
     Msg {
         seq: u64,
@@ -74,6 +81,10 @@ pub enum ChannelFrame {
         luwid: u64,
         seq: u64,
     },
+    /// The sender is idle (or checks, before a batch's end, that the receiver is still there);
+    /// the receiver answers `HeartbeatOk` at once.
+    Heartbeat,
+    HeartbeatOk,
     /// The channel cannot run (or stopped) for `reason` (an MQRC), explained in `message`.
     Refused {
         reason: u32,
@@ -90,6 +101,8 @@ impl ChannelFrame {
             ChannelFrame::HelloOk { .. } => kind::HELLO_OK,
             ChannelFrame::Confirm { .. } => kind::CONFIRM,
             ChannelFrame::Refused { .. } => kind::REFUSED,
+            ChannelFrame::Heartbeat => kind::HEARTBEAT,
+            ChannelFrame::HeartbeatOk => kind::HEARTBEAT_OK,
         }
     }
 
@@ -105,6 +118,7 @@ impl ChannelFrame {
                 seq,
                 indoubt,
                 fast_np,
+                hb_int_s,
             } => {
                 out.put_slice(&MAGIC);
                 out.put_str16(channel);
@@ -121,6 +135,7 @@ impl ChannelFrame {
                     }
                 }
                 out.put_u8(u8::from(*fast_np));
+                out.put_u32_le(*hb_int_s);
             }
             ChannelFrame::HelloOk {
                 receiver_qmgr,
@@ -129,6 +144,7 @@ impl ChannelFrame {
                 luwid,
                 seq,
                 fast_np,
+                hb_int_s,
             } => {
                 out.put_str16(receiver_qmgr);
                 out.put_u32_le(*batch_size);
@@ -136,6 +152,7 @@ impl ChannelFrame {
                 out.put_u64_le(*luwid);
                 out.put_u64_le(*seq);
                 out.put_u8(u8::from(*fast_np));
+                out.put_u32_le(*hb_int_s);
             }
             ChannelFrame::Msg {
                 seq,
@@ -156,6 +173,7 @@ impl ChannelFrame {
                 out.put_u32_le(*reason);
                 out.put_str16(message);
             }
+            ChannelFrame::Heartbeat | ChannelFrame::HeartbeatOk => {}
         }
         finish_frame(out, start);
     }
@@ -194,6 +212,7 @@ fn decode(k: u8, r: &mut Reader) -> Result<ChannelFrame, DecodeError> {
                     v => return Err(DecodeError::invalid("in-doubt flag", format!("{v}"))),
                 },
                 fast_np: r.bool("fast np")?,
+                hb_int_s: optional_u32(r, "heartbeat interval")?,
             }
         }
         kind::HELLO_OK => ChannelFrame::HelloOk {
@@ -203,6 +222,7 @@ fn decode(k: u8, r: &mut Reader) -> Result<ChannelFrame, DecodeError> {
             luwid: r.u64("luwid")?,
             seq: r.u64("seq")?,
             fast_np: r.bool("fast np")?,
+            hb_int_s: optional_u32(r, "heartbeat interval")?,
         },
         kind::MSG => ChannelFrame::Msg {
             seq: r.u64("seq")?,
@@ -218,6 +238,8 @@ fn decode(k: u8, r: &mut Reader) -> Result<ChannelFrame, DecodeError> {
             luwid: r.u64("luwid")?,
             seq: r.u64("seq")?,
         },
+        kind::HEARTBEAT => ChannelFrame::Heartbeat,
+        kind::HEARTBEAT_OK => ChannelFrame::HeartbeatOk,
         kind::REFUSED => ChannelFrame::Refused {
             reason: r.u32("reason")?,
             message: r.str16("message")?,
@@ -229,6 +251,16 @@ fn decode(k: u8, r: &mut Reader) -> Result<ChannelFrame, DecodeError> {
             ))
         }
     })
+}
+
+/// A field added at the end of a frame after its first release: absent (0) in frames of an
+/// older peer.
+fn optional_u32(r: &mut Reader, what: &'static str) -> Result<u32, DecodeError> {
+    if r.remaining() == 0 {
+        Ok(0)
+    } else {
+        r.u32(what)
+    }
 }
 
 #[cfg(test)]
@@ -247,6 +279,7 @@ mod tests {
                 seq: 9,
                 indoubt: Some(InDoubt { luwid: 3, seq: 9 }),
                 fast_np: true,
+                hb_int_s: 300,
             },
             ChannelFrame::HelloOk {
                 receiver_qmgr: "QM2".into(),
@@ -255,6 +288,7 @@ mod tests {
                 luwid: 3,
                 seq: 9,
                 fast_np: false,
+                hb_int_s: 1,
             },
             ChannelFrame::Msg {
                 seq: 10,
@@ -264,6 +298,8 @@ mod tests {
             },
             ChannelFrame::EndBatch { luwid: 4, seq: 10 },
             ChannelFrame::Confirm { luwid: 4, seq: 10 },
+            ChannelFrame::Heartbeat,
+            ChannelFrame::HeartbeatOk,
             ChannelFrame::Refused {
                 reason: 2540,
                 message: "no such channel".into(),

@@ -133,3 +133,9 @@ pub const FTE_REQUEST_LEN_MAX_BYTES: usize = 1024 * 1024;
 pub const FTE_ACK_WAIT_MS: u64 = 60_000;
 /// How long fteStartAgent waits for the agent it spawned to be ready.
 pub const FTE_AGENT_START_WAIT_MS: u64 = 30_000;
+
+/// The largest heartbeat interval (HBINT) and disconnect interval (DISCINT) of a channel, in
+/// seconds, and the largest BATCHLIM, in kilobytes, as MQ accepts them.
+pub const CHANNEL_HB_INT_MAX_S: u64 = 999_999;
+pub const CHANNEL_DISC_INT_MAX_S: u64 = 999_999;
+pub const CHANNEL_BATCH_LIM_MAX_KB: u64 = 999_999;

@@ -23,6 +23,8 @@ pub use status::{ChannelStatus, State};
 struct Instance {
     status: Arc<Mutex<ChannelStatus>>,
     stop: watch::Sender<bool>,
+    /// START CHANNEL of an inactive sender: start now.
+    kick: Arc<tokio::sync::Notify>,
 }
 
 /// The channels running on this queue manager.
@@ -105,6 +107,10 @@ pub fn start(shared: &Arc<Shared>, def: &ObjectDef) -> Result<String, MqError> {
     let mut senders = shared.channels.senders.lock();
     if let Some(i) = senders.get(&def.name) {
         let st = i.status.lock().state;
+        if st == State::Inactive {
+            i.kick.notify_one();
+            return Ok(format!("CHANNEL({}) is starting.", def.name));
+        }
         if st != State::Stopped {
             return Err(MqError::new(
                 Reason::COMMAND_FAILED,
@@ -117,11 +123,13 @@ pub fn start(shared: &Arc<Shared>, def: &ObjectDef) -> Result<String, MqError> {
         &attr(def, "CONNAME", ""),
         &attr(def, "XMITQ", ""),
     )));
+    let kick = Arc::new(tokio::sync::Notify::new());
     senders.insert(
         def.name.clone(),
         Instance {
             status: status.clone(),
             stop,
+            kick: kick.clone(),
         },
     );
     drop(senders);
@@ -130,6 +138,7 @@ pub fn start(shared: &Arc<Shared>, def: &ObjectDef) -> Result<String, MqError> {
         def.name.clone(),
         status,
         stop_rx,
+        kick,
     ));
     Ok(format!("CHANNEL({}) is starting.", def.name))
 }

@@ -8,6 +8,7 @@
 //! (`CHANNEL_COMMIT`), and the confirmation leaves only once that record is durable.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use ferrymq_engine::channel::SyncUpdate;
@@ -68,6 +69,7 @@ pub async fn run<R: AsyncRead + Unpin>(
         batch_size,
         max_msg_len,
         fast_np,
+        hb_int_s,
         ..
     } = ChannelFrame::parse(&hello).map_err(proto)?
     else {
@@ -134,6 +136,7 @@ pub async fn run<R: AsyncRead + Unpin>(
         Instance {
             status: status.clone(),
             stop: stop_tx,
+            kick: Default::default(),
         },
     );
     let mut r = Receiver {
@@ -154,6 +157,7 @@ pub async fn run<R: AsyncRead + Unpin>(
             &def,
             batch_size,
             max_msg_len,
+            hb_int_s,
         )
         .await;
     if let Some(conn) = r.conn {
@@ -202,6 +206,7 @@ impl Receiver<'_> {
         def: &ferrymq_types::ObjectDef,
         their_batch: u32,
         their_max: u32,
+        their_hb_s: u32,
     ) -> Result<(), MqError> {
         let proto = |e: ferrymq_proto::ProtoError| MqError::new(e.reason(), e.to_string());
         let ours_max = attr_u64(def, "MAXMSGL", 4 * 1024 * 1024) as u32;
@@ -210,6 +215,14 @@ impl Receiver<'_> {
             (a, b) => a.min(b),
         };
         let batch_size = their_batch.min(attr_u64(def, "BATCHSZ", 50) as u32).max(1);
+        // The lower of both ends' HBINT; 0 at either end (or a sender that predates
+        // heartbeats): none.
+        let hb_int_s = their_hb_s.min(
+            attr_u64(def, "HBINT", 300).min(ferrymq_types::limits::CHANNEL_HB_INT_MAX_S) as u32,
+        );
+        // Without a frame (a message, an end of batch or a heartbeat) for twice the interval,
+        // the link is taken for dead.
+        let silence_max = (hb_int_s > 0).then(|| Duration::from_secs(2 * u64::from(hb_int_s)));
         let (sync, conn) = {
             let mut core = self.shared.core.lock();
             let conn = core.engine.connect("", self.name);
@@ -235,6 +248,7 @@ impl Receiver<'_> {
                 luwid: sync.luwid,
                 seq: sync.seq,
                 fast_np: self.fast_np,
+                hb_int_s,
             },
             wait,
             false,
@@ -245,6 +259,8 @@ impl Receiver<'_> {
             st.state = State::Running;
             st.last_seq = sync.seq;
             st.last_luwid = sync.luwid;
+            st.hb_int_s = hb_int_s;
+            st.substate = "RECEIVE";
         }
         let mut ending = self.shared.immediate_end.clone();
         loop {
@@ -296,6 +312,9 @@ impl Receiver<'_> {
                         st.last_luwid = luwid;
                         st.cur_luwid = luwid;
                     }
+                    ChannelFrame::Heartbeat => {
+                        send(s, &ChannelFrame::HeartbeatOk, 0, false);
+                    }
                     other => {
                         return Err(MqError::new(
                             Reason::HEADER_ERROR,
@@ -305,6 +324,8 @@ impl Receiver<'_> {
                 }
             }
             buf.reserve(64 * 1024);
+            let far = tokio::time::Instant::now() + Duration::from_secs(24 * 3600);
+            let silent_at = silence_max.map(|d| tokio::time::Instant::now() + d);
             tokio::select! {
                 r = rd.read_buf(buf) => match r {
                     Ok(0) => return Ok(()),
@@ -316,6 +337,12 @@ impl Receiver<'_> {
                 }
                 _ = ending.wait_for(|v| *v) => {
                     return Err(MqError::new(Reason::Q_MGR_STOPPING, "the queue manager is ending immediately"));
+                }
+                _ = tokio::time::sleep_until(silent_at.unwrap_or(far)), if silent_at.is_some() => {
+                    return Err(MqError::new(Reason::CONNECTION_BROKEN, format!(
+                        "nothing came from the sender for {} s, twice the heartbeat interval: the link is down",
+                        2 * u64::from(hb_int_s)
+                    )));
                 }
             }
         }

@@ -43,6 +43,9 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 /// Why an attempt ended.
 enum End {
     Stopped,
+    /// DISCINT passed with nothing to send: the channel ends normally (INACTIVE) and starts
+    /// again when its transmission queue gets a message.
+    Idle,
     Failed(MqError),
 }
 
@@ -62,6 +65,7 @@ pub async fn run(
     name: String,
     status: Arc<Mutex<ChannelStatus>>,
     mut stop: watch::Receiver<bool>,
+    kick: Arc<Notify>,
 ) {
     crate::qm_log!(
         crate::errlog::ids::CHANNEL_STARTED,
@@ -95,6 +99,23 @@ pub async fn run(
         a.end();
         match end {
             End::Stopped => break,
+            End::Idle => {
+                failures = 0;
+                {
+                    let mut st = status.lock();
+                    st.state = State::Inactive;
+                    st.substate = "";
+                }
+                crate::qm_log!(
+                    crate::errlog::ids::CHANNEL_ENDED,
+                    "channel {name} ended normally: nothing to send for DISCINT; it starts again when its transmission queue gets a message"
+                );
+                let xmitq = attr(&def, "XMITQ", "");
+                if !wait_for_message(&shared, &name, &xmitq, &mut stop, &kick).await {
+                    break;
+                }
+                status.lock().started_ms = now_ms();
+            }
             End::Failed(e) => {
                 if moved {
                     failures = 0;
@@ -140,6 +161,54 @@ pub async fn run(
     crate::qm_log!(crate::errlog::ids::CHANNEL_ENDED, "channel {name} stopped");
 }
 
+/// An inactive channel's built-in trigger: waits until the transmission queue has a message
+/// (or START CHANNEL); false when the channel is stopped instead.
+async fn wait_for_message(
+    shared: &Arc<Shared>,
+    name: &str,
+    xmitq: &str,
+    stop: &mut watch::Receiver<bool>,
+    kick: &Notify,
+) -> bool {
+    let woken = Arc::new(Notify::new());
+    let (conn, waiter) = {
+        let mut core = shared.core.lock();
+        let conn = core.engine.connect("", name);
+        core.add_waker(conn, woken.clone());
+        let arrival = GetOptions {
+            browse: Browse::First,
+            wait: Wait::Unlimited,
+            ..GetOptions::any()
+        };
+        let waiter = match core.engine.open(conn, xmitq, "", open::BROWSE, "") {
+            Ok((h, _, _)) => match core.engine.get(conn, h, &arrival, 0, now_ms()) {
+                Ok(GetOutcome::Waiting(w)) => Some(w),
+                // A message (or an error the next start reports): start now.
+                _ => None,
+            },
+            Err(_) => None,
+        };
+        (conn, waiter)
+    };
+    let go = match waiter {
+        None => !*stop.borrow(),
+        Some(w) => {
+            let go = tokio::select! {
+                _ = woken.notified() => true,
+                _ = kick.notified() => true,
+                _ = stop.wait_for(|v| *v) => false,
+            };
+            shared.core.lock().engine.cancel_wait(w);
+            go
+        }
+    };
+    let mut core = shared.core.lock();
+    core.remove_waker(conn);
+    core.engine.disconnect(conn, now_ms());
+    core.flush_deliveries();
+    go
+}
+
 struct Attempt<'a> {
     shared: &'a Arc<Shared>,
     name: &'a str,
@@ -154,6 +223,13 @@ struct Link {
     sock: TcpStream,
     dec: FrameDecoder,
     buf: BytesMut,
+    /// When the last frame went to the receiver: heartbeats flow HBINT after it.
+    last_sent: tokio::time::Instant,
+    /// When the last frame came from the receiver.
+    last_heard: tokio::time::Instant,
+    /// Heartbeats sent and not yet answered, and when the oldest of them left.
+    unanswered: u32,
+    oldest_unanswered: Option<tokio::time::Instant>,
 }
 
 impl Link {
@@ -161,7 +237,31 @@ impl Link {
         self.sock
             .write_all(frames)
             .await
-            .map_err(|e| broken(format!("sending to the receiver failed: {e}")))
+            .map_err(|e| broken(format!("sending to the receiver failed: {e}")))?;
+        self.last_sent = tokio::time::Instant::now();
+        Ok(())
+    }
+
+    async fn heartbeat(&mut self) -> Result<(), MqError> {
+        let mut b = BytesMut::new();
+        ChannelFrame::Heartbeat.encode(&mut b);
+        self.send(&b).await?;
+        self.unanswered += 1;
+        self.oldest_unanswered
+            .get_or_insert_with(tokio::time::Instant::now);
+        Ok(())
+    }
+
+    /// The next frame from the receiver that is not a heartbeat's answer.
+    async fn recv_skip(&mut self, timeout: Duration) -> Result<ChannelFrame, MqError> {
+        let until = tokio::time::Instant::now() + timeout;
+        loop {
+            let left = until.saturating_duration_since(tokio::time::Instant::now());
+            match self.recv(left).await? {
+                ChannelFrame::HeartbeatOk => continue,
+                other => return Ok(other),
+            }
+        }
     }
 
     /// The next frame from the receiver; a Refused is an error with its reason.
@@ -190,9 +290,17 @@ impl Link {
                 timeout.as_secs()
             ))
         })??;
+        self.last_heard = tokio::time::Instant::now();
         match ChannelFrame::parse(&f).map_err(|e| MqError::new(e.reason(), e.to_string()))? {
             ChannelFrame::Refused { reason, message } => {
                 Err(MqError::new(Reason::from_code(reason), message))
+            }
+            ChannelFrame::HeartbeatOk => {
+                self.unanswered = self.unanswered.saturating_sub(1);
+                if self.unanswered == 0 {
+                    self.oldest_unanswered = None;
+                }
+                Ok(ChannelFrame::HeartbeatOk)
             }
             other => Ok(other),
         }
@@ -209,6 +317,8 @@ impl Attempt<'_> {
         let xmitq = attr(def, "XMITQ", "");
         let batch_size = attr_u64(def, "BATCHSZ", 50).clamp(1, 9999) as u32;
         let max_msg_len = attr_u64(def, "MAXMSGL", 4 * 1024 * 1024) as u32;
+        let our_hb_s =
+            attr_u64(def, "HBINT", 300).min(ferrymq_types::limits::CHANNEL_HB_INT_MAX_S) as u32;
         let (sync, qmgr) = {
             let core = self.shared.core.lock();
             (
@@ -229,8 +339,10 @@ impl Attempt<'_> {
                 seq: d.seq,
             }),
             fast_np: attr(def, "NPMSPEED", "FAST") == "FAST",
+            hb_int_s: our_hb_s,
         }
         .encode(&mut hello);
+        self.status.lock().substate = "NET_CONNECTING";
         // Each address of CONNAME in order, until one binds (an HA group's replicas refuse).
         let addrs = match ferrymq_types::conname::parse_conn_name(&conname) {
             Ok(a) => a,
@@ -260,10 +372,18 @@ impl Attempt<'_> {
                     max_msg_len,
                     luwid,
                     fast_np,
+                    hb_int_s,
                     ..
                 }) => {
                     self.status.lock().conname = format!("{host}({port})");
-                    bound = Some((link, batch_size.max(1), max_msg_len, luwid, fast_np));
+                    bound = Some((
+                        link,
+                        batch_size.max(1),
+                        max_msg_len,
+                        luwid,
+                        fast_np,
+                        hb_int_s,
+                    ));
                     break;
                 }
                 Ok(other) => {
@@ -275,9 +395,15 @@ impl Attempt<'_> {
                 Err(e) => last = e,
             }
         }
-        let Some((mut link, batch_size, max_msg_len, their_luwid, fast_np)) = bound else {
+        let Some((mut link, batch_size, max_msg_len, their_luwid, fast_np, hb_int_s)) = bound
+        else {
             return End::Failed(last);
         };
+        // The receiver answers with the interval both ends use (the lower of the two; 0 at
+        // either end: none); a receiver that predates heartbeats answers 0.
+        let hb_int_s = hb_int_s.min(our_hb_s);
+        let hb = (hb_int_s > 0).then(|| Duration::from_secs(u64::from(hb_int_s)));
+        self.status.lock().hb_int_s = hb_int_s;
         link.dec
             .set_max_frame_bytes(ferrymq_proto::frame_limit_for(max_msg_len));
         // A batch in doubt: the receiver's last LUWID says whether it arrived.
@@ -360,6 +486,17 @@ impl Attempt<'_> {
             ..GetOptions::any()
         };
         let batch_int = Duration::from_millis(attr_u64(def, "BATCHINT", 0).min(999_999_999));
+        let disc = match attr_u64(def, "DISCINT", 0) {
+            0 => None,
+            s => Some(Duration::from_secs(
+                s.min(ferrymq_types::limits::CHANNEL_DISC_INT_MAX_S),
+            )),
+        };
+        let batch_hb = Duration::from_millis(attr_u64(def, "BATCHHB", 0).min(999_999));
+        let batch_lim_bytes = attr_u64(def, "BATCHLIM", 5000)
+            .min(ferrymq_types::limits::CHANNEL_BATCH_LIM_MAX_KB)
+            * 1024;
+        let mut idle_since = tokio::time::Instant::now();
         loop {
             if *stop.borrow() {
                 return End::Stopped;
@@ -371,13 +508,17 @@ impl Attempt<'_> {
             let mut persistent = 0u32;
             let mut sent_bytes = 0u64;
             let mut opened: Option<tokio::time::Instant> = None;
+            let mut batch_bytes = 0u64;
             loop {
                 let mut batch = Vec::new();
+                self.status.lock().substate = "MQGET";
                 let (done, waiter) = {
                     let mut core = self.shared.core.lock();
                     let now = now_ms();
                     let mut empty = false;
-                    while n < batch_size {
+                    // BATCHLIM (KB, 0: none) ends a batch once its messages reach that size.
+                    while n < batch_size && (batch_lim_bytes == 0 || batch_bytes < batch_lim_bytes)
+                    {
                         match core.engine.get(conn, hobj, &opts, 0, now) {
                             Ok(GetOutcome::Got(got, _))
                                 if got.body.len() as u64 > max_msg_len as u64 =>
@@ -396,6 +537,7 @@ impl Attempt<'_> {
                                     persistent += 1;
                                 }
                                 n += 1;
+                                batch_bytes += got.body.len() as u64;
                                 batch.push(got);
                             }
                             Ok(GetOutcome::Waiting(w)) => {
@@ -418,7 +560,9 @@ impl Attempt<'_> {
                         dead = 0;
                     }
                     let expired = opened.is_some_and(|t| t.elapsed() >= batch_int);
-                    let done = n > 0 && (n >= batch_size || batch_int.is_zero() || expired);
+                    let full =
+                        n >= batch_size || (batch_lim_bytes > 0 && batch_bytes >= batch_lim_bytes);
+                    let done = n > 0 && (full || batch_int.is_zero() || expired);
                     // Wait for an arrival when idle, or while BATCHINT keeps the batch open.
                     let waiter = if !done && empty {
                         match core.engine.get(conn, hobj, &arrival, 0, now) {
@@ -444,6 +588,7 @@ impl Attempt<'_> {
                         }
                         .encode(&mut frames);
                     }
+                    self.status.lock().substate = "SEND";
                     if let Err(e) = link.send(&frames).await {
                         return End::Failed(e);
                     }
@@ -456,31 +601,99 @@ impl Attempt<'_> {
                 let Some(w) = waiter else {
                     continue;
                 };
+                let far = tokio::time::Instant::now() + Duration::from_secs(24 * 3600);
                 let until = match opened {
                     Some(t) if n > 0 => t + batch_int,
-                    _ => tokio::time::Instant::now() + Duration::from_secs(24 * 3600),
+                    _ => far,
                 };
+                // Heartbeats: HBINT after the last frame sent; one unanswered for HBINT means
+                // the link is dead (a relay or firewall that stopped forwarding and did not
+                // close). With a batch open, they only keep the receiver from timing out.
+                let beat_at = hb.map(|h| match link.oldest_unanswered {
+                    Some(t) if n == 0 => t + h,
+                    _ => link.last_sent + h,
+                });
+                // DISCINT counts from the end of the last batch, while there is nothing to send.
+                let disc_at = disc.filter(|_| n == 0).map(|d| idle_since + d);
+                self.status.lock().substate = if n == 0 { "MQGET" } else { "RECEIVE" };
+                enum Woke {
+                    Arrival,
+                    /// A heartbeat's answer (Ok) or the end of the link.
+                    Frame(Result<(), MqError>),
+                    Beat,
+                    Disconnect,
+                    Stop,
+                }
                 // Idle, a receiver that goes away is noticed at once.
-                tokio::select! {
-                    _ = woken.notified() => {}
-                    _ = tokio::time::sleep_until(until) => {}
-                    _ = stop.wait_for(|v| *v) => return End::Stopped,
-                    r = link.recv(Duration::from_secs(24 * 3600)), if n == 0 => {
-                        return End::Failed(r.err().unwrap_or_else(|| broken("the receiver sent a frame out of turn")));
+                let woke = tokio::select! {
+                    _ = woken.notified() => Woke::Arrival,
+                    _ = tokio::time::sleep_until(until) => Woke::Arrival,
+                    _ = stop.wait_for(|v| *v) => Woke::Stop,
+                    r = link.recv(Duration::from_secs(24 * 3600)), if n == 0 => Woke::Frame(r.and_then(|f| match f {
+                        ChannelFrame::HeartbeatOk => Ok(()),
+                        _ => Err(broken("the receiver sent a frame out of turn")),
+                    })),
+                    _ = tokio::time::sleep_until(beat_at.unwrap_or(far)), if beat_at.is_some() => Woke::Beat,
+                    _ = tokio::time::sleep_until(disc_at.unwrap_or(far)), if disc_at.is_some() => Woke::Disconnect,
+                };
+                self.shared.core.lock().engine.cancel_wait(w);
+                match woke {
+                    Woke::Arrival | Woke::Frame(Ok(())) => {}
+                    Woke::Frame(Err(e)) => return End::Failed(e),
+                    Woke::Stop => return End::Stopped,
+                    Woke::Disconnect => return End::Idle,
+                    Woke::Beat => {
+                        if n == 0 && link.unanswered > 0 {
+                            return End::Failed(broken(format!(
+                                "the receiver did not answer a heartbeat in {hb_int_s} s (HBINT): the link is down"
+                            )));
+                        }
+                        self.status.lock().substate = "HEARTBEATING";
+                        if let Err(e) = link.heartbeat().await {
+                            return End::Failed(e);
+                        }
                     }
                 }
-                self.shared.core.lock().engine.cancel_wait(w);
             }
             if fast_np && persistent == 0 && dead == 0 {
                 // Only non-persistent messages on a FAST channel: they left the transmission
                 // queue as they were sent, so there is no unit of work to end and nothing to
                 // log at either end; the batch needs no end-of-batch and no confirmation.
                 self.moved = true;
+                idle_since = tokio::time::Instant::now();
                 let mut st = self.status.lock();
                 st.msgs += n as u64;
                 st.batches += 1;
                 st.bytes_sent += sent_bytes;
                 continue;
+            }
+            // BATCHHB: a receiver not heard from for that long is asked whether it is still
+            // there before the batch goes in doubt; no answer backs the batch out instead.
+            if !batch_hb.is_zero() && link.last_heard.elapsed() >= batch_hb {
+                self.status.lock().substate = "HEARTBEATING";
+                let asked = tokio::time::Instant::now();
+                if let Err(e) = link.heartbeat().await {
+                    return End::Failed(e);
+                }
+                let wait = hb.map_or(ANSWER_TIMEOUT, |h| h * 2);
+                while link.last_heard < asked || link.unanswered > 0 {
+                    let left =
+                        (asked + wait).saturating_duration_since(tokio::time::Instant::now());
+                    let r = tokio::select! {
+                        r = link.recv(left) => r,
+                        _ = stop.wait_for(|v| *v) => return End::Stopped,
+                    };
+                    match r {
+                        Ok(ChannelFrame::HeartbeatOk) => {}
+                        Ok(other) => {
+                            return End::Failed(broken(format!(
+                                "the receiver answered a batch heartbeat with frame 0x{:02x}",
+                                other.kind()
+                            )))
+                        }
+                        Err(e) => return End::Failed(e),
+                    }
+                }
             }
             let batch_luwid = luwid.max(now_luwid_floor(&sync)) + 1;
             let batch_seq = seq + n as u64;
@@ -519,12 +732,13 @@ impl Attempt<'_> {
                 seq: batch_seq,
             }
             .encode(&mut end);
+            self.status.lock().substate = "END_OF_BATCH";
             if let Err(e) = link.send(&end).await {
                 return End::Failed(e);
             }
             // A stop while the batch is in doubt leaves it in doubt: resolved at the next start.
             let answer = tokio::select! {
-                r = link.recv(ANSWER_TIMEOUT) => r,
+                r = link.recv_skip(ANSWER_TIMEOUT) => r,
                 _ = stop.wait_for(|v| *v) => return End::Stopped,
             };
             match answer {
@@ -551,6 +765,7 @@ impl Attempt<'_> {
                 return End::Failed(e);
             }
             self.moved = true;
+            idle_since = tokio::time::Instant::now();
             seq = batch_seq;
             luwid = batch_luwid;
             let mut st = self.status.lock();
@@ -567,10 +782,15 @@ impl Attempt<'_> {
         match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect((host, port))).await {
             Ok(Ok(sock)) => {
                 let _ = sock.set_nodelay(true);
+                let now = tokio::time::Instant::now();
                 Ok(Link {
                     sock,
                     dec: FrameDecoder::new(ferrymq_proto::PRE_HANDSHAKE_FRAME_MAX_BYTES),
                     buf: BytesMut::with_capacity(64 * 1024),
+                    last_sent: now,
+                    last_heard: now,
+                    unanswered: 0,
+                    oldest_unanswered: None,
                 })
             }
             Ok(Err(e)) => Err(MqError::new(

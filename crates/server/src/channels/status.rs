@@ -11,6 +11,9 @@ pub enum State {
     Running,
     Retrying,
     Stopped,
+    /// Ended normally (DISCINT): it starts again by itself when its transmission queue gets a
+    /// message.
+    Inactive,
 }
 
 impl State {
@@ -21,6 +24,7 @@ impl State {
             State::Running => "RUNNING",
             State::Retrying => "RETRYING",
             State::Stopped => "STOPPED",
+            State::Inactive => "INACTIVE",
         }
     }
 
@@ -32,6 +36,7 @@ impl State {
             State::Running => 3,
             State::Stopped => 6,
             State::Retrying => 5,
+            State::Inactive => 0,
         }
     }
 }
@@ -58,6 +63,11 @@ pub struct ChannelStatus {
     pub xq_msgs_avail: u64,
     /// Why the instance last failed, if it did.
     pub last_error: String,
+    /// What the channel is doing now, with MQ's SUBSTATE names (MQGET, SEND, RECEIVE,
+    /// HEARTBEATING, END_OF_BATCH, NET_CONNECTING, ...); blank when it is doing nothing.
+    pub substate: &'static str,
+    /// The negotiated heartbeat interval, in seconds (0: none).
+    pub hb_int_s: u32,
 }
 
 impl ChannelStatus {
@@ -78,6 +88,8 @@ impl ChannelStatus {
             indoubt: false,
             xq_msgs_avail: 0,
             last_error: String::new(),
+            substate: "",
+            hb_int_s: 0,
         }
     }
 
@@ -95,7 +107,8 @@ impl ChannelStatus {
         }
         row.extend([
             ("STOPREQ".to_string(), "NO".to_string()),
-            ("SUBSTATE".to_string(), String::new()),
+            ("SUBSTATE".to_string(), self.substate.to_string()),
+            ("HBINT".to_string(), self.hb_int_s.to_string()),
             (
                 "INDOUBT".to_string(),
                 if self.indoubt { "YES" } else { "NO" }.to_string(),
