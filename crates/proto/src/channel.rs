@@ -89,6 +89,9 @@ pub enum ChannelFrame {
     Refused {
         reason: u32,
         message: String,
+        /// The channel stops rather than retry (a message the receiver can neither put nor
+        /// dead-letter). Absent from older receivers' frames: false.
+        stop: bool,
     },
 }
 
@@ -169,9 +172,14 @@ impl ChannelFrame {
                 out.put_u64_le(*luwid);
                 out.put_u64_le(*seq);
             }
-            ChannelFrame::Refused { reason, message } => {
+            ChannelFrame::Refused {
+                reason,
+                message,
+                stop,
+            } => {
                 out.put_u32_le(*reason);
                 out.put_str16(message);
+                out.put_u8(u8::from(*stop));
             }
             ChannelFrame::Heartbeat | ChannelFrame::HeartbeatOk => {}
         }
@@ -243,6 +251,7 @@ fn decode(k: u8, r: &mut Reader) -> Result<ChannelFrame, DecodeError> {
         kind::REFUSED => ChannelFrame::Refused {
             reason: r.u32("reason")?,
             message: r.str16("message")?,
+            stop: r.remaining() > 0 && r.bool("stop")?,
         },
         other => {
             return Err(DecodeError::invalid(
@@ -303,6 +312,7 @@ mod tests {
             ChannelFrame::Refused {
                 reason: 2540,
                 message: "no such channel".into(),
+                stop: true,
             },
         ];
         let mut buf = BytesMut::new();
@@ -315,5 +325,31 @@ mod tests {
             assert_eq!(&ChannelFrame::parse(&raw).unwrap(), f);
         }
         assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn a_hello_from_a_sender_that_predates_heartbeats_reads_as_no_heartbeats() {
+        let hello = ChannelFrame::Hello {
+            channel: "QM1.QM2".into(),
+            sender_qmgr: "QM1".into(),
+            batch_size: 50,
+            max_msg_len: 1 << 20,
+            seq: 0,
+            indoubt: None,
+            fast_np: true,
+            hb_int_s: 300,
+        };
+        let mut buf = BytesMut::new();
+        hello.encode(&mut buf);
+        let mut raw = FrameDecoder::new(1 << 24)
+            .decode(&mut buf)
+            .unwrap()
+            .unwrap();
+        // The same frame without its last field, as an older sender writes it.
+        raw.body = raw.body.slice(..raw.body.len() - 4);
+        let ChannelFrame::Hello { hb_int_s, .. } = ChannelFrame::parse(&raw).unwrap() else {
+            panic!("not a Hello");
+        };
+        assert_eq!(hb_int_s, 0);
     }
 }

@@ -139,3 +139,7 @@ pub const FTE_AGENT_START_WAIT_MS: u64 = 30_000;
 pub const CHANNEL_HB_INT_MAX_S: u64 = 999_999;
 pub const CHANNEL_DISC_INT_MAX_S: u64 = 999_999;
 pub const CHANNEL_BATCH_LIM_MAX_KB: u64 = 999_999;
+/// The most message retries (MRRTY) and the longest wait between two (MRTMR, ms) of a
+/// receiving channel, as MQ accepts them.
+pub const CHANNEL_MSG_RETRIES_MAX: u64 = 999_999_999;
+pub const CHANNEL_MSG_RETRY_WAIT_MAX_MS: u64 = 999_999_999;

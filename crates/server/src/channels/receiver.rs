@@ -46,11 +46,36 @@ fn refuse(s: &Session, e: MqError) -> Result<(), MqError> {
         &ChannelFrame::Refused {
             reason: e.reason.code(),
             message: e.message.clone(),
+            stop: false,
         },
         0,
         true,
     );
     Err(e)
+}
+
+/// Ends the channel for a reason retrying does not cure: the sender stops (STOPPED) rather
+/// than retry.
+fn refuse_stop(s: &Session, e: MqError) -> Result<(), MqError> {
+    send(
+        s,
+        &ChannelFrame::Refused {
+            reason: e.reason.code(),
+            message: e.message.clone(),
+            stop: true,
+        },
+        0,
+        true,
+    );
+    Err(e)
+}
+
+/// A put failure that may pass with time, so worth the message retries (MRRTY).
+fn may_pass(reason: Reason) -> bool {
+    matches!(
+        reason,
+        Reason::Q_FULL | Reason::PUT_INHIBITED | Reason::Q_SPACE_NOT_AVAILABLE
+    )
 }
 
 /// Serves a socket that opened with a channel Hello until it closes.
@@ -126,16 +151,18 @@ pub async fn run<R: AsyncRead + Unpin>(
         .or_default()
         .clone();
     if let Some(old) = shared.channels.receivers.lock().get(&channel) {
-        old.stop.send_replace(true);
+        old.stop.send_replace(super::FORCE);
     }
     let _turn = turn.lock().await;
-    let (stop_tx, mut stop) = watch::channel(false);
+    let stop_tx = Arc::new(watch::Sender::new(super::RUN));
+    let mut stop = stop_tx.subscribe();
     let status = Arc::new(Mutex::new(ChannelStatus::new(&s.info.conname, "")));
     shared.channels.receivers.lock().insert(
         channel.clone(),
         Instance {
             status: status.clone(),
             stop: stop_tx,
+            to_inactive: Default::default(),
             kick: Default::default(),
         },
     );
@@ -145,6 +172,10 @@ pub async fn run<R: AsyncRead + Unpin>(
         status: &status,
         conn: None,
         use_dlq: attr(&def, "USEDLQ", "YES") == "YES",
+        mr_rty: attr_u64(&def, "MRRTY", 10).min(ferrymq_types::limits::CHANNEL_MSG_RETRIES_MAX),
+        mr_tmr: Duration::from_millis(
+            attr_u64(&def, "MRTMR", 1000).min(ferrymq_types::limits::CHANNEL_MSG_RETRY_WAIT_MAX_MS),
+        ),
         fast_np: fast_np && attr(&def, "NPMSPEED", "FAST") == "FAST",
     };
     let res = r
@@ -190,6 +221,9 @@ struct Receiver<'a> {
     status: &'a Arc<Mutex<ChannelStatus>>,
     conn: Option<ConnId>,
     use_dlq: bool,
+    /// MRRTY and MRTMR: how often, and how far apart, a put that may pass is tried again.
+    mr_rty: u64,
+    mr_tmr: Duration,
     /// Non-persistent messages are put at once, outside the batch's unit of work.
     fast_np: bool,
 }
@@ -202,7 +236,7 @@ impl Receiver<'_> {
         dec: &mut FrameDecoder,
         buf: &mut BytesMut,
         s: &mut Session,
-        stop: &mut watch::Receiver<bool>,
+        stop: &mut watch::Receiver<u8>,
         def: &ferrymq_types::ObjectDef,
         their_batch: u32,
         their_max: u32,
@@ -263,6 +297,9 @@ impl Receiver<'_> {
             st.substate = "RECEIVE";
         }
         let mut ending = self.shared.immediate_end.clone();
+        // Messages put in the batch's unit of work since its last end: STOP CHANNEL
+        // MODE(QUIESCE) waits for the batch to end.
+        let mut mid_batch = false;
         loop {
             while let Some(f) = dec.decode(buf).map_err(proto)? {
                 let bytes = f.body.len() as u64 + ferrymq_proto::HEADER_LEN as u64;
@@ -274,8 +311,11 @@ impl Receiver<'_> {
                         props,
                         body,
                     } => {
-                        if let Err(e) = self.put(conn, md, props, body) {
-                            return refuse(s, e);
+                        match self.put(conn, md, props, body).await {
+                            Ok(in_batch) => mid_batch |= in_batch,
+                            // The channel stops (it would fail the same way at every retry):
+                            // the batch is backed out, and the sender told to stop.
+                            Err(e) => return refuse_stop(s, e),
                         }
                         let mut st = self.status.lock();
                         st.cur_seq = seq;
@@ -306,6 +346,7 @@ impl Receiver<'_> {
                             .lock()
                             .insert(self.name.to_string(), lsn);
                         send(s, &ChannelFrame::Confirm { luwid, seq }, lsn, false);
+                        mid_batch = false;
                         let mut st = self.status.lock();
                         st.batches += 1;
                         st.last_seq = seq;
@@ -332,7 +373,7 @@ impl Receiver<'_> {
                     Ok(_) => {}
                     Err(e) => return Err(MqError::new(Reason::CONNECTION_BROKEN, format!("socket read failed: {e}"))),
                 },
-                _ = stop.wait_for(|v| *v) => {
+                _ = stop.wait_for(|v| *v >= super::FORCE || (*v > super::RUN && !mid_batch)) => {
                     return Err(MqError::new(Reason::CHANNEL_NOT_AVAILABLE, format!("channel {} was stopped", self.name)));
                 }
                 _ = ending.wait_for(|v| *v) => {
@@ -350,13 +391,14 @@ impl Receiver<'_> {
 
     /// Puts one transmission-queue message to its destination under the batch's unit of work,
     /// or to the dead-letter queue when it cannot go there.
-    fn put(
+    /// Whether the message was put in the batch's unit of work.
+    async fn put(
         &mut self,
         conn: ConnId,
         xmit_md: MessageDescriptor,
         props: Properties,
         body: Bytes,
-    ) -> Result<(), MqError> {
+    ) -> Result<bool, MqError> {
         let Some((xqh, data)) = TransmissionHeader::parse(&body) else {
             return Err(MqError::new(
                 Reason::FORMAT_ERROR,
@@ -377,25 +419,38 @@ impl Receiver<'_> {
             context: pmo::SET_ALL_CONTEXT,
             ..Default::default()
         };
+        // A put that fails for a reason that may pass (queue full, puts inhibited) is tried
+        // again MRRTY times, MRTMR ms apart, before the dead-letter queue.
+        let mut tries = 0u64;
+        let e = loop {
+            {
+                let mut core = self.shared.core.lock();
+                let r = core.engine.put1(
+                    conn,
+                    &xqh.remote_q,
+                    &xqh.remote_qmgr,
+                    &opts,
+                    xqh.md.clone(),
+                    props.clone(),
+                    data.clone(),
+                    now_ms(),
+                );
+                match r {
+                    Ok(_) => {
+                        if outside {
+                            // Outside the batch: getters waiting on the queue have it at once.
+                            core.flush_deliveries();
+                        }
+                        return Ok(!outside);
+                    }
+                    Err(e) if tries >= self.mr_rty || !may_pass(e.reason) => break e,
+                    Err(_) => tries += 1,
+                }
+            }
+            tokio::time::sleep(self.mr_tmr).await;
+        };
         let mut core = self.shared.core.lock();
         let now = now_ms();
-        let r = core.engine.put1(
-            conn,
-            &xqh.remote_q,
-            &xqh.remote_qmgr,
-            &opts,
-            xqh.md.clone(),
-            props.clone(),
-            data.clone(),
-            now,
-        );
-        let Err(e) = r else {
-            if outside {
-                // Outside the batch: getters waiting on the queue have it at once.
-                core.flush_deliveries();
-            }
-            return Ok(());
-        };
         let dlq = core.engine.attrs().dead_letter_queue.clone();
         if !self.use_dlq || dlq.is_empty() {
             return Err(MqError::new(
@@ -434,7 +489,7 @@ impl Receiver<'_> {
         };
         core.engine
             .put1(conn, &dlq, "", &opts, md, props, dead.freeze(), now)
-            .map(|_| ())
+            .map(|_| !outside)
             .map_err(|e2| {
                 MqError::new(
                     e.reason,

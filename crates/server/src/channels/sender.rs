@@ -17,6 +17,7 @@
 //! the last batch it committed; the same LUWID means the batch arrived (its messages leave the
 //! transmission queue), another means it did not (they are sent again).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,16 +65,18 @@ pub async fn run(
     shared: Arc<Shared>,
     name: String,
     status: Arc<Mutex<ChannelStatus>>,
-    mut stop: watch::Receiver<bool>,
+    stop_tx: Arc<watch::Sender<u8>>,
+    to_inactive: Arc<AtomicBool>,
     kick: Arc<Notify>,
 ) {
+    let mut stop = stop_tx.subscribe();
     crate::qm_log!(
         crate::errlog::ids::CHANNEL_STARTED,
         "channel {name} (SDR) is starting"
     );
     let mut failures = 0u64;
     loop {
-        if *stop.borrow() {
+        if *stop.borrow() > super::RUN {
             break;
         }
         let def = shared
@@ -93,12 +96,35 @@ pub async fn run(
             status: &status,
             conn: None,
             moved: false,
+            receiver_stopped: Default::default(),
         };
         let end = a.run(&def, &mut stop).await;
         let moved = a.moved;
+        let receiver_stopped = a.receiver_stopped.load(Ordering::SeqCst);
         a.end();
+        let end = match end {
+            // STOP CHANNEL STATUS(INACTIVE): ended as by DISCINT.
+            End::Stopped if to_inactive.swap(false, Ordering::SeqCst) => {
+                stop_tx.send_replace(super::RUN);
+                status.lock().stop_requested = false;
+                End::Idle
+            }
+            other => other,
+        };
         match end {
             End::Stopped => break,
+            End::Failed(e) if receiver_stopped => {
+                // The receiver cannot take a message and has nowhere to put it: retrying
+                // would fail the same way, so the channel stops, and stays stopped (across
+                // restarts too) until START CHANNEL, with the batch backed out.
+                status.lock().last_error = e.to_string();
+                let _ = shared.core.lock().engine.channel_set_stopped(&name, true);
+                crate::qm_log!(
+                    crate::errlog::ids::CHANNEL_ENDED,
+                    "channel {name} stopped: the receiving end cannot put a message ({e}); its batch is back on the transmission queue. Make the destination able to take it (or define a dead-letter queue there), then START CHANNEL({name})"
+                );
+                break;
+            }
             End::Idle => {
                 failures = 0;
                 {
@@ -152,12 +178,17 @@ pub async fn run(
                 };
                 tokio::select! {
                     _ = tokio::time::sleep(wait) => {}
-                    _ = stop.wait_for(|v| *v) => break,
+                    _ = stop.wait_for(|v| *v > super::RUN) => break,
                 }
             }
         }
     }
-    status.lock().state = State::Stopped;
+    {
+        let mut st = status.lock();
+        st.state = State::Stopped;
+        st.stop_requested = false;
+        st.substate = "";
+    }
     crate::qm_log!(crate::errlog::ids::CHANNEL_ENDED, "channel {name} stopped");
 }
 
@@ -167,7 +198,7 @@ async fn wait_for_message(
     shared: &Arc<Shared>,
     name: &str,
     xmitq: &str,
-    stop: &mut watch::Receiver<bool>,
+    stop: &mut watch::Receiver<u8>,
     kick: &Notify,
 ) -> bool {
     let woken = Arc::new(Notify::new());
@@ -191,12 +222,12 @@ async fn wait_for_message(
         (conn, waiter)
     };
     let go = match waiter {
-        None => !*stop.borrow(),
+        None => *stop.borrow() == super::RUN,
         Some(w) => {
             let go = tokio::select! {
                 _ = woken.notified() => true,
                 _ = kick.notified() => true,
-                _ = stop.wait_for(|v| *v) => false,
+                _ = stop.wait_for(|v| *v > super::RUN) => false,
             };
             shared.core.lock().engine.cancel_wait(w);
             go
@@ -217,6 +248,8 @@ struct Attempt<'a> {
     conn: Option<ConnId>,
     /// Whether a batch was confirmed in this attempt (the retry count starts again).
     moved: bool,
+    /// The receiver refused to go on and asked the channel to stop rather than retry.
+    receiver_stopped: Arc<AtomicBool>,
 }
 
 struct Link {
@@ -227,6 +260,8 @@ struct Link {
     last_sent: tokio::time::Instant,
     /// When the last frame came from the receiver.
     last_heard: tokio::time::Instant,
+    /// Set when the receiver refuses with its stop flag.
+    receiver_stopped: Arc<AtomicBool>,
     /// Heartbeats sent and not yet answered, and when the oldest of them left.
     unanswered: u32,
     oldest_unanswered: Option<tokio::time::Instant>,
@@ -292,7 +327,14 @@ impl Link {
         })??;
         self.last_heard = tokio::time::Instant::now();
         match ChannelFrame::parse(&f).map_err(|e| MqError::new(e.reason(), e.to_string()))? {
-            ChannelFrame::Refused { reason, message } => {
+            ChannelFrame::Refused {
+                reason,
+                message,
+                stop,
+            } => {
+                if stop {
+                    self.receiver_stopped.store(true, Ordering::SeqCst);
+                }
                 Err(MqError::new(Reason::from_code(reason), message))
             }
             ChannelFrame::HeartbeatOk => {
@@ -308,11 +350,7 @@ impl Link {
 }
 
 impl Attempt<'_> {
-    async fn run(
-        &mut self,
-        def: &ferrymq_types::ObjectDef,
-        stop: &mut watch::Receiver<bool>,
-    ) -> End {
+    async fn run(&mut self, def: &ferrymq_types::ObjectDef, stop: &mut watch::Receiver<u8>) -> End {
         let conname = attr(def, "CONNAME", "");
         let xmitq = attr(def, "XMITQ", "");
         let batch_size = attr_u64(def, "BATCHSZ", 50).clamp(1, 9999) as u32;
@@ -364,7 +402,7 @@ impl Attempt<'_> {
             }
             let answer = tokio::select! {
                 r = link.recv(ANSWER_TIMEOUT) => r,
-                _ = stop.wait_for(|v| *v) => return End::Stopped,
+                _ = stop.wait_for(|v| *v > super::RUN) => return End::Stopped,
             };
             match answer {
                 Ok(ChannelFrame::HelloOk {
@@ -498,7 +536,7 @@ impl Attempt<'_> {
             * 1024;
         let mut idle_since = tokio::time::Instant::now();
         loop {
-            if *stop.borrow() {
+            if *stop.borrow() > super::RUN {
                 return End::Stopped;
             }
             // 1. Up to BATCHSZ messages, sent as they are taken; with BATCHINT, the batch stays
@@ -628,7 +666,7 @@ impl Attempt<'_> {
                 let woke = tokio::select! {
                     _ = woken.notified() => Woke::Arrival,
                     _ = tokio::time::sleep_until(until) => Woke::Arrival,
-                    _ = stop.wait_for(|v| *v) => Woke::Stop,
+                    _ = stop.wait_for(|v| *v > super::RUN) => Woke::Stop,
                     r = link.recv(Duration::from_secs(24 * 3600)), if n == 0 => Woke::Frame(r.and_then(|f| match f {
                         ChannelFrame::HeartbeatOk => Ok(()),
                         _ => Err(broken("the receiver sent a frame out of turn")),
@@ -681,7 +719,7 @@ impl Attempt<'_> {
                         (asked + wait).saturating_duration_since(tokio::time::Instant::now());
                     let r = tokio::select! {
                         r = link.recv(left) => r,
-                        _ = stop.wait_for(|v| *v) => return End::Stopped,
+                        _ = stop.wait_for(|v| *v > super::RUN) => return End::Stopped,
                     };
                     match r {
                         Ok(ChannelFrame::HeartbeatOk) => {}
@@ -739,7 +777,7 @@ impl Attempt<'_> {
             // A stop while the batch is in doubt leaves it in doubt: resolved at the next start.
             let answer = tokio::select! {
                 r = link.recv_skip(ANSWER_TIMEOUT) => r,
-                _ = stop.wait_for(|v| *v) => return End::Stopped,
+                _ = stop.wait_for(|v| *v >= super::FORCE) => return End::Stopped,
             };
             match answer {
                 Ok(ChannelFrame::Confirm { luwid: l, .. }) if l == batch_luwid => {}
@@ -789,6 +827,7 @@ impl Attempt<'_> {
                     buf: BytesMut::with_capacity(64 * 1024),
                     last_sent: now,
                     last_heard: now,
+                    receiver_stopped: self.receiver_stopped.clone(),
                     unanswered: 0,
                     oldest_unanswered: None,
                 })

@@ -68,6 +68,8 @@ pub struct ChannelStatus {
     pub substate: &'static str,
     /// The negotiated heartbeat interval, in seconds (0: none).
     pub hb_int_s: u32,
+    /// STOP CHANNEL was asked and the channel has not ended yet (STOPREQ).
+    pub stop_requested: bool,
 }
 
 impl ChannelStatus {
@@ -90,6 +92,7 @@ impl ChannelStatus {
             last_error: String::new(),
             substate: "",
             hb_int_s: 0,
+            stop_requested: false,
         }
     }
 
@@ -106,7 +109,10 @@ impl ChannelStatus {
             row.push(("XMITQ".to_string(), self.xmitq.clone()));
         }
         row.extend([
-            ("STOPREQ".to_string(), "NO".to_string()),
+            (
+                "STOPREQ".to_string(),
+                if self.stop_requested { "YES" } else { "NO" }.to_string(),
+            ),
             ("SUBSTATE".to_string(), self.substate.to_string()),
             ("HBINT".to_string(), self.hb_int_s.to_string()),
             (

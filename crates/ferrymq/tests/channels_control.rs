@@ -1,8 +1,10 @@
-//! What a message channel does when there is nothing to send, through the real binary and two
-//! queue managers: heartbeats notice a link that stopped forwarding without closing (a relay
-//! frozen with SIGSTOP) and the channel retries; DISCINT ends an idle sender, which starts again
-//! by itself when its transmission queue gets a message; BATCHLIM ends batches by size; BATCHHB
-//! checks a silent receiver before a batch goes in doubt.
+//! What keeps a message channel running, ends it and starts it again, through the real binary
+//! and two queue managers: heartbeats notice a link that stopped forwarding without closing (a
+//! relay frozen with SIGSTOP) and the channel retries; DISCINT ends an idle sender, which starts
+//! again by itself when its transmission queue gets a message; BATCHLIM ends batches by size;
+//! BATCHHB checks a silent receiver before a batch goes in doubt; STOP CHANNEL's MODE and STATUS;
+//! a message the receiver can neither put nor dead-letter stops the channel; MRRTY retries a put
+//! that may pass.
 
 mod support;
 
@@ -240,4 +242,105 @@ fn batchhb_finds_a_silent_receiver_before_the_batch_goes_in_doubt() {
         "no batch was in doubt:\n{log}"
     );
     assert!(drain(&c2, "ORDERS.IN").is_empty(), "nothing twice");
+}
+
+#[test]
+fn stop_quiesce_waits_for_the_batch_in_doubt_and_force_ends_it_at_once() {
+    let home = Home::new();
+    let port = support::free_port();
+    let (qm1, qm2) = pair(&home, "", "", Some(port));
+    let relay = support::relay(port, qm2.port, 0);
+    let c1 = qm1.connect_bindings();
+    let c2 = qm2.connect_bindings();
+    put_to(&c1, "ORDERS", b"before");
+    assert_eq!(get_wait(&c2, "ORDERS.IN"), b"before");
+    // The link freezes with a batch sent: the sender waits for its confirmation, in doubt.
+    signal(relay.pid(), "-STOP");
+    put_to(&c1, "ORDERS", b"in doubt");
+    wait_until(&home, "QM1", "INDOUBT(YES)", |t| t.contains("INDOUBT(YES)"));
+    // QUIESCE ends the channel after the batch, which has not ended.
+    mqsc(&home, "QM1", "STOP CHANNEL(QM1.TO.QM2) MODE(QUIESCE)\n");
+    let text = wait_until(&home, "QM1", "STOPREQ(YES)", |t| t.contains("STOPREQ(YES)"));
+    assert!(text.contains("STATUS(RUNNING)"), "{text}");
+    std::thread::sleep(Duration::from_millis(500));
+    let text = status(&home, "QM1");
+    assert!(text.contains("STATUS(RUNNING)"), "QUIESCE waits:\n{text}");
+    // FORCE ends it now; the batch stays in doubt until the channel starts again.
+    mqsc(&home, "QM1", "STOP CHANNEL(QM1.TO.QM2) MODE(FORCE)\n");
+    let text = wait_status(&home, "QM1", "STOPPED");
+    assert!(text.contains("INDOUBT(YES)"), "{text}");
+    drop(relay);
+    let _relay = support::relay(port, qm2.port, 0);
+    mqsc(&home, "QM1", "START CHANNEL(QM1.TO.QM2)\n");
+    assert_eq!(get_wait(&c2, "ORDERS.IN"), b"in doubt");
+    wait_until(&home, "QM1", "the transmission queue emptied", |_| {
+        depth(&home, "QM1", "QM2") == 0
+    });
+    assert!(drain(&c2, "ORDERS.IN").is_empty(), "nothing twice");
+}
+
+#[test]
+fn stop_with_status_inactive_leaves_the_channel_to_start_again_with_the_next_message() {
+    let home = Home::new();
+    let (qm1, qm2) = pair(&home, "", "", None);
+    wait_status(&home, "QM1", "RUNNING");
+    mqsc(&home, "QM1", "STOP CHANNEL(QM1.TO.QM2) STATUS(INACTIVE)\n");
+    wait_status(&home, "QM1", "INACTIVE");
+    let c1 = qm1.connect_bindings();
+    put_to(&c1, "ORDERS", b"wakes it");
+    let c2 = qm2.connect_bindings();
+    assert_eq!(get_wait(&c2, "ORDERS.IN"), b"wakes it");
+}
+
+#[test]
+fn a_message_the_receiver_can_neither_put_nor_dead_letter_stops_the_channel_with_the_reason() {
+    let home = Home::new();
+    let (qm1, qm2) = pair(&home, "USEDLQ(NO)", "", None);
+    mqsc(
+        &home,
+        "QM1",
+        "DEFINE QREMOTE(NOWHERE) RNAME(NO.SUCH.QUEUE) RQMNAME(QM2) XMITQ(QM2)\n",
+    );
+    let c1 = qm1.connect_bindings();
+    put_to(&c1, "NOWHERE", b"undeliverable");
+    put_to(&c1, "ORDERS", b"behind it");
+    // Not retrying for ever: stopped, the messages kept, the reason in both error logs.
+    wait_status(&home, "QM1", "STOPPED");
+    assert_eq!(depth(&home, "QM1", "QM2"), 2, "nothing lost");
+    let log1 = support::error_log(&qm1.dir());
+    assert!(log1.contains("cannot put a message"), "{log1}");
+    assert!(log1.contains("NO.SUCH.QUEUE"), "{log1}");
+    let log2 = support::error_log(&qm2.dir());
+    assert!(log2.contains("USEDLQ(NO)"), "{log2}");
+    assert_eq!(depth(&home, "QM2", "SYSTEM.DEAD.LETTER.QUEUE"), 0);
+    assert_eq!(depth(&home, "QM2", "ORDERS.IN"), 0, "the batch backed out");
+    // It stays stopped across a restart of the sending queue manager.
+    drop(c1);
+    qm1.end();
+    qm1.restart();
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(!status(&home, "QM1").contains("STATUS(RUNNING)"));
+    assert_eq!(
+        depth(&home, "QM1", "QM2"),
+        2,
+        "still on the transmission queue"
+    );
+}
+
+#[test]
+fn a_put_that_fails_for_a_full_queue_is_retried_mrrty_times_before_the_dead_letter_queue() {
+    let home = Home::new();
+    let (qm1, qm2) = pair(&home, "MRRTY(200) MRTMR(100)", "", None);
+    mqsc(&home, "QM2", "ALTER QLOCAL(ORDERS.IN) MAXDEPTH(1)\n");
+    let c2 = qm2.connect_bindings();
+    put_to(&c2, "ORDERS.IN", b"in the way");
+    let c1 = qm1.connect_bindings();
+    put_to(&c1, "ORDERS", b"patient");
+    // Once the message reached the receiver (and found the queue full), make room.
+    wait_until(&home, "QM2", "the message's arrival", |t| {
+        t.contains("BYTSRCVD(") && !t.contains("BYTSRCVD(0)")
+    });
+    assert_eq!(get_wait(&c2, "ORDERS.IN"), b"in the way");
+    assert_eq!(get_wait(&c2, "ORDERS.IN"), b"patient");
+    assert_eq!(depth(&home, "QM2", "SYSTEM.DEAD.LETTER.QUEUE"), 0);
 }
