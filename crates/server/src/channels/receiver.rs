@@ -142,6 +142,18 @@ pub async fn run<R: AsyncRead + Unpin>(
             );
         }
     };
+    // The RCVR's SSLCIPH, SSLCAUTH and SSLPEER decide on the socket, as for client channels.
+    if let Err(r) = crate::security::tls::check_channel(&channel, &def.attrs, s.info.tls.as_deref())
+    {
+        crate::qm_log!(
+            crate::errlog::ids::CHANNEL_TLS_REFUSED,
+            "message channel {channel} from queue manager {sender_qmgr} at {} refused by {}: {}",
+            s.info.conname,
+            r.rule,
+            r.message
+        );
+        return refuse(s, MqError::new(r.reason, r.message));
+    }
     // One instance per channel: a new one ends the previous one and waits for its backout.
     let turn = shared
         .channels
@@ -166,8 +178,25 @@ pub async fn run<R: AsyncRead + Unpin>(
             kick: Default::default(),
         },
     );
+    // MCAUSER: the receiver's puts are checked as that user; blank: the queue manager's own.
+    let mcauser = attr(&def, "MCAUSER", "");
+    let who = (!mcauser.trim().is_empty()).then(|| {
+        let user = mcauser.trim();
+        let store_groups = shared
+            .security
+            .store()
+            .get(user)
+            .map(|u| u.groups.clone())
+            .unwrap_or_default();
+        shared
+            .core
+            .lock()
+            .authz
+            .resolve(&shared.cfg.admin_group, user, &store_groups)
+    });
     let mut r = Receiver {
         shared,
+        who,
         name: &channel,
         status: &status,
         conn: None,
@@ -217,6 +246,8 @@ pub async fn run<R: AsyncRead + Unpin>(
 
 struct Receiver<'a> {
     shared: &'a Arc<Shared>,
+    /// MCAUSER's identity, whose authority each put needs (None: the queue manager's own).
+    who: Option<Arc<crate::authz::Who>>,
     name: &'a str,
     status: &'a Arc<Mutex<ChannelStatus>>,
     conn: Option<ConnId>,
@@ -425,6 +456,19 @@ impl Receiver<'_> {
         let e = loop {
             {
                 let mut core = self.shared.core.lock();
+                if let Some(who) = &self.who {
+                    let core = &mut *core;
+                    if let Err(e) = core.authz.check(
+                        &core.engine,
+                        who,
+                        &format!("put a message from channel {} (MCAUSER)", self.name),
+                        "QUEUE",
+                        &xqh.remote_q,
+                        crate::authz::put1_needs(opts.context),
+                    ) {
+                        break e;
+                    }
+                }
                 let r = core.engine.put1(
                     conn,
                     &xqh.remote_q,

@@ -252,8 +252,12 @@ struct Attempt<'a> {
     receiver_stopped: Arc<AtomicBool>,
 }
 
+/// The channel's socket: plain TCP or TLS over it.
+trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
+
 struct Link {
-    sock: TcpStream,
+    sock: Box<dyn Io>,
     dec: FrameDecoder,
     buf: BytesMut,
     /// When the last frame went to the receiver: heartbeats flow HBINT after it.
@@ -388,8 +392,32 @@ impl Attempt<'_> {
         };
         let mut last = broken(format!("CONNAME '{conname}' names no address"));
         let mut bound = None;
+        // SSLCIPH set: mutual TLS with this queue manager's key repository; SSLPEER checks
+        // the receiver's certificate.
+        let tls = match attr(def, "SSLCIPH", "").trim() {
+            "" => None,
+            _ => {
+                let peer = attr(def, "SSLPEER", "");
+                match self
+                    .shared
+                    .tls
+                    .channel_client(Some(peer.as_str()).filter(|p| !p.trim().is_empty()))
+                {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        return End::Failed(MqError::new(
+                            Reason::SSL_INITIALIZATION_ERROR,
+                            format!(
+                                "channel {} has SSLCIPH set, and TLS cannot start: {e}",
+                                self.name
+                            ),
+                        ))
+                    }
+                }
+            }
+        };
         for (host, port) in addrs {
-            let mut link = match self.connect(&host, port).await {
+            let mut link = match self.connect(&host, port, tls.as_ref()).await {
                 Ok(l) => l,
                 Err(e) => {
                     last = e;
@@ -816,10 +844,19 @@ impl Attempt<'_> {
         }
     }
 
-    async fn connect(&self, host: &str, port: u16) -> Result<Link, MqError> {
+    async fn connect(
+        &self,
+        host: &str,
+        port: u16,
+        tls: Option<&ferrymq_security::tls::link::LinkTls>,
+    ) -> Result<Link, MqError> {
         match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect((host, port))).await {
             Ok(Ok(sock)) => {
                 let _ = sock.set_nodelay(true);
+                let sock: Box<dyn Io> = match tls {
+                    None => Box::new(sock),
+                    Some(t) => Box::new(self.handshake(sock, host, port, t).await?),
+                };
                 let now = tokio::time::Instant::now();
                 Ok(Link {
                     sock,
@@ -844,6 +881,51 @@ impl Attempt<'_> {
                 ),
             )),
         }
+    }
+
+    /// The TLS handshake as the client, and the receiver's certificate judged (SSLPEER).
+    async fn handshake(
+        &self,
+        sock: TcpStream,
+        host: &str,
+        port: u16,
+        t: &ferrymq_security::tls::link::LinkTls,
+    ) -> Result<tokio_rustls::client::TlsStream<TcpStream>, MqError> {
+        use ferrymq_security::tls::link::LinkRule;
+        let name = ferrymq_security::tls::link::LinkTls::server_name(&format!("{host}:{port}"));
+        let connector = tokio_rustls::TlsConnector::from(t.client.clone());
+        let s = match tokio::time::timeout(CONNECT_TIMEOUT, connector.connect(name, sock)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                return Err(MqError::new(
+                    Reason::SSL_INITIALIZATION_ERROR,
+                    format!("the TLS handshake with {host}({port}) failed: {e}"),
+                ))
+            }
+            Err(_) => {
+                return Err(MqError::new(
+                    Reason::SSL_INITIALIZATION_ERROR,
+                    format!("the TLS handshake with {host}({port}) took too long"),
+                ))
+            }
+        };
+        if let Err(r) = t.check_peer(s.get_ref().1) {
+            let reason = if r.rule == LinkRule::DnMismatch {
+                Reason::SSL_PEER_NAME_MISMATCH
+            } else {
+                Reason::SSL_INITIALIZATION_ERROR
+            };
+            return Err(MqError::new(
+                reason,
+                format!(
+                    "channel {}: the receiver at {host}({port}) is refused ({}): {}",
+                    self.name,
+                    r.rule.name(),
+                    r.detail
+                ),
+            ));
+        }
+        Ok(s)
     }
 
     async fn durable(&self, lsn: ferrymq_engine::Lsn) -> Result<(), MqError> {
