@@ -344,3 +344,30 @@ fn a_put_that_fails_for_a_full_queue_is_retried_mrrty_times_before_the_dead_lett
     assert_eq!(get_wait(&c2, "ORDERS.IN"), b"patient");
     assert_eq!(depth(&home, "QM2", "SYSTEM.DEAD.LETTER.QUEUE"), 0);
 }
+
+#[test]
+fn channel_status_shows_what_each_end_is_doing_and_the_network_and_queue_times() {
+    let home = Home::new();
+    let (qm1, qm2) = pair(&home, "", "", None);
+    let c1 = qm1.connect_bindings();
+    let c2 = qm2.connect_bindings();
+    put_to(&c1, "ORDERS", b"timed");
+    assert_eq!(get_wait(&c2, "ORDERS.IN"), b"timed");
+    // Idle: the sender waits on its transmission queue, the receiver on the network.
+    let text = wait_until(&home, "QM1", "SUBSTATE(MQGET) after a batch", |t| {
+        t.contains("SUBSTATE(MQGET)") && t.contains("BATCHES(1)")
+    });
+    for field in ["NETTIME(", "XQTIME("] {
+        let at = text
+            .find(field)
+            .unwrap_or_else(|| panic!("{field} missing:\n{text}"));
+        let shown = text[at + field.len()..].split(')').next().unwrap();
+        let (short, long) = shown
+            .split_once(',')
+            .expect("a short- and a long-term value");
+        assert!(short.trim().parse::<u64>().is_ok(), "{field}{shown}");
+        assert!(long.trim().parse::<u64>().is_ok(), "{field}{shown}");
+    }
+    let text = status(&home, "QM2");
+    assert!(text.contains("SUBSTATE(RECEIVE)"), "{text}");
+}

@@ -602,6 +602,8 @@ impl Attempt<'_> {
                                 if got.md.persistence == Persistence::Persistent {
                                     persistent += 1;
                                 }
+                                let waited_ms = now.saturating_sub(got.md.put_time_ms);
+                                self.status.lock().xq_time.add(waited_ms as f64 * 1000.0);
                                 n += 1;
                                 batch_bytes += got.body.len() as u64;
                                 batch.push(got);
@@ -799,6 +801,7 @@ impl Attempt<'_> {
             }
             .encode(&mut end);
             self.status.lock().substate = "END_OF_BATCH";
+            let end_sent = tokio::time::Instant::now();
             if let Err(e) = link.send(&end).await {
                 return End::Failed(e);
             }
@@ -808,7 +811,10 @@ impl Attempt<'_> {
                 _ = stop.wait_for(|v| *v >= super::FORCE) => return End::Stopped,
             };
             match answer {
-                Ok(ChannelFrame::Confirm { luwid: l, .. }) if l == batch_luwid => {}
+                Ok(ChannelFrame::Confirm { luwid: l, .. }) if l == batch_luwid => {
+                    let rtt = end_sent.elapsed().as_secs_f64() * 1e6;
+                    self.status.lock().net_time.add(rtt);
+                }
                 Ok(other) => {
                     return End::Failed(broken(format!(
                         "the receiver answered end of batch {batch_luwid:016X} with frame 0x{:02x}",

@@ -70,6 +70,39 @@ pub struct ChannelStatus {
     pub hb_int_s: u32,
     /// STOP CHANNEL was asked and the channel has not ended yet (STOPREQ).
     pub stop_requested: bool,
+    /// NETTIME: an end of batch's round trip to the receiver; XQTIME: how long messages waited
+    /// on the transmission queue before the channel took them. Microseconds, each as MQ shows
+    /// it: a short-term and a long-term average.
+    pub net_time: Averages,
+    pub xq_time: Averages,
+}
+
+/// A value averaged over the short and the long term (exponentially weighted), as MQ's
+/// NETTIME and XQTIME show two.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Averages {
+    pub short: f64,
+    pub long: f64,
+    seen: bool,
+}
+
+impl Averages {
+    pub fn add(&mut self, v: f64) {
+        if !self.seen {
+            (self.short, self.long, self.seen) = (v, v, true);
+            return;
+        }
+        self.short += (v - self.short) * 0.3;
+        self.long += (v - self.long) * 0.03;
+    }
+
+    fn show(&self) -> String {
+        if self.seen {
+            format!("{:.0},{:.0}", self.short, self.long)
+        } else {
+            " , ".to_string()
+        }
+    }
 }
 
 impl ChannelStatus {
@@ -93,6 +126,8 @@ impl ChannelStatus {
             substate: "",
             hb_int_s: 0,
             stop_requested: false,
+            net_time: Averages::default(),
+            xq_time: Averages::default(),
         }
     }
 
@@ -132,6 +167,8 @@ impl ChannelStatus {
         ]);
         if chltype == "SDR" {
             row.push(("XQMSGSA".to_string(), self.xq_msgs_avail.to_string()));
+            row.push(("NETTIME".to_string(), self.net_time.show()));
+            row.push(("XQTIME".to_string(), self.xq_time.show()));
         }
         row
     }
