@@ -399,6 +399,15 @@ fn execute_command(
                 Err(e) => Response::failure(&label, &e),
             }
         }
+        // The server answers PING CHANNEL itself (it talks to the partner over the network);
+        // anywhere else there is no network to ping over.
+        Command::PingChannel { .. } => Response::failure(
+            &label,
+            &MqError::new(
+                Reason::COMMAND_FAILED,
+                "PING CHANNEL needs a running queue manager",
+            ),
+        ),
         Command::PingQmgr => Response::success(
             msg::PING,
             format!(

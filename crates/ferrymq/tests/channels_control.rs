@@ -371,3 +371,37 @@ fn channel_status_shows_what_each_end_is_doing_and_the_network_and_queue_times()
     let text = status(&home, "QM2");
     assert!(text.contains("SUBSTATE(RECEIVE)"), "{text}");
 }
+
+#[test]
+fn ping_channel_exchanges_data_with_the_partner_or_says_why_it_cannot() {
+    let home = Home::new();
+    let (qm1, qm2) = pair(&home, "", "", None);
+    mqsc(&home, "QM1", "STOP CHANNEL(QM1.TO.QM2)\n");
+    wait_status(&home, "QM1", "STOPPED");
+    let out = mqsc(&home, "QM1", "PING CHANNEL(QM1.TO.QM2) DATALEN(1000)\n");
+    assert!(out.contains("Ping complete"), "{out}");
+    assert!(out.contains("1000 bytes"), "{out}");
+    // No messages moved: a message put since waits on the transmission queue.
+    let c1 = qm1.connect_bindings();
+    put_to(&c1, "ORDERS", b"stays");
+    let out = mqsc(&home, "QM1", "PING CHANNEL(QM1.TO.QM2)\n");
+    assert!(out.contains("Ping complete"), "{out}");
+    assert_eq!(depth(&home, "QM1", "QM2"), 1);
+    // A partner without the channel says so.
+    mqsc(
+        &home,
+        "QM1",
+        &format!(
+            "DEFINE CHANNEL(NOT.THERE) CHLTYPE(SDR) CONNAME('127.0.0.1({})') XMITQ(QM2)\n",
+            qm2.port
+        ),
+    );
+    let out = status_of(&home, "QM1", "PING CHANNEL(NOT.THERE)\n");
+    assert!(out.contains("MQRC_UNKNOWN_CHANNEL_NAME"), "{out}");
+}
+
+/// runmqsc output of a command that may fail.
+fn status_of(home: &Home, qm: &str, script: &str) -> String {
+    let out = home.run_with_input(&["runmqsc", qm], script);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

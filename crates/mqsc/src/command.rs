@@ -246,6 +246,11 @@ pub enum Command {
     /// DISPLAY ENTAUTH: the authorities an entity holds on one object (dspmqaut).
     DisplayEntAuth(EntAuthQuery),
     PingQmgr,
+    /// PING CHANNEL(name) [DATALEN(16..32768)].
+    PingChannel {
+        name: String,
+        datalen: u32,
+    },
     /// END: ends a runmqsc session (the client acts on it; the server has nothing to do).
     End,
 }
@@ -285,6 +290,7 @@ impl Command {
             Command::DisplayAuthRec(_) => "DISPLAY AUTHREC".into(),
             Command::DisplayEntAuth(_) => "DISPLAY ENTAUTH".into(),
             Command::PingQmgr => "PING QMGR".into(),
+            Command::PingChannel { name, .. } => format!("PING CHANNEL({name})"),
             Command::End => "END".into(),
         }
     }

@@ -223,8 +223,38 @@ pub fn parse(text: &str) -> Result<Command, SyntaxError> {
         }
         Verb::Refresh => refresh(obj, rest),
         Verb::Ping => {
+            if matches!(obj_type(&obj.word), Some(ObjType::Channel)) {
+                let name = required_name(obj, ObjType::Channel)?;
+                let mut datalen = 16u32;
+                for item in rest {
+                    let value = match (&item.word[..], &item.value) {
+                        ("DATALEN", Some(p)) => crate::lexer::scalar(p)?,
+                        _ => {
+                            return Err(SyntaxError::new(
+                                format!(
+                                    "unexpected '{}': PING CHANNEL takes DATALEN(16-32768) only",
+                                    item.text
+                                ),
+                                item.col,
+                                &item.text,
+                            ))
+                        }
+                    };
+                    datalen = match value.value.parse::<u32>() {
+                        Ok(n) if (16..=32768).contains(&n) => n,
+                        _ => {
+                            return Err(SyntaxError::new(
+                                "DATALEN must be a number from 16 to 32768",
+                                value.col,
+                                value.written,
+                            ))
+                        }
+                    };
+                }
+                return Ok(Command::PingChannel { name, datalen });
+            }
             if obj.word != "QMGR" {
-                return Err(unknown_object(obj, "PING works on QMGR only"));
+                return Err(unknown_object(obj, "PING works on QMGR and CHANNEL"));
             }
             no_name(obj)?;
             no_more(rest)?;

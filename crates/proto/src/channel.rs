@@ -20,10 +20,12 @@ pub mod kind {
     pub const MSG: u8 = 0x21;
     pub const END_BATCH: u8 = 0x22;
     pub const HEARTBEAT: u8 = 0x23;
+    pub const PING: u8 = 0x24;
     pub const HELLO_OK: u8 = 0xA0;
     pub const CONFIRM: u8 = 0xA1;
     pub const REFUSED: u8 = 0xA2;
     pub const HEARTBEAT_OK: u8 = 0xA3;
+    pub const PING_OK: u8 = 0xA4;
 }
 
 /// First bytes of a channel `Hello`, so a client port that is not FerryMQ refuses at once.
@@ -85,6 +87,16 @@ pub enum ChannelFrame {
     /// the receiver answers `HeartbeatOk` at once.
     Heartbeat,
     HeartbeatOk,
+    /// PING CHANNEL: instead of a Hello, a socket's first frame; the receiving queue manager
+    /// answers `PingOk` with the same data if it has a receiving channel of that name, and
+    /// closes. No messages move.
+    Ping {
+        channel: String,
+        data: Bytes,
+    },
+    PingOk {
+        data: Bytes,
+    },
     /// The channel cannot run (or stopped) for `reason` (an MQRC), explained in `message`.
     Refused {
         reason: u32,
@@ -106,6 +118,8 @@ impl ChannelFrame {
             ChannelFrame::Refused { .. } => kind::REFUSED,
             ChannelFrame::Heartbeat => kind::HEARTBEAT,
             ChannelFrame::HeartbeatOk => kind::HEARTBEAT_OK,
+            ChannelFrame::Ping { .. } => kind::PING,
+            ChannelFrame::PingOk { .. } => kind::PING_OK,
         }
     }
 
@@ -182,6 +196,12 @@ impl ChannelFrame {
                 out.put_u8(u8::from(*stop));
             }
             ChannelFrame::Heartbeat | ChannelFrame::HeartbeatOk => {}
+            ChannelFrame::Ping { channel, data } => {
+                out.put_slice(&MAGIC);
+                out.put_str16(channel);
+                out.put_bytes32(data);
+            }
+            ChannelFrame::PingOk { data } => out.put_bytes32(data),
         }
         finish_frame(out, start);
     }
@@ -247,6 +267,21 @@ fn decode(k: u8, r: &mut Reader) -> Result<ChannelFrame, DecodeError> {
             seq: r.u64("seq")?,
         },
         kind::HEARTBEAT => ChannelFrame::Heartbeat,
+        kind::PING => {
+            if r.fixed::<4>("channel magic")? != MAGIC {
+                return Err(DecodeError::invalid(
+                    "channel magic",
+                    "not a FerryMQ message channel",
+                ));
+            }
+            ChannelFrame::Ping {
+                channel: r.str16("channel")?,
+                data: r.bytes32("ping data")?,
+            }
+        }
+        kind::PING_OK => ChannelFrame::PingOk {
+            data: r.bytes32("ping data")?,
+        },
         kind::HEARTBEAT_OK => ChannelFrame::HeartbeatOk,
         kind::REFUSED => ChannelFrame::Refused {
             reason: r.u32("reason")?,
@@ -309,6 +344,13 @@ mod tests {
             ChannelFrame::Confirm { luwid: 4, seq: 10 },
             ChannelFrame::Heartbeat,
             ChannelFrame::HeartbeatOk,
+            ChannelFrame::Ping {
+                channel: "QM1.QM2".into(),
+                data: Bytes::from_static(b"0123456789abcdef"),
+            },
+            ChannelFrame::PingOk {
+                data: Bytes::from_static(b"0123456789abcdef"),
+            },
             ChannelFrame::Refused {
                 reason: 2540,
                 message: "no such channel".into(),

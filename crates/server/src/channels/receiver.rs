@@ -78,6 +78,54 @@ fn may_pass(reason: Reason) -> bool {
     )
 }
 
+/// PING CHANNEL from a sender: answered with its data when this queue manager could run the
+/// channel (it is the active instance, has a RCVR of that name, and the socket suits its TLS
+/// attributes), else refused with the reason a Hello would get.
+fn answer_ping(
+    shared: &Arc<Shared>,
+    s: &Session,
+    channel: &str,
+    data: Bytes,
+) -> Result<(), MqError> {
+    if shared.is_standby() {
+        return refuse(
+            s,
+            MqError::new(
+                Reason::STANDBY_Q_MGR,
+                format!(
+                    "this instance of queue manager {} is not the active one",
+                    shared.cfg.name
+                ),
+            ),
+        );
+    }
+    let def = shared
+        .core
+        .lock()
+        .engine
+        .object(ObjectKind::Channel, channel)
+        .cloned();
+    let Some(def) = def.filter(|d| d.attrs.get("CHLTYPE").map(String::as_str) == Some("RCVR"))
+    else {
+        return refuse(
+            s,
+            MqError::new(
+                Reason::UNKNOWN_CHANNEL_NAME,
+                format!(
+                    "queue manager {} has no RCVR channel named {channel}",
+                    shared.cfg.name
+                ),
+            ),
+        );
+    };
+    if let Err(r) = crate::security::tls::check_channel(channel, &def.attrs, s.info.tls.as_deref())
+    {
+        return refuse(s, MqError::new(r.reason, r.message));
+    }
+    send(s, &ChannelFrame::PingOk { data }, 0, true);
+    Ok(())
+}
+
 /// Serves a socket that opened with a channel Hello until it closes.
 pub async fn run<R: AsyncRead + Unpin>(
     rd: &mut R,
@@ -88,6 +136,10 @@ pub async fn run<R: AsyncRead + Unpin>(
     s: &mut Session,
 ) -> Result<(), MqError> {
     let proto = |e: ferrymq_proto::ProtoError| MqError::new(e.reason(), e.to_string());
+    let first = ChannelFrame::parse(&hello).map_err(proto)?;
+    if let ChannelFrame::Ping { channel, data } = first {
+        return answer_ping(shared, s, &channel, data);
+    }
     let ChannelFrame::Hello {
         channel,
         sender_qmgr,
@@ -96,7 +148,7 @@ pub async fn run<R: AsyncRead + Unpin>(
         fast_np,
         hb_int_s,
         ..
-    } = ChannelFrame::parse(&hello).map_err(proto)?
+    } = first
     else {
         return Err(MqError::new(
             Reason::HEADER_ERROR,

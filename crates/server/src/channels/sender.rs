@@ -1016,3 +1016,73 @@ fn now_luwid_floor(sync: &ferrymq_engine::channel::ChannelSync) -> u64 {
         .as_ref()
         .map_or(sync.luwid, |d| d.luwid.max(sync.luwid))
 }
+
+/// PING CHANNEL of a sender: connects as the channel would (CONNAME in order, TLS when SSLCIPH
+/// is set), sends `datalen` bytes and checks that the partner returns them; no message moves.
+pub async fn ping(
+    shared: Arc<Shared>,
+    def: ferrymq_types::ObjectDef,
+    datalen: u32,
+) -> Result<String, MqError> {
+    let status = Arc::new(Mutex::new(ChannelStatus::new("", "")));
+    let a = Attempt {
+        shared: &shared,
+        name: &def.name,
+        status: &status,
+        conn: None,
+        moved: false,
+        receiver_stopped: Default::default(),
+    };
+    let conname = attr(&def, "CONNAME", "");
+    let tls = match attr(&def, "SSLCIPH", "").trim() {
+        "" => None,
+        _ => {
+            let peer = attr(&def, "SSLPEER", "");
+            Some(
+                shared
+                    .tls
+                    .channel_client(Some(peer.as_str()).filter(|p| !p.trim().is_empty()))
+                    .map_err(|e| MqError::new(Reason::SSL_INITIALIZATION_ERROR, e))?,
+            )
+        }
+    };
+    let data: bytes::Bytes = (0..datalen).map(|i| (i % 251) as u8).collect();
+    let mut frame = BytesMut::new();
+    ChannelFrame::Ping {
+        channel: def.name.clone(),
+        data: data.clone(),
+    }
+    .encode(&mut frame);
+    let mut last = broken(format!("CONNAME '{conname}' names no address"));
+    for (host, port) in ferrymq_types::conname::parse_conn_name(&conname)? {
+        let started = tokio::time::Instant::now();
+        let mut link = match a.connect(&host, port, tls.as_ref()).await {
+            Ok(l) => l,
+            Err(e) => {
+                last = e;
+                continue;
+            }
+        };
+        let r = async {
+            link.send(&frame).await?;
+            link.recv(ANSWER_TIMEOUT).await
+        }
+        .await;
+        match r {
+            Ok(ChannelFrame::PingOk { data: back }) if back == data => {
+                return Ok(format!(
+                    "CHANNEL({}): {host}({port}) returned the {datalen} bytes in {} ms.",
+                    def.name,
+                    started.elapsed().as_millis()
+                ));
+            }
+            Ok(_) => {
+                last = broken(format!(
+                    "{host}({port}) did not return the ping's data unchanged"
+                ))
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
