@@ -269,7 +269,7 @@ fn execute_command(
                 Ok(t) if t != "SVRCONN" => {
                     // A sender stays stopped, across restarts too, until START CHANNEL;
                     // STATUS(INACTIVE) only ends it.
-                    let lsn = if t == "SDR" && !*inactive {
+                    let lsn = if (t == "SDR" || t == "SVR") && !*inactive {
                         match engine.channel_set_stopped(name, true) {
                             Ok(l) => l,
                             Err(e) => return Response::failure(&label, &e),

@@ -405,3 +405,38 @@ fn status_of(home: &Home, qm: &str, script: &str) -> String {
     let out = home.run_with_input(&["runmqsc", qm], script);
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+#[test]
+fn a_requester_asks_its_server_to_start_and_the_server_calls_back_as_the_sender() {
+    let home = Home::new();
+    let qm1 = Qm::start(&home, "QM1", &[]);
+    let qm2 = Qm::start(&home, "QM2", &[]);
+    let (p1, p2) = (qm1.port, qm2.port);
+    mqsc(
+        &home,
+        "QM1",
+        &format!(
+            "DEFINE QLOCAL(QM2) USAGE(XMITQ)\n\
+             DEFINE QREMOTE(ORDERS) RNAME(ORDERS.IN) RQMNAME(QM2) XMITQ(QM2)\n\
+             DEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(SVR) CONNAME('127.0.0.1({p2})') XMITQ(QM2) SHORTTMR(1)\n"
+        ),
+    );
+    mqsc(
+        &home,
+        "QM2",
+        &format!(
+            "DEFINE QLOCAL(ORDERS.IN)\n\
+             DEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(RQSTR) CONNAME('127.0.0.1({p1})')\n"
+        ),
+    );
+    let c1 = qm1.connect_bindings();
+    put_to(&c1, "ORDERS", b"requested");
+    // The receiving side starts the channel.
+    mqsc(&home, "QM2", "START CHANNEL(QM1.TO.QM2)\n");
+    let c2 = qm2.connect_bindings();
+    assert_eq!(get_wait(&c2, "ORDERS.IN"), b"requested");
+    let text = wait_status(&home, "QM1", "RUNNING");
+    assert!(text.contains("CHLTYPE(SVR)"), "{text}");
+    let text = status(&home, "QM2");
+    assert!(text.contains("CHLTYPE(RQSTR)"), "{text}");
+}

@@ -21,11 +21,13 @@ pub mod kind {
     pub const END_BATCH: u8 = 0x22;
     pub const HEARTBEAT: u8 = 0x23;
     pub const PING: u8 = 0x24;
+    pub const REQUEST: u8 = 0x25;
     pub const HELLO_OK: u8 = 0xA0;
     pub const CONFIRM: u8 = 0xA1;
     pub const REFUSED: u8 = 0xA2;
     pub const HEARTBEAT_OK: u8 = 0xA3;
     pub const PING_OK: u8 = 0xA4;
+    pub const REQUEST_OK: u8 = 0xA5;
 }
 
 /// First bytes of a channel `Hello`, so a client port that is not FerryMQ refuses at once.
@@ -97,6 +99,13 @@ pub enum ChannelFrame {
     PingOk {
         data: Bytes,
     },
+    /// A requester (RQSTR) asks the server (SVR) channel of the same name to start: the
+    /// server, which has a CONNAME, answers `RequestOk`, closes, and calls back as the sender.
+    Request {
+        channel: String,
+        requester_qmgr: String,
+    },
+    RequestOk,
     /// The channel cannot run (or stopped) for `reason` (an MQRC), explained in `message`.
     Refused {
         reason: u32,
@@ -120,6 +129,8 @@ impl ChannelFrame {
             ChannelFrame::HeartbeatOk => kind::HEARTBEAT_OK,
             ChannelFrame::Ping { .. } => kind::PING,
             ChannelFrame::PingOk { .. } => kind::PING_OK,
+            ChannelFrame::Request { .. } => kind::REQUEST,
+            ChannelFrame::RequestOk => kind::REQUEST_OK,
         }
     }
 
@@ -202,6 +213,15 @@ impl ChannelFrame {
                 out.put_bytes32(data);
             }
             ChannelFrame::PingOk { data } => out.put_bytes32(data),
+            ChannelFrame::Request {
+                channel,
+                requester_qmgr,
+            } => {
+                out.put_slice(&MAGIC);
+                out.put_str16(channel);
+                out.put_str16(requester_qmgr);
+            }
+            ChannelFrame::RequestOk => {}
         }
         finish_frame(out, start);
     }
@@ -279,6 +299,19 @@ fn decode(k: u8, r: &mut Reader) -> Result<ChannelFrame, DecodeError> {
                 data: r.bytes32("ping data")?,
             }
         }
+        kind::REQUEST => {
+            if r.fixed::<4>("channel magic")? != MAGIC {
+                return Err(DecodeError::invalid(
+                    "channel magic",
+                    "not a FerryMQ message channel",
+                ));
+            }
+            ChannelFrame::Request {
+                channel: r.str16("channel")?,
+                requester_qmgr: r.str16("requester qmgr")?,
+            }
+        }
+        kind::REQUEST_OK => ChannelFrame::RequestOk,
         kind::PING_OK => ChannelFrame::PingOk {
             data: r.bytes32("ping data")?,
         },
@@ -351,6 +384,11 @@ mod tests {
             ChannelFrame::PingOk {
                 data: Bytes::from_static(b"0123456789abcdef"),
             },
+            ChannelFrame::Request {
+                channel: "QM1.QM2".into(),
+                requester_qmgr: "QM2".into(),
+            },
+            ChannelFrame::RequestOk,
             ChannelFrame::Refused {
                 reason: 2540,
                 message: "no such channel".into(),

@@ -155,6 +155,7 @@ async fn run<R: AsyncRead + Unpin>(
     let channel_kinds = [
         ferrymq_proto::channel::kind::HELLO,
         ferrymq_proto::channel::kind::PING,
+        ferrymq_proto::channel::kind::REQUEST,
     ];
     if channel_kinds.contains(&hello.kind) && !s.bindings {
         return crate::channels::receiver::run(rd, dec, buf, hello, shared, s).await;

@@ -56,7 +56,9 @@ impl Registry {
         let mut rows: Vec<Vec<(String, String)>> = Vec::new();
         for (m, t) in [(&self.senders, "SDR"), (&self.receivers, "RCVR")] {
             for (name, i) in m.lock().iter() {
-                rows.push(i.status.lock().row(name, t));
+                let st = i.status.lock();
+                let t = if st.chltype.is_empty() { t } else { st.chltype };
+                rows.push(st.row(name, t));
             }
         }
         rows.sort();
@@ -92,6 +94,23 @@ pub fn start(shared: &Arc<Shared>, def: &ObjectDef) -> Result<String, MqError> {
     let t = attr(def, "CHLTYPE", "");
     match t.as_str() {
         "SDR" => {}
+        "SVR" if !attr(def, "CONNAME", "").trim().is_empty() => {}
+        "SVR" => {
+            return Err(MqError::new(
+                Reason::COMMAND_FAILED,
+                format!(
+                    "CHANNEL({}) is a SVR without CONNAME; this release's server channels start as senders to their CONNAME (or when their requester asks, calling it back)",
+                    def.name
+                ),
+            ))
+        }
+        "RQSTR" => {
+            tokio::spawn(sender::request(shared.clone(), def.clone()));
+            return Ok(format!(
+                "CHANNEL({}) is asking its server to start.",
+                def.name
+            ));
+        }
         "RCVR" => {
             return Ok(format!(
                 "CHANNEL({}): a receiver channel runs when its sender connects.",
@@ -134,6 +153,7 @@ pub fn start(shared: &Arc<Shared>, def: &ObjectDef) -> Result<String, MqError> {
         &attr(def, "CONNAME", ""),
         &attr(def, "XMITQ", ""),
     )));
+    status.lock().chltype = if t == "SVR" { "SVR" } else { "SDR" };
     let kick = Arc::new(tokio::sync::Notify::new());
     senders.insert(
         def.name.clone(),
@@ -218,7 +238,12 @@ pub fn start_at_strmqm(shared: &Arc<Shared>) {
         core.engine
             .objects()
             .filter(|o| o.kind == ObjectKind::Channel)
-            .filter(|o| o.attrs.get("CHLTYPE").map(String::as_str) == Some("SDR"))
+            .filter(|o| {
+                matches!(
+                    o.attrs.get("CHLTYPE").map(String::as_str),
+                    Some("SDR" | "SVR")
+                )
+            })
             .filter(|o| {
                 core.engine
                     .channel_syncs()

@@ -78,6 +78,84 @@ fn may_pass(reason: Reason) -> bool {
     )
 }
 
+/// A receiving end's definition: a RCVR, or a RQSTR its server calls back.
+fn receiving(def: &ferrymq_types::ObjectDef) -> bool {
+    matches!(
+        def.attrs.get("CHLTYPE").map(String::as_str),
+        Some("RCVR" | "RQSTR")
+    )
+}
+
+/// A requester asks this queue manager's SVR of the same name to start: a SVR with a CONNAME
+/// starts as a sender to it (the callback), and the requester is told so.
+fn answer_request(
+    shared: &Arc<Shared>,
+    s: &Session,
+    channel: &str,
+    requester_qmgr: &str,
+) -> Result<(), MqError> {
+    if shared.is_standby() {
+        return refuse(
+            s,
+            MqError::new(
+                Reason::STANDBY_Q_MGR,
+                format!(
+                    "this instance of queue manager {} is not the active one",
+                    shared.cfg.name
+                ),
+            ),
+        );
+    }
+    let def = shared
+        .core
+        .lock()
+        .engine
+        .object(ObjectKind::Channel, channel)
+        .cloned();
+    let Some(def) = def.filter(|d| d.attrs.get("CHLTYPE").map(String::as_str) == Some("SVR"))
+    else {
+        return refuse(
+            s,
+            MqError::new(
+                Reason::UNKNOWN_CHANNEL_NAME,
+                format!(
+                    "queue manager {} has no SVR channel named {channel}",
+                    shared.cfg.name
+                ),
+            ),
+        );
+    };
+    if let Err(r) = crate::security::tls::check_channel(channel, &def.attrs, s.info.tls.as_deref())
+    {
+        return refuse(s, MqError::new(r.reason, r.message));
+    }
+    if attr(&def, "CONNAME", "").trim().is_empty() {
+        return refuse(
+            s,
+            MqError::new(
+                Reason::COMMAND_FAILED,
+                format!(
+                    "SVR channel {channel} has no CONNAME: this release's server channels call their requester back, so ALTER it with the requester's address"
+                ),
+            ),
+        );
+    }
+    // Already running is as good as started.
+    let _ = super::start(shared, &def);
+    let _ = shared
+        .core
+        .lock()
+        .engine
+        .channel_set_stopped(channel, false);
+    crate::qm_log!(
+        crate::errlog::ids::CHANNEL_STARTED,
+        "server channel {channel} started at the request of queue manager {requester_qmgr} ({})",
+        s.info.conname
+    );
+    send(s, &ChannelFrame::RequestOk, 0, true);
+    Ok(())
+}
+
 /// PING CHANNEL from a sender: answered with its data when this queue manager could run the
 /// channel (it is the active instance, has a RCVR of that name, and the socket suits its TLS
 /// attributes), else refused with the reason a Hello would get.
@@ -105,8 +183,7 @@ fn answer_ping(
         .engine
         .object(ObjectKind::Channel, channel)
         .cloned();
-    let Some(def) = def.filter(|d| d.attrs.get("CHLTYPE").map(String::as_str) == Some("RCVR"))
-    else {
+    let Some(def) = def.filter(receiving) else {
         return refuse(
             s,
             MqError::new(
@@ -139,6 +216,13 @@ pub async fn run<R: AsyncRead + Unpin>(
     let first = ChannelFrame::parse(&hello).map_err(proto)?;
     if let ChannelFrame::Ping { channel, data } = first {
         return answer_ping(shared, s, &channel, data);
+    }
+    if let ChannelFrame::Request {
+        channel,
+        requester_qmgr,
+    } = first
+    {
+        return answer_request(shared, s, &channel, &requester_qmgr);
     }
     let ChannelFrame::Hello {
         channel,
@@ -175,7 +259,7 @@ pub async fn run<R: AsyncRead + Unpin>(
         .object(ObjectKind::Channel, &channel)
         .cloned();
     let def = match def {
-        Some(d) if d.attrs.get("CHLTYPE").map(String::as_str) == Some("RCVR") => d,
+        Some(d) if receiving(&d) => d,
         _ => {
             crate::qm_log!(
                 crate::errlog::ids::CHANNEL_REFUSED,
@@ -221,6 +305,11 @@ pub async fn run<R: AsyncRead + Unpin>(
     let stop_tx = Arc::new(watch::Sender::new(super::RUN));
     let mut stop = stop_tx.subscribe();
     let status = Arc::new(Mutex::new(ChannelStatus::new(&s.info.conname, "")));
+    status.lock().chltype = if attr(&def, "CHLTYPE", "") == "RQSTR" {
+        "RQSTR"
+    } else {
+        "RCVR"
+    };
     shared.channels.receivers.lock().insert(
         channel.clone(),
         Instance {

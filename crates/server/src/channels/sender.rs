@@ -1086,3 +1086,83 @@ pub async fn ping(
     }
     Err(last)
 }
+
+/// START CHANNEL of a requester (RQSTR): asks the server channel of the same name at CONNAME
+/// to start; it calls back as the sender, and this queue manager's listener takes it as the
+/// receiving end. The outcome goes to the error log.
+pub async fn request(shared: Arc<Shared>, def: ferrymq_types::ObjectDef) {
+    let status = Arc::new(Mutex::new(ChannelStatus::new("", "")));
+    let a = Attempt {
+        shared: &shared,
+        name: &def.name,
+        status: &status,
+        conn: None,
+        moved: false,
+        receiver_stopped: Default::default(),
+    };
+    let conname = attr(&def, "CONNAME", "");
+    let tls = match attr(&def, "SSLCIPH", "").trim() {
+        "" => None,
+        _ => {
+            let peer = attr(&def, "SSLPEER", "");
+            match shared
+                .tls
+                .channel_client(Some(peer.as_str()).filter(|p| !p.trim().is_empty()))
+            {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    crate::qm_log!(
+                        crate::errlog::ids::CHANNEL_ENDED,
+                        "requester channel {} cannot start: {e}",
+                        def.name
+                    );
+                    return;
+                }
+            }
+        }
+    };
+    let mut frame = BytesMut::new();
+    ChannelFrame::Request {
+        channel: def.name.clone(),
+        requester_qmgr: shared.cfg.name.clone(),
+    }
+    .encode(&mut frame);
+    let mut last = broken(format!("CONNAME '{conname}' names no address"));
+    let addrs = ferrymq_types::conname::parse_conn_name(&conname).unwrap_or_default();
+    for (host, port) in addrs {
+        let mut link = match a.connect(&host, port, tls.as_ref()).await {
+            Ok(l) => l,
+            Err(e) => {
+                last = e;
+                continue;
+            }
+        };
+        let r = async {
+            link.send(&frame).await?;
+            link.recv(ANSWER_TIMEOUT).await
+        }
+        .await;
+        match r {
+            Ok(ChannelFrame::RequestOk) => {
+                crate::qm_log!(
+                    crate::errlog::ids::CHANNEL_STARTED,
+                    "requester channel {}: the server at {host}({port}) is starting and will call back",
+                    def.name
+                );
+                return;
+            }
+            Ok(other) => {
+                last = broken(format!(
+                    "{host}({port}) answered the request with frame 0x{:02x}",
+                    other.kind()
+                ))
+            }
+            Err(e) => last = e,
+        }
+    }
+    crate::qm_log!(
+        crate::errlog::ids::CHANNEL_ENDED,
+        "requester channel {} could not start its server: {last}",
+        def.name
+    );
+}

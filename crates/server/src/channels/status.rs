@@ -75,6 +75,9 @@ pub struct ChannelStatus {
     /// it: a short-term and a long-term average.
     pub net_time: Averages,
     pub xq_time: Averages,
+    /// The definition's CHLTYPE (SDR or SVR sending, RCVR or RQSTR receiving); blank: the
+    /// registry's default for its side.
+    pub chltype: &'static str,
 }
 
 /// A value averaged over the short and the long term (exponentially weighted), as MQ's
@@ -128,6 +131,7 @@ impl ChannelStatus {
             stop_requested: false,
             net_time: Averages::default(),
             xq_time: Averages::default(),
+            chltype: "",
         }
     }
 
@@ -140,7 +144,7 @@ impl ChannelStatus {
             ("CURRENT".to_string(), String::new()),
             ("STATUS".to_string(), self.state.name().to_string()),
         ];
-        if chltype == "SDR" {
+        if chltype == "SDR" || chltype == "SVR" {
             row.push(("XMITQ".to_string(), self.xmitq.clone()));
         }
         row.extend([
@@ -165,7 +169,7 @@ impl ChannelStatus {
             ("CHSTADA".to_string(), d),
             ("CHSTATI".to_string(), t),
         ]);
-        if chltype == "SDR" {
+        if chltype == "SDR" || chltype == "SVR" {
             row.push(("XQMSGSA".to_string(), self.xq_msgs_avail.to_string()));
             row.push(("NETTIME".to_string(), self.net_time.show()));
             row.push(("XQTIME".to_string(), self.xq_time.show()));
