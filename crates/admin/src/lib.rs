@@ -41,8 +41,10 @@ pub trait ServerOps {
             format!("CHANNEL({}) cannot be started here", def.name),
         ))
     }
-    /// STOP CHANNEL of a message channel.
-    fn stop_channel(&mut self, name: &str) -> Result<String, MqError> {
+    /// STOP CHANNEL of a message channel: `force` ends it at once (MODE FORCE or TERMINATE),
+    /// otherwise after its current batch; `inactive` leaves it startable by its trigger.
+    fn stop_channel(&mut self, name: &str, force: bool, inactive: bool) -> Result<String, MqError> {
+        let _ = (force, inactive);
         Err(MqError::new(
             Reason::CHANNEL_NOT_ACTIVE,
             format!("channel {name} is not active"),
@@ -256,12 +258,18 @@ fn execute_command(
                 }
             }
         },
-        Command::StopChannel { name, ignstate } => {
+        Command::StopChannel {
+            name,
+            ignstate,
+            mode,
+            inactive,
+        } => {
             match channel_type(engine, name) {
                 Err(e) => return Response::failure(&label, &e),
                 Ok(t) if t != "SVRCONN" => {
-                    // A sender stays stopped, across restarts too, until START CHANNEL.
-                    let lsn = if t == "SDR" {
+                    // A sender stays stopped, across restarts too, until START CHANNEL;
+                    // STATUS(INACTIVE) only ends it.
+                    let lsn = if (t == "SDR" || t == "SVR") && !*inactive {
                         match engine.channel_set_stopped(name, true) {
                             Ok(l) => l,
                             Err(e) => return Response::failure(&label, &e),
@@ -269,7 +277,8 @@ fn execute_command(
                     } else {
                         0
                     };
-                    return match ops.stop_channel(name) {
+                    let force = *mode != ferrymq_mqsc::StopMode::Quiesce;
+                    return match ops.stop_channel(name, force, *inactive) {
                         Ok(m) => Response {
                             lsn,
                             ..Response::success(msg::CHANNEL_STOPPED, m)
@@ -390,6 +399,15 @@ fn execute_command(
                 Err(e) => Response::failure(&label, &e),
             }
         }
+        // The server answers PING CHANNEL itself (it talks to the partner over the network);
+        // anywhere else there is no network to ping over.
+        Command::PingChannel { .. } => Response::failure(
+            &label,
+            &MqError::new(
+                Reason::COMMAND_FAILED,
+                "PING CHANNEL needs a running queue manager",
+            ),
+        ),
         Command::PingQmgr => Response::success(
             msg::PING,
             format!(

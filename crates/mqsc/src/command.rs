@@ -129,6 +129,16 @@ pub struct Setting {
     pub value: String,
 }
 
+/// How STOP CHANNEL ends a channel, with MQ's meanings: QUIESCE after the current batch; FORCE
+/// and TERMINATE at once (a batch in doubt is resolved when the channel starts again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum StopMode {
+    #[default]
+    Quiesce,
+    Force,
+    Terminate,
+}
+
 /// A parsed MQSC command.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
@@ -191,9 +201,14 @@ pub enum Command {
         name: String,
         ignstate: bool,
     },
+    /// STOP CHANNEL [MODE(QUIESCE|FORCE|TERMINATE)] [STATUS(STOPPED|INACTIVE)].
     StopChannel {
         name: String,
         ignstate: bool,
+        mode: StopMode,
+        /// STATUS(INACTIVE): the channel ends but is not stopped (a message on its
+        /// transmission queue starts it again).
+        inactive: bool,
     },
     /// RESOLVE CHANNEL ACTION(COMMIT|BACKOUT): ends a sender's batch in doubt by hand.
     ResolveChannel {
@@ -231,6 +246,11 @@ pub enum Command {
     /// DISPLAY ENTAUTH: the authorities an entity holds on one object (dspmqaut).
     DisplayEntAuth(EntAuthQuery),
     PingQmgr,
+    /// PING CHANNEL(name) [DATALEN(16..32768)].
+    PingChannel {
+        name: String,
+        datalen: u32,
+    },
     /// END: ends a runmqsc session (the client acts on it; the server has nothing to do).
     End,
 }
@@ -270,6 +290,7 @@ impl Command {
             Command::DisplayAuthRec(_) => "DISPLAY AUTHREC".into(),
             Command::DisplayEntAuth(_) => "DISPLAY ENTAUTH".into(),
             Command::PingQmgr => "PING QMGR".into(),
+            Command::PingChannel { name, .. } => format!("PING CHANNEL({name})"),
             Command::End => "END".into(),
         }
     }

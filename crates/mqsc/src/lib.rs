@@ -20,7 +20,7 @@ mod split;
 mod values;
 
 pub use command::{
-    Command, DisplayWhat, Filter, FilterOp, ObjType, Requested, Setting, SyntaxError,
+    Command, DisplayWhat, Filter, FilterOp, ObjType, Requested, Setting, StopMode, SyntaxError,
 };
 pub use driver::{echo_line, Tally};
 pub use format::format_attributes;

@@ -10,6 +10,7 @@ pub const PING: &str = "FMQ8002I";
 pub const QMGR_ALTERED: &str = "FMQ8005I";
 pub const CHANNEL_STARTED: &str = "FMQ8018I";
 pub const CHANNEL_STOPPED: &str = "FMQ8019I";
+pub const PING_COMPLETE: &str = "FMQ8020I";
 pub const LISTENER_STARTED: &str = "FMQ8021I";
 pub const QUEUE_CLEARED: &str = "FMQ8022I";
 pub const LISTENER_STOPPED: &str = "FMQ8023I";

@@ -3,7 +3,7 @@
 //! caused it, so runmqsc can show the administrator exactly where a script went wrong.
 
 use crate::attrs::{self, lookup, lookup_any_queue, AttrSpec, QMGR};
-use crate::command::{Command, DisplayWhat, ObjType, Requested, Setting, SyntaxError};
+use crate::command::{Command, DisplayWhat, ObjType, Requested, Setting, StopMode, SyntaxError};
 use crate::lexer::{lex, Item};
 use crate::security;
 use crate::values::{conn_id, filter, object_name, setting, CHANNEL_NAME_LEN_MAX};
@@ -205,18 +205,56 @@ pub fn parse(text: &str) -> Result<Command, SyntaxError> {
                 }
             };
             let name = required_name(obj, kind)?;
+            if v == Verb::Stop && kind == ObjType::Channel {
+                return stop_channel(name, rest);
+            }
             let ignstate = ignstate(rest)?;
             Ok(match (v == Verb::Start, kind) {
                 (true, ObjType::Listener) => Command::StartListener { name, ignstate },
                 (false, ObjType::Listener) => Command::StopListener { name, ignstate },
                 (true, _) => Command::StartChannel { name, ignstate },
-                (false, _) => Command::StopChannel { name, ignstate },
+                (false, _) => Command::StopChannel {
+                    name,
+                    ignstate,
+                    mode: StopMode::Quiesce,
+                    inactive: false,
+                },
             })
         }
         Verb::Refresh => refresh(obj, rest),
         Verb::Ping => {
+            if matches!(obj_type(&obj.word), Some(ObjType::Channel)) {
+                let name = required_name(obj, ObjType::Channel)?;
+                let mut datalen = 16u32;
+                for item in rest {
+                    let value = match (&item.word[..], &item.value) {
+                        ("DATALEN", Some(p)) => crate::lexer::scalar(p)?,
+                        _ => {
+                            return Err(SyntaxError::new(
+                                format!(
+                                    "unexpected '{}': PING CHANNEL takes DATALEN(16-32768) only",
+                                    item.text
+                                ),
+                                item.col,
+                                &item.text,
+                            ))
+                        }
+                    };
+                    datalen = match value.value.parse::<u32>() {
+                        Ok(n) if (16..=32768).contains(&n) => n,
+                        _ => {
+                            return Err(SyntaxError::new(
+                                "DATALEN must be a number from 16 to 32768",
+                                value.col,
+                                value.written,
+                            ))
+                        }
+                    };
+                }
+                return Ok(Command::PingChannel { name, datalen });
+            }
             if obj.word != "QMGR" {
-                return Err(unknown_object(obj, "PING works on QMGR only"));
+                return Err(unknown_object(obj, "PING works on QMGR and CHANNEL"));
             }
             no_name(obj)?;
             no_more(rest)?;
@@ -300,6 +338,54 @@ fn channel_action(resolve: bool, name: String, rest: &[Item]) -> Result<Command,
 
 /// START and STOP's only option: IGNSTATE(YES) succeeds when the object is already in the
 /// state asked for; IGNSTATE(NO), the default, fails then.
+/// STOP CHANNEL(name) [MODE(QUIESCE|FORCE|TERMINATE)] [STATUS(STOPPED|INACTIVE)] [IGNSTATE].
+fn stop_channel(name: String, rest: &[Item]) -> Result<Command, SyntaxError> {
+    let mut mode = None;
+    let mut status = None;
+    let mut others = Vec::new();
+    for item in rest {
+        let (slot, words): (&mut Option<String>, &[&str]) = match item.word.as_str() {
+            "MODE" => (&mut mode, &["QUIESCE", "FORCE", "TERMINATE"]),
+            "STATUS" => (&mut status, &["STOPPED", "INACTIVE"]),
+            _ => {
+                others.push(item.clone());
+                continue;
+            }
+        };
+        if slot.is_some() {
+            return Err(twice(item));
+        }
+        let Some(p) = &item.value else {
+            return Err(SyntaxError::new(
+                format!("{} needs a value: {}", item.word, words.join(", ")),
+                item.col,
+                &item.text,
+            ));
+        };
+        let s = crate::lexer::scalar(p)?;
+        let v = s.value.to_ascii_uppercase();
+        if !words.contains(&v.as_str()) {
+            return Err(SyntaxError::new(
+                format!("{} must be one of {}", item.word, words.join(", ")),
+                s.col,
+                s.written,
+            ));
+        }
+        *slot = Some(v);
+    }
+    let ignstate = ignstate(&others)?;
+    Ok(Command::StopChannel {
+        name,
+        ignstate,
+        mode: match mode.as_deref() {
+            Some("FORCE") => StopMode::Force,
+            Some("TERMINATE") => StopMode::Terminate,
+            _ => StopMode::Quiesce,
+        },
+        inactive: status.as_deref() == Some("INACTIVE"),
+    })
+}
+
 fn ignstate(rest: &[Item]) -> Result<bool, SyntaxError> {
     let mut seen = None;
     for item in rest {

@@ -19,9 +19,15 @@ pub mod kind {
     pub const HELLO: u8 = 0x20;
     pub const MSG: u8 = 0x21;
     pub const END_BATCH: u8 = 0x22;
+    pub const HEARTBEAT: u8 = 0x23;
+    pub const PING: u8 = 0x24;
+    pub const REQUEST: u8 = 0x25;
     pub const HELLO_OK: u8 = 0xA0;
     pub const CONFIRM: u8 = 0xA1;
     pub const REFUSED: u8 = 0xA2;
+    pub const HEARTBEAT_OK: u8 = 0xA3;
+    pub const PING_OK: u8 = 0xA4;
+    pub const REQUEST_OK: u8 = 0xA5;
 }
 
 /// First bytes of a channel `Hello`, so a client port that is not FerryMQ refuses at once.
@@ -49,6 +55,9 @@ pub enum ChannelFrame {
         indoubt: Option<InDoubt>,
         /// NPMSPEED(FAST): non-persistent messages travel outside the batch's units of work.
         fast_np: bool,
+        /// HBINT in seconds (0: no heartbeats). Absent from the frames of senders that predate
+        /// heartbeats, which read as 0.
+        hb_int_s: u32,
     },
     /// The receiver's answer: the negotiated limits and the last batch it committed.
     HelloOk {
@@ -59,6 +68,8 @@ pub enum ChannelFrame {
         seq: u64,
         /// Both ends have NPMSPEED(FAST).
         fast_np: bool,
+        /// The heartbeat interval both ends use, in seconds (0: none).
+        hb_int_s: u32,
     },
     Msg {
         seq: u64,
@@ -74,10 +85,34 @@ pub enum ChannelFrame {
         luwid: u64,
         seq: u64,
     },
+    /// The sender is idle (or checks, before a batch's end, that the receiver is still there);
+    /// the receiver answers `HeartbeatOk` at once.
+    Heartbeat,
+    HeartbeatOk,
+    /// PING CHANNEL: instead of a Hello, a socket's first frame; the receiving queue manager
+    /// answers `PingOk` with the same data if it has a receiving channel of that name, and
+    /// closes. No messages move.
+    Ping {
+        channel: String,
+        data: Bytes,
+    },
+    PingOk {
+        data: Bytes,
+    },
+    /// A requester (RQSTR) asks the server (SVR) channel of the same name to start: the
+    /// server, which has a CONNAME, answers `RequestOk`, closes, and calls back as the sender.
+    Request {
+        channel: String,
+        requester_qmgr: String,
+    },
+    RequestOk,
     /// The channel cannot run (or stopped) for `reason` (an MQRC), explained in `message`.
     Refused {
         reason: u32,
         message: String,
+        /// The channel stops rather than retry (a message the receiver can neither put nor
+        /// dead-letter). Absent from older receivers' frames: false.
+        stop: bool,
     },
 }
 
@@ -90,6 +125,12 @@ impl ChannelFrame {
             ChannelFrame::HelloOk { .. } => kind::HELLO_OK,
             ChannelFrame::Confirm { .. } => kind::CONFIRM,
             ChannelFrame::Refused { .. } => kind::REFUSED,
+            ChannelFrame::Heartbeat => kind::HEARTBEAT,
+            ChannelFrame::HeartbeatOk => kind::HEARTBEAT_OK,
+            ChannelFrame::Ping { .. } => kind::PING,
+            ChannelFrame::PingOk { .. } => kind::PING_OK,
+            ChannelFrame::Request { .. } => kind::REQUEST,
+            ChannelFrame::RequestOk => kind::REQUEST_OK,
         }
     }
 
@@ -105,6 +146,7 @@ impl ChannelFrame {
                 seq,
                 indoubt,
                 fast_np,
+                hb_int_s,
             } => {
                 out.put_slice(&MAGIC);
                 out.put_str16(channel);
@@ -121,6 +163,7 @@ impl ChannelFrame {
                     }
                 }
                 out.put_u8(u8::from(*fast_np));
+                out.put_u32_le(*hb_int_s);
             }
             ChannelFrame::HelloOk {
                 receiver_qmgr,
@@ -129,6 +172,7 @@ impl ChannelFrame {
                 luwid,
                 seq,
                 fast_np,
+                hb_int_s,
             } => {
                 out.put_str16(receiver_qmgr);
                 out.put_u32_le(*batch_size);
@@ -136,6 +180,7 @@ impl ChannelFrame {
                 out.put_u64_le(*luwid);
                 out.put_u64_le(*seq);
                 out.put_u8(u8::from(*fast_np));
+                out.put_u32_le(*hb_int_s);
             }
             ChannelFrame::Msg {
                 seq,
@@ -152,10 +197,31 @@ impl ChannelFrame {
                 out.put_u64_le(*luwid);
                 out.put_u64_le(*seq);
             }
-            ChannelFrame::Refused { reason, message } => {
+            ChannelFrame::Refused {
+                reason,
+                message,
+                stop,
+            } => {
                 out.put_u32_le(*reason);
                 out.put_str16(message);
+                out.put_u8(u8::from(*stop));
             }
+            ChannelFrame::Heartbeat | ChannelFrame::HeartbeatOk => {}
+            ChannelFrame::Ping { channel, data } => {
+                out.put_slice(&MAGIC);
+                out.put_str16(channel);
+                out.put_bytes32(data);
+            }
+            ChannelFrame::PingOk { data } => out.put_bytes32(data),
+            ChannelFrame::Request {
+                channel,
+                requester_qmgr,
+            } => {
+                out.put_slice(&MAGIC);
+                out.put_str16(channel);
+                out.put_str16(requester_qmgr);
+            }
+            ChannelFrame::RequestOk => {}
         }
         finish_frame(out, start);
     }
@@ -194,6 +260,7 @@ fn decode(k: u8, r: &mut Reader) -> Result<ChannelFrame, DecodeError> {
                     v => return Err(DecodeError::invalid("in-doubt flag", format!("{v}"))),
                 },
                 fast_np: r.bool("fast np")?,
+                hb_int_s: optional_u32(r, "heartbeat interval")?,
             }
         }
         kind::HELLO_OK => ChannelFrame::HelloOk {
@@ -203,6 +270,7 @@ fn decode(k: u8, r: &mut Reader) -> Result<ChannelFrame, DecodeError> {
             luwid: r.u64("luwid")?,
             seq: r.u64("seq")?,
             fast_np: r.bool("fast np")?,
+            hb_int_s: optional_u32(r, "heartbeat interval")?,
         },
         kind::MSG => ChannelFrame::Msg {
             seq: r.u64("seq")?,
@@ -218,9 +286,40 @@ fn decode(k: u8, r: &mut Reader) -> Result<ChannelFrame, DecodeError> {
             luwid: r.u64("luwid")?,
             seq: r.u64("seq")?,
         },
+        kind::HEARTBEAT => ChannelFrame::Heartbeat,
+        kind::PING => {
+            if r.fixed::<4>("channel magic")? != MAGIC {
+                return Err(DecodeError::invalid(
+                    "channel magic",
+                    "not a FerryMQ message channel",
+                ));
+            }
+            ChannelFrame::Ping {
+                channel: r.str16("channel")?,
+                data: r.bytes32("ping data")?,
+            }
+        }
+        kind::REQUEST => {
+            if r.fixed::<4>("channel magic")? != MAGIC {
+                return Err(DecodeError::invalid(
+                    "channel magic",
+                    "not a FerryMQ message channel",
+                ));
+            }
+            ChannelFrame::Request {
+                channel: r.str16("channel")?,
+                requester_qmgr: r.str16("requester qmgr")?,
+            }
+        }
+        kind::REQUEST_OK => ChannelFrame::RequestOk,
+        kind::PING_OK => ChannelFrame::PingOk {
+            data: r.bytes32("ping data")?,
+        },
+        kind::HEARTBEAT_OK => ChannelFrame::HeartbeatOk,
         kind::REFUSED => ChannelFrame::Refused {
             reason: r.u32("reason")?,
             message: r.str16("message")?,
+            stop: r.remaining() > 0 && r.bool("stop")?,
         },
         other => {
             return Err(DecodeError::invalid(
@@ -229,6 +328,16 @@ fn decode(k: u8, r: &mut Reader) -> Result<ChannelFrame, DecodeError> {
             ))
         }
     })
+}
+
+/// A field added at the end of a frame after its first release: absent (0) in frames of an
+/// older peer.
+fn optional_u32(r: &mut Reader, what: &'static str) -> Result<u32, DecodeError> {
+    if r.remaining() == 0 {
+        Ok(0)
+    } else {
+        r.u32(what)
+    }
 }
 
 #[cfg(test)]
@@ -247,6 +356,7 @@ mod tests {
                 seq: 9,
                 indoubt: Some(InDoubt { luwid: 3, seq: 9 }),
                 fast_np: true,
+                hb_int_s: 300,
             },
             ChannelFrame::HelloOk {
                 receiver_qmgr: "QM2".into(),
@@ -255,6 +365,7 @@ mod tests {
                 luwid: 3,
                 seq: 9,
                 fast_np: false,
+                hb_int_s: 1,
             },
             ChannelFrame::Msg {
                 seq: 10,
@@ -264,9 +375,24 @@ mod tests {
             },
             ChannelFrame::EndBatch { luwid: 4, seq: 10 },
             ChannelFrame::Confirm { luwid: 4, seq: 10 },
+            ChannelFrame::Heartbeat,
+            ChannelFrame::HeartbeatOk,
+            ChannelFrame::Ping {
+                channel: "QM1.QM2".into(),
+                data: Bytes::from_static(b"0123456789abcdef"),
+            },
+            ChannelFrame::PingOk {
+                data: Bytes::from_static(b"0123456789abcdef"),
+            },
+            ChannelFrame::Request {
+                channel: "QM1.QM2".into(),
+                requester_qmgr: "QM2".into(),
+            },
+            ChannelFrame::RequestOk,
             ChannelFrame::Refused {
                 reason: 2540,
                 message: "no such channel".into(),
+                stop: true,
             },
         ];
         let mut buf = BytesMut::new();
@@ -279,5 +405,31 @@ mod tests {
             assert_eq!(&ChannelFrame::parse(&raw).unwrap(), f);
         }
         assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn a_hello_from_a_sender_that_predates_heartbeats_reads_as_no_heartbeats() {
+        let hello = ChannelFrame::Hello {
+            channel: "QM1.QM2".into(),
+            sender_qmgr: "QM1".into(),
+            batch_size: 50,
+            max_msg_len: 1 << 20,
+            seq: 0,
+            indoubt: None,
+            fast_np: true,
+            hb_int_s: 300,
+        };
+        let mut buf = BytesMut::new();
+        hello.encode(&mut buf);
+        let mut raw = FrameDecoder::new(1 << 24)
+            .decode(&mut buf)
+            .unwrap()
+            .unwrap();
+        // The same frame without its last field, as an older sender writes it.
+        raw.body = raw.body.slice(..raw.body.len() - 4);
+        let ChannelFrame::Hello { hb_int_s, .. } = ChannelFrame::parse(&raw).unwrap() else {
+            panic!("not a Hello");
+        };
+        assert_eq!(hb_int_s, 0);
     }
 }

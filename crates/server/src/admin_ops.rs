@@ -43,8 +43,8 @@ impl ServerOps for Ops<'_> {
         crate::channels::start(self.shared, def)
     }
 
-    fn stop_channel(&mut self, name: &str) -> Result<String, MqError> {
-        crate::channels::stop(self.shared, name)
+    fn stop_channel(&mut self, name: &str, force: bool, inactive: bool) -> Result<String, MqError> {
+        crate::channels::stop(self.shared, name, force, inactive)
     }
 
     fn qmgr_status(&self) -> Vec<(String, String)> {

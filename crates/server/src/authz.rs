@@ -265,7 +265,9 @@ pub fn mqsc_needs(cmd: &Command) -> Vec<(&'static str, String, Authorities)> {
         Command::StartListener { name, .. } | Command::StopListener { name, .. } => {
             vec![("LISTENER", name.clone(), Authorities::CTRL)]
         }
-        Command::StartChannel { name, .. } | Command::StopChannel { name, .. } => {
+        Command::StartChannel { name, .. }
+        | Command::StopChannel { name, .. }
+        | Command::PingChannel { name, .. } => {
             vec![("CHANNEL", name.clone(), Authorities::CTRL)]
         }
         Command::ResolveChannel { name, .. } | Command::ResetChannel { name, .. } => {

@@ -152,7 +152,12 @@ async fn run<R: AsyncRead + Unpin>(
     .await
     .map_err(|_| MqError::new(Reason::HEADER_ERROR, "no handshake within 10 seconds"))??;
     // A sender channel of another queue manager: the socket becomes its receiving end.
-    if hello.kind == ferrymq_proto::channel::kind::HELLO && !s.bindings {
+    let channel_kinds = [
+        ferrymq_proto::channel::kind::HELLO,
+        ferrymq_proto::channel::kind::PING,
+        ferrymq_proto::channel::kind::REQUEST,
+    ];
+    if channel_kinds.contains(&hello.kind) && !s.bindings {
         return crate::channels::receiver::run(rd, dec, buf, hello, shared, s).await;
     }
     let Request::Hello(h) = parse_request(&hello).map_err(proto)? else {

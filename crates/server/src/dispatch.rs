@@ -709,6 +709,53 @@ fn admin(
                 return Action::Reply(reply(Reason::NOT_AUTHORIZED, &text), 0);
             }
         }
+        // PING CHANNEL talks to the partner: answered later, off the core lock.
+        if let Ok(ferrymq_mqsc::Command::PingChannel { name, datalen }) = &parsed {
+            let def = core
+                .engine
+                .object(ferrymq_types::ObjectKind::Channel, name)
+                .cloned();
+            let label = format!("PING CHANNEL({name})");
+            let (shared, datalen) = (shared.clone(), *datalen);
+            return Action::Later(Box::pin(async move {
+                let r = match def {
+                    Some(d)
+                        if matches!(
+                            d.attrs.get("CHLTYPE").map(String::as_str),
+                            Some("SDR" | "SVR")
+                        ) =>
+                    {
+                        crate::channels::sender::ping(shared, d, datalen).await
+                    }
+                    Some(_) => Err(MqError::new(
+                        Reason::COMMAND_FAILED,
+                        format!("{label}: only a sending (SDR or SVR) channel can be pinged"),
+                    )),
+                    None => Err(MqError::new(
+                        Reason::UNKNOWN_OBJECT_NAME,
+                        format!("{label}: no such channel is defined"),
+                    )),
+                };
+                match r {
+                    Ok(m) => Response::AdminReply {
+                        text: format!(
+                            "{}: Ping complete. {m}",
+                            ferrymq_mqsc::messages::PING_COMPLETE
+                        ),
+                        reason: Reason::NONE,
+                    },
+                    Err(e) => Response::AdminReply {
+                        text: format!(
+                            "{}: {label} failed: {}\n   Reason: {}",
+                            ferrymq_mqsc::messages::failure(e.reason),
+                            e.message,
+                            e.reason
+                        ),
+                        reason: Reason::COMMAND_FAILED,
+                    },
+                }
+            }));
+        }
         let mut ops = Ops {
             shared,
             viewer: Some((who, core.authz.oam(&core.engine))),

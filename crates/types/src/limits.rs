@@ -144,3 +144,13 @@ pub const FTE_PROGRESS_INTERVAL_MS: u64 = 1_000;
 pub const FTE_RECONNECT_WAIT_MS: u64 = 600_000;
 /// How long fteStartAgent waits for the agent it spawned to be ready.
 pub const FTE_AGENT_START_WAIT_MS: u64 = 30_000;
+
+/// The largest heartbeat interval (HBINT) and disconnect interval (DISCINT) of a channel, in
+/// seconds, and the largest BATCHLIM, in kilobytes, as MQ accepts them.
+pub const CHANNEL_HB_INT_MAX_S: u64 = 999_999;
+pub const CHANNEL_DISC_INT_MAX_S: u64 = 999_999;
+pub const CHANNEL_BATCH_LIM_MAX_KB: u64 = 999_999;
+/// The most message retries (MRRTY) and the longest wait between two (MRTMR, ms) of a
+/// receiving channel, as MQ accepts them.
+pub const CHANNEL_MSG_RETRIES_MAX: u64 = 999_999_999;
+pub const CHANNEL_MSG_RETRY_WAIT_MAX_MS: u64 = 999_999_999;

@@ -302,6 +302,13 @@ impl Drop for Qm<'_> {
 /// 127.0.0.1:`listen` and 127.0.0.1:`target`.
 pub struct Relay(std::process::Child);
 
+impl Relay {
+    /// The relay's process: SIGSTOP makes a half-open link (nothing forwarded, nothing closed).
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
 impl Drop for Relay {
     fn drop(&mut self) {
         let _ = self.0.kill();

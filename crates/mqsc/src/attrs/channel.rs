@@ -7,6 +7,7 @@ use super::{AttrSpec, ALTDATE, ALTTIME, CRDATE, CRTIME};
 use ferrymq_types::limits::{MSG_LEN_MAX_BYTES, SHARECNV_MAX};
 
 const SENDING: &[&str] = &["SDR", "SVR"];
+const RECEIVING: &[&str] = &["RCVR", "RQSTR"];
 const MCA: &[&str] = &["SDR", "SVR", "RCVR", "RQSTR"];
 const CALLED: &[&str] = &["SVRCONN", "RCVR", "RQSTR", "SVR"];
 const CONNECTING: &[&str] = &["SDR", "SVR", "RQSTR", "CLNTCONN"];
@@ -48,7 +49,8 @@ pub static CHANNEL: &[AttrSpec] = &[
             max: 999_999,
         },
         "300",
-    ),
+    )
+    .honoured(),
     AttrSpec::stored("CONNAME", Str { max_len: 264 }, "")
         .only(CONNECTING)
         .honoured(),
@@ -68,7 +70,8 @@ pub static CHANNEL: &[AttrSpec] = &[
         },
         "0",
     )
-    .only(&["SVRCONN", "SDR", "SVR"]),
+    .only(&["SVRCONN", "SDR", "SVR"])
+    .honoured(),
     AttrSpec::stored("MONCHL", Enum(LEVELS), "QMGR").only(NOT_CLNTCONN),
     AttrSpec::stored("STATCHL", Enum(LEVELS), "QMGR").only(MCA),
     AttrSpec::stored("BATCHSZ", Int { min: 1, max: 9999 }, "50")
@@ -77,6 +80,28 @@ pub static CHANNEL: &[AttrSpec] = &[
     AttrSpec::stored("BATCHINT", BIG, "0")
         .only(SENDING)
         .honoured(),
+    AttrSpec::stored(
+        "BATCHHB",
+        Int {
+            min: 0,
+            max: 999_999,
+        },
+        "0",
+    )
+    .only(SENDING)
+    .honoured(),
+    AttrSpec::stored(
+        "BATCHLIM",
+        Int {
+            min: 0,
+            max: 999_999,
+        },
+        "5000",
+    )
+    .only(SENDING)
+    .honoured(),
+    AttrSpec::stored("MRRTY", BIG, "10").only(RECEIVING),
+    AttrSpec::stored("MRTMR", BIG, "1000").only(RECEIVING),
     AttrSpec::stored("SHORTRTY", BIG, "10")
         .only(SENDING)
         .honoured(),

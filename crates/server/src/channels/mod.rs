@@ -8,6 +8,7 @@ pub mod receiver;
 pub mod sender;
 mod status;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use ahash::AHashMap;
@@ -19,10 +20,21 @@ use tokio::sync::watch;
 use crate::qmgr::Shared;
 pub use status::{ChannelStatus, State};
 
+/// Levels of a channel's stop request: running; end after the current batch (MODE(QUIESCE));
+/// end now (MODE(FORCE|TERMINATE), or the queue manager ending).
+pub(crate) const RUN: u8 = 0;
+pub(crate) const QUIESCE: u8 = 1;
+pub(crate) const FORCE: u8 = 2;
+
 /// A running instance of a channel: its status and the switch that stops it.
 struct Instance {
     status: Arc<Mutex<ChannelStatus>>,
-    stop: watch::Sender<bool>,
+    /// The stop request: [`RUN`], [`QUIESCE`] or [`FORCE`].
+    stop: Arc<watch::Sender<u8>>,
+    /// STOP CHANNEL STATUS(INACTIVE): the sender ends and waits for its trigger instead.
+    to_inactive: Arc<AtomicBool>,
+    /// START CHANNEL of an inactive sender: start now.
+    kick: Arc<tokio::sync::Notify>,
 }
 
 /// The channels running on this queue manager.
@@ -44,7 +56,9 @@ impl Registry {
         let mut rows: Vec<Vec<(String, String)>> = Vec::new();
         for (m, t) in [(&self.senders, "SDR"), (&self.receivers, "RCVR")] {
             for (name, i) in m.lock().iter() {
-                rows.push(i.status.lock().row(name, t));
+                let st = i.status.lock();
+                let t = if st.chltype.is_empty() { t } else { st.chltype };
+                rows.push(st.row(name, t));
             }
         }
         rows.sort();
@@ -80,6 +94,23 @@ pub fn start(shared: &Arc<Shared>, def: &ObjectDef) -> Result<String, MqError> {
     let t = attr(def, "CHLTYPE", "");
     match t.as_str() {
         "SDR" => {}
+        "SVR" if !attr(def, "CONNAME", "").trim().is_empty() => {}
+        "SVR" => {
+            return Err(MqError::new(
+                Reason::COMMAND_FAILED,
+                format!(
+                    "CHANNEL({}) is a SVR without CONNAME; this release's server channels start as senders to their CONNAME (or when their requester asks, calling it back)",
+                    def.name
+                ),
+            ))
+        }
+        "RQSTR" => {
+            tokio::spawn(sender::request(shared.clone(), def.clone()));
+            return Ok(format!(
+                "CHANNEL({}) is asking its server to start.",
+                def.name
+            ));
+        }
         "RCVR" => {
             return Ok(format!(
                 "CHANNEL({}): a receiver channel runs when its sender connects.",
@@ -105,6 +136,10 @@ pub fn start(shared: &Arc<Shared>, def: &ObjectDef) -> Result<String, MqError> {
     let mut senders = shared.channels.senders.lock();
     if let Some(i) = senders.get(&def.name) {
         let st = i.status.lock().state;
+        if st == State::Inactive {
+            i.kick.notify_one();
+            return Ok(format!("CHANNEL({}) is starting.", def.name));
+        }
         if st != State::Stopped {
             return Err(MqError::new(
                 Reason::COMMAND_FAILED,
@@ -112,16 +147,21 @@ pub fn start(shared: &Arc<Shared>, def: &ObjectDef) -> Result<String, MqError> {
             ));
         }
     }
-    let (stop, stop_rx) = watch::channel(false);
+    let stop = Arc::new(watch::Sender::new(RUN));
+    let to_inactive = Arc::new(AtomicBool::new(false));
     let status = Arc::new(Mutex::new(ChannelStatus::new(
         &attr(def, "CONNAME", ""),
         &attr(def, "XMITQ", ""),
     )));
+    status.lock().chltype = if t == "SVR" { "SVR" } else { "SDR" };
+    let kick = Arc::new(tokio::sync::Notify::new());
     senders.insert(
         def.name.clone(),
         Instance {
             status: status.clone(),
-            stop,
+            stop: stop.clone(),
+            to_inactive: to_inactive.clone(),
+            kick: kick.clone(),
         },
     );
     drop(senders);
@@ -129,23 +169,44 @@ pub fn start(shared: &Arc<Shared>, def: &ObjectDef) -> Result<String, MqError> {
         shared.clone(),
         def.name.clone(),
         status,
-        stop_rx,
+        stop,
+        to_inactive,
+        kick,
     ));
     Ok(format!("CHANNEL({}) is starting.", def.name))
 }
 
-/// STOP CHANNEL: a sender finishes its batch and stops (STATUS STOPPED); a receiver instance
-/// backs out its batch in progress and closes.
-pub fn stop(shared: &Arc<Shared>, name: &str) -> Result<String, MqError> {
+/// STOP CHANNEL: the channel ends after its current batch (`force`: at once, a sender's batch in
+/// doubt staying in doubt until it starts again; a receiver's batch in progress backed out) and
+/// shows STOPPED, or with `inactive` INACTIVE (a sender then starts again when its
+/// transmission queue gets a message).
+pub fn stop(
+    shared: &Arc<Shared>,
+    name: &str,
+    force: bool,
+    inactive: bool,
+) -> Result<String, MqError> {
+    let level = if force { FORCE } else { QUIESCE };
     let mut stopped = false;
     if let Some(i) = shared.channels.senders.lock().get(name) {
-        if i.status.lock().state != State::Stopped {
-            i.stop.send_replace(true);
+        let state = i.status.lock().state;
+        if state != State::Stopped && !(inactive && state == State::Inactive) {
+            i.to_inactive.store(inactive, Ordering::SeqCst);
+            i.stop.send_if_modified(|v| {
+                let raise = *v < level;
+                *v = (*v).max(level);
+                raise
+            });
+            i.status.lock().stop_requested = true;
             stopped = true;
         }
     }
     if let Some(i) = shared.channels.receivers.lock().get(name) {
-        i.stop.send_replace(true);
+        i.stop.send_if_modified(|v| {
+            let raise = *v < level;
+            *v = (*v).max(level);
+            raise
+        });
         stopped = true;
     }
     if stopped {
@@ -161,10 +222,10 @@ pub fn stop(shared: &Arc<Shared>, name: &str) -> Result<String, MqError> {
 /// Stops every channel (the queue manager is ending).
 pub fn stop_all(shared: &Arc<Shared>) {
     for i in shared.channels.senders.lock().values() {
-        i.stop.send_replace(true);
+        i.stop.send_replace(FORCE);
     }
     for i in shared.channels.receivers.lock().values() {
-        i.stop.send_replace(true);
+        i.stop.send_replace(FORCE);
     }
 }
 
@@ -177,7 +238,12 @@ pub fn start_at_strmqm(shared: &Arc<Shared>) {
         core.engine
             .objects()
             .filter(|o| o.kind == ObjectKind::Channel)
-            .filter(|o| o.attrs.get("CHLTYPE").map(String::as_str) == Some("SDR"))
+            .filter(|o| {
+                matches!(
+                    o.attrs.get("CHLTYPE").map(String::as_str),
+                    Some("SDR" | "SVR")
+                )
+            })
             .filter(|o| {
                 core.engine
                     .channel_syncs()

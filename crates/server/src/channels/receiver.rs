@@ -8,6 +8,7 @@
 //! (`CHANNEL_COMMIT`), and the confirmation leaves only once that record is durable.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use ferrymq_engine::channel::SyncUpdate;
@@ -45,11 +46,161 @@ fn refuse(s: &Session, e: MqError) -> Result<(), MqError> {
         &ChannelFrame::Refused {
             reason: e.reason.code(),
             message: e.message.clone(),
+            stop: false,
         },
         0,
         true,
     );
     Err(e)
+}
+
+/// Ends the channel for a reason retrying does not cure: the sender stops (STOPPED) rather
+/// than retry.
+fn refuse_stop(s: &Session, e: MqError) -> Result<(), MqError> {
+    send(
+        s,
+        &ChannelFrame::Refused {
+            reason: e.reason.code(),
+            message: e.message.clone(),
+            stop: true,
+        },
+        0,
+        true,
+    );
+    Err(e)
+}
+
+/// A put failure that may pass with time, so worth the message retries (MRRTY).
+fn may_pass(reason: Reason) -> bool {
+    matches!(
+        reason,
+        Reason::Q_FULL | Reason::PUT_INHIBITED | Reason::Q_SPACE_NOT_AVAILABLE
+    )
+}
+
+/// A receiving end's definition: a RCVR, or a RQSTR its server calls back.
+fn receiving(def: &ferrymq_types::ObjectDef) -> bool {
+    matches!(
+        def.attrs.get("CHLTYPE").map(String::as_str),
+        Some("RCVR" | "RQSTR")
+    )
+}
+
+/// A requester asks this queue manager's SVR of the same name to start: a SVR with a CONNAME
+/// starts as a sender to it (the callback), and the requester is told so.
+fn answer_request(
+    shared: &Arc<Shared>,
+    s: &Session,
+    channel: &str,
+    requester_qmgr: &str,
+) -> Result<(), MqError> {
+    if shared.is_standby() {
+        return refuse(
+            s,
+            MqError::new(
+                Reason::STANDBY_Q_MGR,
+                format!(
+                    "this instance of queue manager {} is not the active one",
+                    shared.cfg.name
+                ),
+            ),
+        );
+    }
+    let def = shared
+        .core
+        .lock()
+        .engine
+        .object(ObjectKind::Channel, channel)
+        .cloned();
+    let Some(def) = def.filter(|d| d.attrs.get("CHLTYPE").map(String::as_str) == Some("SVR"))
+    else {
+        return refuse(
+            s,
+            MqError::new(
+                Reason::UNKNOWN_CHANNEL_NAME,
+                format!(
+                    "queue manager {} has no SVR channel named {channel}",
+                    shared.cfg.name
+                ),
+            ),
+        );
+    };
+    if let Err(r) = crate::security::tls::check_channel(channel, &def.attrs, s.info.tls.as_deref())
+    {
+        return refuse(s, MqError::new(r.reason, r.message));
+    }
+    if attr(&def, "CONNAME", "").trim().is_empty() {
+        return refuse(
+            s,
+            MqError::new(
+                Reason::COMMAND_FAILED,
+                format!(
+                    "SVR channel {channel} has no CONNAME: this release's server channels call their requester back, so ALTER it with the requester's address"
+                ),
+            ),
+        );
+    }
+    // Already running is as good as started.
+    let _ = super::start(shared, &def);
+    let _ = shared
+        .core
+        .lock()
+        .engine
+        .channel_set_stopped(channel, false);
+    crate::qm_log!(
+        crate::errlog::ids::CHANNEL_STARTED,
+        "server channel {channel} started at the request of queue manager {requester_qmgr} ({})",
+        s.info.conname
+    );
+    send(s, &ChannelFrame::RequestOk, 0, true);
+    Ok(())
+}
+
+/// PING CHANNEL from a sender: answered with its data when this queue manager could run the
+/// channel (it is the active instance, has a RCVR of that name, and the socket suits its TLS
+/// attributes), else refused with the reason a Hello would get.
+fn answer_ping(
+    shared: &Arc<Shared>,
+    s: &Session,
+    channel: &str,
+    data: Bytes,
+) -> Result<(), MqError> {
+    if shared.is_standby() {
+        return refuse(
+            s,
+            MqError::new(
+                Reason::STANDBY_Q_MGR,
+                format!(
+                    "this instance of queue manager {} is not the active one",
+                    shared.cfg.name
+                ),
+            ),
+        );
+    }
+    let def = shared
+        .core
+        .lock()
+        .engine
+        .object(ObjectKind::Channel, channel)
+        .cloned();
+    let Some(def) = def.filter(receiving) else {
+        return refuse(
+            s,
+            MqError::new(
+                Reason::UNKNOWN_CHANNEL_NAME,
+                format!(
+                    "queue manager {} has no RCVR channel named {channel}",
+                    shared.cfg.name
+                ),
+            ),
+        );
+    };
+    if let Err(r) = crate::security::tls::check_channel(channel, &def.attrs, s.info.tls.as_deref())
+    {
+        return refuse(s, MqError::new(r.reason, r.message));
+    }
+    send(s, &ChannelFrame::PingOk { data }, 0, true);
+    Ok(())
 }
 
 /// Serves a socket that opened with a channel Hello until it closes.
@@ -62,14 +213,26 @@ pub async fn run<R: AsyncRead + Unpin>(
     s: &mut Session,
 ) -> Result<(), MqError> {
     let proto = |e: ferrymq_proto::ProtoError| MqError::new(e.reason(), e.to_string());
+    let first = ChannelFrame::parse(&hello).map_err(proto)?;
+    if let ChannelFrame::Ping { channel, data } = first {
+        return answer_ping(shared, s, &channel, data);
+    }
+    if let ChannelFrame::Request {
+        channel,
+        requester_qmgr,
+    } = first
+    {
+        return answer_request(shared, s, &channel, &requester_qmgr);
+    }
     let ChannelFrame::Hello {
         channel,
         sender_qmgr,
         batch_size,
         max_msg_len,
         fast_np,
+        hb_int_s,
         ..
-    } = ChannelFrame::parse(&hello).map_err(proto)?
+    } = first
     else {
         return Err(MqError::new(
             Reason::HEADER_ERROR,
@@ -96,7 +259,7 @@ pub async fn run<R: AsyncRead + Unpin>(
         .object(ObjectKind::Channel, &channel)
         .cloned();
     let def = match def {
-        Some(d) if d.attrs.get("CHLTYPE").map(String::as_str) == Some("RCVR") => d,
+        Some(d) if receiving(&d) => d,
         _ => {
             crate::qm_log!(
                 crate::errlog::ids::CHANNEL_REFUSED,
@@ -115,6 +278,18 @@ pub async fn run<R: AsyncRead + Unpin>(
             );
         }
     };
+    // The RCVR's SSLCIPH, SSLCAUTH and SSLPEER decide on the socket, as for client channels.
+    if let Err(r) = crate::security::tls::check_channel(&channel, &def.attrs, s.info.tls.as_deref())
+    {
+        crate::qm_log!(
+            crate::errlog::ids::CHANNEL_TLS_REFUSED,
+            "message channel {channel} from queue manager {sender_qmgr} at {} refused by {}: {}",
+            s.info.conname,
+            r.rule,
+            r.message
+        );
+        return refuse(s, MqError::new(r.reason, r.message));
+    }
     // One instance per channel: a new one ends the previous one and waits for its backout.
     let turn = shared
         .channels
@@ -124,24 +299,53 @@ pub async fn run<R: AsyncRead + Unpin>(
         .or_default()
         .clone();
     if let Some(old) = shared.channels.receivers.lock().get(&channel) {
-        old.stop.send_replace(true);
+        old.stop.send_replace(super::FORCE);
     }
     let _turn = turn.lock().await;
-    let (stop_tx, mut stop) = watch::channel(false);
+    let stop_tx = Arc::new(watch::Sender::new(super::RUN));
+    let mut stop = stop_tx.subscribe();
     let status = Arc::new(Mutex::new(ChannelStatus::new(&s.info.conname, "")));
+    status.lock().chltype = if attr(&def, "CHLTYPE", "") == "RQSTR" {
+        "RQSTR"
+    } else {
+        "RCVR"
+    };
     shared.channels.receivers.lock().insert(
         channel.clone(),
         Instance {
             status: status.clone(),
             stop: stop_tx,
+            to_inactive: Default::default(),
+            kick: Default::default(),
         },
     );
+    // MCAUSER: the receiver's puts are checked as that user; blank: the queue manager's own.
+    let mcauser = attr(&def, "MCAUSER", "");
+    let who = (!mcauser.trim().is_empty()).then(|| {
+        let user = mcauser.trim();
+        let store_groups = shared
+            .security
+            .store()
+            .get(user)
+            .map(|u| u.groups.clone())
+            .unwrap_or_default();
+        shared
+            .core
+            .lock()
+            .authz
+            .resolve(&shared.cfg.admin_group, user, &store_groups)
+    });
     let mut r = Receiver {
         shared,
+        who,
         name: &channel,
         status: &status,
         conn: None,
         use_dlq: attr(&def, "USEDLQ", "YES") == "YES",
+        mr_rty: attr_u64(&def, "MRRTY", 10).min(ferrymq_types::limits::CHANNEL_MSG_RETRIES_MAX),
+        mr_tmr: Duration::from_millis(
+            attr_u64(&def, "MRTMR", 1000).min(ferrymq_types::limits::CHANNEL_MSG_RETRY_WAIT_MAX_MS),
+        ),
         fast_np: fast_np && attr(&def, "NPMSPEED", "FAST") == "FAST",
     };
     let res = r
@@ -154,6 +358,7 @@ pub async fn run<R: AsyncRead + Unpin>(
             &def,
             batch_size,
             max_msg_len,
+            hb_int_s,
         )
         .await;
     if let Some(conn) = r.conn {
@@ -182,10 +387,15 @@ pub async fn run<R: AsyncRead + Unpin>(
 
 struct Receiver<'a> {
     shared: &'a Arc<Shared>,
+    /// MCAUSER's identity, whose authority each put needs (None: the queue manager's own).
+    who: Option<Arc<crate::authz::Who>>,
     name: &'a str,
     status: &'a Arc<Mutex<ChannelStatus>>,
     conn: Option<ConnId>,
     use_dlq: bool,
+    /// MRRTY and MRTMR: how often, and how far apart, a put that may pass is tried again.
+    mr_rty: u64,
+    mr_tmr: Duration,
     /// Non-persistent messages are put at once, outside the batch's unit of work.
     fast_np: bool,
 }
@@ -198,10 +408,11 @@ impl Receiver<'_> {
         dec: &mut FrameDecoder,
         buf: &mut BytesMut,
         s: &mut Session,
-        stop: &mut watch::Receiver<bool>,
+        stop: &mut watch::Receiver<u8>,
         def: &ferrymq_types::ObjectDef,
         their_batch: u32,
         their_max: u32,
+        their_hb_s: u32,
     ) -> Result<(), MqError> {
         let proto = |e: ferrymq_proto::ProtoError| MqError::new(e.reason(), e.to_string());
         let ours_max = attr_u64(def, "MAXMSGL", 4 * 1024 * 1024) as u32;
@@ -210,6 +421,14 @@ impl Receiver<'_> {
             (a, b) => a.min(b),
         };
         let batch_size = their_batch.min(attr_u64(def, "BATCHSZ", 50) as u32).max(1);
+        // The lower of both ends' HBINT; 0 at either end (or a sender that predates
+        // heartbeats): none.
+        let hb_int_s = their_hb_s.min(
+            attr_u64(def, "HBINT", 300).min(ferrymq_types::limits::CHANNEL_HB_INT_MAX_S) as u32,
+        );
+        // Without a frame (a message, an end of batch or a heartbeat) for twice the interval,
+        // the link is taken for dead.
+        let silence_max = (hb_int_s > 0).then(|| Duration::from_secs(2 * u64::from(hb_int_s)));
         let (sync, conn) = {
             let mut core = self.shared.core.lock();
             let conn = core.engine.connect("", self.name);
@@ -235,6 +454,7 @@ impl Receiver<'_> {
                 luwid: sync.luwid,
                 seq: sync.seq,
                 fast_np: self.fast_np,
+                hb_int_s,
             },
             wait,
             false,
@@ -245,8 +465,13 @@ impl Receiver<'_> {
             st.state = State::Running;
             st.last_seq = sync.seq;
             st.last_luwid = sync.luwid;
+            st.hb_int_s = hb_int_s;
+            st.substate = "RECEIVE";
         }
         let mut ending = self.shared.immediate_end.clone();
+        // Messages put in the batch's unit of work since its last end: STOP CHANNEL
+        // MODE(QUIESCE) waits for the batch to end.
+        let mut mid_batch = false;
         loop {
             while let Some(f) = dec.decode(buf).map_err(proto)? {
                 let bytes = f.body.len() as u64 + ferrymq_proto::HEADER_LEN as u64;
@@ -258,8 +483,11 @@ impl Receiver<'_> {
                         props,
                         body,
                     } => {
-                        if let Err(e) = self.put(conn, md, props, body) {
-                            return refuse(s, e);
+                        match self.put(conn, md, props, body).await {
+                            Ok(in_batch) => mid_batch |= in_batch,
+                            // The channel stops (it would fail the same way at every retry):
+                            // the batch is backed out, and the sender told to stop.
+                            Err(e) => return refuse_stop(s, e),
                         }
                         let mut st = self.status.lock();
                         st.cur_seq = seq;
@@ -290,11 +518,15 @@ impl Receiver<'_> {
                             .lock()
                             .insert(self.name.to_string(), lsn);
                         send(s, &ChannelFrame::Confirm { luwid, seq }, lsn, false);
+                        mid_batch = false;
                         let mut st = self.status.lock();
                         st.batches += 1;
                         st.last_seq = seq;
                         st.last_luwid = luwid;
                         st.cur_luwid = luwid;
+                    }
+                    ChannelFrame::Heartbeat => {
+                        send(s, &ChannelFrame::HeartbeatOk, 0, false);
                     }
                     other => {
                         return Err(MqError::new(
@@ -305,17 +537,25 @@ impl Receiver<'_> {
                 }
             }
             buf.reserve(64 * 1024);
+            let far = tokio::time::Instant::now() + Duration::from_secs(24 * 3600);
+            let silent_at = silence_max.map(|d| tokio::time::Instant::now() + d);
             tokio::select! {
                 r = rd.read_buf(buf) => match r {
                     Ok(0) => return Ok(()),
                     Ok(_) => {}
                     Err(e) => return Err(MqError::new(Reason::CONNECTION_BROKEN, format!("socket read failed: {e}"))),
                 },
-                _ = stop.wait_for(|v| *v) => {
+                _ = stop.wait_for(|v| *v >= super::FORCE || (*v > super::RUN && !mid_batch)) => {
                     return Err(MqError::new(Reason::CHANNEL_NOT_AVAILABLE, format!("channel {} was stopped", self.name)));
                 }
                 _ = ending.wait_for(|v| *v) => {
                     return Err(MqError::new(Reason::Q_MGR_STOPPING, "the queue manager is ending immediately"));
+                }
+                _ = tokio::time::sleep_until(silent_at.unwrap_or(far)), if silent_at.is_some() => {
+                    return Err(MqError::new(Reason::CONNECTION_BROKEN, format!(
+                        "nothing came from the sender for {} s, twice the heartbeat interval: the link is down",
+                        2 * u64::from(hb_int_s)
+                    )));
                 }
             }
         }
@@ -323,13 +563,14 @@ impl Receiver<'_> {
 
     /// Puts one transmission-queue message to its destination under the batch's unit of work,
     /// or to the dead-letter queue when it cannot go there.
-    fn put(
+    /// Whether the message was put in the batch's unit of work.
+    async fn put(
         &mut self,
         conn: ConnId,
         xmit_md: MessageDescriptor,
         props: Properties,
         body: Bytes,
-    ) -> Result<(), MqError> {
+    ) -> Result<bool, MqError> {
         let Some((xqh, data)) = TransmissionHeader::parse(&body) else {
             return Err(MqError::new(
                 Reason::FORMAT_ERROR,
@@ -350,25 +591,51 @@ impl Receiver<'_> {
             context: pmo::SET_ALL_CONTEXT,
             ..Default::default()
         };
+        // A put that fails for a reason that may pass (queue full, puts inhibited) is tried
+        // again MRRTY times, MRTMR ms apart, before the dead-letter queue.
+        let mut tries = 0u64;
+        let e = loop {
+            {
+                let mut core = self.shared.core.lock();
+                if let Some(who) = &self.who {
+                    let core = &mut *core;
+                    if let Err(e) = core.authz.check(
+                        &core.engine,
+                        who,
+                        &format!("put a message from channel {} (MCAUSER)", self.name),
+                        "QUEUE",
+                        &xqh.remote_q,
+                        crate::authz::put1_needs(opts.context),
+                    ) {
+                        break e;
+                    }
+                }
+                let r = core.engine.put1(
+                    conn,
+                    &xqh.remote_q,
+                    &xqh.remote_qmgr,
+                    &opts,
+                    xqh.md.clone(),
+                    props.clone(),
+                    data.clone(),
+                    now_ms(),
+                );
+                match r {
+                    Ok(_) => {
+                        if outside {
+                            // Outside the batch: getters waiting on the queue have it at once.
+                            core.flush_deliveries();
+                        }
+                        return Ok(!outside);
+                    }
+                    Err(e) if tries >= self.mr_rty || !may_pass(e.reason) => break e,
+                    Err(_) => tries += 1,
+                }
+            }
+            tokio::time::sleep(self.mr_tmr).await;
+        };
         let mut core = self.shared.core.lock();
         let now = now_ms();
-        let r = core.engine.put1(
-            conn,
-            &xqh.remote_q,
-            &xqh.remote_qmgr,
-            &opts,
-            xqh.md.clone(),
-            props.clone(),
-            data.clone(),
-            now,
-        );
-        let Err(e) = r else {
-            if outside {
-                // Outside the batch: getters waiting on the queue have it at once.
-                core.flush_deliveries();
-            }
-            return Ok(());
-        };
         let dlq = core.engine.attrs().dead_letter_queue.clone();
         if !self.use_dlq || dlq.is_empty() {
             return Err(MqError::new(
@@ -407,7 +674,7 @@ impl Receiver<'_> {
         };
         core.engine
             .put1(conn, &dlq, "", &opts, md, props, dead.freeze(), now)
-            .map(|_| ())
+            .map(|_| !outside)
             .map_err(|e2| {
                 MqError::new(
                     e.reason,

@@ -17,6 +17,7 @@
 //! the last batch it committed; the same LUWID means the batch arrived (its messages leave the
 //! transmission queue), another means it did not (they are sent again).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,6 +44,9 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 /// Why an attempt ended.
 enum End {
     Stopped,
+    /// DISCINT passed with nothing to send: the channel ends normally (INACTIVE) and starts
+    /// again when its transmission queue gets a message.
+    Idle,
     Failed(MqError),
 }
 
@@ -61,15 +65,18 @@ pub async fn run(
     shared: Arc<Shared>,
     name: String,
     status: Arc<Mutex<ChannelStatus>>,
-    mut stop: watch::Receiver<bool>,
+    stop_tx: Arc<watch::Sender<u8>>,
+    to_inactive: Arc<AtomicBool>,
+    kick: Arc<Notify>,
 ) {
+    let mut stop = stop_tx.subscribe();
     crate::qm_log!(
         crate::errlog::ids::CHANNEL_STARTED,
         "channel {name} (SDR) is starting"
     );
     let mut failures = 0u64;
     loop {
-        if *stop.borrow() {
+        if *stop.borrow() > super::RUN {
             break;
         }
         let def = shared
@@ -89,12 +96,52 @@ pub async fn run(
             status: &status,
             conn: None,
             moved: false,
+            receiver_stopped: Default::default(),
         };
         let end = a.run(&def, &mut stop).await;
         let moved = a.moved;
+        let receiver_stopped = a.receiver_stopped.load(Ordering::SeqCst);
         a.end();
+        let end = match end {
+            // STOP CHANNEL STATUS(INACTIVE): ended as by DISCINT.
+            End::Stopped if to_inactive.swap(false, Ordering::SeqCst) => {
+                stop_tx.send_replace(super::RUN);
+                status.lock().stop_requested = false;
+                End::Idle
+            }
+            other => other,
+        };
         match end {
             End::Stopped => break,
+            End::Failed(e) if receiver_stopped => {
+                // The receiver cannot take a message and has nowhere to put it: retrying
+                // would fail the same way, so the channel stops, and stays stopped (across
+                // restarts too) until START CHANNEL, with the batch backed out.
+                status.lock().last_error = e.to_string();
+                let _ = shared.core.lock().engine.channel_set_stopped(&name, true);
+                crate::qm_log!(
+                    crate::errlog::ids::CHANNEL_ENDED,
+                    "channel {name} stopped: the receiving end cannot put a message ({e}); its batch is back on the transmission queue. Make the destination able to take it (or define a dead-letter queue there), then START CHANNEL({name})"
+                );
+                break;
+            }
+            End::Idle => {
+                failures = 0;
+                {
+                    let mut st = status.lock();
+                    st.state = State::Inactive;
+                    st.substate = "";
+                }
+                crate::qm_log!(
+                    crate::errlog::ids::CHANNEL_ENDED,
+                    "channel {name} ended normally: nothing to send for DISCINT; it starts again when its transmission queue gets a message"
+                );
+                let xmitq = attr(&def, "XMITQ", "");
+                if !wait_for_message(&shared, &name, &xmitq, &mut stop, &kick).await {
+                    break;
+                }
+                status.lock().started_ms = now_ms();
+            }
             End::Failed(e) => {
                 if moved {
                     failures = 0;
@@ -131,13 +178,66 @@ pub async fn run(
                 };
                 tokio::select! {
                     _ = tokio::time::sleep(wait) => {}
-                    _ = stop.wait_for(|v| *v) => break,
+                    _ = stop.wait_for(|v| *v > super::RUN) => break,
                 }
             }
         }
     }
-    status.lock().state = State::Stopped;
+    {
+        let mut st = status.lock();
+        st.state = State::Stopped;
+        st.stop_requested = false;
+        st.substate = "";
+    }
     crate::qm_log!(crate::errlog::ids::CHANNEL_ENDED, "channel {name} stopped");
+}
+
+/// An inactive channel's built-in trigger: waits until the transmission queue has a message
+/// (or START CHANNEL); false when the channel is stopped instead.
+async fn wait_for_message(
+    shared: &Arc<Shared>,
+    name: &str,
+    xmitq: &str,
+    stop: &mut watch::Receiver<u8>,
+    kick: &Notify,
+) -> bool {
+    let woken = Arc::new(Notify::new());
+    let (conn, waiter) = {
+        let mut core = shared.core.lock();
+        let conn = core.engine.connect("", name);
+        core.add_waker(conn, woken.clone());
+        let arrival = GetOptions {
+            browse: Browse::First,
+            wait: Wait::Unlimited,
+            ..GetOptions::any()
+        };
+        let waiter = match core.engine.open(conn, xmitq, "", open::BROWSE, "") {
+            Ok((h, _, _)) => match core.engine.get(conn, h, &arrival, 0, now_ms()) {
+                Ok(GetOutcome::Waiting(w)) => Some(w),
+                // A message (or an error the next start reports): start now.
+                _ => None,
+            },
+            Err(_) => None,
+        };
+        (conn, waiter)
+    };
+    let go = match waiter {
+        None => *stop.borrow() == super::RUN,
+        Some(w) => {
+            let go = tokio::select! {
+                _ = woken.notified() => true,
+                _ = kick.notified() => true,
+                _ = stop.wait_for(|v| *v > super::RUN) => false,
+            };
+            shared.core.lock().engine.cancel_wait(w);
+            go
+        }
+    };
+    let mut core = shared.core.lock();
+    core.remove_waker(conn);
+    core.engine.disconnect(conn, now_ms());
+    core.flush_deliveries();
+    go
 }
 
 struct Attempt<'a> {
@@ -148,12 +248,27 @@ struct Attempt<'a> {
     conn: Option<ConnId>,
     /// Whether a batch was confirmed in this attempt (the retry count starts again).
     moved: bool,
+    /// The receiver refused to go on and asked the channel to stop rather than retry.
+    receiver_stopped: Arc<AtomicBool>,
 }
 
+/// The channel's socket: plain TCP or TLS over it.
+trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
+
 struct Link {
-    sock: TcpStream,
+    sock: Box<dyn Io>,
     dec: FrameDecoder,
     buf: BytesMut,
+    /// When the last frame went to the receiver: heartbeats flow HBINT after it.
+    last_sent: tokio::time::Instant,
+    /// When the last frame came from the receiver.
+    last_heard: tokio::time::Instant,
+    /// Set when the receiver refuses with its stop flag.
+    receiver_stopped: Arc<AtomicBool>,
+    /// Heartbeats sent and not yet answered, and when the oldest of them left.
+    unanswered: u32,
+    oldest_unanswered: Option<tokio::time::Instant>,
 }
 
 impl Link {
@@ -161,7 +276,31 @@ impl Link {
         self.sock
             .write_all(frames)
             .await
-            .map_err(|e| broken(format!("sending to the receiver failed: {e}")))
+            .map_err(|e| broken(format!("sending to the receiver failed: {e}")))?;
+        self.last_sent = tokio::time::Instant::now();
+        Ok(())
+    }
+
+    async fn heartbeat(&mut self) -> Result<(), MqError> {
+        let mut b = BytesMut::new();
+        ChannelFrame::Heartbeat.encode(&mut b);
+        self.send(&b).await?;
+        self.unanswered += 1;
+        self.oldest_unanswered
+            .get_or_insert_with(tokio::time::Instant::now);
+        Ok(())
+    }
+
+    /// The next frame from the receiver that is not a heartbeat's answer.
+    async fn recv_skip(&mut self, timeout: Duration) -> Result<ChannelFrame, MqError> {
+        let until = tokio::time::Instant::now() + timeout;
+        loop {
+            let left = until.saturating_duration_since(tokio::time::Instant::now());
+            match self.recv(left).await? {
+                ChannelFrame::HeartbeatOk => continue,
+                other => return Ok(other),
+            }
+        }
     }
 
     /// The next frame from the receiver; a Refused is an error with its reason.
@@ -190,9 +329,24 @@ impl Link {
                 timeout.as_secs()
             ))
         })??;
+        self.last_heard = tokio::time::Instant::now();
         match ChannelFrame::parse(&f).map_err(|e| MqError::new(e.reason(), e.to_string()))? {
-            ChannelFrame::Refused { reason, message } => {
+            ChannelFrame::Refused {
+                reason,
+                message,
+                stop,
+            } => {
+                if stop {
+                    self.receiver_stopped.store(true, Ordering::SeqCst);
+                }
                 Err(MqError::new(Reason::from_code(reason), message))
+            }
+            ChannelFrame::HeartbeatOk => {
+                self.unanswered = self.unanswered.saturating_sub(1);
+                if self.unanswered == 0 {
+                    self.oldest_unanswered = None;
+                }
+                Ok(ChannelFrame::HeartbeatOk)
             }
             other => Ok(other),
         }
@@ -200,15 +354,13 @@ impl Link {
 }
 
 impl Attempt<'_> {
-    async fn run(
-        &mut self,
-        def: &ferrymq_types::ObjectDef,
-        stop: &mut watch::Receiver<bool>,
-    ) -> End {
+    async fn run(&mut self, def: &ferrymq_types::ObjectDef, stop: &mut watch::Receiver<u8>) -> End {
         let conname = attr(def, "CONNAME", "");
         let xmitq = attr(def, "XMITQ", "");
         let batch_size = attr_u64(def, "BATCHSZ", 50).clamp(1, 9999) as u32;
         let max_msg_len = attr_u64(def, "MAXMSGL", 4 * 1024 * 1024) as u32;
+        let our_hb_s =
+            attr_u64(def, "HBINT", 300).min(ferrymq_types::limits::CHANNEL_HB_INT_MAX_S) as u32;
         let (sync, qmgr) = {
             let core = self.shared.core.lock();
             (
@@ -229,8 +381,10 @@ impl Attempt<'_> {
                 seq: d.seq,
             }),
             fast_np: attr(def, "NPMSPEED", "FAST") == "FAST",
+            hb_int_s: our_hb_s,
         }
         .encode(&mut hello);
+        self.status.lock().substate = "NET_CONNECTING";
         // Each address of CONNAME in order, until one binds (an HA group's replicas refuse).
         let addrs = match ferrymq_types::conname::parse_conn_name(&conname) {
             Ok(a) => a,
@@ -238,8 +392,32 @@ impl Attempt<'_> {
         };
         let mut last = broken(format!("CONNAME '{conname}' names no address"));
         let mut bound = None;
+        // SSLCIPH set: mutual TLS with this queue manager's key repository; SSLPEER checks
+        // the receiver's certificate.
+        let tls = match attr(def, "SSLCIPH", "").trim() {
+            "" => None,
+            _ => {
+                let peer = attr(def, "SSLPEER", "");
+                match self
+                    .shared
+                    .tls
+                    .channel_client(Some(peer.as_str()).filter(|p| !p.trim().is_empty()))
+                {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        return End::Failed(MqError::new(
+                            Reason::SSL_INITIALIZATION_ERROR,
+                            format!(
+                                "channel {} has SSLCIPH set, and TLS cannot start: {e}",
+                                self.name
+                            ),
+                        ))
+                    }
+                }
+            }
+        };
         for (host, port) in addrs {
-            let mut link = match self.connect(&host, port).await {
+            let mut link = match self.connect(&host, port, tls.as_ref()).await {
                 Ok(l) => l,
                 Err(e) => {
                     last = e;
@@ -252,7 +430,7 @@ impl Attempt<'_> {
             }
             let answer = tokio::select! {
                 r = link.recv(ANSWER_TIMEOUT) => r,
-                _ = stop.wait_for(|v| *v) => return End::Stopped,
+                _ = stop.wait_for(|v| *v > super::RUN) => return End::Stopped,
             };
             match answer {
                 Ok(ChannelFrame::HelloOk {
@@ -260,10 +438,18 @@ impl Attempt<'_> {
                     max_msg_len,
                     luwid,
                     fast_np,
+                    hb_int_s,
                     ..
                 }) => {
                     self.status.lock().conname = format!("{host}({port})");
-                    bound = Some((link, batch_size.max(1), max_msg_len, luwid, fast_np));
+                    bound = Some((
+                        link,
+                        batch_size.max(1),
+                        max_msg_len,
+                        luwid,
+                        fast_np,
+                        hb_int_s,
+                    ));
                     break;
                 }
                 Ok(other) => {
@@ -275,9 +461,15 @@ impl Attempt<'_> {
                 Err(e) => last = e,
             }
         }
-        let Some((mut link, batch_size, max_msg_len, their_luwid, fast_np)) = bound else {
+        let Some((mut link, batch_size, max_msg_len, their_luwid, fast_np, hb_int_s)) = bound
+        else {
             return End::Failed(last);
         };
+        // The receiver answers with the interval both ends use (the lower of the two; 0 at
+        // either end: none); a receiver that predates heartbeats answers 0.
+        let hb_int_s = hb_int_s.min(our_hb_s);
+        let hb = (hb_int_s > 0).then(|| Duration::from_secs(u64::from(hb_int_s)));
+        self.status.lock().hb_int_s = hb_int_s;
         link.dec
             .set_max_frame_bytes(ferrymq_proto::frame_limit_for(max_msg_len));
         // A batch in doubt: the receiver's last LUWID says whether it arrived.
@@ -360,8 +552,19 @@ impl Attempt<'_> {
             ..GetOptions::any()
         };
         let batch_int = Duration::from_millis(attr_u64(def, "BATCHINT", 0).min(999_999_999));
+        let disc = match attr_u64(def, "DISCINT", 0) {
+            0 => None,
+            s => Some(Duration::from_secs(
+                s.min(ferrymq_types::limits::CHANNEL_DISC_INT_MAX_S),
+            )),
+        };
+        let batch_hb = Duration::from_millis(attr_u64(def, "BATCHHB", 0).min(999_999));
+        let batch_lim_bytes = attr_u64(def, "BATCHLIM", 5000)
+            .min(ferrymq_types::limits::CHANNEL_BATCH_LIM_MAX_KB)
+            * 1024;
+        let mut idle_since = tokio::time::Instant::now();
         loop {
-            if *stop.borrow() {
+            if *stop.borrow() > super::RUN {
                 return End::Stopped;
             }
             // 1. Up to BATCHSZ messages, sent as they are taken; with BATCHINT, the batch stays
@@ -371,13 +574,17 @@ impl Attempt<'_> {
             let mut persistent = 0u32;
             let mut sent_bytes = 0u64;
             let mut opened: Option<tokio::time::Instant> = None;
+            let mut batch_bytes = 0u64;
             loop {
                 let mut batch = Vec::new();
+                self.status.lock().substate = "MQGET";
                 let (done, waiter) = {
                     let mut core = self.shared.core.lock();
                     let now = now_ms();
                     let mut empty = false;
-                    while n < batch_size {
+                    // BATCHLIM (KB, 0: none) ends a batch once its messages reach that size.
+                    while n < batch_size && (batch_lim_bytes == 0 || batch_bytes < batch_lim_bytes)
+                    {
                         match core.engine.get(conn, hobj, &opts, 0, now) {
                             Ok(GetOutcome::Got(got, _))
                                 if got.body.len() as u64 > max_msg_len as u64 =>
@@ -395,7 +602,10 @@ impl Attempt<'_> {
                                 if got.md.persistence == Persistence::Persistent {
                                     persistent += 1;
                                 }
+                                let waited_ms = now.saturating_sub(got.md.put_time_ms);
+                                self.status.lock().xq_time.add(waited_ms as f64 * 1000.0);
                                 n += 1;
+                                batch_bytes += got.body.len() as u64;
                                 batch.push(got);
                             }
                             Ok(GetOutcome::Waiting(w)) => {
@@ -418,7 +628,9 @@ impl Attempt<'_> {
                         dead = 0;
                     }
                     let expired = opened.is_some_and(|t| t.elapsed() >= batch_int);
-                    let done = n > 0 && (n >= batch_size || batch_int.is_zero() || expired);
+                    let full =
+                        n >= batch_size || (batch_lim_bytes > 0 && batch_bytes >= batch_lim_bytes);
+                    let done = n > 0 && (full || batch_int.is_zero() || expired);
                     // Wait for an arrival when idle, or while BATCHINT keeps the batch open.
                     let waiter = if !done && empty {
                         match core.engine.get(conn, hobj, &arrival, 0, now) {
@@ -444,6 +656,7 @@ impl Attempt<'_> {
                         }
                         .encode(&mut frames);
                     }
+                    self.status.lock().substate = "SEND";
                     if let Err(e) = link.send(&frames).await {
                         return End::Failed(e);
                     }
@@ -456,31 +669,99 @@ impl Attempt<'_> {
                 let Some(w) = waiter else {
                     continue;
                 };
+                let far = tokio::time::Instant::now() + Duration::from_secs(24 * 3600);
                 let until = match opened {
                     Some(t) if n > 0 => t + batch_int,
-                    _ => tokio::time::Instant::now() + Duration::from_secs(24 * 3600),
+                    _ => far,
                 };
+                // Heartbeats: HBINT after the last frame sent; one unanswered for HBINT means
+                // the link is dead (a relay or firewall that stopped forwarding and did not
+                // close). With a batch open, they only keep the receiver from timing out.
+                let beat_at = hb.map(|h| match link.oldest_unanswered {
+                    Some(t) if n == 0 => t + h,
+                    _ => link.last_sent + h,
+                });
+                // DISCINT counts from the end of the last batch, while there is nothing to send.
+                let disc_at = disc.filter(|_| n == 0).map(|d| idle_since + d);
+                self.status.lock().substate = if n == 0 { "MQGET" } else { "RECEIVE" };
+                enum Woke {
+                    Arrival,
+                    /// A heartbeat's answer (Ok) or the end of the link.
+                    Frame(Result<(), MqError>),
+                    Beat,
+                    Disconnect,
+                    Stop,
+                }
                 // Idle, a receiver that goes away is noticed at once.
-                tokio::select! {
-                    _ = woken.notified() => {}
-                    _ = tokio::time::sleep_until(until) => {}
-                    _ = stop.wait_for(|v| *v) => return End::Stopped,
-                    r = link.recv(Duration::from_secs(24 * 3600)), if n == 0 => {
-                        return End::Failed(r.err().unwrap_or_else(|| broken("the receiver sent a frame out of turn")));
+                let woke = tokio::select! {
+                    _ = woken.notified() => Woke::Arrival,
+                    _ = tokio::time::sleep_until(until) => Woke::Arrival,
+                    _ = stop.wait_for(|v| *v > super::RUN) => Woke::Stop,
+                    r = link.recv(Duration::from_secs(24 * 3600)), if n == 0 => Woke::Frame(r.and_then(|f| match f {
+                        ChannelFrame::HeartbeatOk => Ok(()),
+                        _ => Err(broken("the receiver sent a frame out of turn")),
+                    })),
+                    _ = tokio::time::sleep_until(beat_at.unwrap_or(far)), if beat_at.is_some() => Woke::Beat,
+                    _ = tokio::time::sleep_until(disc_at.unwrap_or(far)), if disc_at.is_some() => Woke::Disconnect,
+                };
+                self.shared.core.lock().engine.cancel_wait(w);
+                match woke {
+                    Woke::Arrival | Woke::Frame(Ok(())) => {}
+                    Woke::Frame(Err(e)) => return End::Failed(e),
+                    Woke::Stop => return End::Stopped,
+                    Woke::Disconnect => return End::Idle,
+                    Woke::Beat => {
+                        if n == 0 && link.unanswered > 0 {
+                            return End::Failed(broken(format!(
+                                "the receiver did not answer a heartbeat in {hb_int_s} s (HBINT): the link is down"
+                            )));
+                        }
+                        self.status.lock().substate = "HEARTBEATING";
+                        if let Err(e) = link.heartbeat().await {
+                            return End::Failed(e);
+                        }
                     }
                 }
-                self.shared.core.lock().engine.cancel_wait(w);
             }
             if fast_np && persistent == 0 && dead == 0 {
                 // Only non-persistent messages on a FAST channel: they left the transmission
                 // queue as they were sent, so there is no unit of work to end and nothing to
                 // log at either end; the batch needs no end-of-batch and no confirmation.
                 self.moved = true;
+                idle_since = tokio::time::Instant::now();
                 let mut st = self.status.lock();
                 st.msgs += n as u64;
                 st.batches += 1;
                 st.bytes_sent += sent_bytes;
                 continue;
+            }
+            // BATCHHB: a receiver not heard from for that long is asked whether it is still
+            // there before the batch goes in doubt; no answer backs the batch out instead.
+            if !batch_hb.is_zero() && link.last_heard.elapsed() >= batch_hb {
+                self.status.lock().substate = "HEARTBEATING";
+                let asked = tokio::time::Instant::now();
+                if let Err(e) = link.heartbeat().await {
+                    return End::Failed(e);
+                }
+                let wait = hb.map_or(ANSWER_TIMEOUT, |h| h * 2);
+                while link.last_heard < asked || link.unanswered > 0 {
+                    let left =
+                        (asked + wait).saturating_duration_since(tokio::time::Instant::now());
+                    let r = tokio::select! {
+                        r = link.recv(left) => r,
+                        _ = stop.wait_for(|v| *v > super::RUN) => return End::Stopped,
+                    };
+                    match r {
+                        Ok(ChannelFrame::HeartbeatOk) => {}
+                        Ok(other) => {
+                            return End::Failed(broken(format!(
+                                "the receiver answered a batch heartbeat with frame 0x{:02x}",
+                                other.kind()
+                            )))
+                        }
+                        Err(e) => return End::Failed(e),
+                    }
+                }
             }
             let batch_luwid = luwid.max(now_luwid_floor(&sync)) + 1;
             let batch_seq = seq + n as u64;
@@ -519,16 +800,21 @@ impl Attempt<'_> {
                 seq: batch_seq,
             }
             .encode(&mut end);
+            self.status.lock().substate = "END_OF_BATCH";
+            let end_sent = tokio::time::Instant::now();
             if let Err(e) = link.send(&end).await {
                 return End::Failed(e);
             }
             // A stop while the batch is in doubt leaves it in doubt: resolved at the next start.
             let answer = tokio::select! {
-                r = link.recv(ANSWER_TIMEOUT) => r,
-                _ = stop.wait_for(|v| *v) => return End::Stopped,
+                r = link.recv_skip(ANSWER_TIMEOUT) => r,
+                _ = stop.wait_for(|v| *v >= super::FORCE) => return End::Stopped,
             };
             match answer {
-                Ok(ChannelFrame::Confirm { luwid: l, .. }) if l == batch_luwid => {}
+                Ok(ChannelFrame::Confirm { luwid: l, .. }) if l == batch_luwid => {
+                    let rtt = end_sent.elapsed().as_secs_f64() * 1e6;
+                    self.status.lock().net_time.add(rtt);
+                }
                 Ok(other) => {
                     return End::Failed(broken(format!(
                         "the receiver answered end of batch {batch_luwid:016X} with frame 0x{:02x}",
@@ -551,6 +837,7 @@ impl Attempt<'_> {
                 return End::Failed(e);
             }
             self.moved = true;
+            idle_since = tokio::time::Instant::now();
             seq = batch_seq;
             luwid = batch_luwid;
             let mut st = self.status.lock();
@@ -563,14 +850,29 @@ impl Attempt<'_> {
         }
     }
 
-    async fn connect(&self, host: &str, port: u16) -> Result<Link, MqError> {
+    async fn connect(
+        &self,
+        host: &str,
+        port: u16,
+        tls: Option<&ferrymq_security::tls::link::LinkTls>,
+    ) -> Result<Link, MqError> {
         match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect((host, port))).await {
             Ok(Ok(sock)) => {
                 let _ = sock.set_nodelay(true);
+                let sock: Box<dyn Io> = match tls {
+                    None => Box::new(sock),
+                    Some(t) => Box::new(self.handshake(sock, host, port, t).await?),
+                };
+                let now = tokio::time::Instant::now();
                 Ok(Link {
                     sock,
                     dec: FrameDecoder::new(ferrymq_proto::PRE_HANDSHAKE_FRAME_MAX_BYTES),
                     buf: BytesMut::with_capacity(64 * 1024),
+                    last_sent: now,
+                    last_heard: now,
+                    receiver_stopped: self.receiver_stopped.clone(),
+                    unanswered: 0,
+                    oldest_unanswered: None,
                 })
             }
             Ok(Err(e)) => Err(MqError::new(
@@ -585,6 +887,51 @@ impl Attempt<'_> {
                 ),
             )),
         }
+    }
+
+    /// The TLS handshake as the client, and the receiver's certificate judged (SSLPEER).
+    async fn handshake(
+        &self,
+        sock: TcpStream,
+        host: &str,
+        port: u16,
+        t: &ferrymq_security::tls::link::LinkTls,
+    ) -> Result<tokio_rustls::client::TlsStream<TcpStream>, MqError> {
+        use ferrymq_security::tls::link::LinkRule;
+        let name = ferrymq_security::tls::link::LinkTls::server_name(&format!("{host}:{port}"));
+        let connector = tokio_rustls::TlsConnector::from(t.client.clone());
+        let s = match tokio::time::timeout(CONNECT_TIMEOUT, connector.connect(name, sock)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                return Err(MqError::new(
+                    Reason::SSL_INITIALIZATION_ERROR,
+                    format!("the TLS handshake with {host}({port}) failed: {e}"),
+                ))
+            }
+            Err(_) => {
+                return Err(MqError::new(
+                    Reason::SSL_INITIALIZATION_ERROR,
+                    format!("the TLS handshake with {host}({port}) took too long"),
+                ))
+            }
+        };
+        if let Err(r) = t.check_peer(s.get_ref().1) {
+            let reason = if r.rule == LinkRule::DnMismatch {
+                Reason::SSL_PEER_NAME_MISMATCH
+            } else {
+                Reason::SSL_INITIALIZATION_ERROR
+            };
+            return Err(MqError::new(
+                reason,
+                format!(
+                    "channel {}: the receiver at {host}({port}) is refused ({}): {}",
+                    self.name,
+                    r.rule.name(),
+                    r.detail
+                ),
+            ));
+        }
+        Ok(s)
     }
 
     async fn durable(&self, lsn: ferrymq_engine::Lsn) -> Result<(), MqError> {
@@ -668,4 +1015,154 @@ fn now_luwid_floor(sync: &ferrymq_engine::channel::ChannelSync) -> u64 {
     sync.indoubt
         .as_ref()
         .map_or(sync.luwid, |d| d.luwid.max(sync.luwid))
+}
+
+/// PING CHANNEL of a sender: connects as the channel would (CONNAME in order, TLS when SSLCIPH
+/// is set), sends `datalen` bytes and checks that the partner returns them; no message moves.
+pub async fn ping(
+    shared: Arc<Shared>,
+    def: ferrymq_types::ObjectDef,
+    datalen: u32,
+) -> Result<String, MqError> {
+    let status = Arc::new(Mutex::new(ChannelStatus::new("", "")));
+    let a = Attempt {
+        shared: &shared,
+        name: &def.name,
+        status: &status,
+        conn: None,
+        moved: false,
+        receiver_stopped: Default::default(),
+    };
+    let conname = attr(&def, "CONNAME", "");
+    let tls = match attr(&def, "SSLCIPH", "").trim() {
+        "" => None,
+        _ => {
+            let peer = attr(&def, "SSLPEER", "");
+            Some(
+                shared
+                    .tls
+                    .channel_client(Some(peer.as_str()).filter(|p| !p.trim().is_empty()))
+                    .map_err(|e| MqError::new(Reason::SSL_INITIALIZATION_ERROR, e))?,
+            )
+        }
+    };
+    let data: bytes::Bytes = (0..datalen).map(|i| (i % 251) as u8).collect();
+    let mut frame = BytesMut::new();
+    ChannelFrame::Ping {
+        channel: def.name.clone(),
+        data: data.clone(),
+    }
+    .encode(&mut frame);
+    let mut last = broken(format!("CONNAME '{conname}' names no address"));
+    for (host, port) in ferrymq_types::conname::parse_conn_name(&conname)? {
+        let started = tokio::time::Instant::now();
+        let mut link = match a.connect(&host, port, tls.as_ref()).await {
+            Ok(l) => l,
+            Err(e) => {
+                last = e;
+                continue;
+            }
+        };
+        let r = async {
+            link.send(&frame).await?;
+            link.recv(ANSWER_TIMEOUT).await
+        }
+        .await;
+        match r {
+            Ok(ChannelFrame::PingOk { data: back }) if back == data => {
+                return Ok(format!(
+                    "CHANNEL({}): {host}({port}) returned the {datalen} bytes in {} ms.",
+                    def.name,
+                    started.elapsed().as_millis()
+                ));
+            }
+            Ok(_) => {
+                last = broken(format!(
+                    "{host}({port}) did not return the ping's data unchanged"
+                ))
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// START CHANNEL of a requester (RQSTR): asks the server channel of the same name at CONNAME
+/// to start; it calls back as the sender, and this queue manager's listener takes it as the
+/// receiving end. The outcome goes to the error log.
+pub async fn request(shared: Arc<Shared>, def: ferrymq_types::ObjectDef) {
+    let status = Arc::new(Mutex::new(ChannelStatus::new("", "")));
+    let a = Attempt {
+        shared: &shared,
+        name: &def.name,
+        status: &status,
+        conn: None,
+        moved: false,
+        receiver_stopped: Default::default(),
+    };
+    let conname = attr(&def, "CONNAME", "");
+    let tls = match attr(&def, "SSLCIPH", "").trim() {
+        "" => None,
+        _ => {
+            let peer = attr(&def, "SSLPEER", "");
+            match shared
+                .tls
+                .channel_client(Some(peer.as_str()).filter(|p| !p.trim().is_empty()))
+            {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    crate::qm_log!(
+                        crate::errlog::ids::CHANNEL_ENDED,
+                        "requester channel {} cannot start: {e}",
+                        def.name
+                    );
+                    return;
+                }
+            }
+        }
+    };
+    let mut frame = BytesMut::new();
+    ChannelFrame::Request {
+        channel: def.name.clone(),
+        requester_qmgr: shared.cfg.name.clone(),
+    }
+    .encode(&mut frame);
+    let mut last = broken(format!("CONNAME '{conname}' names no address"));
+    let addrs = ferrymq_types::conname::parse_conn_name(&conname).unwrap_or_default();
+    for (host, port) in addrs {
+        let mut link = match a.connect(&host, port, tls.as_ref()).await {
+            Ok(l) => l,
+            Err(e) => {
+                last = e;
+                continue;
+            }
+        };
+        let r = async {
+            link.send(&frame).await?;
+            link.recv(ANSWER_TIMEOUT).await
+        }
+        .await;
+        match r {
+            Ok(ChannelFrame::RequestOk) => {
+                crate::qm_log!(
+                    crate::errlog::ids::CHANNEL_STARTED,
+                    "requester channel {}: the server at {host}({port}) is starting and will call back",
+                    def.name
+                );
+                return;
+            }
+            Ok(other) => {
+                last = broken(format!(
+                    "{host}({port}) answered the request with frame 0x{:02x}",
+                    other.kind()
+                ))
+            }
+            Err(e) => last = e,
+        }
+    }
+    crate::qm_log!(
+        crate::errlog::ids::CHANNEL_ENDED,
+        "requester channel {} could not start its server: {last}",
+        def.name
+    );
 }

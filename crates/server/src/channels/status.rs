@@ -11,6 +11,9 @@ pub enum State {
     Running,
     Retrying,
     Stopped,
+    /// Ended normally (DISCINT): it starts again by itself when its transmission queue gets a
+    /// message.
+    Inactive,
 }
 
 impl State {
@@ -21,6 +24,7 @@ impl State {
             State::Running => "RUNNING",
             State::Retrying => "RETRYING",
             State::Stopped => "STOPPED",
+            State::Inactive => "INACTIVE",
         }
     }
 
@@ -32,6 +36,7 @@ impl State {
             State::Running => 3,
             State::Stopped => 6,
             State::Retrying => 5,
+            State::Inactive => 0,
         }
     }
 }
@@ -58,6 +63,49 @@ pub struct ChannelStatus {
     pub xq_msgs_avail: u64,
     /// Why the instance last failed, if it did.
     pub last_error: String,
+    /// What the channel is doing now, with MQ's SUBSTATE names (MQGET, SEND, RECEIVE,
+    /// HEARTBEATING, END_OF_BATCH, NET_CONNECTING, ...); blank when it is doing nothing.
+    pub substate: &'static str,
+    /// The negotiated heartbeat interval, in seconds (0: none).
+    pub hb_int_s: u32,
+    /// STOP CHANNEL was asked and the channel has not ended yet (STOPREQ).
+    pub stop_requested: bool,
+    /// NETTIME: an end of batch's round trip to the receiver; XQTIME: how long messages waited
+    /// on the transmission queue before the channel took them. Microseconds, each as MQ shows
+    /// it: a short-term and a long-term average.
+    pub net_time: Averages,
+    pub xq_time: Averages,
+    /// The definition's CHLTYPE (SDR or SVR sending, RCVR or RQSTR receiving); blank: the
+    /// registry's default for its side.
+    pub chltype: &'static str,
+}
+
+/// A value averaged over the short and the long term (exponentially weighted), as MQ's
+/// NETTIME and XQTIME show two.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Averages {
+    pub short: f64,
+    pub long: f64,
+    seen: bool,
+}
+
+impl Averages {
+    pub fn add(&mut self, v: f64) {
+        if !self.seen {
+            (self.short, self.long, self.seen) = (v, v, true);
+            return;
+        }
+        self.short += (v - self.short) * 0.3;
+        self.long += (v - self.long) * 0.03;
+    }
+
+    fn show(&self) -> String {
+        if self.seen {
+            format!("{:.0},{:.0}", self.short, self.long)
+        } else {
+            " , ".to_string()
+        }
+    }
 }
 
 impl ChannelStatus {
@@ -78,6 +126,12 @@ impl ChannelStatus {
             indoubt: false,
             xq_msgs_avail: 0,
             last_error: String::new(),
+            substate: "",
+            hb_int_s: 0,
+            stop_requested: false,
+            net_time: Averages::default(),
+            xq_time: Averages::default(),
+            chltype: "",
         }
     }
 
@@ -90,12 +144,16 @@ impl ChannelStatus {
             ("CURRENT".to_string(), String::new()),
             ("STATUS".to_string(), self.state.name().to_string()),
         ];
-        if chltype == "SDR" {
+        if chltype == "SDR" || chltype == "SVR" {
             row.push(("XMITQ".to_string(), self.xmitq.clone()));
         }
         row.extend([
-            ("STOPREQ".to_string(), "NO".to_string()),
-            ("SUBSTATE".to_string(), String::new()),
+            (
+                "STOPREQ".to_string(),
+                if self.stop_requested { "YES" } else { "NO" }.to_string(),
+            ),
+            ("SUBSTATE".to_string(), self.substate.to_string()),
+            ("HBINT".to_string(), self.hb_int_s.to_string()),
             (
                 "INDOUBT".to_string(),
                 if self.indoubt { "YES" } else { "NO" }.to_string(),
@@ -111,8 +169,10 @@ impl ChannelStatus {
             ("CHSTADA".to_string(), d),
             ("CHSTATI".to_string(), t),
         ]);
-        if chltype == "SDR" {
+        if chltype == "SDR" || chltype == "SVR" {
             row.push(("XQMSGSA".to_string(), self.xq_msgs_avail.to_string()));
+            row.push(("NETTIME".to_string(), self.net_time.show()));
+            row.push(("XQTIME".to_string(), self.xq_time.show()));
         }
         row
     }

@@ -156,6 +156,16 @@ impl TlsState {
         ))
     }
 
+    /// The mutual-TLS configurations a sending message channel connects with: the key
+    /// repository qm.ini names now (read at each channel start, so a refresh needs nothing
+    /// more), checking the receiver's certificate against `peer` (SSLPEER) when set.
+    pub fn channel_client(&self, peer: Option<&str>) -> Result<LinkTls, String> {
+        let ini = Ini::load(&self.ini)?;
+        let paths = ssl_from_ini(&ini)?
+            .ok_or("qm.ini has no SSL stanza, so this queue manager has no certificate")?;
+        link_tls(&paths.under(&self.dir), peer)
+    }
+
     /// Makes REFRESH SECURITY TYPE(SSL) reach `links` too (if they are TLS links).
     pub fn refresh_links(&self, links: Links, peer: Option<String>) {
         if links.is_tls() {
