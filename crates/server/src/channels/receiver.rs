@@ -421,11 +421,11 @@ impl Receiver<'_> {
             (a, b) => a.min(b),
         };
         let batch_size = their_batch.min(attr_u64(def, "BATCHSZ", 50) as u32).max(1);
-        // The lower of both ends' HBINT; 0 at either end (or a sender that predates
-        // heartbeats): none.
-        let hb_int_s = their_hb_s.min(
-            attr_u64(def, "HBINT", 300).min(ferrymq_types::limits::CHANNEL_HB_INT_MAX_S) as u32,
-        );
+        // As MQ negotiates it: the larger of both ends' HBINT, but 0 at either end (or a
+        // sender that predates heartbeats) means none.
+        let our_hb_s =
+            attr_u64(def, "HBINT", 300).min(ferrymq_types::limits::CHANNEL_HB_INT_MAX_S) as u32;
+        let hb_int_s = negotiated_hb_int_s(their_hb_s, our_hb_s);
         // Without a frame (a message, an end of batch or a heartbeat) for twice the interval,
         // the link is taken for dead.
         let silence_max = (hb_int_s > 0).then(|| Duration::from_secs(2 * u64::from(hb_int_s)));
@@ -684,5 +684,29 @@ impl Receiver<'_> {
                     ),
                 )
             })
+    }
+}
+
+/// The heartbeat interval both ends of a message channel use, as MQ negotiates it: the larger
+/// of the two ends' HBINT, but none (0) when either end asks for none.
+fn negotiated_hb_int_s(theirs: u32, ours: u32) -> u32 {
+    if theirs == 0 || ours == 0 {
+        0
+    } else {
+        theirs.max(ours)
+    }
+}
+
+#[cfg(test)]
+mod hb_tests {
+    use super::negotiated_hb_int_s;
+
+    #[test]
+    fn heartbeats_use_the_larger_interval_and_none_if_either_end_wants_none() {
+        assert_eq!(negotiated_hb_int_s(300, 300), 300);
+        assert_eq!(negotiated_hb_int_s(1, 300), 300);
+        assert_eq!(negotiated_hb_int_s(600, 300), 600);
+        assert_eq!(negotiated_hb_int_s(0, 300), 0);
+        assert_eq!(negotiated_hb_int_s(300, 0), 0);
     }
 }

@@ -465,9 +465,9 @@ impl Attempt<'_> {
         else {
             return End::Failed(last);
         };
-        // The receiver answers with the interval both ends use (the lower of the two; 0 at
+        // The receiver answers with the interval both ends use (the larger of the two; 0 at
         // either end: none); a receiver that predates heartbeats answers 0.
-        let hb_int_s = hb_int_s.min(our_hb_s);
+        let hb_int_s = if our_hb_s == 0 { 0 } else { hb_int_s };
         let hb = (hb_int_s > 0).then(|| Duration::from_secs(u64::from(hb_int_s)));
         self.status.lock().hb_int_s = hb_int_s;
         link.dec
