@@ -437,6 +437,12 @@ impl Link<'_> {
             }
         }
         self.rec.done = done;
+        self.record_counts()
+    }
+
+    /// Records on the state queue the resumes and the bytes re-sent so far, so that a sending
+    /// agent started again goes on counting from them.
+    fn record_counts(&mut self) -> std::result::Result<(), Halt> {
         self.rec.resent = self.resent;
         self.rec.resumes = self.resumes;
         self.rec.write(self.c, &self.state, false)?;
@@ -525,6 +531,7 @@ impl Link<'_> {
                             offset = off.min(ident.0.max(0) as u64);
                             let had = self.confirmed[i].max(received);
                             self.resent += had.saturating_sub(offset);
+                            self.record_counts()?;
                             break;
                         }
                     }
