@@ -1,10 +1,11 @@
 //! Fault injection: one 200 MB file between agents on two queue managers joined by a
 //! sender/receiver channel (through a relay, limited to 100 Mbit/s, so that the link itself can
-//! be cut and the faults fall inside the transfer), while the
-//! sending agent, the receiving agent, each queue manager (SIGKILL, then started again) and the
-//! channel (the relay killed and started again) are faulted at random moments — every kind at
-//! least twice. The transfer completes by itself, the destination is byte for byte the source,
-//! at most one checkpoint's worth is sent again per fault (from the transfer's result), and
+//! be cut and the faults fall inside the transfer), while the sending agent, the receiving
+//! agent, each queue manager (SIGKILL, then started again) and the channel (the relay killed and
+//! started again) are faulted at random moments — every kind at least twice. The transfer completes by itself, the destination is byte for byte the source,
+//! at most one checkpoint's worth is sent again per fault (the sending agent's count in the
+//! transfer's result: at each resume, the data from the resume offset up to the furthest the
+//! receiver had acknowledged or held, or the sender had put and lost on the way), and
 //! nothing but the file is left in the destination directory.
 //!
 //! The faults come from a seeded random generator; the seed is printed, and
@@ -26,9 +27,12 @@ use support::{Home, Qm, Relay};
 const CHUNK: usize = 256 * 1024;
 /// 200 MB, not a multiple of the chunk size.
 const SIZE: u64 = 200 * 1000 * 1000 + 4321;
-/// A checkpoint every 2 frames.
-const INTERVAL: usize = 2;
-/// One checkpoint's worth: agentFrameSize (2) × agentCheckpointInterval chunks.
+/// A checkpoint every 4 frames.
+const INTERVAL: usize = 4;
+/// One checkpoint's worth: agentFrameSize (2) × agentCheckpointInterval chunks (2 MiB). The
+/// window in flight (agentWindowSize 2 × agentFrameSize 2 chunks, 1 MiB) is what a queue
+/// manager or the link going down loses; a receiving agent killed loses that and at most one
+/// checkpoint's worth it had received.
 const CHECKPOINT_BYTES: u64 = (2 * INTERVAL * CHUNK) as u64;
 /// The link between the queue managers, in megabits per second: slow enough that ten faults,
 /// each some time to inject and recover from, fall inside one transfer.
