@@ -304,6 +304,8 @@ struct Link<'a> {
     results: Vec<Option<(bool, String)>>,
     /// Bytes of each file the receiver acknowledged.
     confirmed: Vec<u64>,
+    /// Per file, the end of the data this agent process put so far (in flight or received).
+    put_high: Vec<u64>,
     /// Each file's size when the transfer (or this agent) started.
     sizes: Vec<u64>,
     idents: Vec<Option<(i64, i64)>>,
@@ -437,6 +439,12 @@ impl Link<'_> {
             }
         }
         self.rec.done = done;
+        self.record_counts()
+    }
+
+    /// Records on the state queue the resumes and the bytes re-sent so far, so that a sending
+    /// agent started again goes on counting from them.
+    fn record_counts(&mut self) -> std::result::Result<(), Halt> {
         self.rec.resent = self.resent;
         self.rec.resumes = self.resumes;
         self.rec.write(self.c, &self.state, false)?;
@@ -523,8 +531,14 @@ impl Link<'_> {
                     if let Some((ix, off, received)) = self.ready {
                         if ix == i as i64 {
                             offset = off.min(ident.0.max(0) as u64);
-                            let had = self.confirmed[i].max(received);
+                            // Sent again: what the receiver held or acknowledged, and what
+                            // was put and lost on the way (a queue manager or link down).
+                            let had = self.confirmed[i].max(received).max(self.put_high[i]);
                             self.resent += had.saturating_sub(offset);
+                            // Counted once: a later resume counts from here.
+                            self.put_high[i] = offset;
+                            self.confirmed[i] = self.confirmed[i].min(offset);
+                            self.record_counts()?;
                             break;
                         }
                     }
@@ -583,6 +597,7 @@ impl Link<'_> {
                     self.put(props, Bytes::from(body))?;
                     self.sent += 1;
                     offset += piece.len() as u64;
+                    self.put_high[i] = self.put_high[i].max(offset);
                 }
                 if n == 0 {
                     break;
@@ -765,6 +780,7 @@ fn send(
         acked: 0,
         results,
         confirmed: vec![0; files.len()],
+        put_high: vec![0; files.len()],
         sizes,
         idents: vec![None; files.len()],
         ready: None,
