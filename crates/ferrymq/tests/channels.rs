@@ -13,19 +13,9 @@ use ferrymq_client::blocking::Connection;
 use ferrymq_types::dlh::DeadLetterHeader;
 use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties, PropertyValue};
-use support::{Home, Qm};
+use support::{mqsc, Home, Qm};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-fn mqsc(home: &Home, qm: &str, script: &str) -> String {
-    let out = home.run_with_input(&["runmqsc", qm], script);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "runmqsc failed:\n{script}\n---\n{text}"
-    );
-    text
-}
 
 /// QM1 sends to QM2 over channel QM1.TO.QM2: QM2 has the receiver and the queue ORDERS.IN; QM1
 /// the transmission queue QM2, the remote queue ORDERS and the sender (retrying every second).

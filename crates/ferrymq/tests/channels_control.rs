@@ -14,19 +14,9 @@ use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
 use ferrymq_types::options::{open, GetOptions, Wait};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties};
-use support::{Home, Qm};
+use support::{mqsc, Home, Qm};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-fn mqsc(home: &Home, qm: &str, script: &str) -> String {
-    let out = home.run_with_input(&["runmqsc", qm], script);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "runmqsc failed:\n{script}\n---\n{text}"
-    );
-    text
-}
 
 /// QM2 with the receiver (its attributes `rcvr`) and ORDERS.IN; QM1 with the transmission
 /// queue, the remote queue ORDERS and the sender (attributes `sdr`) to `port`, started.

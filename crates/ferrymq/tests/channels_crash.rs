@@ -20,7 +20,7 @@ use ferrymq_types::options::{open, GetOptions};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties, Reason};
 use rand::{Rng, SeedableRng};
 use support::ha::HaGroup;
-use support::{Home, Qm};
+use support::{mqsc, Home, Qm};
 
 const KILLS: usize = 24;
 
@@ -30,16 +30,6 @@ struct Ledger {
     acked: Vec<(u64, i32)>,
     /// Puts whose outcome the producer cannot know (the connection broke).
     in_doubt: Vec<u64>,
-}
-
-fn mqsc(home: &Home, qm: &str, script: &str) -> String {
-    let out = home.run_with_input(&["runmqsc", qm], script);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "runmqsc failed:\n{script}\n---\n{text}"
-    );
-    text
 }
 
 fn depth(home: &Home, qm: &str, q: &str) -> Option<u32> {

@@ -12,19 +12,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use ferrymq_types::options::{open, GetOptions};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties};
-use support::{free_port, Home, Qm};
+use support::{free_port, mqsc, Home, Qm};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-fn mqsc(home: &Home, qm: &str, script: &str) -> String {
-    let out = home.run_with_input(&["runmqsc", qm], script);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "runmqsc failed:\n{script}\n---\n{text}"
-    );
-    text
-}
 
 fn depth(home: &Home, qm: &str, q: &str) -> u32 {
     let text = mqsc(home, qm, &format!("DISPLAY QLOCAL({q}) CURDEPTH\n"));

@@ -12,19 +12,9 @@ use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
 use ferrymq_types::options::{open, GetOptions, Wait};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties};
-use support::{Home, Qm};
+use support::{mqsc, Home, Qm};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-fn mqsc(home: &Home, qm: &str, script: &str) -> String {
-    let out = home.run_with_input(&["runmqsc", qm], script);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "runmqsc failed:\n{script}\n---\n{text}"
-    );
-    text
-}
 
 /// QM1 and QM2 with certificates from one CA (qm.ini SSL stanzas set); QM2 has the receiver
 /// (attributes `rcvr`), QM1 the sender (attributes `sdr`), started.

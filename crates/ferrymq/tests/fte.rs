@@ -10,7 +10,7 @@ use bytes::Bytes;
 use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties, PropertyValue};
 use fte_support::{agents, data, dir, text};
-use support::{Home, Qm};
+use support::{mqsc, Home, Qm};
 
 fn transfer(home: &Home, args: &[&str]) -> std::process::Output {
     let mut v = vec!["fteCreateTransfer", "-w", "60"];
@@ -364,11 +364,6 @@ fn an_xml_request_put_on_the_command_queue_is_carried_out_and_answered() {
     );
     assert!(!work.path().join("escaped.txt").exists());
     assert!(!work.path().join("escaped.txt.part").exists());
-}
-
-fn mqsc(home: &Home, qm: &str, script: &str) {
-    let out = home.run_with_input(&["runmqsc", qm], script);
-    assert!(out.status.success(), "runmqsc {qm}:\n{}", text(&out));
 }
 
 #[test]

@@ -22,7 +22,7 @@ use fte_support::{agents_checkpointing, kill_agent, part_of, resumes_and_resent,
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use support::{Home, Qm, Relay};
+use support::{mqsc, Home, Qm, Relay};
 
 const CHUNK: usize = 256 * 1024;
 /// 200 MB, not a multiple of the chunk size.
@@ -91,15 +91,6 @@ fn same_as_source(path: &Path, seed: u8) -> bool {
         }
         at += n as u64;
     }
-}
-
-fn mqsc(home: &Home, qm: &str, script: &str) {
-    let out = home.run_with_input(&["runmqsc", qm], script);
-    assert!(
-        out.status.success(),
-        "runmqsc {qm}:\n{}",
-        fte_support::text(&out)
-    );
 }
 
 /// The sending agent's result line for the transfer, once there is one.

@@ -14,7 +14,7 @@ use fte_support::{
     agents_checkpointing, data, dir, kill_agent, part_of, resumes_and_resent, spawn_transfer,
     wait_until,
 };
-use support::{Home, Qm};
+use support::{mqsc, Home, Qm};
 
 const CHUNK: usize = 64 * 1024;
 /// Many chunks, and not a multiple of the chunk size.
@@ -192,15 +192,6 @@ fn a_source_changed_while_the_receiver_was_down_fails_the_transfer_and_leaves_no
     let part = part_of(&f.dst);
     wait_until("the .part removed", 30, || !part.exists());
     assert!(!f.dst.exists());
-}
-
-fn mqsc(home: &Home, qm: &str, script: &str) {
-    let out = home.run_with_input(&["runmqsc", qm], script);
-    assert!(
-        out.status.success(),
-        "runmqsc {qm}:\n{}",
-        fte_support::text(&out)
-    );
 }
 
 #[test]

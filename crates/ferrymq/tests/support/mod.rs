@@ -126,6 +126,19 @@ impl Home {
     }
 }
 
+/// Runs `script` with `runmqsc` on queue manager `qm`; asserts that it succeeded and returns
+/// what it printed.
+pub fn mqsc(home: &Home, qm: &str, script: &str) -> String {
+    let out = home.run_with_input(&["runmqsc", qm], script);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "runmqsc {qm} failed:\n{script}\n---\n{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
 /// A free loopback port outside the kernel's ephemeral range where possible (see
 /// [`free_port_outside_ephemeral`]), else one the kernel picks.
 pub fn free_port() -> u16 {

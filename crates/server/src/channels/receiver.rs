@@ -41,28 +41,22 @@ fn send(s: &Session, f: &ChannelFrame, wait_lsn: u64, close: bool) {
 
 /// Refuses the channel: tells the sender why, and ends the socket.
 fn refuse(s: &Session, e: MqError) -> Result<(), MqError> {
-    send(
-        s,
-        &ChannelFrame::Refused {
-            reason: e.reason.code(),
-            message: e.message.clone(),
-            stop: false,
-        },
-        0,
-        true,
-    );
-    Err(e)
+    refuse_as(s, e, false)
 }
 
 /// Ends the channel for a reason retrying does not cure: the sender stops (STOPPED) rather
 /// than retry.
 fn refuse_stop(s: &Session, e: MqError) -> Result<(), MqError> {
+    refuse_as(s, e, true)
+}
+
+fn refuse_as(s: &Session, e: MqError, stop: bool) -> Result<(), MqError> {
     send(
         s,
         &ChannelFrame::Refused {
             reason: e.reason.code(),
             message: e.message.clone(),
-            stop: true,
+            stop,
         },
         0,
         true,
@@ -76,6 +70,34 @@ fn may_pass(reason: Reason) -> bool {
         reason,
         Reason::Q_FULL | Reason::PUT_INHIBITED | Reason::Q_SPACE_NOT_AVAILABLE
     )
+}
+
+/// The definition of `channel` on this queue manager; refused with MQRC_STANDBY_Q_MGR when this
+/// instance is an HA replica or a DR secondary, which take no channels (a sender then tries its
+/// next address).
+fn active_definition(
+    shared: &Arc<Shared>,
+    s: &Session,
+    channel: &str,
+) -> Result<Option<ferrymq_types::ObjectDef>, MqError> {
+    if shared.is_standby() {
+        refuse(
+            s,
+            MqError::new(
+                Reason::STANDBY_Q_MGR,
+                format!(
+                    "this instance of queue manager {} is not the active one",
+                    shared.cfg.name
+                ),
+            ),
+        )?;
+    }
+    Ok(shared
+        .core
+        .lock()
+        .engine
+        .object(ObjectKind::Channel, channel)
+        .cloned())
 }
 
 /// A receiving end's definition: a RCVR, or a RQSTR its server calls back.
@@ -94,24 +116,7 @@ fn answer_request(
     channel: &str,
     requester_qmgr: &str,
 ) -> Result<(), MqError> {
-    if shared.is_standby() {
-        return refuse(
-            s,
-            MqError::new(
-                Reason::STANDBY_Q_MGR,
-                format!(
-                    "this instance of queue manager {} is not the active one",
-                    shared.cfg.name
-                ),
-            ),
-        );
-    }
-    let def = shared
-        .core
-        .lock()
-        .engine
-        .object(ObjectKind::Channel, channel)
-        .cloned();
+    let def = active_definition(shared, s, channel)?;
     let Some(def) = def.filter(|d| d.attrs.get("CHLTYPE").map(String::as_str) == Some("SVR"))
     else {
         return refuse(
@@ -165,24 +170,7 @@ fn answer_ping(
     channel: &str,
     data: Bytes,
 ) -> Result<(), MqError> {
-    if shared.is_standby() {
-        return refuse(
-            s,
-            MqError::new(
-                Reason::STANDBY_Q_MGR,
-                format!(
-                    "this instance of queue manager {} is not the active one",
-                    shared.cfg.name
-                ),
-            ),
-        );
-    }
-    let def = shared
-        .core
-        .lock()
-        .engine
-        .object(ObjectKind::Channel, channel)
-        .cloned();
+    let def = active_definition(shared, s, channel)?;
     let Some(def) = def.filter(receiving) else {
         return refuse(
             s,
@@ -239,26 +227,7 @@ pub async fn run<R: AsyncRead + Unpin>(
             "expected a channel Hello",
         ));
     };
-    // An HA replica or a DR secondary takes no channels: the sender tries its next address.
-    if shared.is_standby() {
-        return refuse(
-            s,
-            MqError::new(
-                Reason::STANDBY_Q_MGR,
-                format!(
-                    "this instance of queue manager {} is not the active one",
-                    shared.cfg.name
-                ),
-            ),
-        );
-    }
-    let def = shared
-        .core
-        .lock()
-        .engine
-        .object(ObjectKind::Channel, &channel)
-        .cloned();
-    let def = match def {
+    let def = match active_definition(shared, s, &channel)? {
         Some(d) if receiving(&d) => d,
         _ => {
             crate::qm_log!(

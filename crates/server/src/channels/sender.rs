@@ -1017,27 +1017,29 @@ fn now_luwid_floor(sync: &ferrymq_engine::channel::ChannelSync) -> u64 {
         .map_or(sync.luwid, |d| d.luwid.max(sync.luwid))
 }
 
-/// PING CHANNEL of a sender: connects as the channel would (CONNAME in order, TLS when SSLCIPH
-/// is set), sends `datalen` bytes and checks that the partner returns them; no message moves.
-pub async fn ping(
-    shared: Arc<Shared>,
-    def: ferrymq_types::ObjectDef,
-    datalen: u32,
-) -> Result<String, MqError> {
+/// Sends `frame` to the partner of `def` as the channel connects (CONNAME in order, TLS when
+/// SSLCIPH is set) and gives its answer to `accept`: the first address whose answer it takes
+/// wins; otherwise the last reason.
+async fn ask_partner<T>(
+    shared: &Arc<Shared>,
+    def: &ferrymq_types::ObjectDef,
+    frame: &BytesMut,
+    accept: impl Fn(&str, u16, ChannelFrame) -> Result<T, MqError>,
+) -> Result<T, MqError> {
     let status = Arc::new(Mutex::new(ChannelStatus::new("", "")));
     let a = Attempt {
-        shared: &shared,
+        shared,
         name: &def.name,
         status: &status,
         conn: None,
         moved: false,
         receiver_stopped: Default::default(),
     };
-    let conname = attr(&def, "CONNAME", "");
-    let tls = match attr(&def, "SSLCIPH", "").trim() {
+    let conname = attr(def, "CONNAME", "");
+    let tls = match attr(def, "SSLCIPH", "").trim() {
         "" => None,
         _ => {
-            let peer = attr(&def, "SSLPEER", "");
+            let peer = attr(def, "SSLPEER", "");
             Some(
                 shared
                     .tls
@@ -1046,6 +1048,35 @@ pub async fn ping(
             )
         }
     };
+    let mut last = broken(format!("CONNAME '{conname}' names no address"));
+    for (host, port) in ferrymq_types::conname::parse_conn_name(&conname)? {
+        let mut link = match a.connect(&host, port, tls.as_ref()).await {
+            Ok(l) => l,
+            Err(e) => {
+                last = e;
+                continue;
+            }
+        };
+        let r = async {
+            link.send(frame).await?;
+            link.recv(ANSWER_TIMEOUT).await
+        }
+        .await;
+        match r.and_then(|answer| accept(&host, port, answer)) {
+            Ok(t) => return Ok(t),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// PING CHANNEL of a sender: connects as the channel would (CONNAME in order, TLS when SSLCIPH
+/// is set), sends `datalen` bytes and checks that the partner returns them; no message moves.
+pub async fn ping(
+    shared: Arc<Shared>,
+    def: ferrymq_types::ObjectDef,
+    datalen: u32,
+) -> Result<String, MqError> {
     let data: bytes::Bytes = (0..datalen).map(|i| (i % 251) as u8).collect();
     let mut frame = BytesMut::new();
     ChannelFrame::Ping {
@@ -1053,116 +1084,48 @@ pub async fn ping(
         data: data.clone(),
     }
     .encode(&mut frame);
-    let mut last = broken(format!("CONNAME '{conname}' names no address"));
-    for (host, port) in ferrymq_types::conname::parse_conn_name(&conname)? {
-        let started = tokio::time::Instant::now();
-        let mut link = match a.connect(&host, port, tls.as_ref()).await {
-            Ok(l) => l,
-            Err(e) => {
-                last = e;
-                continue;
-            }
-        };
-        let r = async {
-            link.send(&frame).await?;
-            link.recv(ANSWER_TIMEOUT).await
-        }
-        .await;
-        match r {
-            Ok(ChannelFrame::PingOk { data: back }) if back == data => {
-                return Ok(format!(
-                    "CHANNEL({}): {host}({port}) returned the {datalen} bytes in {} ms.",
-                    def.name,
-                    started.elapsed().as_millis()
-                ));
-            }
-            Ok(_) => {
-                last = broken(format!(
-                    "{host}({port}) did not return the ping's data unchanged"
-                ))
-            }
-            Err(e) => last = e,
-        }
-    }
-    Err(last)
+    let started = tokio::time::Instant::now();
+    ask_partner(&shared, &def, &frame, |host, port, answer| match answer {
+        ChannelFrame::PingOk { data: back } if back == data => Ok(format!(
+            "CHANNEL({}): {host}({port}) returned the {datalen} bytes in {} ms.",
+            def.name,
+            started.elapsed().as_millis()
+        )),
+        _ => Err(broken(format!(
+            "{host}({port}) did not return the ping's data unchanged"
+        ))),
+    })
+    .await
 }
 
 /// START CHANNEL of a requester (RQSTR): asks the server channel of the same name at CONNAME
 /// to start; it calls back as the sender, and this queue manager's listener takes it as the
 /// receiving end. The outcome goes to the error log.
 pub async fn request(shared: Arc<Shared>, def: ferrymq_types::ObjectDef) {
-    let status = Arc::new(Mutex::new(ChannelStatus::new("", "")));
-    let a = Attempt {
-        shared: &shared,
-        name: &def.name,
-        status: &status,
-        conn: None,
-        moved: false,
-        receiver_stopped: Default::default(),
-    };
-    let conname = attr(&def, "CONNAME", "");
-    let tls = match attr(&def, "SSLCIPH", "").trim() {
-        "" => None,
-        _ => {
-            let peer = attr(&def, "SSLPEER", "");
-            match shared
-                .tls
-                .channel_client(Some(peer.as_str()).filter(|p| !p.trim().is_empty()))
-            {
-                Ok(t) => Some(t),
-                Err(e) => {
-                    crate::qm_log!(
-                        crate::errlog::ids::CHANNEL_ENDED,
-                        "requester channel {} cannot start: {e}",
-                        def.name
-                    );
-                    return;
-                }
-            }
-        }
-    };
     let mut frame = BytesMut::new();
     ChannelFrame::Request {
         channel: def.name.clone(),
         requester_qmgr: shared.cfg.name.clone(),
     }
     .encode(&mut frame);
-    let mut last = broken(format!("CONNAME '{conname}' names no address"));
-    let addrs = ferrymq_types::conname::parse_conn_name(&conname).unwrap_or_default();
-    for (host, port) in addrs {
-        let mut link = match a.connect(&host, port, tls.as_ref()).await {
-            Ok(l) => l,
-            Err(e) => {
-                last = e;
-                continue;
-            }
-        };
-        let r = async {
-            link.send(&frame).await?;
-            link.recv(ANSWER_TIMEOUT).await
-        }
-        .await;
-        match r {
-            Ok(ChannelFrame::RequestOk) => {
-                crate::qm_log!(
-                    crate::errlog::ids::CHANNEL_STARTED,
-                    "requester channel {}: the server at {host}({port}) is starting and will call back",
-                    def.name
-                );
-                return;
-            }
-            Ok(other) => {
-                last = broken(format!(
-                    "{host}({port}) answered the request with frame 0x{:02x}",
-                    other.kind()
-                ))
-            }
-            Err(e) => last = e,
-        }
+    let r = ask_partner(&shared, &def, &frame, |host, port, answer| match answer {
+        ChannelFrame::RequestOk => Ok(format!("{host}({port})")),
+        other => Err(broken(format!(
+            "{host}({port}) answered the request with frame 0x{:02x}",
+            other.kind()
+        ))),
+    })
+    .await;
+    match r {
+        Ok(server) => crate::qm_log!(
+            crate::errlog::ids::CHANNEL_STARTED,
+            "requester channel {}: the server at {server} is starting and will call back",
+            def.name
+        ),
+        Err(last) => crate::qm_log!(
+            crate::errlog::ids::CHANNEL_ENDED,
+            "requester channel {} could not start its server: {last}",
+            def.name
+        ),
     }
-    crate::qm_log!(
-        crate::errlog::ids::CHANNEL_ENDED,
-        "requester channel {} could not start its server: {last}",
-        def.name
-    );
 }
