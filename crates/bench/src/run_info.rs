@@ -60,6 +60,18 @@ impl RunInfo {
 
     /// The report's title and opening lines; `sharing` names what shares the machine's cores.
     pub fn header_md(&self, title: &str, sharing: &str) -> String {
+        let mut md = self.title_md(title, sharing);
+        let _ = writeln!(
+            md,
+            "- Each run: {:.0} s warm-up, then a {:.0} s measured window; {} B persistent messages",
+            self.warmup_s, self.duration_s, self.msg_size
+        );
+        md
+    }
+
+    /// The title and the lines every report opens with (command, version, date, machine);
+    /// `sharing` names what shares the machine's cores.
+    pub fn title_md(&self, title: &str, sharing: &str) -> String {
         let mut md = String::new();
         let _ = writeln!(
             md,
@@ -77,11 +89,6 @@ impl RunInfo {
             md,
             "- Machine: {} CPU cores ({}), Linux {}; {sharing} share them",
             self.cores, self.cpu_model, self.kernel
-        );
-        let _ = writeln!(
-            md,
-            "- Each run: {:.0} s warm-up, then a {:.0} s measured window; {} B persistent messages",
-            self.warmup_s, self.duration_s, self.msg_size
         );
         md
     }

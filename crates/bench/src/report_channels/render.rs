@@ -355,23 +355,9 @@ fn charts(rep: &Report) -> Vec<(&'static str, String)> {
 
 pub(crate) fn markdown(rep: &Report) -> String {
     let i = &rep.info;
-    let mut md = String::new();
-    let _ = writeln!(
-        md,
-        "# FerryMQ message channel report{}\n",
-        if i.quick { " (quick)" } else { "" }
-    );
-    let _ = writeln!(md, "- Command: `{}`", i.command);
-    let _ = writeln!(md, "- ferrymq: {}", i.version);
-    let _ = writeln!(
-        md,
-        "- Date: {}; the report took {:.0} s",
-        i.date, i.elapsed_s
-    );
-    let _ = writeln!(
-        md,
-        "- Machine: {} CPU cores ({}), Linux {}; both queue managers, the relay and the bench's clients share them",
-        i.cores, i.cpu_model, i.kernel
+    let mut md = i.title_md(
+        "FerryMQ message channel report",
+        "both queue managers, the relay and the bench's clients",
     );
     let _ = writeln!(
         md,

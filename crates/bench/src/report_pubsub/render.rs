@@ -37,24 +37,9 @@ fn verdict(r: &Row) -> &'static str {
 }
 
 pub fn markdown(r: &Results) -> String {
-    let i = &r.info;
-    let mut md = String::new();
-    let _ = writeln!(
-        md,
-        "# FerryMQ publish/subscribe fan-out report{}\n",
-        if i.quick { " (quick)" } else { "" }
-    );
-    let _ = writeln!(md, "- Command: `{}`", i.command);
-    let _ = writeln!(md, "- ferrymq: {}", i.version);
-    let _ = writeln!(
-        md,
-        "- Date: {}; the report took {:.0} s",
-        i.date, i.elapsed_s
-    );
-    let _ = writeln!(
-        md,
-        "- Machine: {} CPU cores ({}), Linux {}; the queue manager, the publisher and the subscribers share them",
-        i.cores, i.cpu_model, i.kernel
+    let mut md = r.info.title_md(
+        "FerryMQ publish/subscribe fan-out report",
+        "the queue manager, the publisher and the subscribers",
     );
     let _ = writeln!(
         md,
