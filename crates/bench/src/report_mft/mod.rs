@@ -50,8 +50,8 @@ const CHUNK_KIB_MAX: u64 = (ferrymq_types::limits::FTE_CHUNK_SIZE_MAX_BYTES / 10
 /// `ferrymq-bench report mft`'s options.
 #[derive(clap::Args, Debug)]
 pub struct MftArgs {
-    /// A short run (under 3 minutes): 200 MB of 1 MB files and of 20 MB files, 256 KiB chunks,
-    /// ten transfers at once, bindings and client mode
+    /// A short run (under 3 minutes): the goals' rows only, 1000 MB as 1000×1 MB and as
+    /// 10×100 MB, 256 KiB chunks, ten transfers at once, bindings and client mode
     #[arg(long)]
     pub quick: bool,
     /// Directory to write the report to (default docs/results/DATE-mft[-quick])
@@ -149,12 +149,11 @@ impl Opts {
                 .ok_or_else(|| {
                     format!("--total-mb: '{t}' is not a number from 1 to {TOTAL_MB_MAX}")
                 })?,
-            None if a.quick => 200,
             None => TOTAL_MB,
         };
         let sizes_mb: Vec<u64> = match &a.sizes {
             Some(s) => numbers("--sizes", s, 1, SIZE_MB_MAX)?,
-            None if a.quick => vec![1, 20],
+            None if a.quick => vec![1, 100],
             None => SIZES_MB.to_vec(),
         };
         for &s in &sizes_mb {
@@ -247,13 +246,15 @@ pub struct Results {
     /// Where the files were written (source, destinations and the baseline's copy).
     pub files_dir: String,
     pub filesystem: String,
+    /// /proc/loadavg when the run started (other work on the machine shows here).
+    pub load_at_start: String,
     pub baselines: Vec<Baseline>,
     pub rows: Vec<Row>,
     pub goals: Vec<Goal>,
 }
 
 /// The goals this run can read: the 1 MB files and the largest size run (the seed's 100 MB, or
-/// the quick run's stand-in), ten transfers at once in bindings mode, at the default chunk size
+/// a partial run's largest), ten transfers at once in bindings mode, at the default chunk size
 /// when it ran (else the best chunk measured).
 pub fn goals(rows: &[Row], baselines: &[Baseline]) -> Vec<Goal> {
     let mut sizes: Vec<u64> = rows.iter().map(|r| r.size_mb).collect();

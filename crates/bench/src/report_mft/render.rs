@@ -226,8 +226,9 @@ pub fn markdown(r: &Results) -> String {
     );
     let _ = writeln!(
         md,
-        "- Machine: {} CPU cores ({}), Linux {}; the agents, the queue managers and `cp` share them",
-        i.cores, i.cpu_model, i.kernel
+        "- Machine: {} CPU cores ({}), Linux {}; the agents, the queue managers and `cp` share them \
+         (load average {} when the run started)",
+        i.cores, i.cpu_model, i.kernel, r.load_at_start
     );
     let mut chunks: Vec<usize> = r.rows.iter().map(|x| x.chunk_kib).collect();
     chunks.sort_unstable();
@@ -273,7 +274,8 @@ pub fn markdown(r: &Results) -> String {
          time, from /proc (Server CPU: the queue manager(s), {QM_SRC} + {QM_DST} in bindings mode). \
          After each row every destination file's SHA-256 is checked against its source's (a wrong \
          or missing file fails the run). The baseline is `cp -r` of the same files to the same disk \
-         followed by `sync`, timed together, in the same run. The seed's columns are its times for \
+         followed by `sync`, timed together, in the same run (the faster of a run before and a run after \
+         that file size's rows). The seed's columns are its times for \
          1000 MB in the same configuration (its files were sent in text mode, on other hardware): \
          compare by ratio, not by absolute figure.\n"
     );
@@ -316,15 +318,24 @@ pub fn markdown(r: &Results) -> String {
         );
     }
     let _ = writeln!(md, "\n## Baseline: cp + sync\n");
-    let _ = writeln!(md, "| File size (MB) | Files | MB | Time (s) | MB/s |");
-    let _ = writeln!(md, "|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        md,
+        "Measured before and after each file size's rows; the faster run is the baseline.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| File size (MB) | Files | MB | Runs (s) | Time (s) | MB/s |"
+    );
+    let _ = writeln!(md, "|---:|---:|---:|---|---:|---:|");
     for b in &r.baselines {
+        let runs: Vec<String> = b.runs_s.iter().map(|s| format!("{s:.2}")).collect();
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {:.2} | {:.1} |",
+            "| {} | {} | {} | {} | {:.2} | {:.1} |",
             b.size_mb,
             b.files,
             b.bytes / r.mb_bytes,
+            runs.join(", "),
             b.seconds,
             b.mb_per_s
         );

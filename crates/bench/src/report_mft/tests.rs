@@ -43,13 +43,10 @@ fn row(size_mb: u64, mode: Mode, multiple: bool, chunk_kib: usize, mb_per_s: f64
 }
 
 fn base(size_mb: u64, mb_per_s: f64) -> Baseline {
-    Baseline {
-        size_mb,
-        files: 1000 / size_mb,
-        bytes: 1000 * MB_BYTES,
-        seconds: 1000.0 / mb_per_s,
-        mb_per_s,
-    }
+    let mut b = Baseline::new(size_mb, 1000 / size_mb, 1000 * MB_BYTES);
+    b.add(2000.0 / mb_per_s);
+    b.add(1000.0 / mb_per_s);
+    b
 }
 
 #[test]
@@ -65,11 +62,11 @@ fn options_default_to_the_seeds_matrix_and_quick_to_a_short_subset() {
     assert!(o.out.to_string_lossy().ends_with("-mft"));
 
     let q = Opts::parse(&args(&["--quick"])).unwrap();
-    assert_eq!((q.total_mb, q.sizes_mb.clone()), (200, vec![1, 20]));
+    assert_eq!((q.total_mb, q.sizes_mb.clone()), (1000, vec![1, 100]));
     assert_eq!(q.chunks_kib, vec![256]);
     assert_eq!(q.multiple, vec![true]);
     assert_eq!(q.rows(), 4);
-    assert_eq!(q.files(20), 10);
+    assert_eq!((q.files(1), q.files(100)), (1000, 10));
     assert!(q.out.to_string_lossy().ends_with("-mft-quick"));
 
     let p = Opts::parse(&args(&[
@@ -109,6 +106,13 @@ fn options_default_to_the_seeds_matrix_and_quick_to_a_short_subset() {
             "{bad:?} should be refused"
         );
     }
+}
+
+#[test]
+fn the_faster_cp_run_is_the_baseline() {
+    let b = base(1, 100.0);
+    assert_eq!(b.runs_s, vec![20.0, 10.0]);
+    assert!((b.mb_per_s - 100.0).abs() < 1e-9 && (b.seconds - 10.0).abs() < 1e-9);
 }
 
 #[test]
@@ -216,6 +220,7 @@ fn the_readme_numbers_the_tables_and_states_the_goals_and_the_seeds_best() {
         mb_bytes: MB_BYTES,
         files_dir: "/tmp/x/files".into(),
         filesystem: "/dev/vda (ext4) mounted on /".into(),
+        load_at_start: "0.50 0.40 0.30".into(),
         goals: goals(&rows, &baselines),
         baselines,
         rows,
@@ -231,6 +236,7 @@ fn the_readme_numbers_the_tables_and_states_the_goals_and_the_seeds_best() {
         "65% of cp+sync (goal ≥ 60%): PASS",
         "![100 MB files](mft-100mb.svg)",
         "/tmp/x/files",
+        "(load average 0.50 0.40 0.30 when the run started)",
     ] {
         assert!(md.contains(want), "missing {want:?} in:\n{md}");
     }
