@@ -348,8 +348,13 @@ pub(crate) fn channel_mqsc(from: &str, to: &str, port: u16) -> String {
     )
 }
 
-/// Runs the whole matrix in `home`.
-pub(crate) fn run(o: &Opts, home: &Path) -> Result<Results, String> {
+/// Runs the whole matrix in `home`, calling `each` with the results so far after each file size
+/// (so that a long run that stops still leaves the sizes it finished).
+pub(crate) fn run(
+    o: &Opts,
+    home: &Path,
+    each: &mut dyn FnMut(&Results) -> Result<(), String>,
+) -> Result<Results, String> {
     let files_dir = home.join("files");
     let mut r = Results {
         info: RunInfo::now(
@@ -423,6 +428,8 @@ pub(crate) fn run(o: &Opts, home: &Path) -> Result<Results, String> {
             row.pct_of_cp = row.mb_per_s / base.mb_per_s * 100.0;
         }
         r.baselines.push(base);
+        r.goals = super::goals(&r.rows, &r.baselines);
+        each(&r)?;
         std::fs::remove_dir_all(&src_dir).map_err(|e| format!("{}: {e}", src_dir.display()))?;
     }
     drop(tops);

@@ -237,7 +237,7 @@ pub struct Goal {
 }
 
 /// Everything a run measured.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Results {
     #[serde(flatten)]
     pub info: RunInfo,
@@ -322,7 +322,11 @@ pub fn main(argv: &[String]) -> Result<(), String> {
             .join("+"),
         home.display()
     );
-    let r = measure::run(&o, &home);
+    let r = measure::run(&o, &home, &mut |so_far| {
+        let mut partial = so_far.clone();
+        partial.info.elapsed_s = started.elapsed().as_secs_f64();
+        render::write(&o.out, &partial)
+    });
     let _ = std::fs::remove_dir_all(&home);
     let mut r = r?;
     r.info.elapsed_s = started.elapsed().as_secs_f64();
