@@ -16,6 +16,7 @@ pub mod report;
 pub mod report_channels;
 pub mod report_dr;
 pub mod report_ha;
+pub mod report_mft;
 pub mod report_pubsub;
 mod report_security;
 pub mod run_info;

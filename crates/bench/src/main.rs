@@ -6,7 +6,7 @@
 //! `ferrymq-bench cph MODULE ...` is MQ-CPH's equivalent (rr, requester, responder, putget,
 //! sender, receiver) against a running queue manager.
 //!
-//! `ferrymq-bench report standalone|ha|dr|channels|pubsub [--quick] ...` sweeps those workloads into the reports'
+//! `ferrymq-bench report standalone|ha|dr|channels|pubsub|mft [--quick] ...` sweeps those workloads into the reports'
 //! tables, charts and JSON.
 //!
 //! `ferrymq-bench core [--messages N] [--size BYTES] [--samples N]` measures what the queue manager
@@ -36,7 +36,8 @@ Examples:
   ferrymq-bench report standalone --quick
   ferrymq-bench report ha --quick --out ha-report
   ferrymq-bench report channels --quick
-  ferrymq-bench report pubsub --quick";
+  ferrymq-bench report pubsub --quick
+  ferrymq-bench report mft --quick";
 
 const EXAMPLES_CORE: &str = "\
 Examples:
@@ -79,7 +80,7 @@ enum Cmd {
         #[command(subcommand)]
         module: ferrymq_bench::cph::CphCmd,
     },
-    /// Benchmark reports: tables, charts and JSON (standalone, HA, DR, channels, pubsub)
+    /// Benchmark reports: tables, charts and JSON (standalone, HA, DR, channels, pubsub, mft)
     #[command(after_help = EXAMPLES_REPORT)]
     Report {
         #[command(subcommand)]

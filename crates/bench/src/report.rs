@@ -212,6 +212,12 @@ pub enum ReportCmd {
         after_help = "Examples:\n  ferrymq-bench report pubsub --quick\n  ferrymq-bench report pubsub --subscribers 1,10,100,1000 --deliveries 50000 --size 2048 --out pubsub-report"
     )]
     Pubsub(crate::report_pubsub::PubsubArgs),
+    /// Managed file transfer: the seed's 1000 MB matrix (file sizes, chunk sizes, one or ten
+    /// transfers, bindings or client agents) against cp+sync
+    #[command(
+        after_help = "Examples:\n  ferrymq-bench report mft --quick\n  ferrymq-bench report mft --sizes 100 --chunks 256 --transfers multiple --modes bindings\n  ferrymq-bench report mft --out mft-report   # the whole matrix: 48 rows of 1000 MB"
+    )]
+    Mft(crate::report_mft::MftArgs),
 }
 
 /// `ferrymq-bench report standalone`'s options.
@@ -259,9 +265,10 @@ pub fn main(argv: &[String]) -> Result<(), String> {
         Some("dr") => return crate::report_dr::main(&argv[1..]),
         Some("channels") => return crate::report_channels::main(&argv[1..]),
         Some("pubsub") => return crate::report_pubsub::main(&argv[1..]),
+        Some("mft") => return crate::report_mft::main(&argv[1..]),
         Some(other) => {
             return Err(format!(
-                "report '{other}' is not available yet; reports: standalone, ha, dr, channels, pubsub"
+                "report '{other}' is not available yet; reports: standalone, ha, dr, channels, pubsub, mft"
             ))
         }
         None => return Err("usage: ferrymq-bench report standalone [--quick] [--qms 1,10] [--sizes 256,2048,20480,204800] [--requesters 1,8,32] [--duration-s S] [--warmup-s S] [--security yes|no|only] [--out DIR]".into()),

@@ -3,7 +3,8 @@
 //! and reports what the reports count; over TLS and as an authenticated user on a channel of its
 //! choice too, and the standalone report's security section measures those side by side with
 //! plain TCP; the channels report moves messages across a sender/receiver channel pair, directly
-//! and through a delaying relay. (Their numbers are judged in benchmark runs, not here.)
+//! and through a delaying relay; the mft report has agents transfer files in both topologies and
+//! checks every file. (Their numbers are judged in benchmark runs, not here.)
 
 mod support;
 
@@ -95,6 +96,7 @@ fn the_harness_is_its_own_binary_with_help_for_cph_and_report() {
         "report standalone",
         "report ha",
         "report dr",
+        "report mft",
     ] {
         let mut args: Vec<&str> = cmd.split(' ').collect();
         args.push("--help");
@@ -369,4 +371,71 @@ fn the_channels_report_moves_messages_across_a_channel_pair_and_states_its_goals
         };
         assert_eq!(labels, want, "{p}");
     }
+}
+
+#[test]
+fn the_mft_report_transfers_every_file_in_both_topologies_and_checks_it() {
+    let home = Home::new();
+    let out_dir = home.path().join("report");
+    let out = run_bench(
+        &home,
+        &[
+            "report",
+            "mft",
+            "--total-mb",
+            "4",
+            "--sizes",
+            "1,2",
+            "--chunks",
+            "64",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let md = std::fs::read_to_string(out_dir.join("README.md")).unwrap();
+    for want in [
+        "ferrymq-bench report mft --total-mb 4",
+        "## Baseline: cp + sync",
+        "## Table 1: 1 MB files (4 files)",
+        "## Table 2: 2 MB files (2 files)",
+        "## Table 3: 1 MB scenario comparison",
+        "| Bindings | Single | 65536 |",
+        "| Client | Multiple | 65536 |",
+        "1000 MB in 16.52 s",
+    ] {
+        assert!(md.contains(want), "missing {want:?} in:\n{md}");
+    }
+    assert_eq!(md.matches("% of cp+sync (goal ≥ ").count(), 2, "{md}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("runs.json")).unwrap()).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 8, "{v}");
+    for r in rows {
+        assert_eq!(r["bytes"].as_u64(), Some(4 << 20), "{r}");
+        assert!(r["seconds"].as_f64().unwrap() > 0.0, "{r}");
+        let qms = r["qm_cpu"].as_array().unwrap().len();
+        assert_eq!(qms, if r["mode"] == "bindings" { 2 } else { 1 }, "{r}");
+    }
+    for svg in ["mft-1mb.svg", "mft-2mb.svg"] {
+        let t = std::fs::read_to_string(out_dir.join(svg)).unwrap();
+        assert!(
+            t.contains("cp + sync") && t.contains("<circle"),
+            "{svg}: {t}"
+        );
+    }
+    // Its files, queue managers and agents are gone.
+    let files = v["files_dir"].as_str().unwrap();
+    assert!(!std::path::Path::new(files).exists(), "{files} is left");
+    let report_home = format!("FERRYMQ_HOME={}", files.trim_end_matches("/files"));
+    let ours = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("environ")).ok())
+        .filter(|env| {
+            env.split(|b| *b == 0)
+                .any(|kv| kv == report_home.as_bytes())
+        })
+        .count();
+    assert_eq!(ours, 0, "processes of the report are still running");
 }

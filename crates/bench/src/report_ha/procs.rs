@@ -72,7 +72,7 @@ pub(crate) fn alive(pid: u32) -> bool {
 }
 
 /// SIGKILLs `pid` (with the `kill` command: this crate has no unsafe code for kill(2)).
-pub(super) fn kill9(pid: u32) -> Result<(), String> {
+pub(crate) fn kill9(pid: u32) -> Result<(), String> {
     let st = Command::new("kill")
         .args(["-9", &pid.to_string()])
         .stdout(Stdio::null())
