@@ -327,7 +327,9 @@ pub fn markdown(r: &Results) -> String {
         "| File size (MB) | Files | MB | Runs (s) | Time (s) | MB/s |"
     );
     let _ = writeln!(md, "|---:|---:|---:|---|---:|---:|");
-    for b in &r.baselines {
+    let mut baselines: Vec<&Baseline> = r.baselines.iter().collect();
+    baselines.sort_by_key(|b| b.size_mb);
+    for b in baselines {
         let runs: Vec<String> = b.runs_s.iter().map(|s| format!("{s:.2}")).collect();
         let _ = writeln!(
             md,

@@ -207,7 +207,8 @@ fn the_readme_numbers_the_tables_and_states_the_goals_and_the_seeds_best() {
         row(1, Mode::Bindings, true, 256, 40.0),
         row(100, Mode::Bindings, true, 256, 130.0),
     ];
-    let baselines = vec![base(1, 100.0), base(100, 200.0)];
+    // In the order a run measured them (`--sizes 100,1`); the table shows them by size.
+    let baselines = vec![base(100, 200.0), base(1, 100.0)];
     let r = Results {
         info: crate::run_info::RunInfo::now(
             "ferrymq-bench report mft",
@@ -240,6 +241,11 @@ fn the_readme_numbers_the_tables_and_states_the_goals_and_the_seeds_best() {
     ] {
         assert!(md.contains(want), "missing {want:?} in:\n{md}");
     }
+    let (small, big) = (
+        md.find("| 1 | 1000 | 1000 |"),
+        md.find("| 100 | 10 | 1000 |"),
+    );
+    assert!(small.is_some() && small < big, "baselines by size:\n{md}");
     let svg = render::chart(&r, 100);
     assert!(
         svg.contains("cp + sync") && svg.contains(">262144<"),
