@@ -10,11 +10,10 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
-use ferrymq_types::options::{open, GetOptions, Wait};
-use ferrymq_types::{MessageDescriptor, Persistence, Properties};
-use support::{mqsc, Home, Qm};
+use ferrymq_types::options::{open, GetOptions};
+use support::chan::{get_wait, put_to};
+use support::{chan, mqsc, Home, Qm};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -22,50 +21,11 @@ const WAIT: Duration = Duration::from_secs(30);
 /// queue, the remote queue ORDERS and the sender (attributes `sdr`) to `port`, started.
 fn pair<'h>(home: &'h Home, rcvr: &str, sdr: &str, port: Option<u16>) -> (Qm<'h>, Qm<'h>) {
     let qm2 = Qm::start(home, "QM2", &[]);
-    mqsc(
-        home,
-        "QM2",
-        &format!("DEFINE QLOCAL(ORDERS.IN)\nDEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(RCVR) {rcvr}\n"),
-    );
+    chan::define_receiver(home, rcvr);
     let qm1 = Qm::start(home, "QM1", &[]);
     let port = port.unwrap_or(qm2.port);
-    mqsc(
-        home,
-        "QM1",
-        &format!(
-            "DEFINE QLOCAL(QM2) USAGE(XMITQ)\n\
-             DEFINE QREMOTE(ORDERS) RNAME(ORDERS.IN) RQMNAME(QM2) XMITQ(QM2)\n\
-             DEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(SDR) CONNAME('127.0.0.1({port})') XMITQ(QM2) SHORTTMR(1) {sdr}\n\
-             START CHANNEL(QM1.TO.QM2)\n"
-        ),
-    );
+    chan::define_sender(home, port, sdr);
     (qm1, qm2)
-}
-
-fn put_to(c: &Connection, q: &str, body: &[u8]) {
-    let h = c.open(q, open::OUTPUT).expect("open the remote queue");
-    let md = MessageDescriptor {
-        persistence: Persistence::Persistent,
-        ..Default::default()
-    };
-    c.put_commit(&h, &md, &Properties::default(), Bytes::from(body.to_vec()))
-        .expect("put");
-    c.close(&h, 0).unwrap();
-}
-
-fn get_wait(c: &Connection, q: &str) -> Vec<u8> {
-    let h = c.open(q, open::INPUT_SHARED).expect("open for input");
-    let m = c
-        .get(
-            &h,
-            &GetOptions {
-                wait: Wait::Ms(WAIT.as_millis() as u64),
-                ..GetOptions::any()
-            },
-        )
-        .unwrap_or_else(|e| panic!("no message arrived on {q} within {WAIT:?}: {e}"));
-    c.close(&h, 0).unwrap();
-    m.body.to_vec()
 }
 
 /// DISPLAY CHSTATUS of the channel; a channel with no status (not running) fails the command.

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::{ConnectOptions, Reconnect, Transport};
 
+pub mod chan;
 pub mod dr;
 pub mod ha;
 pub mod workload;
