@@ -1,8 +1,9 @@
 //! Message channels between queue managers: a task per running sender (SDR) channel
 //! (`sender`), and the receiving end (RCVR) a listener socket turns into when its first frame is a
-//! channel Hello (`receiver`); a SVR without CONNAME runs the sender over its requester's socket. Their synchronisation state is engine state (`ferrymq_engine::
-//! channel`), so it is in the recovery log; what is here is only what runs now: the tasks, their
-//! status for DISPLAY CHSTATUS, and the one-instance-per-channel rule of the receiving end.
+//! channel Hello (`receiver`); a SVR without CONNAME runs the sender over its requester's socket.
+//! Their synchronisation state is engine state (`ferrymq_engine::channel`), so it is in the
+//! recovery log; what is here is only what runs now: the tasks, their status for DISPLAY
+//! CHSTATUS, and the one-instance-per-channel rule of the receiving end.
 
 pub mod receiver;
 pub mod sender;
