@@ -4,7 +4,8 @@
 //! again by itself when its transmission queue gets a message; BATCHLIM ends batches by size;
 //! BATCHHB checks a silent receiver before a batch goes in doubt; STOP CHANNEL's MODE and STATUS;
 //! a message the receiver can neither put nor dead-letter stops the channel; MRRTY retries a put
-//! that may pass.
+//! that may pass; server/requester pairs, a SVR without CONNAME sending over its requester's
+//! connection.
 
 mod support;
 
@@ -389,4 +390,100 @@ fn a_requester_asks_its_server_to_start_and_the_server_calls_back_as_the_sender(
     assert!(text.contains("CHLTYPE(SVR)"), "{text}");
     let text = status(&home, "QM2");
     assert!(text.contains("CHLTYPE(RQSTR)"), "{text}");
+}
+
+/// Polls until QM2's ORDERS.IN holds at least `n` messages (bounded).
+fn wait_depth(home: &Home, qm: &str, q: &str, n: u32) {
+    let t = Instant::now();
+    loop {
+        let d = depth(home, qm, q);
+        if d >= n {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "{qm}: {q} has {d} messages, not {n}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_server_without_conname_sends_over_its_requesters_connection() {
+    let home = Home::new();
+    let qm1 = Qm::start(&home, "QM1", &[]);
+    let qm2 = Qm::start(&home, "QM2", &[]);
+    // The requester reaches QM1 through a relay with a round trip of 20 ms, so that each batch
+    // takes a while and a kill lands mid-flow.
+    let p1 = support::free_port();
+    let _relay = support::relay(p1, qm1.port, 20);
+    mqsc(
+        &home,
+        "QM1",
+        "DEFINE QLOCAL(QM2) USAGE(XMITQ)\n\
+         DEFINE QREMOTE(ORDERS) RNAME(ORDERS.IN) RQMNAME(QM2) XMITQ(QM2)\n\
+         DEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(SVR) XMITQ(QM2) BATCHSZ(5)\n",
+    );
+    mqsc(
+        &home,
+        "QM2",
+        &format!(
+            "DEFINE QLOCAL(ORDERS.IN) MAXDEPTH(100000)\n\
+             DEFINE CHANNEL(QM1.TO.QM2) CHLTYPE(RQSTR) CONNAME('127.0.0.1({p1})')\n"
+        ),
+    );
+    // It cannot start by itself: only its requester starts it.
+    let out = home.run_with_input(&["runmqsc", "QM1"], "START CHANNEL(QM1.TO.QM2)\n");
+    let out = String::from_utf8_lossy(&out.stdout);
+    assert!(out.contains("MQRCCF_MISSING_CONN_NAME"), "{out}");
+    let c1 = qm1.connect_bindings();
+    put_to(&c1, "ORDERS", b"first");
+    mqsc(&home, "QM2", "START CHANNEL(QM1.TO.QM2)\n");
+    let c2 = qm2.connect_bindings();
+    assert_eq!(get_wait(&c2, "ORDERS.IN"), b"first");
+    let text = wait_status(&home, "QM1", "RUNNING");
+    assert!(text.contains("CHLTYPE(SVR)"), "{text}");
+    let text = wait_status(&home, "QM2", "RUNNING");
+    assert!(text.contains("CHLTYPE(RQSTR)"), "{text}");
+
+    // STOP and START of the requester.
+    mqsc(&home, "QM2", "STOP CHANNEL(QM1.TO.QM2)\n");
+    wait_until(&home, "QM1", "the server ends", |t| !t.contains("RUNNING"));
+    put_to(&c1, "ORDERS", b"second");
+    assert_eq!(depth(&home, "QM1", "QM2"), 1);
+    mqsc(&home, "QM2", "START CHANNEL(QM1.TO.QM2)\n");
+    assert_eq!(get_wait(&c2, "ORDERS.IN"), b"second");
+    drop((c1, c2));
+
+    // A kill -9 of either side mid-flow, a restart and the requester started again: every
+    // persistent message arrives once.
+    let mut next = 0;
+    let mut all = Vec::new();
+    for victim in ["QM1", "QM2"] {
+        let c1 = qm1.connect_bindings();
+        let first = next;
+        for _ in 0..400 {
+            put_to(&c1, "ORDERS", format!("m{next}").as_bytes());
+            next += 1;
+        }
+        drop(c1);
+        mqsc(&home, "QM2", "START CHANNEL(QM1.TO.QM2)\n");
+        wait_depth(&home, "QM2", "ORDERS.IN", 20);
+        let qm = if victim == "QM1" { &qm1 } else { &qm2 };
+        // Mid-flow: part of the messages are still on QM1's transmission queue.
+        assert!(depth(&home, "QM1", "QM2") > 0, "the kill is not mid-flow");
+        qm.kill9();
+        qm.restart();
+        mqsc(&home, "QM2", "START CHANNEL(QM1.TO.QM2)\n");
+        wait_depth(&home, "QM2", "ORDERS.IN", (next - first) as u32);
+        wait_until(&home, "QM1", "the transmission queue empties", |_| {
+            depth(&home, "QM1", "QM2") == 0
+        });
+        all.extend(drain(&qm2.connect_bindings(), "ORDERS.IN"));
+    }
+    let mut want: Vec<Vec<u8>> = (0..next).map(|i| format!("m{i}").into_bytes()).collect();
+    want.sort();
+    all.sort();
+    assert_eq!(all.len(), want.len(), "every message once");
+    assert_eq!(all, want);
 }

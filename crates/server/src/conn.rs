@@ -40,6 +40,20 @@ pub async fn serve<S>(stream: S, shared: Arc<Shared>, bindings: bool, info: Sock
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
+    serve_from(stream, BytesMut::new(), shared, bindings, info).await
+}
+
+/// Serves a socket whose first bytes were already read (`read`): a requester channel's own
+/// socket, on which its server's sender Hello came, served as if the server had connected.
+pub async fn serve_from<S>(
+    stream: S,
+    read: BytesMut,
+    shared: Arc<Shared>,
+    bindings: bool,
+    info: SocketInfo,
+) where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
     let (mut rd, wr) = tokio::io::split(stream);
     let (tx, rx) = mpsc::unbounded_channel::<Out>();
     let hard = shared.cfg.max_conn_memory;
@@ -72,7 +86,7 @@ where
         identities: AHashMap::new(),
         connect_groups: Vec::new(),
     };
-    if let Err(e) = run(&mut rd, &shared, &mut session, &stall).await {
+    if let Err(e) = run(&mut rd, read, &shared, &mut session, &stall).await {
         // Tell the peer why before closing, when the socket can still carry it.
         if !q.is_killed() {
             let _ = tx.send(Out {
@@ -125,14 +139,15 @@ async fn read_more<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut BytesMut) -> Resu
     }
 }
 
-async fn run<R: AsyncRead + Unpin>(
+async fn run<R: AsyncRead + Unpin + Send>(
     rd: &mut R,
+    mut buf: BytesMut,
     shared: &Arc<Shared>,
     s: &mut Session,
     stall: &std::sync::atomic::AtomicU64,
 ) -> Result<(), MqError> {
     let mut dec = FrameDecoder::new(ferrymq_proto::PRE_HANDSHAKE_FRAME_MAX_BYTES);
-    let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
+    buf.reserve(READ_CHUNK_BYTES);
     let proto = |e: ferrymq_proto::ProtoError| MqError::new(e.reason(), e.to_string());
 
     // Handshake: the first frame must be Hello, within a bounded time.

@@ -143,6 +143,7 @@ reasons! {
     COMMAND_FAILED = 3008,
     LISTENER_STARTED = 3233,
     LISTENER_STOPPED = 3234,
+    MISSING_CONN_NAME = 4061,
     CHANNEL_NOT_ACTIVE = 4064,
     // Message groups and segments, MQSET.
     CHAR_ATTR_LENGTH_ERROR = 2006,

@@ -1,8 +1,9 @@
 //! Message channels between queue managers: a task per running sender (SDR) channel
 //! (`sender`), and the receiving end (RCVR) a listener socket turns into when its first frame is a
-//! channel Hello (`receiver`). Their synchronisation state is engine state (`ferrymq_engine::
-//! channel`), so it is in the recovery log; what is here is only what runs now: the tasks, their
-//! status for DISPLAY CHSTATUS, and the one-instance-per-channel rule of the receiving end.
+//! channel Hello (`receiver`); a SVR without CONNAME runs the sender over its requester's socket.
+//! Their synchronisation state is engine state (`ferrymq_engine::channel`), so it is in the
+//! recovery log; what is here is only what runs now: the tasks, their status for DISPLAY
+//! CHSTATUS, and the one-instance-per-channel rule of the receiving end.
 
 pub mod receiver;
 pub mod sender;
@@ -97,9 +98,9 @@ pub fn start(shared: &Arc<Shared>, def: &ObjectDef) -> Result<String, MqError> {
         "SVR" if !attr(def, "CONNAME", "").trim().is_empty() => {}
         "SVR" => {
             return Err(MqError::new(
-                Reason::COMMAND_FAILED,
+                Reason::MISSING_CONN_NAME,
                 format!(
-                    "CHANNEL({}) is a SVR without CONNAME; this release's server channels start as senders to their CONNAME (or when their requester asks, calling it back)",
+                    "CHANNEL({}) is a SVR without CONNAME: it can only be started by its requester (START CHANNEL of the RQSTR at the partner queue manager)",
                     def.name
                 ),
             ))
@@ -238,11 +239,11 @@ pub fn start_at_strmqm(shared: &Arc<Shared>) {
         core.engine
             .objects()
             .filter(|o| o.kind == ObjectKind::Channel)
-            .filter(|o| {
-                matches!(
-                    o.attrs.get("CHLTYPE").map(String::as_str),
-                    Some("SDR" | "SVR")
-                )
+            .filter(|o| match o.attrs.get("CHLTYPE").map(String::as_str) {
+                Some("SDR") => true,
+                // Without CONNAME, a server waits for its requester.
+                Some("SVR") => !attr(o, "CONNAME", "").trim().is_empty(),
+                _ => false,
             })
             .filter(|o| {
                 core.engine

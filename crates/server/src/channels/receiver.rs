@@ -109,12 +109,16 @@ fn receiving(def: &ferrymq_types::ObjectDef) -> bool {
 }
 
 /// A requester asks this queue manager's SVR of the same name to start: a SVR with a CONNAME
-/// starts as a sender to it (the callback), and the requester is told so.
-fn answer_request(
+/// starts as a sender to it (the callback), and the requester is told so; a SVR without one
+/// runs as the sender over this socket.
+async fn answer_request<R: AsyncRead + Unpin + Send>(
     shared: &Arc<Shared>,
     s: &Session,
     channel: &str,
     requester_qmgr: &str,
+    rd: &mut R,
+    dec: FrameDecoder,
+    buf: BytesMut,
 ) -> Result<(), MqError> {
     let def = active_definition(shared, s, channel)?;
     let Some(def) = def.filter(|d| d.attrs.get("CHLTYPE").map(String::as_str) == Some("SVR"))
@@ -135,15 +139,26 @@ fn answer_request(
         return refuse(s, MqError::new(r.reason, r.message));
     }
     if attr(&def, "CONNAME", "").trim().is_empty() {
-        return refuse(
-            s,
-            MqError::new(
-                Reason::COMMAND_FAILED,
-                format!(
-                    "SVR channel {channel} has no CONNAME: this release's server channels call their requester back, so ALTER it with the requester's address"
+        if attr(&def, "XMITQ", "").is_empty() {
+            return refuse(
+                s,
+                MqError::new(
+                    Reason::COMMAND_FAILED,
+                    format!("SVR channel {channel} names no XMITQ"),
                 ),
-            ),
+            );
+        }
+        let _ = shared
+            .core
+            .lock()
+            .engine
+            .channel_set_stopped(channel, false);
+        crate::qm_log!(
+            crate::errlog::ids::CHANNEL_STARTED,
+            "server channel {channel} started at the request of queue manager {requester_qmgr} ({}), sending over its connection",
+            s.info.conname
         );
+        return super::sender::serve_requester(shared, def, rd, dec, buf, s).await;
     }
     // Already running is as good as started.
     let _ = super::start(shared, &def);
@@ -192,7 +207,7 @@ fn answer_ping(
 }
 
 /// Serves a socket that opened with a channel Hello until it closes.
-pub async fn run<R: AsyncRead + Unpin>(
+pub async fn run<R: AsyncRead + Unpin + Send>(
     rd: &mut R,
     mut dec: FrameDecoder,
     mut buf: BytesMut,
@@ -210,7 +225,7 @@ pub async fn run<R: AsyncRead + Unpin>(
         requester_qmgr,
     } = first
     {
-        return answer_request(shared, s, &channel, &requester_qmgr);
+        return answer_request(shared, s, &channel, &requester_qmgr, rd, dec, buf).await;
     }
     let ChannelFrame::Hello {
         channel,

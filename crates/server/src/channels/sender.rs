@@ -29,7 +29,7 @@ use ferrymq_proto::FrameDecoder;
 use ferrymq_types::options::{open, Browse, GetOptions, Syncpoint, Wait};
 use ferrymq_types::{MqError, ObjectKind, Persistence, Reason};
 use parking_lot::Mutex;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{watch, Notify};
 
@@ -98,7 +98,7 @@ pub async fn run(
             moved: false,
             receiver_stopped: Default::default(),
         };
-        let end = a.run(&def, &mut stop).await;
+        let end = a.run(&def, &mut stop, None).await;
         let moved = a.moved;
         let receiver_stopped = a.receiver_stopped.load(Ordering::SeqCst);
         a.end();
@@ -252,12 +252,15 @@ struct Attempt<'a> {
     receiver_stopped: Arc<AtomicBool>,
 }
 
-/// The channel's socket: plain TCP or TLS over it.
+/// The channel's socket: plain TCP or TLS over it, or the requester's socket it accepted.
 trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
 
-struct Link {
-    sock: Box<dyn Io>,
+struct Link<'s> {
+    sock: Box<dyn Io + 's>,
+    /// Over an accepted socket, writes go to its outbound queue: the sender waits for it to
+    /// drain below its pause bound, so a batch never piles up past the queue's hard cap.
+    drain: Option<Arc<crate::core::OutQueue>>,
     dec: FrameDecoder,
     buf: BytesMut,
     /// When the last frame went to the receiver: heartbeats flow HBINT after it.
@@ -271,13 +274,23 @@ struct Link {
     oldest_unanswered: Option<tokio::time::Instant>,
 }
 
-impl Link {
+impl Link<'_> {
     async fn send(&mut self, frames: &BytesMut) -> Result<(), MqError> {
         self.sock
             .write_all(frames)
             .await
             .map_err(|e| broken(format!("sending to the receiver failed: {e}")))?;
         self.last_sent = tokio::time::Instant::now();
+        if let Some(q) = &self.drain {
+            while q.pause() {
+                if q.is_killed() {
+                    q.resume();
+                    return Err(broken("the requester does not take what is sent"));
+                }
+                let _ = tokio::time::timeout(ANSWER_TIMEOUT, q.drained.notified()).await;
+            }
+            q.resume();
+        }
         Ok(())
     }
 
@@ -354,7 +367,14 @@ impl Link {
 }
 
 impl Attempt<'_> {
-    async fn run(&mut self, def: &ferrymq_types::ObjectDef, stop: &mut watch::Receiver<u8>) -> End {
+    /// One attempt: connects to CONNAME (or, `given`, uses the requester's socket), binds
+    /// and moves batches until it ends.
+    async fn run(
+        &mut self,
+        def: &ferrymq_types::ObjectDef,
+        stop: &mut watch::Receiver<u8>,
+        given: Option<Link<'_>>,
+    ) -> End {
         let conname = attr(def, "CONNAME", "");
         let xmitq = attr(def, "XMITQ", "");
         let batch_size = attr_u64(def, "BATCHSZ", 50).clamp(1, 9999) as u32;
@@ -385,16 +405,27 @@ impl Attempt<'_> {
         }
         .encode(&mut hello);
         self.status.lock().substate = "NET_CONNECTING";
-        // Each address of CONNAME in order, until one binds (an HA group's replicas refuse).
-        let addrs = match ferrymq_types::conname::parse_conn_name(&conname) {
-            Ok(a) => a,
-            Err(e) => return End::Failed(e),
-        };
         let mut last = broken(format!("CONNAME '{conname}' names no address"));
         let mut bound = None;
+        // Each address of CONNAME in order, until one binds (an HA group's replicas refuse);
+        // none for a server over its requester's socket.
+        let addrs = if let Some(mut link) = given {
+            match bind(&mut link, &hello, stop).await {
+                Ok(Some(p)) => bound = Some((link, p.0, p.1, p.2, p.3, p.4)),
+                Ok(None) => return End::Stopped,
+                Err(e) => last = e,
+            }
+            Vec::new()
+        } else {
+            match ferrymq_types::conname::parse_conn_name(&conname) {
+                Ok(a) => a,
+                Err(e) => return End::Failed(e),
+            }
+        };
         // SSLCIPH set: mutual TLS with this queue manager's key repository; SSLPEER checks
         // the receiver's certificate.
         let tls = match attr(def, "SSLCIPH", "").trim() {
+            _ if addrs.is_empty() => None,
             "" => None,
             _ => {
                 let peer = attr(def, "SSLPEER", "");
@@ -424,40 +455,13 @@ impl Attempt<'_> {
                     continue;
                 }
             };
-            if let Err(e) = link.send(&hello).await {
-                last = e;
-                continue;
-            }
-            let answer = tokio::select! {
-                r = link.recv(ANSWER_TIMEOUT) => r,
-                _ = stop.wait_for(|v| *v > super::RUN) => return End::Stopped,
-            };
-            match answer {
-                Ok(ChannelFrame::HelloOk {
-                    batch_size,
-                    max_msg_len,
-                    luwid,
-                    fast_np,
-                    hb_int_s,
-                    ..
-                }) => {
+            match bind(&mut link, &hello, stop).await {
+                Ok(Some(p)) => {
                     self.status.lock().conname = format!("{host}({port})");
-                    bound = Some((
-                        link,
-                        batch_size.max(1),
-                        max_msg_len,
-                        luwid,
-                        fast_np,
-                        hb_int_s,
-                    ));
+                    bound = Some((link, p.0, p.1, p.2, p.3, p.4));
                     break;
                 }
-                Ok(other) => {
-                    last = broken(format!(
-                        "the receiver answered the channel start with frame 0x{:02x}",
-                        other.kind()
-                    ))
-                }
+                Ok(None) => return End::Stopped,
                 Err(e) => last = e,
             }
         }
@@ -855,7 +859,7 @@ impl Attempt<'_> {
         host: &str,
         port: u16,
         tls: Option<&ferrymq_security::tls::link::LinkTls>,
-    ) -> Result<Link, MqError> {
+    ) -> Result<Link<'static>, MqError> {
         match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect((host, port))).await {
             Ok(Ok(sock)) => {
                 let _ = sock.set_nodelay(true);
@@ -866,6 +870,7 @@ impl Attempt<'_> {
                 let now = tokio::time::Instant::now();
                 Ok(Link {
                     sock,
+                    drain: None,
                     dec: FrameDecoder::new(ferrymq_proto::PRE_HANDSHAKE_FRAME_MAX_BYTES),
                     buf: BytesMut::with_capacity(64 * 1024),
                     last_sent: now,
@@ -1010,6 +1015,44 @@ fn dead_letter(
         })
 }
 
+/// The negotiated start of a channel: the receiver's batch size, MAXMSGL, last LUWID, FAST
+/// non-persistent messages and heartbeat interval.
+type Bound = (u32, u32, u64, bool, u32);
+
+/// Sends the channel's Hello over `link` and takes the receiver's answer; None: stopped
+/// meanwhile.
+async fn bind(
+    link: &mut Link<'_>,
+    hello: &BytesMut,
+    stop: &mut watch::Receiver<u8>,
+) -> Result<Option<Bound>, MqError> {
+    link.send(hello).await?;
+    let answer = tokio::select! {
+        r = link.recv(ANSWER_TIMEOUT) => r,
+        _ = stop.wait_for(|v| *v > super::RUN) => return Ok(None),
+    };
+    match answer? {
+        ChannelFrame::HelloOk {
+            batch_size,
+            max_msg_len,
+            luwid,
+            fast_np,
+            hb_int_s,
+            ..
+        } => Ok(Some((
+            batch_size.max(1),
+            max_msg_len,
+            luwid,
+            fast_np,
+            hb_int_s,
+        ))),
+        other => Err(broken(format!(
+            "the receiver answered the channel start with frame 0x{:02x}",
+            other.kind()
+        ))),
+    }
+}
+
 /// The lowest LUWID the next batch may take: above the last committed one and any in doubt.
 fn now_luwid_floor(sync: &ferrymq_engine::channel::ChannelSync) -> u64 {
     sync.indoubt
@@ -1019,13 +1062,13 @@ fn now_luwid_floor(sync: &ferrymq_engine::channel::ChannelSync) -> u64 {
 
 /// Sends `frame` to the partner of `def` as the channel connects (CONNAME in order, TLS when
 /// SSLCIPH is set) and gives its answer to `accept`: the first address whose answer it takes
-/// wins; otherwise the last reason.
+/// wins (with its socket); otherwise the last reason.
 async fn ask_partner<T>(
     shared: &Arc<Shared>,
     def: &ferrymq_types::ObjectDef,
     frame: &BytesMut,
     accept: impl Fn(&str, u16, ChannelFrame) -> Result<T, MqError>,
-) -> Result<T, MqError> {
+) -> Result<(T, Link<'static>), MqError> {
     let status = Arc::new(Mutex::new(ChannelStatus::new("", "")));
     let a = Attempt {
         shared,
@@ -1063,7 +1106,7 @@ async fn ask_partner<T>(
         }
         .await;
         match r.and_then(|answer| accept(&host, port, answer)) {
-            Ok(t) => return Ok(t),
+            Ok(t) => return Ok((t, link)),
             Err(e) => last = e,
         }
     }
@@ -1096,11 +1139,14 @@ pub async fn ping(
         ))),
     })
     .await
+    .map(|(t, _)| t)
 }
 
 /// START CHANNEL of a requester (RQSTR): asks the server channel of the same name at CONNAME
-/// to start; it calls back as the sender, and this queue manager's listener takes it as the
-/// receiving end. The outcome goes to the error log.
+/// to start. A server with a CONNAME calls back as the sender, and this queue manager's listener
+/// takes it as the receiving end; a server without one answers with its sender's Hello on this
+/// very socket, which is then served as if the server had connected: the requester is its
+/// receiving end until the socket closes. The outcome goes to the error log.
 pub async fn request(shared: Arc<Shared>, def: ferrymq_types::ObjectDef) {
     let mut frame = BytesMut::new();
     ChannelFrame::Request {
@@ -1109,7 +1155,12 @@ pub async fn request(shared: Arc<Shared>, def: ferrymq_types::ObjectDef) {
     }
     .encode(&mut frame);
     let r = ask_partner(&shared, &def, &frame, |host, port, answer| match answer {
-        ChannelFrame::RequestOk => Ok(format!("{host}({port})")),
+        ChannelFrame::RequestOk => Ok((format!("{host}({port})"), None)),
+        hello @ ChannelFrame::Hello { .. } => {
+            let mut first = BytesMut::new();
+            hello.encode(&mut first);
+            Ok((format!("{host}({port})"), Some(first)))
+        }
         other => Err(broken(format!(
             "{host}({port}) answered the request with frame 0x{:02x}",
             other.kind()
@@ -1117,15 +1168,191 @@ pub async fn request(shared: Arc<Shared>, def: ferrymq_types::ObjectDef) {
     })
     .await;
     match r {
-        Ok(server) => crate::qm_log!(
+        Ok(((server, None), _)) => crate::qm_log!(
             crate::errlog::ids::CHANNEL_STARTED,
             "requester channel {}: the server at {server} is starting and will call back",
             def.name
         ),
+        Ok(((server, Some(mut first)), link)) => {
+            crate::qm_log!(
+                crate::errlog::ids::CHANNEL_STARTED,
+                "requester channel {}: the server at {server} is sending over the requester's connection",
+                def.name
+            );
+            first.extend_from_slice(&link.buf);
+            let info = crate::listeners::SocketInfo {
+                conname: server,
+                bindings: false,
+                os_user: None,
+                tls: None,
+                started_ms: now_ms(),
+                conversations: Default::default(),
+                frames: Default::default(),
+                state: Default::default(),
+            };
+            crate::conn::serve_from(link.sock, first, shared.clone(), false, info).await;
+        }
         Err(last) => crate::qm_log!(
             crate::errlog::ids::CHANNEL_ENDED,
             "requester channel {} could not start its server: {last}",
             def.name
         ),
+    }
+}
+
+/// Writes of a server channel over its requester's socket: to the socket's outbound queue.
+struct Accepted<'r, R> {
+    rd: &'r mut R,
+    out: crate::core::Outbox,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Accepted<'_, R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut *self.rd).poll_read(cx, buf)
+    }
+}
+
+impl<R: Unpin> tokio::io::AsyncWrite for Accepted<'_, R> {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let out = crate::core::Out {
+            frame: bytes::Bytes::copy_from_slice(buf),
+            wait_lsn: 0,
+            close: false,
+        };
+        std::task::Poll::Ready(match self.out.send(out) {
+            Ok(()) => Ok(buf.len()),
+            Err(_) => Err(std::io::ErrorKind::BrokenPipe.into()),
+        })
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+/// A SVR without CONNAME its requester asked to start: runs as the sender over the requester's
+/// socket (one attempt: when it ends, the requester starts it again), with the same batches,
+/// resynchronisation and status as a sender that connected.
+pub(crate) async fn serve_requester<R: AsyncRead + Unpin + Send>(
+    shared: &Arc<Shared>,
+    def: ferrymq_types::ObjectDef,
+    rd: &mut R,
+    dec: FrameDecoder,
+    buf: BytesMut,
+    s: &crate::dispatch::Session,
+) -> Result<(), MqError> {
+    let name = def.name.clone();
+    // The requester asking again means its previous connection is gone, though this end may not
+    // have noticed yet: that instance is ended (a batch in doubt stays in doubt, resolved below).
+    let old = shared.channels.senders.lock().get(&name).map(|i| {
+        i.stop.send_replace(super::FORCE);
+        i.status.clone()
+    });
+    if let Some(old) = old {
+        let until = tokio::time::Instant::now() + ANSWER_TIMEOUT;
+        while !matches!(old.lock().state, State::Stopped | State::Inactive) {
+            if tokio::time::Instant::now() >= until {
+                return Err(MqError::new(
+                    Reason::CHANNEL_NOT_AVAILABLE,
+                    format!("server channel {name} did not end its previous instance"),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let (status, stop_tx) = {
+        let mut senders = shared.channels.senders.lock();
+        let stop_tx = Arc::new(watch::Sender::new(super::RUN));
+        let status = Arc::new(Mutex::new(ChannelStatus::new(
+            &s.info.conname,
+            &attr(&def, "XMITQ", ""),
+        )));
+        status.lock().chltype = "SVR";
+        senders.insert(
+            name.clone(),
+            super::Instance {
+                status: status.clone(),
+                stop: stop_tx.clone(),
+                to_inactive: Default::default(),
+                kick: Default::default(),
+            },
+        );
+        (status, stop_tx)
+    };
+    status.lock().state = State::Binding;
+    let mut stop = stop_tx.subscribe();
+    let mut a = Attempt {
+        shared,
+        name: &name,
+        status: &status,
+        conn: None,
+        moved: false,
+        receiver_stopped: Default::default(),
+    };
+    let now = tokio::time::Instant::now();
+    let link = Link {
+        sock: Box::new(Accepted {
+            rd,
+            out: s.tx.clone(),
+        }),
+        drain: Some(s.tx.q.clone()),
+        dec,
+        buf,
+        last_sent: now,
+        last_heard: now,
+        receiver_stopped: a.receiver_stopped.clone(),
+        unanswered: 0,
+        oldest_unanswered: None,
+    };
+    let end = a.run(&def, &mut stop, Some(link)).await;
+    let receiver_stopped = a.receiver_stopped.load(Ordering::SeqCst);
+    a.end();
+    let mut st = status.lock();
+    st.stop_requested = false;
+    st.substate = "";
+    match end {
+        End::Failed(e) => {
+            if receiver_stopped {
+                let _ = shared.core.lock().engine.channel_set_stopped(&name, true);
+            }
+            st.state = State::Stopped;
+            st.last_error = e.to_string();
+            crate::qm_log!(
+                crate::errlog::ids::CHANNEL_ENDED,
+                "server channel {name} ended: {e}; its requester starts it again"
+            );
+            Err(e)
+        }
+        End::Stopped => {
+            st.state = State::Stopped;
+            crate::qm_log!(crate::errlog::ids::CHANNEL_ENDED, "channel {name} stopped");
+            Ok(())
+        }
+        End::Idle => {
+            st.state = State::Inactive;
+            crate::qm_log!(
+                crate::errlog::ids::CHANNEL_ENDED,
+                "server channel {name} ended normally: nothing to send for DISCINT"
+            );
+            Ok(())
+        }
     }
 }
