@@ -327,6 +327,10 @@ fn channel_status_shows_what_each_end_is_doing_and_the_network_and_queue_times()
 fn ping_channel_exchanges_data_with_the_partner_or_says_why_it_cannot() {
     let home = Home::new();
     let (qm1, qm2) = pair(&home, "", "", None);
+    // A running channel is in use: PING is refused, as MQ does.
+    wait_status(&home, "QM1", "RUNNING");
+    let out = status_of(&home, "QM1", "PING CHANNEL(QM1.TO.QM2)\n");
+    assert!(out.contains("MQRCCF_CHANNEL_IN_USE"), "{out}");
     mqsc(&home, "QM1", "STOP CHANNEL(QM1.TO.QM2)\n");
     wait_status(&home, "QM1", "STOPPED");
     let out = mqsc(&home, "QM1", "PING CHANNEL(QM1.TO.QM2) DATALEN(1000)\n");

@@ -717,8 +717,24 @@ fn admin(
                 .cloned();
             let label = format!("PING CHANNEL({name})");
             let (shared, datalen) = (shared.clone(), *datalen);
+            // As MQ: a channel can be pinged when stopped, inactive or retrying, not while it runs.
+            let in_use = shared.channels.sender_state(name).filter(|s| {
+                matches!(
+                    s,
+                    crate::channels::State::Starting
+                        | crate::channels::State::Binding
+                        | crate::channels::State::Running
+                )
+            });
             return Action::Later(Box::pin(async move {
                 let r = match def {
+                    Some(_) if in_use.is_some() => Err(MqError::new(
+                        Reason::CHANNEL_IN_USE,
+                        format!(
+                            "{label}: the channel is {}; stop it first (PING tests a channel that is not running)",
+                            in_use.map(|s| s.name()).unwrap_or_default()
+                        ),
+                    )),
                     Some(d)
                         if matches!(
                             d.attrs.get("CHLTYPE").map(String::as_str),

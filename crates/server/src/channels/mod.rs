@@ -66,6 +66,11 @@ impl Registry {
         rows
     }
 
+    /// The state of the sending instance of channel `name`, if one has run in this process.
+    pub fn sender_state(&self, name: &str) -> Option<State> {
+        self.senders.lock().get(name).map(|i| i.status.lock().state)
+    }
+
     /// Status of every message channel instance known, for metrics.
     pub fn snapshot(&self) -> Vec<(String, &'static str, ChannelStatus)> {
         let mut out = Vec::new();
