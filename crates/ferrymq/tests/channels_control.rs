@@ -270,7 +270,8 @@ fn a_message_the_receiver_can_neither_put_nor_dead_letter_stops_the_channel_with
     qm1.end();
     qm1.restart();
     std::thread::sleep(Duration::from_millis(1000));
-    assert!(!status(&home, "QM1").contains("STATUS(RUNNING)"));
+    let text = status(&home, "QM1");
+    assert!(text.contains("STATUS(STOPPED)"), "{text}");
     assert_eq!(
         depth(&home, "QM1", "QM2"),
         2,

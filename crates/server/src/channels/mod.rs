@@ -238,8 +238,9 @@ pub fn stop_all(shared: &Arc<Shared>) {
 /// At start: runs every sender channel that has run before (it has a synchronisation state)
 /// and was not stopped by STOP CHANNEL, as MQ restarts the channels that were running; a batch
 /// it left in doubt is resolved first.
+/// One stopped by STOP CHANNEL shows STATUS(STOPPED) in DISPLAY CHSTATUS until it is started.
 pub fn start_at_strmqm(shared: &Arc<Shared>) {
-    let defs: Vec<ObjectDef> = {
+    let (defs, stopped): (Vec<ObjectDef>, Vec<ObjectDef>) = {
         let core = shared.core.lock();
         core.engine
             .objects()
@@ -250,15 +251,35 @@ pub fn start_at_strmqm(shared: &Arc<Shared>) {
                 Some("SVR") => !attr(o, "CONNAME", "").trim().is_empty(),
                 _ => false,
             })
-            .filter(|o| {
+            .filter(|o| core.engine.channel_syncs().contains_key(&o.name))
+            .cloned()
+            .partition(|o| {
                 core.engine
                     .channel_syncs()
                     .get(&o.name)
                     .is_some_and(|s| !s.stopped)
             })
-            .cloned()
-            .collect()
     };
+    let mut senders = shared.channels.senders.lock();
+    for d in stopped {
+        let mut st = ChannelStatus::new(&attr(&d, "CONNAME", ""), &attr(&d, "XMITQ", ""));
+        st.state = State::Stopped;
+        st.chltype = if attr(&d, "CHLTYPE", "") == "SVR" {
+            "SVR"
+        } else {
+            "SDR"
+        };
+        senders.insert(
+            d.name.clone(),
+            Instance {
+                status: Arc::new(Mutex::new(st)),
+                stop: Arc::new(watch::Sender::new(FORCE)),
+                to_inactive: Arc::new(AtomicBool::new(false)),
+                kick: Arc::new(tokio::sync::Notify::new()),
+            },
+        );
+    }
+    drop(senders);
     for d in defs {
         if let Err(e) = start(shared, &d) {
             crate::qm_log!(
