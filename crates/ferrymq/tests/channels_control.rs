@@ -11,9 +11,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use ferrymq_client::blocking::Connection;
-use ferrymq_types::options::{open, GetOptions};
-use support::chan::{get_wait, put_to};
+use support::chan::{depth, drain, get_wait, put_to, wait_depth};
 use support::{chan, mqsc, Home, Qm};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -53,18 +51,6 @@ fn wait_status(home: &Home, qm: &str, status: &str) -> String {
     wait_until(home, qm, &want.clone(), move |t| t.contains(&want))
 }
 
-fn depth(home: &Home, qm: &str, q: &str) -> u32 {
-    let text = mqsc(home, qm, &format!("DISPLAY QLOCAL({q}) CURDEPTH\n"));
-    let at = text.find("CURDEPTH(").expect("CURDEPTH shown") + "CURDEPTH(".len();
-    text[at..]
-        .split(')')
-        .next()
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 fn signal(pid: u32, sig: &str) {
     let ok = std::process::Command::new("kill")
         .args([sig, &pid.to_string()])
@@ -72,16 +58,6 @@ fn signal(pid: u32, sig: &str) {
         .unwrap()
         .success();
     assert!(ok, "kill {sig} {pid}");
-}
-
-fn drain(c: &Connection, q: &str) -> Vec<Vec<u8>> {
-    let h = c.open(q, open::INPUT_EXCLUSIVE).unwrap();
-    let mut got = Vec::new();
-    while let Ok(m) = c.get(&h, &GetOptions::any()) {
-        got.push(m.body.to_vec());
-    }
-    c.close(&h, 0).unwrap();
-    got
 }
 
 #[test]
@@ -397,22 +373,6 @@ fn a_requester_asks_its_server_to_start_and_the_server_calls_back_as_the_sender(
     assert!(text.contains("CHLTYPE(RQSTR)"), "{text}");
 }
 
-/// Polls until QM2's ORDERS.IN holds at least `n` messages (bounded).
-fn wait_depth(home: &Home, qm: &str, q: &str, n: u32) {
-    let t = Instant::now();
-    loop {
-        let d = depth(home, qm, q);
-        if d >= n {
-            return;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "{qm}: {q} has {d} messages, not {n}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn a_server_without_conname_sends_over_its_requesters_connection() {
     let home = Home::new();
@@ -480,7 +440,7 @@ fn a_server_without_conname_sends_over_its_requesters_connection() {
         qm.kill9();
         qm.restart();
         mqsc(&home, "QM2", "START CHANNEL(QM1.TO.QM2)\n");
-        wait_depth(&home, "QM2", "ORDERS.IN", (next - first) as u32);
+        wait_depth(&home, "QM2", "ORDERS.IN", next - first);
         wait_until(&home, "QM1", "the transmission queue empties", |_| {
             depth(&home, "QM1", "QM2") == 0
         });

@@ -30,10 +30,10 @@ use ferrymq_client::ConnectOptions;
 use ferrymq_types::options::{open, GetOptions};
 use ferrymq_types::{MessageDescriptor, MqError, Persistence, Properties, Reason};
 use support::ha::{HaGroup, NAMES};
+use support::netns::{Net, IP};
 use support::workload::Q;
 use support::BIN;
 
-const IP: &str = "/usr/sbin/ip";
 const QM: &str = "QPART";
 /// Probes put here, so that the main queue holds exactly the messages the test committed.
 const PROBE_Q: &str = "PARTITION.PROBE";
@@ -58,139 +58,6 @@ const PROBE_ROUNDS: [Duration; 3] = [
 const PARTITION_MIN: Duration = Duration::from_millis(9_500);
 const HEAL_LIMIT: Duration = Duration::from_secs(20);
 const MESSAGES: usize = 100;
-
-// ---------------------------------------------------------------------------------------------
-// The network
-
-fn ip(args: &[&str]) -> Result<String, String> {
-    let out = Command::new(IP)
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run {IP}: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!(
-            "`ip {}` failed ({}): {}",
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-fn ip_ok(args: &[&str]) {
-    if let Err(e) = ip(args) {
-        panic!("building the test network failed: {e}");
-    }
-}
-
-/// A bridge in the root namespace and one namespace per instance, each joined to the bridge by
-/// a veth pair. Torn down when dropped (also on panic).
-struct Net {
-    bridge: String,
-    ns: [String; 3],
-    /// The root-namespace end of each veth pair: taking it down isolates that instance.
-    host_veth: [String; 3],
-    ns_veth: [String; 3],
-    /// The third octet of the /24 used: 10.213.<subnet>.0/24.
-    subnet: u8,
-}
-
-impl Net {
-    fn build() -> Net {
-        let pid = std::process::id();
-        let net = Net {
-            bridge: format!("fmqbr{pid}"),
-            ns: NAMES.map(|n| format!("fmqpart{pid}{n}")),
-            host_veth: NAMES.map(|n| format!("fmqh{pid}{n}")),
-            ns_veth: NAMES.map(|n| format!("fmqn{pid}{n}")),
-            subnet: 0,
-        };
-        for n in net
-            .host_veth
-            .iter()
-            .chain(&net.ns_veth)
-            .chain([&net.bridge])
-        {
-            assert!(n.len() <= 15, "interface name {n} is too long");
-        }
-        // Leftovers of an earlier run with the same pid.
-        net.teardown();
-        let mut net = net;
-        net.subnet = free_subnet(pid);
-        if let Err(e) = ip(&["netns", "add", &net.ns[0]]) {
-            panic!(
-                "cannot create a network namespace: {e}\n\
-                 This test needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) and iproute2 at {IP}; \
-                 it does not skip itself."
-            );
-        }
-        ip_ok(&["link", "add", &net.bridge, "type", "bridge"]);
-        let br_addr = format!("10.213.{}.254/24", net.subnet);
-        ip_ok(&["addr", "add", &br_addr, "dev", &net.bridge]);
-        ip_ok(&["link", "set", &net.bridge, "up"]);
-        for i in 0..3 {
-            let (ns, h, n) = (&net.ns[i], &net.host_veth[i], &net.ns_veth[i]);
-            if i > 0 {
-                ip_ok(&["netns", "add", ns]);
-            }
-            ip_ok(&["link", "add", h, "type", "veth", "peer", "name", n]);
-            ip_ok(&["link", "set", n, "netns", ns]);
-            let a = format!("{}/24", net.addr(i));
-            ip_ok(&["-n", ns, "addr", "add", &a, "dev", n]);
-            ip_ok(&["-n", ns, "link", "set", "lo", "up"]);
-            ip_ok(&["-n", ns, "link", "set", n, "up"]);
-            ip_ok(&["link", "set", h, "master", &net.bridge]);
-            ip_ok(&["link", "set", h, "up"]);
-        }
-        net
-    }
-
-    fn addr(&self, i: usize) -> String {
-        format!("10.213.{}.{}", self.subnet, i + 1)
-    }
-
-    fn cut(&self, i: usize) {
-        ip_ok(&["link", "set", &self.host_veth[i], "down"]);
-    }
-
-    fn heal(&self, i: usize) {
-        ip_ok(&["link", "set", &self.host_veth[i], "up"]);
-    }
-
-    /// Deletes whatever of this network exists (errors ignored: parts may be missing). The veths
-    /// are deleted explicitly because a deleted namespace releases its devices asynchronously.
-    fn teardown(&self) {
-        for h in &self.host_veth {
-            let _ = ip(&["link", "del", h]);
-        }
-        for ns in &self.ns {
-            let _ = ip(&["netns", "del", ns]);
-        }
-        let _ = ip(&["link", "del", &self.bridge]);
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        self.teardown();
-    }
-}
-
-/// A 10.213.x.0/24 no route on this machine mentions, chosen from the pid so that two runs at
-/// the same time are unlikely to pick the same one.
-fn free_subnet(pid: u32) -> u8 {
-    let routes = ip(&["-4", "route", "show", "table", "all"]).unwrap_or_default();
-    let addrs = ip(&["-4", "-o", "addr", "show"]).unwrap_or_default();
-    (0..200u32)
-        .map(|k| ((pid + k) % 200 + 20) as u8)
-        .find(|s| {
-            let p = format!("10.213.{s}.");
-            !routes.contains(&p) && !addrs.contains(&p)
-        })
-        .expect("a free 10.213.x.0/24")
-}
 
 /// The group and its network; dropping it kills the instances (by pid, only ones this test
 /// started), then removes the network.
@@ -582,7 +449,7 @@ fn role_log(g: &HaGroup, i: usize) -> String {
 #[test]
 fn partition_leaves_one_active_instance_and_the_group_heals() {
     let t_test = Instant::now();
-    let net = Net::build();
+    let net = Net::build("part", &NAMES);
     let g = HaGroup::create(QM, &[], |i| net.addr(i));
     let mut c = Cluster {
         g,

@@ -65,3 +65,41 @@ pub fn get_wait(c: &Connection, q: &str) -> Vec<u8> {
     c.close(&h, 0).unwrap();
     m.body.to_vec()
 }
+
+/// CURDEPTH of local queue `q` on `qm`, by runmqsc.
+pub fn depth(home: &Home, qm: &str, q: &str) -> u64 {
+    let text = mqsc(home, qm, &format!("DISPLAY QLOCAL({q}) CURDEPTH\n"));
+    let at = text.find("CURDEPTH(").expect("CURDEPTH shown") + "CURDEPTH(".len();
+    text[at..]
+        .split(')')
+        .next()
+        .and_then(|d| d.trim().parse().ok())
+        .unwrap_or_else(|| panic!("CURDEPTH in {text}"))
+}
+
+/// Gets every message on `q` (no wait), in order; their bodies.
+pub fn drain(c: &Connection, q: &str) -> Vec<Vec<u8>> {
+    let h = c.open(q, open::INPUT_EXCLUSIVE).unwrap();
+    let mut got = Vec::new();
+    while let Ok(m) = c.get(&h, &GetOptions::any()) {
+        got.push(m.body.to_vec());
+    }
+    c.close(&h, 0).unwrap();
+    got
+}
+
+/// Polls until `q` on `qm` holds at least `n` messages (bounded: 60 s).
+pub fn wait_depth(home: &Home, qm: &str, q: &str, n: u64) {
+    let t = std::time::Instant::now();
+    loop {
+        let d = depth(home, qm, q);
+        if d >= n {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "{qm}: {q} has {d} messages, not {n}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -12,6 +12,7 @@ use ferrymq_client::{ConnectOptions, Reconnect, Transport};
 pub mod chan;
 pub mod dr;
 pub mod ha;
+pub mod netns;
 pub mod workload;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_ferrymq");

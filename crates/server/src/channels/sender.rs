@@ -40,6 +40,19 @@ use crate::storage::now_ms;
 /// How long a connect to one address, and a wait for the receiver's answer, may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+/// The shortest wait for an answer once heartbeats are negotiated: a receiver committing a large
+/// batch on a busy machine is not taken for a cut link.
+const ANSWER_MIN: Duration = Duration::from_secs(5);
+
+/// How long a running sender waits for the receiver (an end of batch's confirmation) or for a
+/// write to leave: like MQ's receive timeout, twice the negotiated heartbeat interval, within
+/// [`ANSWER_MIN`] and [`ANSWER_TIMEOUT`]; with no heartbeats, [`ANSWER_TIMEOUT`]. A link cut
+/// without a reset (no RST, no FIN) is noticed that soon, not when TCP gives up.
+fn answer_wait(hb: Option<Duration>) -> Duration {
+    hb.map_or(ANSWER_TIMEOUT, |h| {
+        (h * 2).clamp(ANSWER_MIN, ANSWER_TIMEOUT)
+    })
+}
 
 /// Why an attempt ended.
 enum End {
@@ -272,13 +285,20 @@ struct Link<'s> {
     /// Heartbeats sent and not yet answered, and when the oldest of them left.
     unanswered: u32,
     oldest_unanswered: Option<tokio::time::Instant>,
+    /// See [`answer_wait`].
+    answer_wait: Duration,
 }
 
 impl Link<'_> {
     async fn send(&mut self, frames: &BytesMut) -> Result<(), MqError> {
-        self.sock
-            .write_all(frames)
+        tokio::time::timeout(self.answer_wait, self.sock.write_all(frames))
             .await
+            .map_err(|_| {
+                broken(format!(
+                    "nothing could be sent to the receiver for {} s",
+                    self.answer_wait.as_secs()
+                ))
+            })?
             .map_err(|e| broken(format!("sending to the receiver failed: {e}")))?;
         self.last_sent = tokio::time::Instant::now();
         if let Some(q) = &self.drain {
@@ -474,6 +494,7 @@ impl Attempt<'_> {
         let hb_int_s = if our_hb_s == 0 { 0 } else { hb_int_s };
         let hb = (hb_int_s > 0).then(|| Duration::from_secs(u64::from(hb_int_s)));
         self.status.lock().hb_int_s = hb_int_s;
+        link.answer_wait = answer_wait(hb);
         link.dec
             .set_max_frame_bytes(ferrymq_proto::frame_limit_for(max_msg_len));
         // A batch in doubt: the receiver's last LUWID says whether it arrived.
@@ -747,7 +768,7 @@ impl Attempt<'_> {
                 if let Err(e) = link.heartbeat().await {
                     return End::Failed(e);
                 }
-                let wait = hb.map_or(ANSWER_TIMEOUT, |h| h * 2);
+                let wait = link.answer_wait;
                 while link.last_heard < asked || link.unanswered > 0 {
                     let left =
                         (asked + wait).saturating_duration_since(tokio::time::Instant::now());
@@ -810,8 +831,9 @@ impl Attempt<'_> {
                 return End::Failed(e);
             }
             // A stop while the batch is in doubt leaves it in doubt: resolved at the next start.
+            let wait = link.answer_wait;
             let answer = tokio::select! {
-                r = link.recv_skip(ANSWER_TIMEOUT) => r,
+                r = link.recv_skip(wait) => r,
                 _ = stop.wait_for(|v| *v >= super::FORCE) => return End::Stopped,
             };
             match answer {
@@ -878,6 +900,7 @@ impl Attempt<'_> {
                     receiver_stopped: self.receiver_stopped.clone(),
                     unanswered: 0,
                     oldest_unanswered: None,
+                    answer_wait: ANSWER_TIMEOUT,
                 })
             }
             Ok(Err(e)) => Err(MqError::new(
@@ -1321,6 +1344,7 @@ pub(crate) async fn serve_requester<R: AsyncRead + Unpin + Send>(
         receiver_stopped: a.receiver_stopped.clone(),
         unanswered: 0,
         oldest_unanswered: None,
+        answer_wait: ANSWER_TIMEOUT,
     };
     let end = a.run(&def, &mut stop, Some(link)).await;
     let receiver_stopped = a.receiver_stopped.load(Ordering::SeqCst);
@@ -1354,5 +1378,19 @@ pub(crate) async fn serve_requester<R: AsyncRead + Unpin + Send>(
             );
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{answer_wait, Duration};
+
+    #[test]
+    fn the_answer_wait_is_twice_hbint_within_its_bounds() {
+        let s = Duration::from_secs;
+        assert_eq!(answer_wait(None), s(60));
+        assert_eq!(answer_wait(Some(s(1))), s(5));
+        assert_eq!(answer_wait(Some(s(10))), s(20));
+        assert_eq!(answer_wait(Some(s(300))), s(60));
     }
 }
