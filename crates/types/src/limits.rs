@@ -138,6 +138,11 @@ pub const FTE_STALL_MS: u64 = 4_000;
 pub const FTE_MONITOR_POLL_MIN_MS: u64 = 100;
 /// Candidate files a monitor follows at once (the others wait for a later poll).
 pub const FTE_MONITOR_FILES_MAX: usize = 100_000;
+/// Files a monitor remembers as fired while they stay in its directory unchanged (past it, new
+/// files wait until fired ones leave the directory).
+pub const FTE_MONITOR_FIRED_MAX: usize = 100_000;
+/// Messages a queue monitor takes from its queue in one poll.
+pub const FTE_MONITOR_MSGS_PER_POLL_MAX: usize = 1_000;
 /// How often at most a sending agent publishes a progress event of a transfer.
 pub const FTE_PROGRESS_INTERVAL_MS: u64 = 1_000;
 /// How long an agent that lost its queue manager keeps trying to reconnect before it ends.
