@@ -951,3 +951,112 @@ fn a_queue_monitor_fires_once_for_each_message_with_its_properties() {
     assert_eq!(log.matches("transfer complete").count(), N, "{log}");
     assert!(!log.contains("transfer failed"), "{log}");
 }
+
+/// Admission: 10,000 transfer requests put at once on the source agent's command queue (as
+/// applications submit MQ's XML) wait their turn there and run maxSourceTransfers at a time:
+/// every one is answered with success, none stalls into a resume, and the agent never runs
+/// more than its maximum at once (its log says how many run as each starts). Meanwhile a cancel
+/// passes the queued requests and takes the last one off the queue before it started.
+#[test]
+fn ten_thousand_requests_at_once_queue_and_run_max_source_transfers_at_a_time() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "FTQMB", &[]);
+    let _a = agents(&home, "FTQMB", &["SRCB", "DSTB"], 4096);
+    let work = tempfile::tempdir().unwrap();
+    let outbox = dir(work.path(), "out");
+    let inbox = dir(work.path(), "in");
+    const N: usize = 10_000;
+    for i in 0..N {
+        std::fs::write(outbox.join(format!("r{i}")), format!("request {i}\n")).unwrap();
+    }
+    let c = qm.connect_bindings();
+    c.admin("MQSC DEFINE QLOCAL(APP.REPLY) MAXDEPTH(20000)")
+        .unwrap();
+    let cmd = c.open("SYSTEM.FTE.COMMAND.SRCB", open::OUTPUT).unwrap();
+    let md = MessageDescriptor {
+        persistence: Persistence::Persistent,
+        reply_to_q: "APP.REPLY".into(),
+        ..Default::default()
+    };
+    let in_unit = PutOptions {
+        syncpoint: ferrymq_types::options::Syncpoint::Yes,
+        ..Default::default()
+    };
+    let mut last = Default::default();
+    for i in 0..N {
+        let xml = format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<request version=\"6.00\">\
+             <managedTransfer><sourceAgent agent=\"SRCB\" QMgr=\"FTQMB\"/>\
+             <destinationAgent agent=\"DSTB\" QMgr=\"FTQMB\"/><transferSet><item \
+             mode=\"binary\"><source><file>{}/r{i}</file></source><destination type=\"file\" \
+             exist=\"error\"><file>{}/r{i}</file></destination></item></transferSet>\
+             </managedTransfer></request>\n",
+            outbox.display(),
+            inbox.display()
+        );
+        let mut m = md.clone();
+        m.msg_id = Default::default();
+        last = c
+            .put(&cmd, &m, &Properties::default(), Bytes::from(xml), &in_unit)
+            .unwrap_or_else(|e| panic!("request {i}: {e}"))
+            .0;
+        if i % 500 == 499 {
+            c.commit().unwrap();
+        }
+    }
+    c.commit().unwrap();
+    let id: String = last.iter().map(|b| format!("{b:02x}")).collect();
+    let out = home.ok(&["fteCancelTransfer", "-agentName", "SRCB", &id]);
+    assert!(out.contains("cancelled before it started"), "{out}");
+    let h = c.open("APP.REPLY", open::INPUT_SHARED).unwrap();
+    let wait = GetOptions {
+        wait: Wait::Ms(5_000),
+        max_len: u32::MAX,
+        ..Default::default()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
+    let (mut ok, mut cancelled) = (0, 0);
+    while ok + cancelled < N {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{ok} of {N} answered in time"
+        );
+        match c.get(&h, &wait) {
+            Ok(r) if r.md.correl_id == last => {
+                assert_eq!(r.props.get("fteOk"), Some(&PropertyValue::Bool(false)));
+                cancelled += 1;
+            }
+            Ok(r) => {
+                assert_eq!(
+                    r.props.get("fteOk"),
+                    Some(&PropertyValue::Bool(true)),
+                    "{}",
+                    String::from_utf8_lossy(&r.body)
+                );
+                ok += 1;
+            }
+            Err(e) if e.reason == ferrymq_types::Reason::NO_MSG_AVAILABLE => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(cancelled, 1);
+    assert_eq!(std::fs::read_dir(&inbox).unwrap().count(), N - 1);
+    assert!(!inbox.join(format!("r{}", N - 1)).exists());
+    assert_eq!(
+        std::fs::read_to_string(inbox.join("r9998")).unwrap(),
+        "request 9998\n"
+    );
+    let log = fte_support::agent_log(&home, "SRCB");
+    assert!(
+        !log.contains("resuming"),
+        "a transfer stalled into a resume"
+    );
+    let started: Vec<usize> = log
+        .lines()
+        .filter_map(|l| l.split(" started (").nth(1))
+        .filter_map(|r| r.split(' ').next()?.parse().ok())
+        .collect();
+    assert_eq!(started.len(), N - 1);
+    let most = started.iter().max().copied().unwrap();
+    assert!(most <= 25, "{most} transfers ran at once");
+}

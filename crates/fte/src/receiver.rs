@@ -48,6 +48,13 @@ struct Transfer {
     files: HashMap<i64, Incoming>,
     /// Files refused at their start: their chunks are dropped.
     refused: Vec<i64>,
+    /// The sender's reply queue, opened at the first answer and kept until the transfer is
+    /// forgotten (an answer per frame would otherwise cost an open and a close each).
+    reply: Option<ObjectHandle>,
+    /// Whether the state queue may hold a checkpoint of this transfer (one was written, or the
+    /// transfer resumed, perhaps after this agent restarted): only then does the end of a file
+    /// look for one to remove.
+    checkpointed: bool,
 }
 
 fn str_prop<'a>(m: &'a Message, n: &str) -> &'a str {
@@ -108,7 +115,7 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                         .map(|(k, _)| *k);
                     match idle {
                         Some(k) => {
-                            transfers.remove(&k);
+                            forget(&c, transfers.remove(&k));
                         }
                         None => continue,
                     }
@@ -123,6 +130,8 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                     chunks: 0,
                     files: HashMap::new(),
                     refused: Vec::new(),
+                    reply: None,
+                    checkpointed: false,
                 });
                 if epoch < t.epoch {
                     continue;
@@ -147,6 +156,7 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                 if t.refused.contains(&index) {
                     continue;
                 }
+                t.checkpointed = true;
                 // A resume: from where this file's data stands here, if it is the same file.
                 let (offset, received) = match t.files.get(&index) {
                     Some(inc) if inc.ident == ident => (inc.next, inc.next),
@@ -240,6 +250,7 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                             offset: inc.next,
                             ident: inc.ident,
                         };
+                        t.checkpointed = true;
                         if let Err(e) = k.write(&c, &state, tid) {
                             mq::<()>(Err(e.clone()))?;
                             eprintln!("fte: a checkpoint could not be recorded: {e}");
@@ -277,14 +288,16 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                 if let Some(inc) = t.files.remove(&index) {
                     let digest = str_prop(&m, prop::DIGEST).to_string();
                     let (ok, why) = finish(inc, &digest);
-                    let _ = mq(crate::state::remove(&c, &state, tid));
+                    if std::mem::take(&mut t.checkpointed) {
+                        let _ = mq(crate::state::remove(&c, &state, tid));
+                    }
                     answer(&c, tid, t, "result", index, ok, &why, &[]);
                 }
             }
             // The sender has every result: the transfer is forgotten. (Its chunk count must last
             // from one file to the next until then, as the sender's window counts across files.)
             "done" if transfers.get(&tid).is_some_and(|t| epoch >= t.epoch) => {
-                transfers.remove(&tid);
+                forget(&c, transfers.remove(&tid));
             }
             "cancel" => {
                 match transfers.get_mut(&tid) {
@@ -302,6 +315,13 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
             }
             _ => {}
         }
+    }
+}
+
+/// Forgets a transfer: its reply queue is closed.
+fn forget(c: &Connection, t: Option<Transfer>) {
+    if let Some(h) = t.and_then(|t| t.reply) {
+        let _ = c.close(&h, 0);
     }
 }
 
@@ -405,7 +425,7 @@ fn finish(inc: Incoming, digest: &str) -> (bool, String) {
 fn answer(
     c: &Connection,
     tid: MsgId,
-    t: &Transfer,
+    t: &mut Transfer,
     kind: &str,
     index: i64,
     ok: bool,
@@ -432,17 +452,26 @@ fn answer(
         );
     }
     let r = (|| -> std::result::Result<(), ferrymq_types::MqError> {
-        let h = c.open_qmgr(&t.reply_q, &t.reply_qm, open::OUTPUT)?;
+        if t.reply.is_none() {
+            t.reply = Some(c.open_qmgr(&t.reply_q, &t.reply_qm, open::OUTPUT)?);
+        }
+        let Some(h) = t.reply.as_ref() else {
+            return Ok(());
+        };
         c.put(
-            &h,
+            h,
             &md,
             &props,
             Bytes::from(text.to_string()),
             &PutOptions::default(),
-        )?;
-        c.close(&h, 0)
+        )
+        .map(|_| ())
     })();
     if let Err(e) = r {
+        // Opened again at the next answer (the queue manager may have restarted).
+        if let Some(h) = t.reply.take() {
+            let _ = c.close(&h, 0);
+        }
         eprintln!("fte: an answer to {} could not be put: {e}", t.reply_q);
     }
 }

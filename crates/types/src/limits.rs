@@ -129,6 +129,9 @@ pub const FTE_FILE_NAME_LEN_MAX: usize = 4_096;
 pub const FTE_FILES_PER_TRANSFER_MAX: usize = 10_000;
 /// Transfers an agent receives at once.
 pub const FTE_RECEIVING_TRANSFERS_MAX: usize = 1_000;
+/// Transfer requests an agent's command queue holds (its MAXDEPTH) while they wait for one of
+/// the maxSourceTransfers places.
+pub const FTE_QUEUED_REQUESTS_MAX: u32 = 100_000;
 /// The largest transfer request message an agent reads.
 pub const FTE_REQUEST_LEN_MAX_BYTES: usize = 1024 * 1024;
 /// How long a sending agent waits for an acknowledgement of its window (or an answer to a
