@@ -2,7 +2,8 @@
 //! destination by offset, acknowledges every frame of chunks, and every checkpoint interval
 //! syncs the `.part` and records the progress as one persistent message per transfer on the
 //! agent's state queue (the previous one is removed in the same unit of work). At the end it
-//! checks the checksum, syncs the file, renames it into place and syncs the directory. It takes
+//! checks the checksum, syncs the file, renames it into place and syncs the directory (on one
+//! of a few finisher threads, so that one file's syncs do not stall the others' chunks). It takes
 //! chunks only in order and of the sender's current epoch; to a resume it answers the offset to
 //! go on from (its own if it kept running, else its checkpoint) or, if the source's identity
 //! changed, a failure.
@@ -15,7 +16,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::{Message, ObjectHandle};
-use ferrymq_types::limits::{FTE_CHUNK_SIZE_MAX_BYTES, FTE_RECEIVING_TRANSFERS_MAX};
+use ferrymq_types::limits::{FTE_CHUNK_SIZE_MAX_BYTES, FTE_FINISHERS, FTE_RECEIVING_TRANSFERS_MAX};
 use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
 use ferrymq_types::{MessageDescriptor, MsgId, Persistence, Properties, PropertyValue, Reason};
 
@@ -90,6 +91,8 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
         open::INPUT_SHARED | open::OUTPUT | open::BROWSE,
     ))?;
     let mut transfers: HashMap<MsgId, Transfer> = HashMap::new();
+    let finishing: Finishing = Default::default();
+    let finishers = start_finishers(&c, p, &finishing)?;
     let g = GetOptions {
         wait: Wait::Ms(500),
         max_len: (FTE_CHUNK_SIZE_MAX_BYTES + 64 * 1024) as u32,
@@ -116,6 +119,7 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                     match idle {
                         Some(k) => {
                             forget(&c, transfers.remove(&k));
+                            forget_finished(&finishing, k);
                         }
                         None => continue,
                     }
@@ -154,6 +158,10 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                     continue;
                 }
                 if t.refused.contains(&index) {
+                    continue;
+                }
+                if let Some((ok, why)) = finishing_result(&finishing, tid, index) {
+                    answer(&c, tid, t, "result", index, ok, &why, &[]);
                     continue;
                 }
                 t.checkpointed = true;
@@ -287,17 +295,36 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                 answer(&c, tid, t, "ack", index, true, &n, &[]);
                 if let Some(inc) = t.files.remove(&index) {
                     let digest = str_prop(&m, prop::DIGEST).to_string();
-                    let (ok, why) = finish(inc, &digest);
+                    // The checkpoint goes first: a crash before the file is in place resumes
+                    // it from the start, never from an offset of a file already renamed.
                     if std::mem::take(&mut t.checkpointed) {
                         let _ = mq(crate::state::remove(&c, &state, tid));
                     }
-                    answer(&c, tid, t, "result", index, ok, &why, &[]);
+                    // Syncing, checking and renaming wait for the disk: finishers do it, so
+                    // that one file's syncs do not hold up every other transfer's chunks.
+                    finishing
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert((tid, index), None);
+                    let job = Finish {
+                        inc,
+                        digest,
+                        tid,
+                        index,
+                        epoch: t.epoch,
+                        reply_q: t.reply_q.clone(),
+                        reply_qm: t.reply_qm.clone(),
+                    };
+                    if finishers.send(job).is_err() {
+                        return crate::err("the file finishers ended");
+                    }
                 }
             }
             // The sender has every result: the transfer is forgotten. (Its chunk count must last
             // from one file to the next until then, as the sender's window counts across files.)
             "done" if transfers.get(&tid).is_some_and(|t| epoch >= t.epoch) => {
                 forget(&c, transfers.remove(&tid));
+                forget_finished(&finishing, tid);
             }
             "cancel" => {
                 match transfers.get_mut(&tid) {
@@ -389,6 +416,92 @@ fn start_file(m: &Message, at: Option<u64>) -> std::result::Result<Incoming, Str
         next,
         ident: (int_prop(m, prop::SIZE), int_prop(m, prop::MTIME)),
     })
+}
+
+/// Files handed to the finishers, by transfer and file index: `None` while being finished,
+/// then the result given, kept until the transfer is forgotten — a resume of such a file (the
+/// sender stalled meanwhile) waits for it and gets the same result, never a second `.part`.
+type Finishing = std::sync::Arc<std::sync::Mutex<HashMap<(MsgId, i64), Option<(bool, String)>>>>;
+
+fn finishing_result(f: &Finishing, tid: MsgId, index: i64) -> Option<(bool, String)> {
+    loop {
+        match f
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(tid, index))
+        {
+            None => return None,
+            Some(Some(r)) => return Some(r.clone()),
+            Some(None) => {}
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+fn forget_finished(f: &Finishing, tid: MsgId) {
+    f.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|(t, _), _| *t != tid);
+}
+
+/// A file whose data all arrived, to be synced, checked, renamed and answered.
+struct Finish {
+    inc: Incoming,
+    digest: String,
+    tid: MsgId,
+    index: i64,
+    epoch: i64,
+    reply_q: String,
+    reply_qm: String,
+}
+
+/// Starts `FTE_FINISHERS` threads, each with a connection of its own, that finish files; the
+/// queue to them is bounded, so a slow disk slows the receiver down rather than piling up.
+fn start_finishers(
+    c: &Connection,
+    p: &AgentProps,
+    finishing: &Finishing,
+) -> Result<std::sync::mpsc::SyncSender<Finish>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Finish>(FTE_FINISHERS);
+    let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+    for _ in 0..FTE_FINISHERS {
+        let fc = mq(c.share())?;
+        let rx = rx.clone();
+        let agent = p.agent_name.clone();
+        let finishing = finishing.clone();
+        std::thread::Builder::new()
+            .name("fte-finisher".into())
+            .spawn(move || loop {
+                let job = match rx.lock().unwrap_or_else(|e| e.into_inner()).recv() {
+                    Ok(j) => j,
+                    Err(_) => return,
+                };
+                let (ok, why) = finish(job.inc, &job.digest);
+                let mut t = Transfer {
+                    reply_q: job.reply_q,
+                    reply_qm: job.reply_qm,
+                    frame: 1,
+                    checkpoint: 1,
+                    epoch: job.epoch,
+                    chunks: 0,
+                    files: HashMap::new(),
+                    refused: Vec::new(),
+                    reply: None,
+                    checkpointed: false,
+                };
+                answer(&fc, job.tid, &mut t, "result", job.index, ok, &why, &[]);
+                forget(&fc, Some(t));
+                finishing
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert((job.tid, job.index), Some((ok, why.clone())));
+                if !ok {
+                    eprintln!("fte agent {agent}: {why}");
+                }
+            })
+            .map_err(|e| crate::FteError(format!("thread: {e}")))?;
+    }
+    Ok(tx)
 }
 
 fn finish(inc: Incoming, digest: &str) -> (bool, String) {

@@ -127,6 +127,9 @@ pub const FTE_OUTSTANDING_CHUNKS_MAX: usize = 1_000;
 pub const FTE_FILE_NAME_LEN_MAX: usize = 4_096;
 /// Files one transfer request may move (after directories and wildcards are expanded).
 pub const FTE_FILES_PER_TRANSFER_MAX: usize = 10_000;
+/// Threads of a receiving agent that sync, check and rename the files whose data all arrived
+/// (their syncs overlap; the queue to them holds as many files).
+pub const FTE_FINISHERS: usize = 4;
 /// Transfers an agent receives at once.
 pub const FTE_RECEIVING_TRANSFERS_MAX: usize = 1_000;
 /// Transfer requests an agent's command queue holds (its MAXDEPTH) while they wait for one of
