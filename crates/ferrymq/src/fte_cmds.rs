@@ -116,13 +116,17 @@ struct CreateMonitor {
     #[arg(long = "mn", value_name = "NAME")]
     mn: String,
     /// The directory to watch
-    #[arg(long = "md", value_name = "DIR")]
-    md: String,
+    #[arg(long = "md", value_name = "DIR", required_unless_present = "mq")]
+    md: Option<String>,
+    /// The queue to watch instead (on the agent's queue manager): each message triggers the
+    /// task once, its properties standing for ${NAME} and the queue for ${QueueName}
+    #[arg(long = "mq", value_name = "QUEUE", conflicts_with = "md")]
+    mq: Option<String>,
     /// The task: a transfer request's XML (fteCreateTransfer -gt writes one), with ${FilePath}
     /// and ${FileName} standing for the file that triggered
     #[arg(long = "mt", value_name = "TASK.xml")]
     mt: PathBuf,
-    /// The trigger: match,PATTERN (`*` and `?` wildcards)
+    /// The trigger: match,PATTERN (`*` and `?` wildcards); queueNotEmpty with -mq
     #[arg(long = "tr", value_name = "match,PATTERN", default_value = "match,*")]
     tr: String,
     /// Poll interval, in -pu units (default 60)
@@ -282,16 +286,20 @@ pub fn run(name: &str, rest: &[String]) -> Res {
         "fteCreateMonitor" => {
             let Some(a) = parse_args::<CreateMonitor>(
                 "ferrymq fteCreateMonitor",
-                Some("Create a resource monitor: files appearing in a directory trigger a task"),
+                Some("Create a resource monitor: files appearing in a directory, or messages on a queue, trigger a task"),
                 "Examples:\n  ferrymq fteCreateMonitor -ma AGENT1 -mn INBOX -md /srv/out \\\n      \
-                 -mt task.xml -tr 'match,*.csv' -pi 5",
+                 -mt task.xml -tr 'match,*.csv' -pi 5\n  ferrymq fteCreateMonitor -ma AGENT1 -mn ONREQ -mq FILES.TO.SEND \\\n      \
+                 -mt task.xml -tr queueNotEmpty -pi 1",
                 &args,
             )?
             else {
                 return Ok(());
             };
-            let Some(pattern) = a.tr.strip_prefix("match,") else {
-                return Err(other("fteCreateMonitor: -tr match,PATTERN"));
+            let pattern = match (a.tr.strip_prefix("match,"), &a.mq) {
+                (Some(p), None) => p,
+                (_, Some(_)) if a.tr == "queueNotEmpty" || a.tr == "match,*" => "*",
+                (_, Some(_)) => return Err(other("fteCreateMonitor: -mq takes -tr queueNotEmpty")),
+                (None, None) => return Err(other("fteCreateMonitor: -tr match,PATTERN")),
             };
             let unit_ms = match a.pu.as_str() {
                 "seconds" => 1_000,
@@ -306,7 +314,8 @@ pub fn run(name: &str, rest: &[String]) -> Res {
                 .map_err(|e| other(format!("fteCreateMonitor: {}: {e}", a.mt.display())))?;
             let m = ferrymq_fte::monitor::Monitor {
                 name: a.mn.clone(),
-                directory: commands::absolute(&a.md),
+                directory: a.md.as_deref().map(commands::absolute).unwrap_or_default(),
+                queue: a.mq.clone(),
                 pattern: pattern.to_string(),
                 poll_ms: a.pi.max(1).saturating_mul(unit_ms),
                 stable: a.stable,

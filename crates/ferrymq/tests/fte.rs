@@ -788,3 +788,275 @@ fn a_monitor_transfers_each_file_dropped_at_once_exactly_once_two_at_a_time() {
     home.ok(&["fteDeleteMonitor", "-ma", "SRC8", "-mn", "OUTBOX"]);
     assert!(home.ok(&["fteListMonitors"]).contains("no monitors"));
 }
+
+/// The task of a monitor test: the file that fired goes to `inbox`, under its own name, and is
+/// deleted at the source once it arrived (exist=error: a file that fired twice would fail).
+fn monitor_task(src: &str, dst: &str, qm: &str, inbox: &std::path::Path, file: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<request version=\"6.00\"><managedTransfer>\
+         <sourceAgent agent=\"{src}\" QMgr=\"{qm}\"/><destinationAgent agent=\"{dst}\" \
+         QMgr=\"{qm}\"/><transferSet><item mode=\"binary\"><source disposition=\"delete\">\
+         <file>{file}</file></source><destination type=\"file\" exist=\"error\">\
+         <file>{}/${{FileName}}</file></destination></item></transferSet></managedTransfer>\
+         </request>\n",
+        inbox.display()
+    )
+}
+
+/// 1,000 files dropped at once into a watched directory: each fires once and arrives once (the
+/// destination holds each file, the transfer log one completed transfer of each), and once they
+/// left the source directory (delete disposition) the monitor forgets them, so a file of the
+/// same name dropped later fires again. Within a minute on a loaded two-core machine: the
+/// transfers run maxSourceTransfers (25) at a time.
+#[test]
+fn a_monitor_sends_a_thousand_files_dropped_at_once_each_once_and_then_forgets_them() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FTQM9", &[]);
+    home.ok(&["fteSetupCoordination", "-coordinationQMgr", "FTQM9"]);
+    let _a = agents(&home, "FTQM9", &["SRC9", "DST9"], 64 * 1024);
+    let work = tempfile::tempdir().unwrap();
+    let outbox = dir(work.path(), "out");
+    let inbox = dir(work.path(), "in");
+    let task = work.path().join("task.xml");
+    std::fs::write(
+        &task,
+        monitor_task("SRC9", "DST9", "FTQM9", &inbox, "${FilePath}"),
+    )
+    .unwrap();
+    home.ok(&[
+        "fteCreateMonitor",
+        "-ma",
+        "SRC9",
+        "-mn",
+        "DROP",
+        "-md",
+        outbox.to_str().unwrap(),
+        "-mt",
+        task.to_str().unwrap(),
+        "-tr",
+        "match,*.dat",
+        "-pi",
+        "1",
+        "-stable",
+        "1",
+    ]);
+    const N: usize = 1000;
+    // Written beside the directory and moved in, as a file drop does.
+    let stage = dir(work.path(), "stage");
+    for i in 0..N {
+        std::fs::write(stage.join(format!("f{i}.dat")), data(100 + i, i as u8)).unwrap();
+    }
+    for i in 0..N {
+        let n = format!("f{i}.dat");
+        std::fs::rename(stage.join(&n), outbox.join(&n)).unwrap();
+    }
+    fte_support::wait_until("every file transferred and deleted", 120, || {
+        std::fs::read_dir(&outbox).unwrap().count() == 0
+            && std::fs::read_dir(&inbox).unwrap().count() == N
+    });
+    for i in 0..N {
+        assert_eq!(
+            std::fs::read(inbox.join(format!("f{i}.dat"))).unwrap(),
+            data(100 + i, i as u8)
+        );
+    }
+    let completed = || {
+        home.ok(&["fte", "log", "--json"])
+            .lines()
+            .filter(|l| l.contains("\"completed\""))
+            .count()
+    };
+    fte_support::wait_until("every transfer in the log", 60, || completed() >= N);
+    // A few more polls: nothing fires twice.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert_eq!(completed(), N);
+    let log = fte_support::agent_log(&home, "SRC9");
+    assert_eq!(log.matches("monitor DROP fired").count(), N);
+    assert!(!log.contains("transfer failed"));
+    // The files left the directory: the monitor forgot them.
+    let fired = home.path().join("mqft/agents/SRC9/monitors/DROP.fired");
+    fte_support::wait_until("the fired files forgotten", 30, || {
+        std::fs::read_to_string(&fired)
+            .unwrap_or_default()
+            .is_empty()
+    });
+    // So a file of a name that fired before fires again.
+    std::fs::remove_file(inbox.join("f7.dat")).unwrap();
+    std::fs::write(outbox.join("f7.dat"), b"again").unwrap();
+    fte_support::wait_until("the file dropped again transferred", 60, || {
+        std::fs::read(inbox.join("f7.dat")).is_ok_and(|b| b == b"again")
+    });
+}
+
+/// A queue monitor: each message on the queue triggers the task once, with the message's
+/// properties standing for the task's variables.
+#[test]
+fn a_queue_monitor_fires_once_for_each_message_with_its_properties() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "FTQMA", &[]);
+    mqsc(&home, "FTQMA", "DEFINE QLOCAL(FILES.TO.SEND)");
+    let _a = agents(&home, "FTQMA", &["SRCA", "DSTA"], 4096);
+    let work = tempfile::tempdir().unwrap();
+    let outbox = dir(work.path(), "out");
+    let inbox = dir(work.path(), "in");
+    let task = work.path().join("task.xml");
+    let src = format!("{}/${{FileName}}", outbox.display());
+    std::fs::write(&task, monitor_task("SRCA", "DSTA", "FTQMA", &inbox, &src)).unwrap();
+    home.ok(&[
+        "fteCreateMonitor",
+        "-ma",
+        "SRCA",
+        "-mn",
+        "ONREQ",
+        "-mq",
+        "FILES.TO.SEND",
+        "-mt",
+        task.to_str().unwrap(),
+        "-tr",
+        "queueNotEmpty",
+        "-pi",
+        "1",
+    ]);
+    assert!(home
+        .ok(&["fteListMonitors"])
+        .contains("queue FILES.TO.SEND"));
+    const N: usize = 20;
+    let c = qm.connect();
+    let h = c.open("FILES.TO.SEND", open::OUTPUT).unwrap();
+    for i in 0..N {
+        let name = format!("q{i}.bin");
+        std::fs::write(outbox.join(&name), data(1000 + i, i as u8)).unwrap();
+        let mut props = Properties::default();
+        props.set("FileName", PropertyValue::String(name));
+        let md = MessageDescriptor {
+            persistence: Persistence::Persistent,
+            ..Default::default()
+        };
+        c.put(&h, &md, &props, Bytes::new(), &PutOptions::default())
+            .unwrap();
+    }
+    fte_support::wait_until("every file transferred", 90, || {
+        (0..N).all(|i| inbox.join(format!("q{i}.bin")).exists())
+            && std::fs::read_dir(&outbox).unwrap().count() == 0
+    });
+    for i in 0..N {
+        assert_eq!(
+            std::fs::read(inbox.join(format!("q{i}.bin"))).unwrap(),
+            data(1000 + i, i as u8)
+        );
+    }
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let log = fte_support::agent_log(&home, "SRCA");
+    assert_eq!(log.matches("monitor ONREQ fired").count(), N, "{log}");
+    assert_eq!(log.matches("transfer complete").count(), N, "{log}");
+    assert!(!log.contains("transfer failed"), "{log}");
+}
+
+/// Admission: 10,000 transfer requests put at once on the source agent's command queue (as
+/// applications submit MQ's XML) wait their turn there and run maxSourceTransfers at a time:
+/// every one is answered with success, none stalls into a resume, and the agent never runs
+/// more than its maximum at once (its log says how many run as each starts). Meanwhile a cancel
+/// passes the queued requests and takes the last one off the queue before it started.
+#[test]
+fn ten_thousand_requests_at_once_queue_and_run_max_source_transfers_at_a_time() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "FTQMB", &[]);
+    let _a = agents(&home, "FTQMB", &["SRCB", "DSTB"], 4096);
+    let work = tempfile::tempdir().unwrap();
+    let outbox = dir(work.path(), "out");
+    let inbox = dir(work.path(), "in");
+    const N: usize = 10_000;
+    for i in 0..N {
+        std::fs::write(outbox.join(format!("r{i}")), format!("request {i}\n")).unwrap();
+    }
+    let c = qm.connect_bindings();
+    c.admin("MQSC DEFINE QLOCAL(APP.REPLY) MAXDEPTH(20000)")
+        .unwrap();
+    let cmd = c.open("SYSTEM.FTE.COMMAND.SRCB", open::OUTPUT).unwrap();
+    let md = MessageDescriptor {
+        persistence: Persistence::Persistent,
+        reply_to_q: "APP.REPLY".into(),
+        ..Default::default()
+    };
+    let in_unit = PutOptions {
+        syncpoint: ferrymq_types::options::Syncpoint::Yes,
+        ..Default::default()
+    };
+    let mut last = Default::default();
+    for i in 0..N {
+        let xml = format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<request version=\"6.00\">\
+             <managedTransfer><sourceAgent agent=\"SRCB\" QMgr=\"FTQMB\"/>\
+             <destinationAgent agent=\"DSTB\" QMgr=\"FTQMB\"/><transferSet><item \
+             mode=\"binary\"><source><file>{}/r{i}</file></source><destination type=\"file\" \
+             exist=\"error\"><file>{}/r{i}</file></destination></item></transferSet>\
+             </managedTransfer></request>\n",
+            outbox.display(),
+            inbox.display()
+        );
+        let mut m = md.clone();
+        m.msg_id = Default::default();
+        last = c
+            .put(&cmd, &m, &Properties::default(), Bytes::from(xml), &in_unit)
+            .unwrap_or_else(|e| panic!("request {i}: {e}"))
+            .0;
+        if i % 500 == 499 {
+            c.commit().unwrap();
+        }
+    }
+    c.commit().unwrap();
+    let id: String = last.iter().map(|b| format!("{b:02x}")).collect();
+    let out = home.ok(&["fteCancelTransfer", "-agentName", "SRCB", &id]);
+    assert!(out.contains("cancelled before it started"), "{out}");
+    let h = c.open("APP.REPLY", open::INPUT_SHARED).unwrap();
+    let wait = GetOptions {
+        wait: Wait::Ms(5_000),
+        max_len: u32::MAX,
+        ..Default::default()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
+    let (mut ok, mut cancelled) = (0, 0);
+    while ok + cancelled < N {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{ok} of {N} answered in time"
+        );
+        match c.get(&h, &wait) {
+            Ok(r) if r.md.correl_id == last => {
+                assert_eq!(r.props.get("fteOk"), Some(&PropertyValue::Bool(false)));
+                cancelled += 1;
+            }
+            Ok(r) => {
+                assert_eq!(
+                    r.props.get("fteOk"),
+                    Some(&PropertyValue::Bool(true)),
+                    "{}",
+                    String::from_utf8_lossy(&r.body)
+                );
+                ok += 1;
+            }
+            Err(e) if e.reason == ferrymq_types::Reason::NO_MSG_AVAILABLE => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(cancelled, 1);
+    assert_eq!(std::fs::read_dir(&inbox).unwrap().count(), N - 1);
+    assert!(!inbox.join(format!("r{}", N - 1)).exists());
+    assert_eq!(
+        std::fs::read_to_string(inbox.join("r9998")).unwrap(),
+        "request 9998\n"
+    );
+    let log = fte_support::agent_log(&home, "SRCB");
+    assert!(
+        !log.contains("resuming"),
+        "a transfer stalled into a resume"
+    );
+    let started: Vec<usize> = log
+        .lines()
+        .filter_map(|l| l.split(" started (").nth(1))
+        .filter_map(|r| r.split(' ').next()?.parse().ok())
+        .collect();
+    assert_eq!(started.len(), N - 1);
+    let most = started.iter().max().copied().unwrap();
+    assert!(most <= 25, "{most} transfers ran at once");
+}

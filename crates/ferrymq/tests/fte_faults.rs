@@ -2,11 +2,20 @@
 //! sender/receiver channel (through a relay, limited to 100 Mbit/s, so that the link itself can
 //! be cut and the faults fall inside the transfer), while the sending agent, the receiving
 //! agent, each queue manager (SIGKILL, then started again) and the channel (the relay killed and
-//! started again) are faulted at random moments — every kind at least twice. The transfer completes by itself, the destination is byte for byte the source,
-//! at most one checkpoint's worth is sent again per fault (the sending agent's count in the
-//! transfer's result: at each resume, the data from the resume offset up to the furthest the
-//! receiver had acknowledged or held, or the sender had put and lost on the way), and
-//! nothing but the file is left in the destination directory.
+//! started again) are faulted at random moments — every kind at least twice. The transfer
+//! completes by itself, the destination is byte for byte the source, and nothing but the file
+//! is left in the destination directory.
+//!
+//! Bytes sent again, measured at each resume by the sending agent (from the resume offset up
+//! to the furthest the receiver had acknowledged or held, or the sender had put and lost on the
+//! way; its log gives each resume, the transfer's result their sum), are bounded by what the
+//! design can lose: the chunks in flight, at most agentWindowSize × agentFrameSize (a queue
+//! manager or the link going down loses them: chunks are non-persistent), plus, when the
+//! receiving agent dies, what it had written since its last checkpoint, less than
+//! agentFrameSize × agentCheckpointInterval chunks. "One checkpoint's worth per fault" alone
+//! cannot hold whenever the window is not empty — with MQ's defaults (window 10 × frame 5
+//! chunks, a checkpoint every frame) the window is ten checkpoints' worth — so each resume is
+//! held to window + one checkpoint, and the whole transfer to that per fault.
 //!
 //! The faults come from a seeded random generator; the seed is printed, and
 //! `FTE_FAULTS_SEED=N` replays a run.
@@ -29,11 +38,14 @@ const CHUNK: usize = 256 * 1024;
 const SIZE: u64 = 200 * 1000 * 1000 + 4321;
 /// A checkpoint every 4 frames.
 const INTERVAL: usize = 4;
-/// One checkpoint's worth: agentFrameSize (2) × agentCheckpointInterval chunks (2 MiB). The
-/// window in flight (agentWindowSize 2 × agentFrameSize 2 chunks, 1 MiB) is what a queue
-/// manager or the link going down loses; a receiving agent killed loses that and at most one
-/// checkpoint's worth it had received.
+/// One checkpoint's worth: agentFrameSize (2) × agentCheckpointInterval chunks (2 MiB).
 const CHECKPOINT_BYTES: u64 = (2 * INTERVAL * CHUNK) as u64;
+/// The window in flight: agentWindowSize 2 × agentFrameSize 2 chunks (1 MiB), what a queue
+/// manager or the link going down loses.
+const WINDOW_BYTES: u64 = (2 * 2 * CHUNK) as u64;
+/// The most one resume may send again: the window in flight and what a receiving agent killed
+/// had written since its last checkpoint.
+const RESUME_BYTES_MAX: u64 = WINDOW_BYTES + CHECKPOINT_BYTES;
 /// The link between the queue managers, in megabits per second: slow enough that ten faults,
 /// each some time to inject and recover from, fall inside one transfer.
 const LINK_MBPS: u32 = 100;
@@ -260,10 +272,29 @@ fn a_200_mb_transfer_survives_ten_random_faults_of_agents_queue_managers_and_the
     // the count lasts across those starts.
     let restarts = faults.iter().filter(|f| **f == Fault::SendingAgent).count() as u64;
     assert!(resumes >= restarts, "seed {seed}: {result}");
+    // Each resume, as the sending agent logged it (its log lasts across its restarts).
+    let log = fte_support::agent_log(&home, "SRC");
+    let each: Vec<u64> = log
+        .lines()
+        .filter_map(|l| l.split(": ").last()?.strip_suffix(" bytes sent again"))
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert_eq!(each.iter().sum::<u64>(), resent, "seed {seed}: {log}");
     assert!(
-        resent <= faults.len() as u64 * CHECKPOINT_BYTES,
-        "seed {seed}: more than one checkpoint's worth ({CHECKPOINT_BYTES} bytes) re-sent per \
-         fault ({} faults): {result}",
+        each.iter().all(|b| *b <= RESUME_BYTES_MAX),
+        "seed {seed}: a resume sent again more than the window and a checkpoint's worth \
+         ({RESUME_BYTES_MAX} bytes): {each:?}"
+    );
+    assert!(
+        resent <= faults.len() as u64 * RESUME_BYTES_MAX,
+        "seed {seed}: more than the window and a checkpoint's worth ({RESUME_BYTES_MAX} bytes) \
+         re-sent per fault ({} faults): {result}",
         faults.len()
+    );
+    eprintln!(
+        "seed {seed}: {} faults, {resumes} resumes, {resent} bytes sent again ({} per fault; \
+         a checkpoint's worth is {CHECKPOINT_BYTES}, the window {WINDOW_BYTES}): {each:?}",
+        faults.len(),
+        resent / faults.len() as u64
     );
 }

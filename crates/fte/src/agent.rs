@@ -1,8 +1,8 @@
 //! The agent process (`ferrymq fte agent NAME`): connects to its queue manager, resumes the
 //! transfers its state queue records, announces that it is ready with its pid file, then serves
 //! its command queue (transfer requests, each recorded on the state queue and sent by a thread of
-//! its own, at most maxSourceTransfers at once, the others waiting their turn; cancel and stop
-//! requests), its data queue (the transfers it receives) and its resource monitors. When it loses
+//! its own, at most maxSourceTransfers at once, the others waiting their turn on the command
+//! queue, which only a cancel or stop request passes; cancel and stop requests), its data queue (the transfers it receives) and its resource monitors. When it loses
 //! its queue manager it waits for it and replaces itself.
 
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::ConnectOptions;
 use ferrymq_types::limits::{FTE_RECONNECT_WAIT_MS, FTE_REQUEST_LEN_MAX_BYTES};
-use ferrymq_types::options::{open, GetOptions, Syncpoint, Wait};
+use ferrymq_types::options::{open, Browse, GetOptions, Syncpoint, Wait};
 use ferrymq_types::{PropertyValue, Reason};
 
 use crate::props::{self, AgentProps};
@@ -54,6 +54,15 @@ impl Slots {
             u = self.freed.wait(u).unwrap_or_else(|e| e.into_inner());
         }
         *u += 1;
+    }
+    /// Waits up to `ms` for a free place; whether there is one.
+    fn wait_room(&self, ms: u64) -> bool {
+        let u = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        let (u, _) = self
+            .freed
+            .wait_timeout_while(u, Duration::from_millis(ms), |u| *u >= self.max)
+            .unwrap_or_else(|e| e.into_inner());
+        *u < self.max
     }
     fn give(&self) {
         let mut u = self.used.lock().unwrap_or_else(|e| e.into_inner());
@@ -122,7 +131,10 @@ pub fn run(home: &Path, agent: &str) -> Result<()> {
     } else {
         connect(&p)?
     };
-    let cmd_q = c.open(&queues::command(agent), open::INPUT_EXCLUSIVE)?;
+    let cmd_q = c.open(
+        &queues::command(agent),
+        open::INPUT_EXCLUSIVE | open::BROWSE,
+    )?;
     let state_q = c.open(
         &queues::state(agent),
         open::INPUT_SHARED | open::OUTPUT | open::BROWSE,
@@ -171,8 +183,38 @@ pub fn run(home: &Path, agent: &str) -> Result<()> {
         max_len: FTE_REQUEST_LEN_MAX_BYTES as u32,
         ..Default::default()
     };
+    let control = GetOptions {
+        browse: Browse::First,
+        wait: Wait::NoWait,
+        max_len: FTE_REQUEST_LEN_MAX_BYTES as u32,
+        accept_truncated: true,
+        ..Default::default()
+    };
     loop {
-        let m = match c.get(&cmd_q, &gopts) {
+        // While every place is taken, requests wait on the command queue; a cancel or a stop
+        // (put at priority 9, so delivered first) is still served.
+        let mut opts = gopts.clone();
+        if !slots.wait_room(0) {
+            match c.get(&cmd_q, &control) {
+                Ok(m) if matches!(m.props.get(prop::KIND), Some(PropertyValue::String(_))) => {
+                    opts.match_msg_id = Some(m.md.msg_id);
+                }
+                Ok(_) => {
+                    slots.wait_room(POLL_MS);
+                    continue;
+                }
+                Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => {
+                    slots.wait_room(POLL_MS);
+                    continue;
+                }
+                Err(e) if crate::sender::lost(&e) => reconnect(),
+                Err(e) => {
+                    let _ = std::fs::remove_file(&pid);
+                    return Err(e.into());
+                }
+            }
+        }
+        let m = match c.get(&cmd_q, &opts) {
             Ok(m) => m,
             Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => continue,
             Err(e) if crate::sender::lost(&e) => reconnect(),
@@ -187,12 +229,18 @@ pub fn run(home: &Path, agent: &str) -> Result<()> {
                     Some(PropertyValue::String(t)) => t.clone(),
                     _ => String::new(),
                 };
-                let known = crate::sender::request_cancel(crate::state::unhex(&id));
+                let tid = crate::state::unhex(&id);
+                let known = crate::sender::request_cancel(tid);
+                // A request still waiting for a place leaves the command queue, answered.
+                let queued = !known && cancel_queued(&c, &cmd_q, tid);
                 let text = if known {
                     format!("transfer {id} is being cancelled")
+                } else if queued {
+                    format!("transfer {id} cancelled before it started")
                 } else {
                     format!("no transfer {id} in progress at agent {agent}")
                 };
+                let known = known || queued;
                 eprintln!("fte agent {agent}: {text}");
                 crate::sender::reply(&c, &m.md, known, &text);
                 let _ = c.commit();
@@ -243,6 +291,31 @@ pub fn run(home: &Path, agent: &str) -> Result<()> {
             return Err(e.into());
         }
         spawn_sender(&c, &p, &slots, rec, false)?;
+    }
+}
+
+/// Takes the request `tid` off the command queue if it is still there (in the caller's unit of
+/// work) and answers its requester; whether it was there.
+fn cancel_queued(
+    c: &Connection,
+    cmd_q: &ferrymq_client::ObjectHandle,
+    tid: ferrymq_types::MsgId,
+) -> bool {
+    let g = GetOptions {
+        wait: Wait::NoWait,
+        syncpoint: Syncpoint::Yes,
+        match_msg_id: Some(tid),
+        max_len: FTE_REQUEST_LEN_MAX_BYTES as u32,
+        accept_truncated: true,
+        ..Default::default()
+    };
+    match c.get(cmd_q, &g) {
+        Ok(m) => {
+            crate::sender::reply(c, &m.md, false, "transfer cancelled before it started");
+            true
+        }
+        Err(e) if crate::sender::lost(&e) => reconnect(),
+        Err(_) => false,
     }
 }
 

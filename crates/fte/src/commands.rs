@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
-use ferrymq_types::limits::FTE_AGENT_START_WAIT_MS;
+use ferrymq_types::limits::{FTE_AGENT_START_WAIT_MS, FTE_QUEUED_REQUESTS_MAX};
 use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
 use ferrymq_types::{MessageDescriptor, MsgId, Persistence, Properties, PropertyValue, Reason};
 
@@ -29,11 +29,18 @@ pub fn coordination_mqsc() -> String {
         .to_string()
 }
 
-/// The MQSC fteCreateAgent runs on the agent's queue manager.
+/// The MQSC fteCreateAgent runs on the agent's queue manager. The command queue holds the
+/// requests that wait for one of the maxSourceTransfers places, so it is deep.
 pub fn agent_mqsc(agent: &str) -> String {
     queues::all(agent)
         .iter()
-        .map(|q| format!("DEFINE QLOCAL({q}) REPLACE\n"))
+        .map(|q| {
+            if *q == queues::command(agent) {
+                format!("DEFINE QLOCAL({q}) MAXDEPTH({FTE_QUEUED_REQUESTS_MAX}) REPLACE\n")
+            } else {
+                format!("DEFINE QLOCAL({q}) REPLACE\n")
+            }
+        })
         .collect()
 }
 
@@ -176,6 +183,10 @@ pub fn start_agent(home: &Path, exe: &Path, agent: &str) -> Result<String> {
     ))
 }
 
+/// The priority of cancel and stop requests: the agent serves them ahead of the transfer
+/// requests waiting on its command queue.
+const CONTROL_PRIORITY: i32 = 9;
+
 /// `fteStopAgent A`: asks the agent to stop and waits until it has.
 pub fn stop_agent(home: &Path, agent: &str) -> Result<String> {
     let p = props::load(home, agent)?;
@@ -185,8 +196,10 @@ pub fn stop_agent(home: &Path, agent: &str) -> Result<String> {
     let c = agent::connect(&p)?;
     let mut props = Properties::default();
     props.set(prop::KIND, PropertyValue::String("stop".into()));
+    // Ahead of the requests waiting for a place.
     let md = MessageDescriptor {
         persistence: Persistence::NotPersistent,
+        priority: CONTROL_PRIORITY,
         ..Default::default()
     };
     c.put1(
@@ -353,6 +366,7 @@ pub fn cancel_transfer(home: &Path, agent: &str, id: &str) -> Result<String> {
     );
     let md = MessageDescriptor {
         persistence: Persistence::NotPersistent,
+        priority: CONTROL_PRIORITY,
         reply_to_q: rq.name.clone(),
         reply_to_qmgr: c.qmgr_name().to_string(),
         ..Default::default()

@@ -11,6 +11,7 @@ pub mod agent;
 pub mod checksum;
 pub mod commands;
 pub mod monitor;
+mod monitor_queue;
 pub mod props;
 mod receiver;
 pub mod request;

@@ -2,7 +2,8 @@
 //! destination by offset, acknowledges every frame of chunks, and every checkpoint interval
 //! syncs the `.part` and records the progress as one persistent message per transfer on the
 //! agent's state queue (the previous one is removed in the same unit of work). At the end it
-//! checks the checksum, syncs the file, renames it into place and syncs the directory. It takes
+//! checks the checksum, syncs the file, renames it into place and syncs the directory (on one
+//! of a few finisher threads, so that one file's syncs do not stall the others' chunks). It takes
 //! chunks only in order and of the sender's current epoch; to a resume it answers the offset to
 //! go on from (its own if it kept running, else its checkpoint) or, if the source's identity
 //! changed, a failure.
@@ -15,7 +16,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::{Message, ObjectHandle};
-use ferrymq_types::limits::{FTE_CHUNK_SIZE_MAX_BYTES, FTE_RECEIVING_TRANSFERS_MAX};
+use ferrymq_types::limits::{FTE_CHUNK_SIZE_MAX_BYTES, FTE_FINISHERS, FTE_RECEIVING_TRANSFERS_MAX};
 use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
 use ferrymq_types::{MessageDescriptor, MsgId, Persistence, Properties, PropertyValue, Reason};
 
@@ -48,6 +49,13 @@ struct Transfer {
     files: HashMap<i64, Incoming>,
     /// Files refused at their start: their chunks are dropped.
     refused: Vec<i64>,
+    /// The sender's reply queue, opened at the first answer and kept until the transfer is
+    /// forgotten (an answer per frame would otherwise cost an open and a close each).
+    reply: Option<ObjectHandle>,
+    /// Whether the state queue may hold a checkpoint of this transfer (one was written, or the
+    /// transfer resumed, perhaps after this agent restarted): only then does the end of a file
+    /// look for one to remove.
+    checkpointed: bool,
 }
 
 fn str_prop<'a>(m: &'a Message, n: &str) -> &'a str {
@@ -83,6 +91,8 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
         open::INPUT_SHARED | open::OUTPUT | open::BROWSE,
     ))?;
     let mut transfers: HashMap<MsgId, Transfer> = HashMap::new();
+    let finishing: Finishing = Default::default();
+    let finishers = start_finishers(&c, p, &finishing)?;
     let g = GetOptions {
         wait: Wait::Ms(500),
         max_len: (FTE_CHUNK_SIZE_MAX_BYTES + 64 * 1024) as u32,
@@ -108,7 +118,8 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                         .map(|(k, _)| *k);
                     match idle {
                         Some(k) => {
-                            transfers.remove(&k);
+                            forget(&c, transfers.remove(&k));
+                            forget_finished(&finishing, k);
                         }
                         None => continue,
                     }
@@ -123,6 +134,8 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                     chunks: 0,
                     files: HashMap::new(),
                     refused: Vec::new(),
+                    reply: None,
+                    checkpointed: false,
                 });
                 if epoch < t.epoch {
                     continue;
@@ -147,6 +160,11 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                 if t.refused.contains(&index) {
                     continue;
                 }
+                if let Some((ok, why)) = finishing_result(&finishing, tid, index) {
+                    answer(&c, tid, t, "result", index, ok, &why, &[]);
+                    continue;
+                }
+                t.checkpointed = true;
                 // A resume: from where this file's data stands here, if it is the same file.
                 let (offset, received) = match t.files.get(&index) {
                     Some(inc) if inc.ident == ident => (inc.next, inc.next),
@@ -240,6 +258,7 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                             offset: inc.next,
                             ident: inc.ident,
                         };
+                        t.checkpointed = true;
                         if let Err(e) = k.write(&c, &state, tid) {
                             mq::<()>(Err(e.clone()))?;
                             eprintln!("fte: a checkpoint could not be recorded: {e}");
@@ -276,15 +295,36 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                 answer(&c, tid, t, "ack", index, true, &n, &[]);
                 if let Some(inc) = t.files.remove(&index) {
                     let digest = str_prop(&m, prop::DIGEST).to_string();
-                    let (ok, why) = finish(inc, &digest);
-                    let _ = mq(crate::state::remove(&c, &state, tid));
-                    answer(&c, tid, t, "result", index, ok, &why, &[]);
+                    // The checkpoint goes first: a crash before the file is in place resumes
+                    // it from the start, never from an offset of a file already renamed.
+                    if std::mem::take(&mut t.checkpointed) {
+                        let _ = mq(crate::state::remove(&c, &state, tid));
+                    }
+                    // Syncing, checking and renaming wait for the disk: finishers do it, so
+                    // that one file's syncs do not hold up every other transfer's chunks.
+                    finishing
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert((tid, index), None);
+                    let job = Finish {
+                        inc,
+                        digest,
+                        tid,
+                        index,
+                        epoch: t.epoch,
+                        reply_q: t.reply_q.clone(),
+                        reply_qm: t.reply_qm.clone(),
+                    };
+                    if finishers.send(job).is_err() {
+                        return crate::err("the file finishers ended");
+                    }
                 }
             }
             // The sender has every result: the transfer is forgotten. (Its chunk count must last
             // from one file to the next until then, as the sender's window counts across files.)
             "done" if transfers.get(&tid).is_some_and(|t| epoch >= t.epoch) => {
-                transfers.remove(&tid);
+                forget(&c, transfers.remove(&tid));
+                forget_finished(&finishing, tid);
             }
             "cancel" => {
                 match transfers.get_mut(&tid) {
@@ -302,6 +342,13 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
             }
             _ => {}
         }
+    }
+}
+
+/// Forgets a transfer: its reply queue is closed.
+fn forget(c: &Connection, t: Option<Transfer>) {
+    if let Some(h) = t.and_then(|t| t.reply) {
+        let _ = c.close(&h, 0);
     }
 }
 
@@ -371,6 +418,92 @@ fn start_file(m: &Message, at: Option<u64>) -> std::result::Result<Incoming, Str
     })
 }
 
+/// Files handed to the finishers, by transfer and file index: `None` while being finished,
+/// then the result given, kept until the transfer is forgotten — a resume of such a file (the
+/// sender stalled meanwhile) waits for it and gets the same result, never a second `.part`.
+type Finishing = std::sync::Arc<std::sync::Mutex<HashMap<(MsgId, i64), Option<(bool, String)>>>>;
+
+fn finishing_result(f: &Finishing, tid: MsgId, index: i64) -> Option<(bool, String)> {
+    loop {
+        match f
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(tid, index))
+        {
+            None => return None,
+            Some(Some(r)) => return Some(r.clone()),
+            Some(None) => {}
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+fn forget_finished(f: &Finishing, tid: MsgId) {
+    f.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|(t, _), _| *t != tid);
+}
+
+/// A file whose data all arrived, to be synced, checked, renamed and answered.
+struct Finish {
+    inc: Incoming,
+    digest: String,
+    tid: MsgId,
+    index: i64,
+    epoch: i64,
+    reply_q: String,
+    reply_qm: String,
+}
+
+/// Starts `FTE_FINISHERS` threads, each with a connection of its own, that finish files; the
+/// queue to them is bounded, so a slow disk slows the receiver down rather than piling up.
+fn start_finishers(
+    c: &Connection,
+    p: &AgentProps,
+    finishing: &Finishing,
+) -> Result<std::sync::mpsc::SyncSender<Finish>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Finish>(FTE_FINISHERS);
+    let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+    for _ in 0..FTE_FINISHERS {
+        let fc = mq(c.share())?;
+        let rx = rx.clone();
+        let agent = p.agent_name.clone();
+        let finishing = finishing.clone();
+        std::thread::Builder::new()
+            .name("fte-finisher".into())
+            .spawn(move || loop {
+                let job = match rx.lock().unwrap_or_else(|e| e.into_inner()).recv() {
+                    Ok(j) => j,
+                    Err(_) => return,
+                };
+                let (ok, why) = finish(job.inc, &job.digest);
+                let mut t = Transfer {
+                    reply_q: job.reply_q,
+                    reply_qm: job.reply_qm,
+                    frame: 1,
+                    checkpoint: 1,
+                    epoch: job.epoch,
+                    chunks: 0,
+                    files: HashMap::new(),
+                    refused: Vec::new(),
+                    reply: None,
+                    checkpointed: false,
+                };
+                answer(&fc, job.tid, &mut t, "result", job.index, ok, &why, &[]);
+                forget(&fc, Some(t));
+                finishing
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert((job.tid, job.index), Some((ok, why.clone())));
+                if !ok {
+                    eprintln!("fte agent {agent}: {why}");
+                }
+            })
+            .map_err(|e| crate::FteError(format!("thread: {e}")))?;
+    }
+    Ok(tx)
+}
+
 fn finish(inc: Incoming, digest: &str) -> (bool, String) {
     if let Err(e) = inc.file.sync_all() {
         return (false, format!("{}: {e}", inc.part.display()));
@@ -405,7 +538,7 @@ fn finish(inc: Incoming, digest: &str) -> (bool, String) {
 fn answer(
     c: &Connection,
     tid: MsgId,
-    t: &Transfer,
+    t: &mut Transfer,
     kind: &str,
     index: i64,
     ok: bool,
@@ -432,17 +565,26 @@ fn answer(
         );
     }
     let r = (|| -> std::result::Result<(), ferrymq_types::MqError> {
-        let h = c.open_qmgr(&t.reply_q, &t.reply_qm, open::OUTPUT)?;
+        if t.reply.is_none() {
+            t.reply = Some(c.open_qmgr(&t.reply_q, &t.reply_qm, open::OUTPUT)?);
+        }
+        let Some(h) = t.reply.as_ref() else {
+            return Ok(());
+        };
         c.put(
-            &h,
+            h,
             &md,
             &props,
             Bytes::from(text.to_string()),
             &PutOptions::default(),
-        )?;
-        c.close(&h, 0)
+        )
+        .map(|_| ())
     })();
     if let Err(e) = r {
+        // Opened again at the next answer (the queue manager may have restarted).
+        if let Some(h) = t.reply.take() {
+            let _ = c.close(&h, 0);
+        }
         eprintln!("fte: an answer to {} could not be put: {e}", t.reply_q);
     }
 }

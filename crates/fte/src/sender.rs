@@ -535,6 +535,12 @@ impl Link<'_> {
                             // was put and lost on the way (a queue manager or link down).
                             let had = self.confirmed[i].max(received).max(self.put_high[i]);
                             self.resent += had.saturating_sub(offset);
+                            eprintln!(
+                                "fte agent {}: file {i} resumes at offset {offset}: {} bytes \
+                                 sent again",
+                                self.p.agent_name,
+                                had.saturating_sub(offset)
+                            );
                             // Counted once: a later resume counts from here.
                             self.put_high[i] = offset;
                             self.confirmed[i] = self.confirmed[i].min(offset);

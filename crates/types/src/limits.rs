@@ -127,8 +127,14 @@ pub const FTE_OUTSTANDING_CHUNKS_MAX: usize = 1_000;
 pub const FTE_FILE_NAME_LEN_MAX: usize = 4_096;
 /// Files one transfer request may move (after directories and wildcards are expanded).
 pub const FTE_FILES_PER_TRANSFER_MAX: usize = 10_000;
+/// Threads of a receiving agent that sync, check and rename the files whose data all arrived
+/// (their syncs overlap; the queue to them holds as many files).
+pub const FTE_FINISHERS: usize = 4;
 /// Transfers an agent receives at once.
 pub const FTE_RECEIVING_TRANSFERS_MAX: usize = 1_000;
+/// Transfer requests an agent's command queue holds (its MAXDEPTH) while they wait for one of
+/// the maxSourceTransfers places.
+pub const FTE_QUEUED_REQUESTS_MAX: u32 = 100_000;
 /// The largest transfer request message an agent reads.
 pub const FTE_REQUEST_LEN_MAX_BYTES: usize = 1024 * 1024;
 /// How long a sending agent waits for an acknowledgement of its window (or an answer to a
@@ -138,6 +144,11 @@ pub const FTE_STALL_MS: u64 = 4_000;
 pub const FTE_MONITOR_POLL_MIN_MS: u64 = 100;
 /// Candidate files a monitor follows at once (the others wait for a later poll).
 pub const FTE_MONITOR_FILES_MAX: usize = 100_000;
+/// Files a monitor remembers as fired while they stay in its directory unchanged (past it, new
+/// files wait until fired ones leave the directory).
+pub const FTE_MONITOR_FIRED_MAX: usize = 100_000;
+/// Messages a queue monitor takes from its queue in one poll.
+pub const FTE_MONITOR_MSGS_PER_POLL_MAX: usize = 1_000;
 /// How often at most a sending agent publishes a progress event of a transfer.
 pub const FTE_PROGRESS_INTERVAL_MS: u64 = 1_000;
 /// How long an agent that lost its queue manager keeps trying to reconnect before it ends.
