@@ -33,7 +33,7 @@ pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// A socket's read buffer grows from the small size (enough for a handshake or a heartbeat) by
 /// doubling while reads fill it, up to the large one, and is given back when the socket is idle
 /// for a heartbeat interval: tens of thousands of idle sockets hold almost nothing.
-const READ_CHUNK_MIN_BYTES: usize = 1024;
+const READ_CHUNK_MIN_BYTES: usize = 512;
 const READ_CHUNK_MAX_BYTES: usize = 64 * 1024;
 const WRITE_BATCH_BYTES: usize = 1 << 20;
 /// Frames at least this large are written from their own buffer, not copied into the batch.
@@ -189,7 +189,13 @@ async fn run<R: AsyncRead + Unpin + Send>(
         ferrymq_proto::channel::kind::REQUEST,
     ];
     if channel_kinds.contains(&hello.kind) && !s.bindings {
-        return crate::channels::receiver::run(rd, dec, buf, hello, shared, s).await;
+        // Boxed, as are the other rare paths below: a socket's task is as large as its largest
+        // state, and tens of thousands of idle client sockets must not each carry room for a
+        // channel receiver or a password check.
+        return Box::pin(crate::channels::receiver::run(
+            rd, dec, buf, hello, shared, s,
+        ))
+        .await;
     }
     let Request::Hello(h) = parse_request(&hello).map_err(proto)? else {
         return Err(MqError::new(
@@ -270,7 +276,7 @@ async fn run<R: AsyncRead + Unpin + Send>(
         // frames behind it run.
         if frames.front().is_some_and(|f| f.kind == kind::CONNECT) {
             let f = frames.pop_front().expect("front exists");
-            connect(shared, s, f).await;
+            Box::pin(connect(shared, s, f)).await;
         }
         if !frames.is_empty() {
             process(shared, s, &mut frames)?;

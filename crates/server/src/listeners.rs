@@ -217,17 +217,12 @@ pub fn start(
         ));
     }
     let addr = format!("{address}:{port}");
-    let std_listener = std::net::TcpListener::bind(&addr).map_err(|e| {
+    let listener = bind(&addr).map_err(|e| {
         MqError::new(
             Reason::RESOURCE_PROBLEM,
             format!("listener {name} cannot listen on {addr}: {e}"),
         )
     })?;
-    std_listener
-        .set_nonblocking(true)
-        .map_err(|e| MqError::new(Reason::RESOURCE_PROBLEM, e.to_string()))?;
-    let listener = TcpListener::from_std(std_listener)
-        .map_err(|e| MqError::new(Reason::RESOURCE_PROBLEM, e.to_string()))?;
     let task = tokio::spawn(accept_loop(shared.clone(), listener));
     ctl.ports.insert(port, Port { task, users: 1 });
     ctl.listeners.insert(
@@ -238,6 +233,27 @@ pub fn start(
         },
     );
     Ok(format!("listener {name} started on port {port}"))
+}
+
+/// Listens on `addr` with a deep accept backlog (`limits::LISTEN_BACKLOG`): thousands of
+/// clients connecting at once must wait in it, not have their SYNs dropped and retried a second
+/// later.
+fn bind(addr: &str) -> std::io::Result<TcpListener> {
+    use std::net::ToSocketAddrs;
+    let mut last = None;
+    for a in addr.to_socket_addrs()? {
+        let s = if a.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        s.set_reuseaddr(true)?;
+        match s.bind(a).and_then(|_| s.listen(limits::LISTEN_BACKLOG)) {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other(format!("{addr} names no address"))))
 }
 
 pub fn stop(shared: &Arc<Shared>, name: &str) -> Result<String, MqError> {
@@ -497,7 +513,7 @@ fn accept_tcp(shared: &Arc<Shared>, s: TcpStream, conname: String) {
             return;
         };
         let acceptor = tokio_rustls::TlsAcceptor::from(cfg);
-        let tls = match tokio::time::timeout(limit, acceptor.accept(s)).await {
+        let tls = match tokio::time::timeout(limit, Box::pin(acceptor.accept(s))).await {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => {
                 crate::qm_log!(
@@ -516,7 +532,10 @@ fn accept_tcp(shared: &Arc<Shared>, s: TcpStream, conname: String) {
             }
         };
         let session = TlsSession::from_state(tls.get_ref().1).map(Arc::new);
-        serve_socket(&sh, tls, conname, false, None, session, permit).await;
+        Box::pin(serve_socket(
+            &sh, tls, conname, false, None, session, permit,
+        ))
+        .await;
     });
 }
 

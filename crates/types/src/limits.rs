@@ -55,6 +55,8 @@ pub const MSG_SEQ_MAX: u64 = (1 << 60) - 1;
 /// default (100) is far below what one queue manager holds; the open-file limit is the usual
 /// bound, and the queue manager warns at start when it is below this.
 pub const MAX_CHANNELS_DEFAULT: usize = 100_000;
+/// The accept backlog of a TCP listener (the kernel caps it at net.core.somaxconn).
+pub const LISTEN_BACKLOG: u32 = 4096;
 /// How long the accept loop waits after running out of file descriptors (EMFILE, ENFILE)
 /// before it accepts again, so that it never spins on a listener it cannot serve.
 pub const ACCEPT_BACKOFF_MS: u64 = 75;
