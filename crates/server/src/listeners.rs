@@ -345,22 +345,31 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
                         limits::ACCEPT_BACKOFF_MS
                     );
                 }
-                if out_of_fds && reserve.take().is_some() {
-                    // Accept the waiting connection with the reserve's descriptor and refuse it.
+                // Shed what waits in the backlog: each connection accepted with the reserve's
+                // descriptor, told why and closed at once (which frees the descriptor for the
+                // reserve again), until none is waiting.
+                while out_of_fds && reserve.take().is_some() {
                     let next = tokio::time::timeout(
                         std::time::Duration::from_millis(1),
                         listener.accept(),
                     )
                     .await;
-                    if let Ok(Ok((s, peer))) = next {
-                        refuse(
-                            &shared,
-                            s,
-                            peer.ip().to_string(),
-                            "the queue manager is out of file descriptors (its open-file limit)",
-                        );
-                    }
+                    let shed = match next {
+                        Ok(Ok((s, peer))) => {
+                            refuse_now(
+                                &shared,
+                                s,
+                                peer.ip().to_string(),
+                                "the queue manager is out of file descriptors (its open-file limit)",
+                            );
+                            true
+                        }
+                        _ => false,
+                    };
                     reserve = std::fs::File::open("/dev/null").ok();
+                    if !shed {
+                        break;
+                    }
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(limits::ACCEPT_BACKOFF_MS))
                     .await;
@@ -404,6 +413,56 @@ fn channels_full(shared: &Shared) -> String {
 /// until it closes, or for a bounded time, so that the close does not reset the connection
 /// before the client has read the reason.
 fn refuse(shared: &Arc<Shared>, s: TcpStream, conname: String, why: &str) {
+    log_refusal(shared, &conname, why);
+    let Ok(permit) = shared.refusals.clone().try_acquire_owned() else {
+        // Too many refusals in flight: this one is closed without a word.
+        return;
+    };
+    let frame = refusal_frame(why);
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = s;
+        let linger = std::time::Duration::from_millis(limits::REFUSAL_LINGER_MS);
+        let _ = tokio::time::timeout(linger, async {
+            s.write_all(&frame).await?;
+            s.shutdown().await?;
+            let mut sink = [0u8; 512];
+            while s.read(&mut sink).await? > 0 {}
+            Ok::<(), std::io::Error>(())
+        })
+        .await;
+        drop(permit);
+    });
+}
+
+/// Refuses a socket without waiting (its descriptor is needed back at once): what the client
+/// sent is read and dropped, the reason written if the socket takes it, and the socket closed.
+fn refuse_now(shared: &Arc<Shared>, s: TcpStream, conname: String, why: &str) {
+    log_refusal(shared, &conname, why);
+    let mut sink = [0u8; 512];
+    for _ in 0..16 {
+        match s.try_read(&mut sink) {
+            Ok(n) if n > 0 => continue,
+            _ => break,
+        }
+    }
+    let _ = s.try_write(&refusal_frame(why));
+}
+
+/// MQRC_CHANNEL_NOT_AVAILABLE, as the client reads it in answer to its Hello.
+fn refusal_frame(why: &str) -> bytes::Bytes {
+    crate::core::encode(
+        0,
+        0,
+        &crate::core::error_response(MqError::new(
+            Reason::CHANNEL_NOT_AVAILABLE,
+            format!("connection refused: {why}; try again later"),
+        )),
+    )
+}
+
+/// Logs a refusal, at most once per interval, saying how many there were since the last entry.
+fn log_refusal(shared: &Arc<Shared>, conname: &str, why: &str) {
     let now = now_ms();
     let summary = {
         let mut ctl = shared.control.lock();
@@ -426,32 +485,6 @@ fn refuse(shared: &Arc<Shared>, s: TcpStream, conname: String, why: &str) {
             }
         )
     }
-    let Ok(permit) = shared.refusals.clone().try_acquire_owned() else {
-        // Too many refusals in flight: this one is closed without a word.
-        return;
-    };
-    let frame = crate::core::encode(
-        0,
-        0,
-        &crate::core::error_response(MqError::new(
-            Reason::CHANNEL_NOT_AVAILABLE,
-            format!("connection refused: {why}; try again later"),
-        )),
-    );
-    tokio::spawn(async move {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut s = s;
-        let linger = std::time::Duration::from_millis(limits::REFUSAL_LINGER_MS);
-        let _ = tokio::time::timeout(linger, async {
-            s.write_all(&frame).await?;
-            s.shutdown().await?;
-            let mut sink = [0u8; 512];
-            while s.read(&mut sink).await? > 0 {}
-            Ok::<(), std::io::Error>(())
-        })
-        .await;
-        drop(permit);
-    });
 }
 
 /// Spawns a connection's task, counted until it ends (an immediate end waits for them).

@@ -45,6 +45,39 @@ struct Tally {
     first_error: Mutex<Option<String>>,
 }
 
+/// Makes `p.count` connections, at most [`IN_FLIGHT_MAX`] handshaking at once: the connections
+/// made, how many failed and the first failure.
+pub async fn connect_all(p: &Plan) -> (Vec<Conn>, u64, Option<String>) {
+    let tally = Arc::new(Tally {
+        errors: AtomicU64::new(0),
+        first_error: Mutex::new(None),
+    });
+    let gate = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT_MAX));
+    let mut setups = Vec::with_capacity(p.count);
+    for _ in 0..p.count {
+        let p = p.clone();
+        let (gate, tally) = (gate.clone(), tally.clone());
+        setups.push(tokio::spawn(async move {
+            let permit = gate.acquire_owned().await.expect("open");
+            let c = tokio::time::timeout(SETUP_TIMEOUT, setup(&p)).await;
+            drop(permit);
+            match c {
+                Ok(Ok(c)) => Some(c),
+                Ok(Err(e)) => fail(&tally, e),
+                Err(_) => fail(&tally, "setup timed out".into()),
+            }
+        }));
+    }
+    let mut made = Vec::with_capacity(p.count);
+    for s in setups {
+        if let Ok(Some(c)) = s.await {
+            made.push(c);
+        }
+    }
+    let first = tally.first_error.lock().unwrap().clone();
+    (made, tally.errors.load(Ordering::Relaxed), first)
+}
+
 /// Runs one driver process to its end (the `--driver` mode of `report connections`).
 pub fn run(p: Plan) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -52,49 +85,24 @@ pub fn run(p: Plan) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     rt.block_on(async move {
-        let tally = Arc::new(Tally {
-            errors: AtomicU64::new(0),
-            first_error: Mutex::new(None),
-        });
         let started = Instant::now();
-        let gate = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT_MAX));
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let mut setups = Vec::with_capacity(p.count);
-        for i in 0..p.count {
-            let p = p.clone();
-            let (gate, tally, stop) = (gate.clone(), tally.clone(), stop_rx.clone());
-            setups.push(tokio::spawn(async move {
-                let permit = gate.acquire_owned().await.expect("open");
-                let c = tokio::time::timeout(SETUP_TIMEOUT, setup(&p)).await;
-                drop(permit);
-                let c = match c {
-                    Ok(Ok(c)) => c,
-                    Ok(Err(e)) => return fail(&tally, e),
-                    Err(_) => return fail(&tally, "setup timed out".into()),
-                };
-                // Puts spread over the interval, so that they do not all come at once.
-                let offset = p.put_interval.mul_f64((i as f64) / (p.count.max(1) as f64));
-                Some(tokio::spawn(hold(c, p.put_interval, offset, stop)))
-            }));
-        }
-        let mut held = Vec::with_capacity(p.count);
-        for s in setups {
-            if let Ok(Some(h)) = s.await {
-                held.push(h);
-            }
-        }
+        let (made, errors, first) = connect_all(&p).await;
         let secs = started.elapsed().as_secs_f64();
-        let first = tally
-            .first_error
-            .lock()
-            .unwrap()
-            .clone()
-            .unwrap_or_default();
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let n = made.len().max(1);
+        let held: Vec<_> = made
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                // Puts spread over the interval, so that they do not all come at once.
+                let offset = p.put_interval.mul_f64(i as f64 / n as f64);
+                tokio::spawn(hold(c, p.put_interval, offset, stop_rx.clone()))
+            })
+            .collect();
         println!(
-            "connected {} {} {secs:.3} {}",
+            "connected {} {errors} {secs:.3} {}",
             held.len(),
-            tally.errors.load(Ordering::Relaxed),
-            first.replace('\n', " ")
+            first.unwrap_or_default().replace('\n', " ")
         );
         let _ = std::io::stdout().flush();
         // Wait for the report's word (a line, or the end of the input).
@@ -120,7 +128,8 @@ fn fail<T>(t: &Tally, e: String) -> Option<T> {
 }
 
 /// A connection after its setup: the socket, what is left of its read buffer, its handle.
-struct Conn {
+#[derive(Debug)]
+pub struct Conn {
     s: TcpStream,
     buf: BytesMut,
     dec: FrameDecoder,
@@ -282,6 +291,11 @@ async fn hold(
             _ = stop.changed() => break,
         }
     }
+    close(c).await;
+}
+
+/// Ends a connection cleanly: its Disconnect answered, then the socket closed.
+pub async fn close(mut c: Conn) {
     let _ = c.send(1, &Request::Disconnect).await;
     let _ = tokio::time::timeout(Duration::from_secs(5), c.frame()).await;
     let _ = c.s.shutdown().await;

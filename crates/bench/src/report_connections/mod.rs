@@ -188,7 +188,7 @@ pub fn main(argv: &[String]) -> Result<(), String> {
 
 /// Raises this process's soft open-file limit to the hard one (the drivers inherit it) and
 /// returns it.
-fn raise_open_files() -> u64 {
+pub fn raise_open_files() -> u64 {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
     let now = getrlimit(Resource::Nofile);
     let hard = now.maximum.unwrap_or(1 << 20);
