@@ -21,9 +21,8 @@ use bytes::BytesMut;
 use ferrymq_proto::{kind, negotiate, parse_request, FrameDecoder, RawFrame, Request, Response};
 use ferrymq_types::{limits, MqError, Reason};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
 
-use crate::core::{encode, error_response, Out, OutQueue, Outbox};
+use crate::core::{encode, error_response, Out, OutQueue};
 use crate::dispatch::{self, Action, Session};
 use crate::listeners::SocketInfo;
 use crate::qmgr::Shared;
@@ -59,13 +58,13 @@ pub async fn serve_from<S>(
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
     let (mut rd, wr) = tokio::io::split(stream);
-    let (tx, rx) = mpsc::unbounded_channel::<Out>();
+
     let hard = shared.cfg.max_conn_memory;
     let q = Arc::new(OutQueue::new(
         limits::CONN_OUTBOUND_PAUSE_BYTES.min(hard / 4),
         hard,
     ));
-    let tx = Outbox::new(tx, q.clone());
+    let (tx, rx) = crate::core::out_channel(q.clone());
     // Until the handshake says otherwise, a write that makes no progress for the server's own
     // heartbeat interval means the peer is not reading.
     let stall = Arc::new(std::sync::atomic::AtomicU64::new(stall_ms(
@@ -538,7 +537,7 @@ async fn connect(shared: &Arc<Shared>, s: &mut Session, f: RawFrame) {
 
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut wr: W,
-    mut rx: mpsc::UnboundedReceiver<Out>,
+    mut rx: crate::core::OutRx,
     durable: crate::lsn::LsnWatch,
     q: Arc<OutQueue>,
     stall: Arc<std::sync::atomic::AtomicU64>,
@@ -554,13 +553,13 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         batch.push(first.frame);
         while bytes < WRITE_BATCH_BYTES {
             match rx.try_recv() {
-                Ok(o) => {
+                Some(o) => {
                     need = need.max(o.wait_lsn);
                     close |= o.close;
                     bytes += o.frame.len();
                     batch.push(o.frame);
                 }
-                Err(_) => break,
+                None => break,
             }
         }
         if need > durable.get() && durable.wait(need).await.is_err() {

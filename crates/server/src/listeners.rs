@@ -487,18 +487,16 @@ fn log_refusal(shared: &Arc<Shared>, conname: &str, why: &str) {
     }
 }
 
-/// Spawns a connection's task, counted until it ends (an immediate end waits for them).
-fn spawn_tracked<F>(shared: &Arc<Shared>, fut: F)
+/// Spawns a connection's task, counted until it ends (an immediate end waits for them). The
+/// task is made by `make` around its count, rather than wrapped in another future: a wrapper
+/// that moves a future in and awaits it holds it twice, doubling every idle socket's task.
+fn spawn_tracked<F>(shared: &Arc<Shared>, make: impl FnOnce(LiveTask) -> F)
 where
     F: std::future::Future<Output = ()> + Send + 'static,
 {
     let live = shared.control.lock().live.clone();
-    let guard = LiveTask::new(live);
     // The handle is not kept: a finished task's memory goes with it.
-    drop(tokio::spawn(async move {
-        let _guard = guard;
-        fut.await;
-    }));
+    drop(tokio::spawn(make(LiveTask::new(live))));
 }
 
 /// Counts a running connection task; dropped when the task ends or is cancelled.
@@ -525,7 +523,8 @@ fn accept_tcp(shared: &Arc<Shared>, s: TcpStream, conname: String) {
         return refuse(shared, s, conname, &channels_full(shared));
     };
     let sh = shared.clone();
-    spawn_tracked(shared, async move {
+    spawn_tracked(shared, move |live| async move {
+        let _live = live;
         let limit = crate::conn::HANDSHAKE_TIMEOUT;
         let mut first = [0u8; 1];
         match tokio::time::timeout(limit, s.peek(&mut first)).await {
@@ -591,7 +590,8 @@ pub fn spawn_conn<S>(
         return;
     };
     let sh = shared.clone();
-    spawn_tracked(shared, async move {
+    spawn_tracked(shared, move |live| async move {
+        let _live = live;
         serve_socket(&sh, s, conname, bindings, os_user, None, permit).await;
     });
 }
