@@ -14,6 +14,7 @@ pub use ferrymq_client::progress;
 pub mod qm;
 pub mod report;
 pub mod report_channels;
+pub mod report_connections;
 pub mod report_dr;
 pub mod report_ha;
 pub mod report_mft;

@@ -37,7 +37,8 @@ Examples:
   ferrymq-bench report ha --quick --out ha-report
   ferrymq-bench report channels --quick
   ferrymq-bench report pubsub --quick
-  ferrymq-bench report mft --quick";
+  ferrymq-bench report mft --quick
+  ferrymq-bench report connections --quick";
 
 const EXAMPLES_CORE: &str = "\
 Examples:

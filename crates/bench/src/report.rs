@@ -218,6 +218,12 @@ pub enum ReportCmd {
         after_help = "Examples:\n  ferrymq-bench report mft --quick\n  ferrymq-bench report mft --sizes 100 --chunks 256 --transfers multiple --modes bindings\n  ferrymq-bench report mft --out mft-report   # the whole matrix: 48 rows of 1000 MB"
     )]
     Mft(crate::report_mft::MftArgs),
+    /// Many client connections: time to connect them, memory and descriptors per connection,
+    /// idle CPU, a request/responder workload beside them, memory across connect/close cycles
+    #[command(
+        after_help = "Examples:\n  ferrymq-bench report connections --quick\n  ferrymq-bench report connections --counts 1000,5000,20000,60000 --drivers 4 --out connections-report"
+    )]
+    Connections(crate::report_connections::ConnectionsArgs),
 }
 
 /// `ferrymq-bench report standalone`'s options.
@@ -266,9 +272,10 @@ pub fn main(argv: &[String]) -> Result<(), String> {
         Some("channels") => return crate::report_channels::main(&argv[1..]),
         Some("pubsub") => return crate::report_pubsub::main(&argv[1..]),
         Some("mft") => return crate::report_mft::main(&argv[1..]),
+        Some("connections") => return crate::report_connections::main(&argv[1..]),
         Some(other) => {
             return Err(format!(
-                "report '{other}' is not available yet; reports: standalone, ha, dr, channels, pubsub, mft"
+                "report '{other}' is not available yet; reports: standalone, ha, dr, channels, pubsub, mft, connections"
             ))
         }
         None => return Err("usage: ferrymq-bench report standalone [--quick] [--qms 1,10] [--sizes 256,2048,20480,204800] [--requesters 1,8,32] [--duration-s S] [--warmup-s S] [--security yes|no|only] [--out DIR]".into()),

@@ -240,6 +240,10 @@ pub fn strmqm(p: &cli::Strmqm) -> Res {
                     .map(|e| e.message)
                     .collect()
             };
+            // An open-file limit too low for MaxChannels: said at once, not only in the log.
+            for w in entries(errlog::ids::OPEN_FILES_LOW) {
+                eprintln!("strmqm: warning: {w}");
+            }
             let note = entries(errlog::ids::RECOVERY_NOTE);
             if !note.is_empty() {
                 // A torn tail only: reported, not a failure.

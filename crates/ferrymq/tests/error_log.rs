@@ -9,7 +9,10 @@ use std::io::Read;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use support::{Home, Qm};
+use ferrymq_client::blocking::Connection;
+use ferrymq_client::ConnectOptions;
+use ferrymq_types::Reason;
+use support::{Home, Qm, BIN};
 
 const SEVERITIES: [(&str, char); 4] = [
     ("INFO", 'I'),
@@ -125,15 +128,127 @@ fn bindings_connections_do_not_count_against_max_channels() {
     assert_eq!(refused, 1, "one client refused: {log}");
 }
 
+fn refusal_entries(qm: &Qm) -> usize {
+    std::fs::read_to_string(qm.dir().join("errors/FMQERR01.LOG"))
+        .unwrap_or_default()
+        .lines()
+        .map(text_entry)
+        .filter(|e| e.1 == "FMQ3004W")
+        .count()
+}
+
+/// Past Channels:MaxChannels a client is told MQRC_CHANNEL_NOT_AVAILABLE (2537), the refusals
+/// are logged at most once a second, and the queue manager goes on serving: the refused
+/// application connects once a channel is free.
+#[test]
+fn a_connection_past_max_channels_is_refused_with_2537_and_the_queue_manager_stays_healthy() {
+    let home = Home::new();
+    let qm = Qm::create(&home, "EMAX2537", &[]);
+    qm.set_ini("Channels", "MaxChannels", "2");
+    qm.restart();
+    let a = qm.connect();
+    let b = qm.connect();
+    let opts = || ConnectOptions::client("EMAX2537", &qm.conname()).unwrap();
+    let t = Instant::now();
+    for _ in 0..20 {
+        let e = Connection::connect(opts()).expect_err("past MaxChannels");
+        assert_eq!(e.reason, Reason::CHANNEL_NOT_AVAILABLE, "{e}");
+        assert!(e.message.contains("MaxChannels"), "{e}");
+    }
+    let within_a_second = t.elapsed() < Duration::from_secs(1);
+    a.disconnect().unwrap();
+    // The freed channel is taken again (the socket's end may take a moment to be seen).
+    let t = Instant::now();
+    let c = loop {
+        match Connection::connect(opts()) {
+            Ok(c) => break c,
+            Err(e) if t.elapsed() < Duration::from_secs(20) => {
+                assert_eq!(e.reason, Reason::CHANNEL_NOT_AVAILABLE, "{e}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => panic!("no channel freed: {e}"),
+        }
+    };
+    let pid = qm.pid().expect("running");
+    assert!(support::alive(pid));
+    c.disconnect().unwrap();
+    b.disconnect().unwrap();
+    let t = Instant::now();
+    while refusal_entries(&qm) == 0 && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let entries = refusal_entries(&qm);
+    assert!(entries >= 1, "the refusal is logged");
+    if within_a_second {
+        assert!(entries < 20, "refusals are rate-limited: {entries} entries");
+    }
+    qm.end();
+}
+
+/// MaxActiveChannels, as in MQ, bounds the channels running at once even below MaxChannels.
+#[test]
+fn max_active_channels_bounds_client_connections_too() {
+    let home = Home::new();
+    let qm = Qm::create(&home, "EMAXACT", &[]);
+    qm.set_ini("Channels", "MaxActiveChannels", "1");
+    qm.restart();
+    let a = qm.connect();
+    let e = Connection::connect(ConnectOptions::client("EMAXACT", &qm.conname()).unwrap())
+        .expect_err("past MaxActiveChannels");
+    assert_eq!(e.reason, Reason::CHANNEL_NOT_AVAILABLE, "{e}");
+    assert!(e.message.contains("MaxActiveChannels"), "{e}");
+    a.disconnect().unwrap();
+    qm.end();
+}
+
+/// The soft open-file limit of the queue manager process is raised to the hard limit at start
+/// (a process started with the common 1,024 holds no more connections than that), and a hard
+/// limit below what MaxChannels needs is a warning in the error log and in strmqm's output.
+#[test]
+fn strmqm_raises_the_open_file_limit_and_warns_when_it_is_below_max_channels() {
+    let home = Home::new();
+    let qm = Qm::create(&home, "EFDS", &[]);
+    // More channels than any kernel gives one process descriptors.
+    qm.set_ini("Channels", "MaxChannels", "2000000000");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -Sn 256 && exec {BIN} strmqm EFDS"))
+        .env("FERRYMQ_HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning") && stderr.contains("open-file limit"),
+        "strmqm says the limit is low: {stderr}"
+    );
+    let pid = qm.pid().expect("running");
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let f: Vec<&str> = line.split_whitespace().collect();
+    // "Max open files  SOFT  HARD  files"
+    assert_eq!(f[3], f[4], "soft limit raised to the hard one: {line}");
+    assert_ne!(f[3], "256", "{line}");
+    let log = std::fs::read_to_string(qm.dir().join("errors/FMQERR01.LOG")).unwrap();
+    assert!(log.contains("FMQ1013W"), "{log}");
+    qm.end();
+}
+
 #[test]
 fn the_log_rotates_by_size_into_three_files() {
     let home = Home::new();
     let qm = Qm::create(&home, "EROT", &[]);
     qm.set_ini("QMErrorLog", "ErrorLogSize", "4096");
-    qm.set_ini("Channels", "MaxChannels", "1");
     qm.restart();
-    let held = qm.connect();
-    refused_connections(&qm, 120);
+    // Each connection naming a channel that does not exist writes one entry.
+    for _ in 0..120 {
+        let mut o = ConnectOptions::client("EROT", &qm.conname()).unwrap();
+        o.channel = "NO.SUCH.CHANNEL".into();
+        Connection::connect(o).expect_err("an unknown channel is refused");
+    }
     let errors = qm.dir().join("errors");
     // The last refusal's entry may still be on its way.
     let t = Instant::now();
@@ -143,10 +258,9 @@ fn the_log_rotates_by_size_into_three_files() {
             .map(|f| std::fs::read_to_string(errors.join(f)).unwrap_or_default())
             .collect::<String>()
     };
-    while !count().contains("FMQ3004W") && t.elapsed() < Duration::from_secs(10) {
+    while count().matches("FMQ3009W").count() < 20 && t.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    held.disconnect().unwrap();
     qm.end();
     let mut all = Vec::new();
     for f in ["FMQERR03.LOG", "FMQERR02.LOG", "FMQERR01.LOG"] {
@@ -163,7 +277,7 @@ fn the_log_rotates_by_size_into_three_files() {
     for w in all.windows(2) {
         assert!(w[0].0 <= w[1].0, "out of order: {:?} then {:?}", w[0], w[1]);
     }
-    let refused = all.iter().filter(|e| e.1 == "FMQ3004W").count();
+    let refused = all.iter().filter(|e| e.1 == "FMQ3009W").count();
     assert!(refused > 20, "only {refused} refusals kept");
     assert_eq!(
         all.last().unwrap().1,

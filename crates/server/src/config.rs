@@ -46,6 +46,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "ShareConversations",
             "HeartbeatMs",
             "MaxChannels",
+            "MaxActiveChannels",
             "MaxConnMemory",
             "RemoteAdmin",
         ],
@@ -327,8 +328,11 @@ pub struct QmConfig {
     pub max_handles: u32,
     pub sharecnv: u16,
     pub heartbeat_ms: u32,
-    /// Most client connections (sockets) accepted at once.
+    /// Most client connections (sockets) accepted at once (qm.ini `Channels:MaxChannels`).
     pub max_sockets: usize,
+    /// Most client channels running at once (qm.ini `Channels:MaxActiveChannels`, default
+    /// MaxChannels). Every client socket is a running channel, so the smaller of the two bounds.
+    pub max_active: usize,
     /// Most bytes of replies one socket may have queued for its client (qm.ini
     /// `Channels:MaxConnMemory`); reading its requests pauses at a quarter of this (at most
     /// `CONN_OUTBOUND_PAUSE_BYTES`).
@@ -685,7 +689,14 @@ impl QmConfig {
                 limits::SHARECNV_DEFAULT,
             )?,
             heartbeat_ms: num(ini, "Channels", "HeartbeatMs", limits::HEARTBEAT_DEFAULT_MS)?,
-            max_sockets: num(ini, "Channels", "MaxChannels", 100_000usize)?,
+            max_sockets: num(ini, "Channels", "MaxChannels", limits::MAX_CHANNELS_DEFAULT)?,
+            // As in MQ, MaxActiveChannels defaults to MaxChannels.
+            max_active: num(
+                ini,
+                "Channels",
+                "MaxActiveChannels",
+                num(ini, "Channels", "MaxChannels", limits::MAX_CHANNELS_DEFAULT)?,
+            )?,
             max_conn_memory: {
                 let v = num(
                     ini,

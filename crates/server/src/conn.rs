@@ -21,16 +21,19 @@ use bytes::BytesMut;
 use ferrymq_proto::{kind, negotiate, parse_request, FrameDecoder, RawFrame, Request, Response};
 use ferrymq_types::{limits, MqError, Reason};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
 
-use crate::core::{encode, error_response, Out, OutQueue, Outbox};
+use crate::core::{encode, error_response, Out, OutQueue};
 use crate::dispatch::{self, Action, Session};
 use crate::listeners::SocketInfo;
 use crate::qmgr::Shared;
 use crate::storage::now_ms;
 
 pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-const READ_CHUNK_BYTES: usize = 64 * 1024;
+/// A socket's read buffer grows from the small size (enough for a handshake or a heartbeat) by
+/// doubling while reads fill it, up to the large one, and is given back when the socket is idle
+/// for a heartbeat interval: tens of thousands of idle sockets hold almost nothing.
+const READ_CHUNK_MIN_BYTES: usize = 512;
+const READ_CHUNK_MAX_BYTES: usize = 64 * 1024;
 const WRITE_BATCH_BYTES: usize = 1 << 20;
 /// Frames at least this large are written from their own buffer, not copied into the batch.
 const LARGE_FRAME_BYTES: usize = 64 * 1024;
@@ -55,13 +58,13 @@ pub async fn serve_from<S>(
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
     let (mut rd, wr) = tokio::io::split(stream);
-    let (tx, rx) = mpsc::unbounded_channel::<Out>();
+
     let hard = shared.cfg.max_conn_memory;
     let q = Arc::new(OutQueue::new(
         limits::CONN_OUTBOUND_PAUSE_BYTES.min(hard / 4),
         hard,
     ));
-    let tx = Outbox::new(tx, q.clone());
+    let (tx, rx) = crate::core::out_channel(q.clone());
     // Until the handshake says otherwise, a write that makes no progress for the server's own
     // heartbeat interval means the peer is not reading.
     let stall = Arc::new(std::sync::atomic::AtomicU64::new(stall_ms(
@@ -127,11 +130,23 @@ fn stall_ms(heartbeat_ms: u32) -> u64 {
     }
 }
 
-async fn read_more<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut BytesMut) -> Result<bool, MqError> {
-    buf.reserve(READ_CHUNK_BYTES);
+/// Reads what arrived into `buf`, reserving `chunk` bytes of room; a read that fills the room
+/// doubles `chunk` for the next one.
+async fn read_more<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    buf: &mut BytesMut,
+    chunk: &mut usize,
+) -> Result<bool, MqError> {
+    buf.reserve(*chunk);
+    let room = buf.capacity() - buf.len();
     match rd.read_buf(buf).await {
         Ok(0) => Ok(false),
-        Ok(_) => Ok(true),
+        Ok(n) => {
+            if n >= room {
+                *chunk = (*chunk * 2).min(READ_CHUNK_MAX_BYTES);
+            }
+            Ok(true)
+        }
         Err(e) => Err(MqError::new(
             Reason::CONNECTION_BROKEN,
             format!("socket read failed: {e}"),
@@ -147,7 +162,7 @@ async fn run<R: AsyncRead + Unpin + Send>(
     stall: &std::sync::atomic::AtomicU64,
 ) -> Result<(), MqError> {
     let mut dec = FrameDecoder::new(ferrymq_proto::PRE_HANDSHAKE_FRAME_MAX_BYTES);
-    buf.reserve(READ_CHUNK_BYTES);
+    let mut chunk = READ_CHUNK_MIN_BYTES;
     let proto = |e: ferrymq_proto::ProtoError| MqError::new(e.reason(), e.to_string());
 
     // Handshake: the first frame must be Hello, within a bounded time.
@@ -156,7 +171,7 @@ async fn run<R: AsyncRead + Unpin + Send>(
             if let Some(f) = dec.decode(&mut buf).map_err(proto)? {
                 return Ok::<RawFrame, MqError>(f);
             }
-            if !read_more(rd, &mut buf).await? {
+            if !read_more(rd, &mut buf, &mut chunk).await? {
                 return Err(MqError::new(
                     Reason::CONNECTION_BROKEN,
                     "peer closed before the handshake",
@@ -173,7 +188,13 @@ async fn run<R: AsyncRead + Unpin + Send>(
         ferrymq_proto::channel::kind::REQUEST,
     ];
     if channel_kinds.contains(&hello.kind) && !s.bindings {
-        return crate::channels::receiver::run(rd, dec, buf, hello, shared, s).await;
+        // Boxed, as are the other rare paths below: a socket's task is as large as its largest
+        // state, and tens of thousands of idle client sockets must not each carry room for a
+        // channel receiver or a password check.
+        return Box::pin(crate::channels::receiver::run(
+            rd, dec, buf, hello, shared, s,
+        ))
+        .await;
     }
     let Request::Hello(h) = parse_request(&hello).map_err(proto)? else {
         return Err(MqError::new(
@@ -242,6 +263,10 @@ async fn run<R: AsyncRead + Unpin + Send>(
     // One registration for the life of the socket, not one per batch.
     let killed = q.kill.notified();
     tokio::pin!(killed);
+    // One heartbeat timer for the life of the socket, moved lazily (see below).
+    let mut heard = tokio::time::Instant::now();
+    let beat = tokio::time::sleep(idle);
+    tokio::pin!(beat);
     loop {
         while let Some(f) = dec.decode(&mut buf).map_err(proto)? {
             frames.push_back(f);
@@ -250,7 +275,7 @@ async fn run<R: AsyncRead + Unpin + Send>(
         // frames behind it run.
         if frames.front().is_some_and(|f| f.kind == kind::CONNECT) {
             let f = frames.pop_front().expect("front exists");
-            connect(shared, s, f).await;
+            Box::pin(connect(shared, s, f)).await;
         }
         if !frames.is_empty() {
             process(shared, s, &mut frames)?;
@@ -281,15 +306,28 @@ async fn run<R: AsyncRead + Unpin + Send>(
             continue;
         }
         tokio::select! {
-            r = read_more(rd, &mut buf) => {
+            r = read_more(rd, &mut buf, &mut chunk) => {
                 if !r? {
                     return Ok(());
                 }
                 missed = 0;
+                heard = tokio::time::Instant::now();
             }
-            _ = tokio::time::sleep(idle) => {
-                // Nothing heard for a heartbeat interval: probe; three silent intervals mean the
-                // peer is gone and its units of work must be backed out.
+            _ = &mut beat => {
+                // The timer is set once per interval, not at every frame: when it fires after
+                // something was heard, it is only moved to an interval after that.
+                let due = heard + idle;
+                if due > tokio::time::Instant::now() && missed == 0 {
+                    beat.as_mut().reset(due);
+                    continue;
+                }
+                // Nothing heard for a heartbeat interval: the socket is idle, so its read
+                // buffer goes back; then probe. Three silent intervals mean the peer is gone
+                // and its units of work must be backed out.
+                if buf.is_empty() {
+                    buf = BytesMut::new();
+                    chunk = READ_CHUNK_MIN_BYTES;
+                }
                 missed += 1;
                 if missed >= 3 {
                     return Err(MqError::new(Reason::CONNECTION_BROKEN, "peer missed three heartbeats"));
@@ -297,6 +335,7 @@ async fn run<R: AsyncRead + Unpin + Send>(
                 let mut b = BytesMut::new();
                 ferrymq_proto::encode_request(0, 0, &Request::Heartbeat, &mut b);
                 s.tx.send(Out { frame: b.freeze(), wait_lsn: 0, close: false }).ok();
+                beat.as_mut().reset(tokio::time::Instant::now() + idle);
             }
             _ = shutdown.wait_for(|v| *v) => {
                 return Err(MqError::new(Reason::Q_MGR_STOPPING, "the queue manager is ending immediately"));
@@ -498,7 +537,7 @@ async fn connect(shared: &Arc<Shared>, s: &mut Session, f: RawFrame) {
 
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut wr: W,
-    mut rx: mpsc::UnboundedReceiver<Out>,
+    mut rx: crate::core::OutRx,
     durable: crate::lsn::LsnWatch,
     q: Arc<OutQueue>,
     stall: Arc<std::sync::atomic::AtomicU64>,
@@ -514,13 +553,13 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         batch.push(first.frame);
         while bytes < WRITE_BATCH_BYTES {
             match rx.try_recv() {
-                Ok(o) => {
+                Some(o) => {
                     need = need.max(o.wait_lsn);
                     close |= o.close;
                     bytes += o.frame.len();
                     batch.push(o.frame);
                 }
-                Err(_) => break,
+                None => break,
             }
         }
         if need > durable.get() && durable.wait(need).await.is_err() {
@@ -530,6 +569,11 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         let stall = Duration::from_millis(stall.load(std::sync::atomic::Ordering::Relaxed));
         let frames = batch.len() as u64;
         let mut ok = true;
+        if batch.len() == 1 {
+            // One frame (most often one reply): written from its own buffer, no copy.
+            let f = batch.pop().expect("one frame");
+            ok = write_or_stall(&mut wr, &f, stall).await.is_ok();
+        }
         for f in batch.drain(..) {
             if f.len() < LARGE_FRAME_BYTES {
                 buf.extend_from_slice(&f);
@@ -564,6 +608,10 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         }
         q.written(frames, bytes as u64);
         buf.clear();
+        if buf.capacity() > LARGE_FRAME_BYTES {
+            // A burst's batch buffer is not kept for an idle socket.
+            buf = BytesMut::new();
+        }
         if close {
             let _ = wr.shutdown().await;
             return;

@@ -9,7 +9,7 @@ use ferrymq_proto::{encode_response, Response};
 use ferrymq_types::{MqError, Reason};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use tokio::sync::mpsc::{error::SendError, UnboundedSender};
+use tokio::sync::mpsc::error::SendError;
 use tokio::sync::Notify;
 
 /// Bytes for one socket, sent once the log is durable up to `wait_lsn`.
@@ -26,10 +26,106 @@ pub struct Out {
 /// every sender counts the bytes it queues, so the socket's task can stop reading requests while
 /// its replies are not being taken (back pressure), and a socket whose queue passes its hard cap
 /// is marked to be closed instead of growing without bound.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Outbox {
-    tx: UnboundedSender<Out>,
+    tx: Arc<OutChan>,
     pub q: Arc<OutQueue>,
+}
+
+/// A socket's frames on their way to its writer: sent by every [`Outbox`] clone, taken by the
+/// writer alone. A plain queue under a lock rather than a channel, because a channel allocates
+/// a block of slots per socket up front, and tens of thousands of idle sockets each paid for it.
+#[derive(Debug, Default)]
+pub struct OutChan {
+    state: parking_lot::Mutex<OutState>,
+    ready: Notify,
+}
+
+#[derive(Debug, Default)]
+struct OutState {
+    frames: std::collections::VecDeque<Out>,
+    senders: usize,
+    writer_gone: bool,
+}
+
+/// The writer's end of an [`OutChan`].
+#[derive(Debug)]
+pub struct OutRx(Arc<OutChan>);
+
+/// A socket's outbound queue: its first sender and its writer's end.
+pub fn out_channel(q: Arc<OutQueue>) -> (Outbox, OutRx) {
+    let chan = Arc::new(OutChan::default());
+    chan.state.lock().senders = 1;
+    (
+        Outbox {
+            tx: chan.clone(),
+            q,
+        },
+        OutRx(chan),
+    )
+}
+
+impl OutRx {
+    /// The next frame; `None` once every sender is gone and the queue is empty.
+    pub async fn recv(&mut self) -> Option<Out> {
+        loop {
+            // Registered before looking, so a send in between is not missed.
+            let ready = self.0.ready.notified();
+            {
+                let mut st = self.0.state.lock();
+                if let Some(o) = st.frames.pop_front() {
+                    return Some(o);
+                }
+                if st.senders == 0 {
+                    return None;
+                }
+                // An idle socket keeps no queue storage from a burst.
+                if st.frames.capacity() > OUT_IDLE_SLOTS {
+                    st.frames = Default::default();
+                }
+            }
+            ready.await;
+        }
+    }
+
+    /// The next frame if one is queued.
+    pub fn try_recv(&mut self) -> Option<Out> {
+        self.0.state.lock().frames.pop_front()
+    }
+}
+
+impl Drop for OutRx {
+    fn drop(&mut self) {
+        let mut st = self.0.state.lock();
+        st.writer_gone = true;
+        st.frames.clear();
+    }
+}
+
+/// Queue slots an idle socket may keep.
+const OUT_IDLE_SLOTS: usize = 8;
+
+impl Clone for Outbox {
+    fn clone(&self) -> Outbox {
+        self.tx.state.lock().senders += 1;
+        Outbox {
+            tx: self.tx.clone(),
+            q: self.q.clone(),
+        }
+    }
+}
+
+impl Drop for Outbox {
+    fn drop(&mut self) {
+        let last = {
+            let mut st = self.tx.state.lock();
+            st.senders -= 1;
+            st.senders == 0
+        };
+        if last {
+            self.tx.ready.notify_one();
+        }
+    }
 }
 
 /// One socket's outbound accounting, shared by its senders, its reader and its writer.
@@ -110,10 +206,6 @@ impl OutQueue {
 }
 
 impl Outbox {
-    pub fn new(tx: UnboundedSender<Out>, q: Arc<OutQueue>) -> Outbox {
-        Outbox { tx, q }
-    }
-
     /// Queues a frame; never blocks. A frame that takes a queue already holding other frames
     /// past the hard cap marks the socket to be closed (one frame alone may exceed it: a single
     /// reply carrying a message larger than the cap must still be sendable).
@@ -123,9 +215,17 @@ impl Outbox {
         if before >> 40 > 0 && (before & BYTES_MASK) + n > self.q.hard_bytes {
             self.q.kill();
         }
-        self.tx.send(o).inspect_err(|_| {
-            self.q.queued.fetch_sub(FRAME_UNIT + n, Ordering::SeqCst);
-        })
+        {
+            let mut st = self.tx.state.lock();
+            if st.writer_gone {
+                drop(st);
+                self.q.queued.fetch_sub(FRAME_UNIT + n, Ordering::SeqCst);
+                return Err(SendError(o));
+            }
+            st.frames.push_back(o);
+        }
+        self.tx.ready.notify_one();
+        Ok(())
     }
 
     /// Queues the response `r` to request `req` of conversation `conv`, written once the log is

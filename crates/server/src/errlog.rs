@@ -111,6 +111,7 @@ pub mod ids {
         AUTOCONFIG_APPLIED = 1010 Info "An MQSC file of the AutoConfig directory was applied at start: commands run and failed.";
         AUTOCONFIG_FAILED = 1011 Error "A command of an AutoConfig MQSC file failed (file and line named); the queue manager runs on.";
         EXPIRY_SCAN = 1012 Info "The expiry scan discarded expired messages (how many, of how many examined).";
+        OPEN_FILES_LOW = 1013 Warning "The process's open-file limit (RLIMIT_NOFILE, raised at start to its hard limit) is below what Channels:MaxChannels needs; connections past it are refused. Raise the hard limit (ulimit -Hn, LimitNOFILE) or lower MaxChannels.";
                 RECOVERED = 2001 Info "Restart recovery finished: checkpoint, messages loaded, log records replayed.";
         RECOVERY_LOSS = 2002 Error "Restart recovery discarded data that may have been acknowledged; each item follows. strmqm exits with status 3.";
         RECOVERY_NOTE = 2003 Info "Restart recovery cut a torn log tail; nothing acknowledged was lost.";
@@ -121,8 +122,8 @@ pub mod ids {
         LOG_TRACE = 2008 Info "Log-writer statistics (FERRYMQ_TRACE).";
         LISTENER_STARTED = 3001 Info "A TCP listener started.";
         LISTENER_FAILED = 3002 Error "A TCP listener could not start (address in use, no permission, ...).";
-        ACCEPT_FAILED = 3003 Warning "Accepting a connection failed (often: out of file descriptors).";
-        MAX_CHANNELS = 3004 Warning "A connection was refused: Channels:MaxChannels reached.";
+        ACCEPT_FAILED = 3003 Warning "Accepting a connection failed (often: out of file descriptors); the listener backs off and accepts again, refusing the excess (logged once per burst).";
+        MAX_CHANNELS = 3004 Warning "Connections were refused with MQRC_CHANNEL_NOT_AVAILABLE (2537): Channels:MaxChannels or MaxActiveChannels reached (logged at most once a second, with how many).";
         METRICS_STARTED = 3005 Info "Prometheus metrics are served at the address named.";
         METRICS_ACCEPT_FAILED = 3006 Warning "Accepting a metrics connection failed.";
         NOT_AUTHORIZED = 3008 Warning "A connection, open, MQPUT1 or MQSC command was refused with MQRC_NOT_AUTHORIZED: the user and its groups, the operation, the object and the authorities missing are named.";

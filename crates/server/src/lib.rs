@@ -18,6 +18,7 @@ mod dispatch;
 pub mod dr;
 pub mod errlog;
 mod expiry;
+mod fdlimit;
 pub mod ha;
 mod listeners;
 pub use ferrymq_log::lsn;

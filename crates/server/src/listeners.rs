@@ -3,11 +3,11 @@
 //! live sockets behind DISPLAY CHSTATUS. Each listener is an accept task; stopping one aborts it.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use ferrymq_security::tls::TlsSession;
-use ferrymq_types::{MqError, ObjectDef, Reason};
+use ferrymq_types::{limits, MqError, ObjectDef, Reason};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
@@ -64,7 +64,11 @@ pub struct Control {
     ports: BTreeMap<u16, Port>,
     pub sockets: BTreeMap<u64, SocketInfo>,
     next_socket: u64,
-    pub tasks: Vec<JoinHandle<()>>,
+    /// Connection tasks running (an immediate end waits for them to finish).
+    pub live: Arc<AtomicUsize>,
+    /// Connections refused since the last refusal entry, and when that entry was written.
+    refused: u64,
+    refused_logged_ms: u64,
 }
 
 pub(crate) fn fmt_date_time(ms: u64) -> (String, String) {
@@ -213,17 +217,12 @@ pub fn start(
         ));
     }
     let addr = format!("{address}:{port}");
-    let std_listener = std::net::TcpListener::bind(&addr).map_err(|e| {
+    let listener = bind(&addr).map_err(|e| {
         MqError::new(
             Reason::RESOURCE_PROBLEM,
             format!("listener {name} cannot listen on {addr}: {e}"),
         )
     })?;
-    std_listener
-        .set_nonblocking(true)
-        .map_err(|e| MqError::new(Reason::RESOURCE_PROBLEM, e.to_string()))?;
-    let listener = TcpListener::from_std(std_listener)
-        .map_err(|e| MqError::new(Reason::RESOURCE_PROBLEM, e.to_string()))?;
     let task = tokio::spawn(accept_loop(shared.clone(), listener));
     ctl.ports.insert(port, Port { task, users: 1 });
     ctl.listeners.insert(
@@ -234,6 +233,27 @@ pub fn start(
         },
     );
     Ok(format!("listener {name} started on port {port}"))
+}
+
+/// Listens on `addr` with a deep accept backlog (`limits::LISTEN_BACKLOG`): thousands of
+/// clients connecting at once must wait in it, not have their SYNs dropped and retried a second
+/// later.
+fn bind(addr: &str) -> std::io::Result<TcpListener> {
+    use std::net::ToSocketAddrs;
+    let mut last = None;
+    for a in addr.to_socket_addrs()? {
+        let s = if a.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        s.set_reuseaddr(true)?;
+        match s.bind(a).and_then(|_| s.listen(limits::LISTEN_BACKLOG)) {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other(format!("{addr} names no address"))))
 }
 
 pub fn stop(shared: &Arc<Shared>, name: &str) -> Result<String, MqError> {
@@ -296,9 +316,16 @@ pub fn start_controlled(shared: &Arc<Shared>, defs: Vec<ObjectDef>) {
 }
 
 async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
+    // One descriptor held in reserve: when accept fails for want of descriptors, it is let go so
+    // that the connection waiting in the backlog can be accepted and refused with a reason,
+    // instead of staying there and keeping the listener readable (a spin) or the client hanging.
+    let mut reserve = std::fs::File::open("/dev/null").ok();
+    // Failures are logged once per burst: the first after a successful accept.
+    let mut failing = false;
     loop {
         match listener.accept().await {
             Ok((s, peer)) => {
+                failing = false;
                 // BLOCKADDR decides on the address alone, before any frame is read.
                 if crate::connsec::refused_at_accept(&shared, &peer.ip().to_string()) {
                     drop(s);
@@ -308,50 +335,196 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
                 accept_tcp(&shared, s, peer.ip().to_string());
             }
             Err(e) => {
-                // Out of file descriptors and similar: back off instead of spinning.
-                crate::qm_log!(crate::errlog::ids::ACCEPT_FAILED, "accept failed: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                let out_of_fds = matches!(e.raw_os_error(), Some(c) if c == EMFILE || c == ENFILE);
+                if !failing {
+                    failing = true;
+                    crate::qm_log!(
+                        crate::errlog::ids::ACCEPT_FAILED,
+                        "accept failed: {e}{}; accepting again every {} ms, refusing what cannot be served",
+                        if out_of_fds { " (the open-file limit is reached)" } else { "" },
+                        limits::ACCEPT_BACKOFF_MS
+                    );
+                }
+                // Shed what waits in the backlog: each connection accepted with the reserve's
+                // descriptor, told why and closed at once (which frees the descriptor for the
+                // reserve again), until none is waiting.
+                while out_of_fds && reserve.take().is_some() {
+                    let next = tokio::time::timeout(
+                        std::time::Duration::from_millis(1),
+                        listener.accept(),
+                    )
+                    .await;
+                    let shed = match next {
+                        Ok(Ok((s, peer))) => {
+                            refuse_now(
+                                &shared,
+                                s,
+                                peer.ip().to_string(),
+                                "the queue manager is out of file descriptors (its open-file limit)",
+                            );
+                            true
+                        }
+                        _ => false,
+                    };
+                    reserve = std::fs::File::open("/dev/null").ok();
+                    if !shed {
+                        break;
+                    }
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(limits::ACCEPT_BACKOFF_MS))
+                    .await;
             }
         }
     }
 }
 
-/// Takes one of the connection slots (client and bindings connections are counted apart), or
-/// logs the refusal.
-fn take_slot(shared: &Arc<Shared>, bindings: bool, conname: &str) -> Option<OwnedSemaphorePermit> {
+/// errno values for a process (EMFILE) or system (ENFILE) out of file descriptors.
+const EMFILE: i32 = 24;
+const ENFILE: i32 = 23;
+
+/// Takes one of the connection slots (client and bindings connections are counted apart).
+fn take_slot(shared: &Arc<Shared>, bindings: bool) -> Option<OwnedSemaphorePermit> {
     let slots: &Arc<Semaphore> = if bindings {
         &shared.bindings_slots
     } else {
         &shared.slots
     };
-    match slots.clone().try_acquire_owned() {
-        Ok(p) => Some(p),
-        Err(_) => {
-            crate::qm_log!(
-                crate::errlog::ids::MAX_CHANNELS,
-                "connection from {conname} refused: MaxChannels ({}) reached",
-                shared.cfg.max_sockets
-            );
-            None
-        }
+    slots.clone().try_acquire_owned().ok()
+}
+
+/// The refusal of a connection beyond MaxChannels or MaxActiveChannels.
+fn channels_full(shared: &Shared) -> String {
+    let cfg = &shared.cfg;
+    if cfg.max_active < cfg.max_sockets {
+        format!(
+            "Channels:MaxActiveChannels ({}) channels are running",
+            cfg.max_active
+        )
+    } else {
+        format!(
+            "Channels:MaxChannels ({}) channels are running",
+            cfg.max_sockets
+        )
     }
 }
 
-fn track(shared: &Arc<Shared>, h: JoinHandle<()>) {
-    let mut ctl = shared.control.lock();
-    ctl.tasks.retain(|h| !h.is_finished());
-    ctl.tasks.push(h);
+/// Refuses a client socket: logs it (at most once per interval, with how many), then tells the
+/// client MQRC_CHANNEL_NOT_AVAILABLE (2537) and closes. The client's Hello is read and dropped
+/// until it closes, or for a bounded time, so that the close does not reset the connection
+/// before the client has read the reason.
+fn refuse(shared: &Arc<Shared>, s: TcpStream, conname: String, why: &str) {
+    log_refusal(shared, &conname, why);
+    let Ok(permit) = shared.refusals.clone().try_acquire_owned() else {
+        // Too many refusals in flight: this one is closed without a word.
+        return;
+    };
+    let frame = refusal_frame(why);
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = s;
+        let linger = std::time::Duration::from_millis(limits::REFUSAL_LINGER_MS);
+        let _ = tokio::time::timeout(linger, async {
+            s.write_all(&frame).await?;
+            s.shutdown().await?;
+            let mut sink = [0u8; 512];
+            while s.read(&mut sink).await? > 0 {}
+            Ok::<(), std::io::Error>(())
+        })
+        .await;
+        drop(permit);
+    });
+}
+
+/// Refuses a socket without waiting (its descriptor is needed back at once): what the client
+/// sent is read and dropped, the reason written if the socket takes it, and the socket closed.
+fn refuse_now(shared: &Arc<Shared>, s: TcpStream, conname: String, why: &str) {
+    log_refusal(shared, &conname, why);
+    let mut sink = [0u8; 512];
+    for _ in 0..16 {
+        match s.try_read(&mut sink) {
+            Ok(n) if n > 0 => continue,
+            _ => break,
+        }
+    }
+    let _ = s.try_write(&refusal_frame(why));
+}
+
+/// MQRC_CHANNEL_NOT_AVAILABLE, as the client reads it in answer to its Hello.
+fn refusal_frame(why: &str) -> bytes::Bytes {
+    crate::core::encode(
+        0,
+        0,
+        &crate::core::error_response(MqError::new(
+            Reason::CHANNEL_NOT_AVAILABLE,
+            format!("connection refused: {why}; try again later"),
+        )),
+    )
+}
+
+/// Logs a refusal, at most once per interval, saying how many there were since the last entry.
+fn log_refusal(shared: &Arc<Shared>, conname: &str, why: &str) {
+    let now = now_ms();
+    let summary = {
+        let mut ctl = shared.control.lock();
+        ctl.refused += 1;
+        if now.saturating_sub(ctl.refused_logged_ms) >= limits::REFUSAL_LOG_INTERVAL_MS {
+            ctl.refused_logged_ms = now;
+            Some(std::mem::take(&mut ctl.refused))
+        } else {
+            None
+        }
+    };
+    if let Some(n) = summary {
+        crate::qm_log!(
+            crate::errlog::ids::MAX_CHANNELS,
+            "connection from {conname} refused with MQRC_CHANNEL_NOT_AVAILABLE (2537): {why}{}",
+            if n > 1 {
+                format!(" ({n} connections refused since the last entry)")
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
+/// Spawns a connection's task, counted until it ends (an immediate end waits for them). The
+/// task is made by `make` around its count, rather than wrapped in another future: a wrapper
+/// that moves a future in and awaits it holds it twice, doubling every idle socket's task.
+fn spawn_tracked<F>(shared: &Arc<Shared>, make: impl FnOnce(LiveTask) -> F)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let live = shared.control.lock().live.clone();
+    // The handle is not kept: a finished task's memory goes with it.
+    drop(tokio::spawn(make(LiveTask::new(live))));
+}
+
+/// Counts a running connection task; dropped when the task ends or is cancelled.
+struct LiveTask(Arc<AtomicUsize>);
+
+impl LiveTask {
+    fn new(live: Arc<AtomicUsize>) -> LiveTask {
+        live.fetch_add(1, Ordering::AcqRel);
+        LiveTask(live)
+    }
+}
+
+impl Drop for LiveTask {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// Serves an accepted TCP socket, plain or TLS: one port serves both, told apart by the first
 /// byte (a TLS handshake record starts with 0x16, a FerryMQ frame never does). The wait for that
 /// byte and the TLS handshake are bounded by the handshake timeout.
 fn accept_tcp(shared: &Arc<Shared>, s: TcpStream, conname: String) {
-    let Some(permit) = take_slot(shared, false, &conname) else {
-        return;
+    let Some(permit) = take_slot(shared, false) else {
+        return refuse(shared, s, conname, &channels_full(shared));
     };
     let sh = shared.clone();
-    let h = tokio::spawn(async move {
+    spawn_tracked(shared, move |live| async move {
+        let _live = live;
         let limit = crate::conn::HANDSHAKE_TIMEOUT;
         let mut first = [0u8; 1];
         match tokio::time::timeout(limit, s.peek(&mut first)).await {
@@ -372,7 +545,7 @@ fn accept_tcp(shared: &Arc<Shared>, s: TcpStream, conname: String) {
             return;
         };
         let acceptor = tokio_rustls::TlsAcceptor::from(cfg);
-        let tls = match tokio::time::timeout(limit, acceptor.accept(s)).await {
+        let tls = match tokio::time::timeout(limit, Box::pin(acceptor.accept(s))).await {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => {
                 crate::qm_log!(
@@ -391,9 +564,11 @@ fn accept_tcp(shared: &Arc<Shared>, s: TcpStream, conname: String) {
             }
         };
         let session = TlsSession::from_state(tls.get_ref().1).map(Arc::new);
-        serve_socket(&sh, tls, conname, false, None, session, permit).await;
+        Box::pin(serve_socket(
+            &sh, tls, conname, false, None, session, permit,
+        ))
+        .await;
     });
-    track(shared, h);
 }
 
 /// Serves an accepted bindings (Unix) socket, within its bound.
@@ -406,14 +581,19 @@ pub fn spawn_conn<S>(
 ) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
-    let Some(permit) = take_slot(shared, bindings, &conname) else {
+    let Some(permit) = take_slot(shared, bindings) else {
+        crate::qm_log!(
+            crate::errlog::ids::MAX_CHANNELS,
+            "local connection refused: {} local connections are served",
+            ferrymq_types::limits::BINDINGS_CONNECTIONS_MAX
+        );
         return;
     };
     let sh = shared.clone();
-    let h = tokio::spawn(async move {
+    spawn_tracked(shared, move |live| async move {
+        let _live = live;
         serve_socket(&sh, s, conname, bindings, os_user, None, permit).await;
     });
-    track(shared, h);
 }
 
 /// Registers a socket for DISPLAY CHSTATUS, serves it until it ends, then forgets it.

@@ -23,8 +23,9 @@ pub const HANDLES_PER_CONN_DEFAULT: u32 = 256;
 pub const SHARECNV_DEFAULT: u16 = 10;
 /// Most conversations on one socket.
 pub const SHARECNV_MAX: u16 = 999;
-/// Default heartbeat interval negotiated on a connection.
-pub const HEARTBEAT_DEFAULT_MS: u32 = 5_000;
+/// Default heartbeat interval negotiated on a connection: MQ's SVRCONN default HBINT (300 s),
+/// so that tens of thousands of idle connections cost no measurable CPU.
+pub const HEARTBEAT_DEFAULT_MS: u32 = 300_000;
 /// Replies queued for one socket above which the queue manager reads no more of that socket's
 /// requests until its client takes them (back pressure); a quarter of `Channels:MaxConnMemory` if
 /// that is less.
@@ -49,6 +50,26 @@ pub const PROPERTIES_PER_MSG_MAX: usize = 256;
 /// key packs it into 60 bits. Far beyond any real counter (a billion puts a second for 36 years),
 /// so a record or image that holds a larger one is damaged.
 pub const MSG_SEQ_MAX: u64 = (1 << 60) - 1;
+
+/// Default of qm.ini `Channels:MaxChannels`, the client channels served at once. MQ's own
+/// default (100) is far below what one queue manager holds; the open-file limit is the usual
+/// bound, and the queue manager warns at start when it is below this.
+pub const MAX_CHANNELS_DEFAULT: usize = 100_000;
+/// The accept backlog of a TCP listener (the kernel caps it at net.core.somaxconn).
+pub const LISTEN_BACKLOG: u32 = 4096;
+/// How long the accept loop waits after running out of file descriptors (EMFILE, ENFILE)
+/// before it accepts again, so that it never spins on a listener it cannot serve.
+pub const ACCEPT_BACKOFF_MS: u64 = 75;
+/// Refused client sockets being told why (2537) at once; past this a refused socket is closed
+/// without a reason, so a flood of refusals cannot itself exhaust the descriptors.
+pub const REFUSALS_IN_FLIGHT_MAX: usize = 256;
+/// How long a refused socket is kept open to deliver its reason before it is closed.
+pub const REFUSAL_LINGER_MS: u64 = 1_000;
+/// Refused connections are logged at most once per this interval, with how many were refused.
+pub const REFUSAL_LOG_INTERVAL_MS: u64 = 1_000;
+/// Descriptors the queue manager keeps for itself (log files, listeners, the bindings socket,
+/// metrics) beyond one per client channel, when it compares the open-file limit with MaxChannels.
+pub const FDS_RESERVED: u64 = 64;
 
 /// Bindings-mode (local) connections served at once. Counted apart from client channels
 /// (qm.ini Channels:MaxChannels), as in MQ, so local administration and `strmqm`'s readiness

@@ -49,11 +49,14 @@ pub struct Shared {
     end_tx: watch::Sender<Option<AdminAction>>,
     /// Listeners, live sockets and connection tasks.
     pub control: Mutex<Control>,
-    /// Bounds the client (TCP) connections served at once (qm.ini Channels:MaxChannels).
+    /// Bounds the client (TCP) connections served at once (qm.ini Channels:MaxChannels and
+    /// MaxActiveChannels, the smaller).
     pub slots: Arc<Semaphore>,
     /// Bounds the bindings-mode (Unix socket) connections served at once
     /// (`limits::BINDINGS_CONNECTIONS_MAX`): as in MQ, MaxChannels counts channels only.
     pub bindings_slots: Arc<Semaphore>,
+    /// Bounds the refused sockets being told why at once (`limits::REFUSALS_IN_FLIGHT_MAX`).
+    pub refusals: Arc<Semaphore>,
     pub started_ms: u64,
     /// Ends waiting gets whose interval ran out.
     pub wait_timer: WaitTimer,
@@ -123,9 +126,12 @@ impl Shared {
             immediate_tx,
             end_tx,
             control: Mutex::new(Control::default()),
-            slots: Arc::new(Semaphore::new(cfg.max_sockets)),
+            slots: Arc::new(Semaphore::new(cfg.max_sockets.min(cfg.max_active))),
             bindings_slots: Arc::new(Semaphore::new(
                 ferrymq_types::limits::BINDINGS_CONNECTIONS_MAX,
+            )),
+            refusals: Arc::new(Semaphore::new(
+                ferrymq_types::limits::REFUSALS_IN_FLIGHT_MAX,
             )),
             cfg,
             started_ms: now_ms(),

@@ -64,6 +64,7 @@ pub(super) async fn serve(
     let unix = UnixListener::bind(&sock)
         .map_err(|e| format!("cannot listen on {}: {e}", sock.display()))?;
     crate::metrics::start(shared.clone()).await?;
+    crate::fdlimit::raise_and_check(shared.cfg.max_sockets.min(shared.cfg.max_active));
     let timer = tokio::spawn(wait_timer::run(shared.clone()));
     let expiry = tokio::spawn(crate::expiry::run(shared.clone()));
     match shared.ha.clone() {
@@ -145,7 +146,8 @@ pub(super) async fn serve(
     timer.abort();
     expiry.abort();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while shared.control.lock().tasks.iter().any(|t| !t.is_finished())
+    let live = shared.control.lock().live.clone();
+    while live.load(std::sync::atomic::Ordering::Acquire) > 0
         && tokio::time::Instant::now() < deadline
     {
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -1,0 +1,425 @@
+//! `ferrymq-bench report connections [--quick] [--counts 1000,5000,20000,60000] [--drivers N]
+//! [--out DIR]`: the seed's connection test. N client connections (capped at what the open-file
+//! limit lets one process hold), from several source addresses on 127.0.0.0/8 so that the
+//! ephemeral port range is no limit, each connecting, opening a queue and putting one message
+//! every 100 s, made by lean driver processes (`driver`). For each N: the time until all are
+//! connected and the connections per second, the queue manager's RSS and descriptors per
+//! connection, its CPU while connecting and while they idle, and the rate of a request/responder
+//! workload beside them against the same workload without them, in the same run. Then the queue
+//! manager's memory across ten cycles of connecting and closing. Writes README.md (tables),
+//! SVG charts and runs.json to DIR.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::cph::{self, Args};
+use crate::report::Qms;
+use crate::run_info::RunInfo;
+
+pub mod driver;
+mod render;
+
+/// The queue each connection opens and puts to.
+const QUEUE: &str = "CONN.Q";
+/// Descriptors left to the queue manager's own files and the measuring workload when the
+/// connection counts are capped at the open-file limit.
+const FDS_SPARE: u64 = 100;
+/// How long the closed connections may take to leave the queue manager.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// `ferrymq-bench report connections`'s options.
+#[derive(clap::Args, Debug)]
+pub struct ConnectionsArgs {
+    /// Short windows, smaller counts (1,000 and 5,000), fewer cycles' connections
+    #[arg(long)]
+    pub quick: bool,
+    /// Connection counts, e.g. 1000,5000,20000,60000 (each capped at the open-file limit)
+    #[arg(long, value_name = "N,N...", allow_hyphen_values = true)]
+    pub counts: Option<String>,
+    /// Driver processes (each from its own source address 127.0.0.2, .3, ...)
+    #[arg(long, value_name = "N", default_value = "4")]
+    pub drivers: usize,
+    /// Seconds between the puts of each connection
+    #[arg(long, value_name = "S", default_value = "100")]
+    pub put_interval_s: u64,
+    /// Directory to write the report to (default docs/results/DATE-connections[-quick])
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
+    pub out: Option<PathBuf>,
+    /// Internal: run as one connection driver process
+    #[arg(long, hide = true)]
+    pub driver: bool,
+    #[arg(long, hide = true)]
+    pub qm: Option<String>,
+    #[arg(long, hide = true)]
+    pub port: Option<u16>,
+    #[arg(long, hide = true)]
+    pub count: Option<usize>,
+    #[arg(long, hide = true)]
+    pub source: Option<std::net::IpAddr>,
+}
+
+/// One connection count's measurements.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub requested: usize,
+    pub connected: usize,
+    pub errors: u64,
+    pub first_error: Option<String>,
+    pub connect_s: f64,
+    pub connects_per_s: f64,
+    /// The queue manager's CPU while the connections were being made, percent of one core.
+    pub qm_cpu_connecting_pct: f64,
+    /// The queue manager's CPU while they were held idle (no workload), over `idle_s`.
+    pub qm_cpu_idle_pct: f64,
+    pub idle_s: f64,
+    pub rss_before_bytes: u64,
+    pub rss_after_bytes: u64,
+    pub rss_per_conn_bytes: f64,
+    pub fds_before: usize,
+    pub fds_after: usize,
+    pub fds_per_conn: f64,
+    /// Request/responder round trips per second without the connections, then beside them.
+    pub rr_without_per_s: f64,
+    pub rr_with_per_s: f64,
+}
+
+/// The queue manager's memory after each cycle of connecting and closing.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cycles {
+    pub connections: usize,
+    pub rss_start_bytes: u64,
+    /// RSS once each cycle's connections were closed and gone.
+    pub rss_after_bytes: Vec<u64>,
+    pub fds_start: usize,
+    pub fds_after: Vec<usize>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Results {
+    #[serde(flatten)]
+    pub info: RunInfo,
+    pub open_files_limit: u64,
+    pub drivers: usize,
+    pub put_interval_s: u64,
+    pub heartbeat_note: String,
+    pub rr_requesters: usize,
+    pub rr_size: usize,
+    pub rows: Vec<Row>,
+    pub cycles: Option<Cycles>,
+}
+
+struct Opts {
+    quick: bool,
+    out: PathBuf,
+    counts: Vec<usize>,
+    drivers: usize,
+    put_interval: Duration,
+    idle: Duration,
+    rr_duration: Duration,
+    rr_warmup: Duration,
+    cycle_conns: usize,
+    command: String,
+}
+
+/// `report connections [options]`.
+pub fn main(argv: &[String]) -> Result<(), String> {
+    let a: ConnectionsArgs = crate::cli::parse_args("ferrymq-bench report connections", argv)?;
+    let limit = raise_open_files();
+    if a.driver {
+        return driver::run(driver::Plan {
+            qm: a.qm.ok_or("--driver needs --qm")?,
+            port: a.port.ok_or("--driver needs --port")?,
+            queue: QUEUE.into(),
+            count: a.count.ok_or("--driver needs --count")?,
+            source: a.source.ok_or("--driver needs --source")?,
+            put_interval: Duration::from_secs(a.put_interval_s.max(1)),
+        });
+    }
+    let cap = limit.saturating_sub(FDS_SPARE) as usize;
+    let counts: Vec<usize> = match &a.counts {
+        Some(v) => v
+            .split(',')
+            .map(|n| {
+                n.trim()
+                    .parse()
+                    .map_err(|_| format!("--counts: '{n}' is not a number"))
+            })
+            .collect::<Result<_, _>>()?,
+        None if a.quick => vec![1000, 5000],
+        None => vec![1000, 5000, 20_000, 60_000],
+    };
+    let mut capped: Vec<usize> = counts.iter().map(|&n| n.min(cap)).collect();
+    capped.dedup();
+    let o = Opts {
+        quick: a.quick,
+        out: a
+            .out
+            .unwrap_or_else(|| crate::run_info::default_out("connections", a.quick)),
+        counts: capped,
+        drivers: a.drivers.clamp(1, 64),
+        put_interval: Duration::from_secs(a.put_interval_s.max(1)),
+        idle: Duration::from_secs(if a.quick { 5 } else { 20 }),
+        rr_duration: Duration::from_secs(if a.quick { 3 } else { 8 }),
+        rr_warmup: Duration::from_secs(1),
+        cycle_conns: if a.quick { 1000 } else { 5000 }.min(cap),
+        command: std::iter::once("ferrymq-bench report connections")
+            .chain(argv.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    let home = crate::run_info::private_home("connections")?;
+    let started = Instant::now();
+    let r = run(&o, &home, limit);
+    let _ = std::fs::remove_dir_all(&home);
+    let mut r = r?;
+    r.info.elapsed_s = started.elapsed().as_secs_f64();
+    render::write(&o.out, &r)?;
+    eprintln!(
+        "report: done in {:.0} s; written to {}",
+        r.info.elapsed_s,
+        o.out.display()
+    );
+    Ok(())
+}
+
+/// Raises this process's soft open-file limit to the hard one (the drivers inherit it) and
+/// returns it.
+pub fn raise_open_files() -> u64 {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let now = getrlimit(Resource::Nofile);
+    let hard = now.maximum.unwrap_or(1 << 20);
+    let _ = setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: Some(hard),
+            maximum: now.maximum,
+        },
+    );
+    getrlimit(Resource::Nofile).current.unwrap_or(hard)
+}
+
+fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
+    let mut r = Results {
+        info: RunInfo::now(&o.command, o.quick, o.rr_warmup, o.rr_duration, 2048),
+        open_files_limit: limit,
+        drivers: o.drivers,
+        put_interval_s: o.put_interval.as_secs(),
+        heartbeat_note: "the queue manager's default heartbeat (Channels:HeartbeatMs, MQ's 300 s)"
+            .into(),
+        rr_requesters: 8,
+        rr_size: 2048,
+        rows: Vec::new(),
+        cycles: None,
+    };
+    let qms = Qms::start_with(home, 1, 16384)?;
+    let (name, port, pid) = (qms.names[0].clone(), qms.ports[0], qms.pids[0]);
+    crate::qm::mq_input(
+        home,
+        &["runmqsc", &name],
+        &format!("DEFINE QLOCAL({QUEUE}) MAXDEPTH(999999999)\n"),
+    )?;
+    let rr = |d: Duration| -> Result<f64, String> {
+        let a = Args {
+            module: cph::Module::Rr,
+            qms: vec![name.clone()],
+            conns: vec![format!("127.0.0.1({port})")],
+            requesters: r.rr_requesters,
+            responders: 10,
+            size: r.rr_size,
+            persistent: false,
+            syncpoint: None,
+            duration: d,
+            warmup: o.rr_warmup,
+            queues: 10,
+            request_prefix: "REQUEST".into(),
+            reply_prefix: "REPLY".into(),
+            rate: 0,
+            json: false,
+            live: false,
+            server_pids: vec![pid],
+            setup: true,
+            client_threads: 1,
+            security: Default::default(),
+        };
+        Ok(cph::run(&a)?.round_trips_per_s)
+    };
+    for &n in &o.counts {
+        eprintln!("report: {n} connections");
+        let rr_without = rr(o.rr_duration)?;
+        let (rss0, fds0) = (rss_bytes(pid), fd_count(pid));
+        let c0 = crate::cpu::mark(pid).ok_or("cannot read the queue manager's CPU")?;
+        let t0 = Instant::now();
+        let mut drivers = Drivers::start(o, &name, port, n)?;
+        let (connected, errors, first_error) = drivers.wait_connected()?;
+        let connect_s = t0.elapsed().as_secs_f64();
+        let c1 = crate::cpu::mark(pid).ok_or("cannot read the queue manager's CPU")?;
+        // Idle: nothing but the held connections (a put each every interval).
+        std::thread::sleep(Duration::from_secs(1));
+        let i0 = crate::cpu::mark(pid).ok_or("cannot read the queue manager's CPU")?;
+        std::thread::sleep(o.idle);
+        let i1 = crate::cpu::mark(pid).ok_or("cannot read the queue manager's CPU")?;
+        let (rss1, fds1) = (rss_bytes(pid), fd_count(pid));
+        let rr_with = rr(o.rr_duration)?;
+        drivers.close()?;
+        wait_fds(pid, fds0)?;
+        let per = |a: f64| {
+            if connected == 0 {
+                0.0
+            } else {
+                a / connected as f64
+            }
+        };
+        let row = Row {
+            requested: n,
+            connected,
+            errors,
+            first_error,
+            connect_s,
+            connects_per_s: connected as f64 / connect_s.max(1e-9),
+            qm_cpu_connecting_pct: crate::cpu::pct(c0, c1),
+            qm_cpu_idle_pct: crate::cpu::pct(i0, i1),
+            idle_s: o.idle.as_secs_f64(),
+            rss_before_bytes: rss0,
+            rss_after_bytes: rss1,
+            rss_per_conn_bytes: per(rss1 as f64 - rss0 as f64),
+            fds_before: fds0,
+            fds_after: fds1,
+            fds_per_conn: per(fds1 as f64 - fds0 as f64),
+            rr_without_per_s: rr_without,
+            rr_with_per_s: rr_with,
+        };
+        eprintln!("report:   {}", render::line(&row));
+        r.rows.push(row);
+    }
+    if o.cycle_conns > 0 {
+        let n = o.cycle_conns;
+        eprintln!("report: 10 cycles of {n} connections opened and closed");
+        let mut c = Cycles {
+            connections: n,
+            rss_start_bytes: rss_bytes(pid),
+            rss_after_bytes: Vec::new(),
+            fds_start: fd_count(pid),
+            fds_after: Vec::new(),
+        };
+        for i in 0..10 {
+            let mut d = Drivers::start(o, &name, port, n)?;
+            d.wait_connected()?;
+            d.close()?;
+            wait_fds(pid, c.fds_start)?;
+            c.rss_after_bytes.push(rss_bytes(pid));
+            c.fds_after.push(fd_count(pid));
+            eprintln!(
+                "report:   cycle {}: RSS {:.1} MB, {} descriptors",
+                i + 1,
+                *c.rss_after_bytes.last().unwrap() as f64 / 1e6,
+                c.fds_after.last().unwrap()
+            );
+        }
+        r.cycles = Some(c);
+    }
+    Ok(r)
+}
+
+/// The driver processes of one step.
+struct Drivers {
+    children: Vec<(Child, ChildStdin, BufReader<std::process::ChildStdout>)>,
+}
+
+impl Drivers {
+    fn start(o: &Opts, qm: &str, port: u16, n: usize) -> Result<Drivers, String> {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let k = o.drivers.min(n.max(1));
+        let mut children = Vec::new();
+        for i in 0..k {
+            let count = n / k + usize::from(i < n % k);
+            let mut child = Command::new(&exe)
+                .args(["report", "connections", "--driver", "--qm", qm])
+                .args(["--port", &port.to_string(), "--count", &count.to_string()])
+                .args(["--source", &format!("127.0.0.{}", 2 + i)])
+                .args(["--put-interval-s", &o.put_interval.as_secs().to_string()])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .map_err(|e| format!("cannot start a connection driver: {e}"))?;
+            let stdin = child.stdin.take().expect("piped");
+            let stdout = BufReader::new(child.stdout.take().expect("piped"));
+            children.push((child, stdin, stdout));
+        }
+        Ok(Drivers { children })
+    }
+
+    /// Waits until every driver has made its connections: (connected, errors, first error).
+    fn wait_connected(&mut self) -> Result<(usize, u64, Option<String>), String> {
+        let (mut connected, mut errors, mut first) = (0usize, 0u64, None);
+        for (_, _, out) in &mut self.children {
+            let line = read_line(out)?;
+            let mut f = line.trim_end().splitn(5, ' ');
+            if f.next() != Some("connected") {
+                return Err(format!("a connection driver said: {line}"));
+            }
+            connected += f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+            errors += f.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            let _secs = f.next();
+            if let Some(e) = f.next().filter(|e| !e.is_empty()) {
+                first.get_or_insert_with(|| e.to_string());
+            }
+        }
+        Ok((connected, errors, first))
+    }
+
+    /// Tells every driver to close its connections and waits for them to end.
+    fn close(self) -> Result<(), String> {
+        for (mut child, mut stdin, mut out) in self.children {
+            let _ = writeln!(stdin, "close");
+            drop(stdin);
+            let _ = read_line(&mut out);
+            let _ = child.wait();
+        }
+        Ok(())
+    }
+}
+
+fn read_line(out: &mut BufReader<std::process::ChildStdout>) -> Result<String, String> {
+    let mut line = String::new();
+    out.read_line(&mut line).map_err(|e| e.to_string())?;
+    Ok(line)
+}
+
+/// Waits until the queue manager holds no more descriptors than `base` (what it held before the
+/// step): every closed connection has left it.
+fn wait_fds(pid: u32, base: usize) -> Result<(), String> {
+    let t = Instant::now();
+    while fd_count(pid) > base {
+        if t.elapsed() > DRAIN_TIMEOUT {
+            return Err(format!(
+                "the queue manager still holds {} descriptors, {} before the connections",
+                fd_count(pid),
+                base
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+/// The process's resident memory (VmRSS), in bytes.
+fn rss_bytes(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// The process's open descriptors.
+fn fd_count(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
