@@ -13,6 +13,7 @@
 //! (property `MQTopicString`), at most one per topic string: a retained publication puts the new
 //! one and takes the old one in the same unit of work.
 
+mod cache;
 pub mod index;
 pub mod selector;
 pub mod sub;
@@ -27,7 +28,7 @@ use ferrymq_types::descriptor::EXPIRY_UNLIMITED;
 use ferrymq_types::limits::{SUBS_MAX, SUB_NAME_LEN_MAX};
 use ferrymq_types::options::{close, open, pmo, sub as so, PutOptions, Syncpoint};
 use ferrymq_types::{
-    mqerr, DynamicKind, MessageDescriptor, MqError, ObjectDef, ObjectKind, Persistence, Properties,
+    mqerr, DynamicKind, MessageDescriptor, MqError, ObjectKind, Persistence, Properties,
     PropertyValue, QueueKind, Reason,
 };
 
@@ -140,17 +141,6 @@ pub struct TopicStatus {
     pub object: String,
 }
 
-/// Derived from the objects, rebuilt when they change.
-#[derive(Debug, Default)]
-struct Cache {
-    version: u64,
-    /// Topic objects by TOPICSTR (SYSTEM.BASE.TOPIC for the root).
-    topics: AHashMap<String, ObjectDef>,
-    durable: Vec<Arc<Sub>>,
-    /// The durable subscriptions by topic pattern.
-    durable_index: index::Index,
-}
-
 /// The engine's publish/subscribe state that is not an object.
 #[derive(Debug, Default)]
 pub(crate) struct PubSub {
@@ -159,7 +149,12 @@ pub(crate) struct PubSub {
     nondurable_index: index::Index,
     /// Subscriptions open through a handle: who holds each.
     in_use: AHashMap<String, (ConnId, u32)>,
-    cache: Option<Arc<Cache>>,
+    /// None: to build from the objects (at first use, and after the objects are replaced).
+    cache: Option<Arc<cache::Cache>>,
+    durable: Option<cache::Durable>,
+    /// Topic strings' resolved attributes, forgotten when a topic object changes: a
+    /// publication resolves its topic once, not at every put.
+    attrs: AHashMap<Box<str>, Arc<TopicAttrs>>,
 }
 
 fn delivery(v: &str) -> Option<Delivery> {
@@ -177,77 +172,6 @@ fn explicit(v: Option<&String>) -> Option<&str> {
 }
 
 impl Engine {
-    fn ps_cache(&mut self) -> Arc<Cache> {
-        if let Some(c) = self
-            .pubsub
-            .cache
-            .as_ref()
-            .filter(|c| c.version == self.objects_version)
-        {
-            return c.clone();
-        }
-        let mut c = Cache {
-            version: self.objects_version,
-            ..Default::default()
-        };
-        for o in self.objects.values() {
-            match o.kind {
-                ObjectKind::Topic => {
-                    let s = o.attrs.get("TOPICSTR").cloned().unwrap_or_default();
-                    // The root is SYSTEM.BASE.TOPIC's alone: SYSTEM.DEFAULT.TOPIC, also with an
-                    // empty TOPICSTR, is only what DEFINE TOPIC copies.
-                    if s.is_empty() && o.name != BASE_TOPIC {
-                        continue;
-                    }
-                    c.topics.insert(s, o.clone());
-                }
-                ObjectKind::Sub => {
-                    let s = Arc::new(Sub::from_object(o));
-                    c.durable_index.insert(s.clone());
-                    c.durable.push(s);
-                }
-                _ => {}
-            }
-        }
-        let c = Arc::new(c);
-        self.pubsub.cache = Some(c.clone());
-        c
-    }
-
-    /// The attributes of the node `topic`, each from the closest topic object that does not
-    /// say ASPARENT, up to SYSTEM.BASE.TOPIC, then MQ's defaults for the root.
-    pub fn topic_attrs(&mut self, topic: &str) -> TopicAttrs {
-        let cache = self.ps_cache();
-        let nodes: Vec<&ObjectDef> = tree::ancestors(topic)
-            .into_iter()
-            .filter_map(|n| cache.topics.get(n))
-            .collect();
-        let get = |k: &str| -> Option<String> {
-            nodes
-                .iter()
-                .find_map(|o| explicit(o.attrs.get(k)).map(str::to_string))
-        };
-        let yes = |k: &str, yes: &str, default: bool| get(k).map_or(default, |v| v == yes);
-        TopicAttrs {
-            object: nodes
-                .first()
-                .map_or(BASE_TOPIC.to_string(), |o| o.name.clone()),
-            publish: yes("PUB", "ENABLED", true),
-            subscribe: yes("SUB", "ENABLED", true),
-            durable_subs: yes("DURSUB", "YES", true),
-            def_persistent: yes("DEFPSIST", "YES", false),
-            def_priority: get("DEFPRTY").and_then(|v| v.parse().ok()).unwrap_or(0),
-            pmsgdlv: get("PMSGDLV")
-                .and_then(|v| delivery(&v))
-                .unwrap_or(Delivery::AllDur),
-            npmsgdlv: get("NPMSGDLV")
-                .and_then(|v| delivery(&v))
-                .unwrap_or(Delivery::AllAvail),
-            mdurmdl: get("MDURMDL").unwrap_or_else(|| DURABLE_MODEL.to_string()),
-            mndurmdl: get("MNDURMDL").unwrap_or_else(|| NDURABLE_MODEL.to_string()),
-        }
-    }
-
     /// The full topic string named by a topic object and a string (MQOD/MQSD ObjectName and
     /// ObjectString).
     fn topic_of(&self, object: &str, given: &str) -> Result<String, MqError> {
@@ -277,7 +201,7 @@ impl Engine {
     /// authority records decide who may publish and subscribe there.
     pub fn topic_object_for(&mut self, object: &str, topic: &str) -> Result<String, MqError> {
         let full = self.topic_of(object, topic)?;
-        Ok(self.topic_attrs(&full).object)
+        Ok(self.topic_attrs(&full).object.clone())
     }
 
     /// Opens a topic for publishing (MQOPEN of MQOT_TOPIC): returns the handle and the full
@@ -332,7 +256,7 @@ impl Engine {
                 groups: Default::default(),
                 saved_context: None,
                 remote: None,
-                topic: Some(full.clone().into_boxed_str()),
+                topic: Some(Arc::from(full.as_str())),
             },
         );
         Ok((hobj, full))
@@ -396,20 +320,16 @@ impl Engine {
 
     /// Every subscription, durable first.
     fn all_subs(&mut self) -> Vec<Arc<Sub>> {
-        let cache = self.ps_cache();
-        cache
-            .durable
-            .iter()
-            .chain(self.pubsub.nondurable.values())
-            .cloned()
-            .collect()
+        let mut v: Vec<Arc<Sub>> = self.durable().subs.values().cloned().collect();
+        v.extend(self.pubsub.nondurable.values().cloned());
+        v
     }
 
     /// The subscriptions whose topic pattern matches `topic`, durable first, each kind in name
     /// order (the order copies are delivered in): found through the index, so the cost follows
     /// the subscriptions that match, not all of them.
     fn matching_subs(&mut self, topic: &str) -> Vec<Arc<Sub>> {
-        let mut v = self.ps_cache().durable_index.matching(topic);
+        let mut v = self.durable().index.matching(topic);
         v.extend(self.pubsub.nondurable_index.matching(topic));
         v
     }
@@ -787,7 +707,7 @@ impl Engine {
         } else {
             Some(Selector::parse(&r.selector)?)
         };
-        let count = self.pubsub.nondurable.len() + self.ps_cache().durable.len();
+        let count = self.pubsub.nondurable.len() + self.durable().subs.len();
         if count >= SUBS_MAX {
             return Err(mqerr!(
                 RESOURCE_PROBLEM,
@@ -896,6 +816,7 @@ impl Engine {
             self.objects
                 .insert((ObjectKind::Sub, s.name.clone()), s.to_object());
             self.objects_version += 1;
+            self.ps_object_changed(ObjectKind::Sub, &s.name);
         } else {
             self.pubsub.nondurable.insert(s.name.clone(), s.clone());
             self.pubsub.nondurable_index.insert(s.clone());
@@ -942,6 +863,7 @@ impl Engine {
         self.objects
             .insert((ObjectKind::Sub, n.name.clone()), n.to_object());
         self.objects_version += 1;
+        self.ps_object_changed(ObjectKind::Sub, &n.name);
         Ok((Arc::new(n), lsn))
     }
 
@@ -1040,6 +962,7 @@ impl Engine {
             lsn = self.log_record(&Record::DeleteObject(ObjectKind::Sub, name.to_string()))?;
             self.objects.remove(&(ObjectKind::Sub, name.to_string()));
             self.objects_version += 1;
+            self.ps_object_changed(ObjectKind::Sub, name);
         }
         if s.managed
             && self
@@ -1248,6 +1171,7 @@ impl Engine {
         self.objects
             .insert((ObjectKind::Sub, s.name.clone()), s.to_object());
         self.objects_version += 1;
+        self.ps_object_changed(ObjectKind::Sub, &s.name);
         if old.is_none() && !s.on_request {
             if let Ok((_, l)) = self.send_retained(&s, now_ms) {
                 lsn = lsn.max(l);
@@ -1367,7 +1291,7 @@ impl Engine {
             .queues
             .get(RETAINED_QUEUE)
             .is_some_and(|q| !retained_keys(q, |t| t == topic).is_empty());
-        let object = self.topic_attrs(topic).object;
+        let object = self.topic_attrs(topic).object.clone();
         TopicStatus {
             topic: topic.to_string(),
             publishers,
