@@ -188,6 +188,62 @@ fn a_durable_subscription_keeps_publications_across_a_disconnect_and_a_kill_9() 
 }
 
 #[test]
+fn persistent_publications_to_several_durable_subscriptions_survive_a_kill_9_exactly() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "PSMANY", &[]);
+    let names = ["MANY.1", "MANY.2", "MANY.3", "MANY.4"];
+    let opts = |name: &str| SubscriptionOptions {
+        name: Some(name.into()),
+        durable: true,
+        resume: true,
+        create: true,
+        ..SubscriptionOptions::topic("many/#")
+    };
+    let c = qm.connect();
+    for n in names {
+        c.subscribe(&opts(n)).unwrap();
+    }
+    c.disconnect().unwrap();
+    let p = qm.connect();
+    let h = p.open_topic("", "many/x", open::OUTPUT).unwrap();
+    for i in 0..50 {
+        let persistence = if i % 5 == 4 {
+            Persistence::NotPersistent
+        } else {
+            Persistence::Persistent
+        };
+        p.put(
+            &h,
+            &md(persistence),
+            &Properties::default(),
+            Bytes::from(format!("{i}")),
+            &PutOptions::default(),
+        )
+        .unwrap();
+    }
+    drop(p);
+    qm.kill9();
+    qm.restart();
+    let c = qm.connect();
+    let want: Vec<String> = (0..50)
+        .filter(|i| i % 5 != 4)
+        .map(|i| format!("{i}"))
+        .collect();
+    for n in names {
+        let s = c.subscribe(&opts(n)).unwrap();
+        assert_eq!(drain(&c, s.queue.as_ref().unwrap()), want, "{n}");
+    }
+    // And once more: what was got stays got.
+    qm.kill9();
+    qm.restart();
+    let c = qm.connect();
+    for n in names {
+        let s = c.subscribe(&opts(n)).unwrap();
+        assert!(drain(&c, s.queue.as_ref().unwrap()).is_empty(), "{n}");
+    }
+}
+
+#[test]
 fn a_non_durable_subscription_ends_with_its_connection() {
     let home = Home::new();
     let qm = Qm::start(&home, "PSNDUR", &[]);
@@ -611,8 +667,15 @@ fn a_failover_keeps_durable_subscriptions_their_publications_and_retained_ones()
         create: true,
         ..SubscriptionOptions::topic("ha/#")
     };
+    // Two durable subscriptions: a persistent publication to both is logged as one Publish
+    // record (the body once), which the log shipping carries like any other.
+    let second = SubscriptionOptions {
+        name: Some("HA.SUB2".into()),
+        ..durable.clone()
+    };
     let c = g.connect();
     c.subscribe(&durable).unwrap();
+    c.subscribe(&second).unwrap();
     c.disconnect().unwrap();
     let p = g.connect();
     let persistent = md(Persistence::Persistent);
@@ -653,11 +716,15 @@ fn a_failover_keeps_durable_subscriptions_their_publications_and_retained_ones()
         std::thread::sleep(Duration::from_millis(100));
     }
     let c = g.connect();
-    let s = c.subscribe(&durable).unwrap();
-    assert_eq!(
-        drain(&c, s.queue.as_ref().unwrap()),
-        vec!["one", "two", "kept"]
-    );
+    for d in [&durable, &second] {
+        let s = c.subscribe(d).unwrap();
+        assert_eq!(
+            drain(&c, s.queue.as_ref().unwrap()),
+            vec!["one", "two", "kept"],
+            "{:?}",
+            d.name
+        );
+    }
     let late = managed(&c, "ha/r");
     assert_eq!(drain(&c, late.queue.as_ref().unwrap()), vec!["kept"]);
 }
@@ -692,8 +759,15 @@ fn a_dr_takeover_keeps_durable_subscriptions_their_publications_and_retained_one
         create: true,
         ..SubscriptionOptions::topic("dr/#")
     };
+    // Two durable subscriptions: a persistent publication to both is logged as one Publish
+    // record (the body once), which the log shipping carries like any other.
+    let second = SubscriptionOptions {
+        name: Some("DR.SUB2".into()),
+        ..durable.clone()
+    };
     let c = primary.connect();
     c.subscribe(&durable).unwrap();
+    c.subscribe(&second).unwrap();
     c.disconnect().unwrap();
     let p = primary.connect();
     let persistent = md(Persistence::Persistent);
@@ -724,12 +798,15 @@ fn a_dr_takeover_keeps_durable_subscriptions_their_publications_and_retained_one
     rec.ok(&["makedrprimary", "-m", QM]);
     rec.ok(&["strmqm", QM]);
     let c = recovery.connect();
-    let s = c.subscribe(&durable).unwrap();
-    assert_eq!(
-        drain(&c, s.queue.as_ref().unwrap()),
-        vec!["one", "two", "kept"],
-        "the durable subscription and its queued publications were shipped"
-    );
+    for d in [&durable, &second] {
+        let s = c.subscribe(d).unwrap();
+        assert_eq!(
+            drain(&c, s.queue.as_ref().unwrap()),
+            vec!["one", "two", "kept"],
+            "{:?}: the durable subscription and its queued publications were shipped",
+            d.name
+        );
+    }
     let late = managed(&c, "dr/r");
     let m = c
         .get(late.queue.as_ref().unwrap(), &GetOptions::any())

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ahash::AHashMap;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use ferrymq_types::descriptor::EXPIRY_UNLIMITED;
 use ferrymq_types::limits::{SUBS_MAX, SUB_NAME_LEN_MAX};
 use ferrymq_types::options::{close, open, pmo, sub as so, PutOptions, Syncpoint};
@@ -512,8 +512,11 @@ impl Engine {
         let same = Message::new(0, md.clone(), props.clone(), body, expires_at_ms, 0);
         let mut non_persistent: Option<Message> = None;
         let mut copies: Vec<(String, Message)> = Vec::with_capacity(targets.len());
+        // Which copies are `same` under another sequence number: logged as a reference to it.
+        let mut shared: Vec<bool> = Vec::with_capacity(targets.len());
         for (queue, copy) in targets {
             let seq = self.alloc_seq();
+            shared.push(matches!(copy, Copy::Same));
             let msg = match copy {
                 Copy::Same => same.copy_as(seq),
                 Copy::NonPersistent => non_persistent
@@ -579,11 +582,16 @@ impl Engine {
                 .collect(),
             None => Vec::new(),
         };
-        let puts: Vec<(&str, &Message)> = generated
-            .iter()
-            .map(|g| (g.queue.as_str(), &g.msg))
-            .collect();
-        let lsn = match self.log_event(&puts, &gets) {
+        let logged = if persistent && shared.iter().filter(|s| **s).count() >= 2 {
+            self.log_publication(&same, &generated, &shared, &gets)
+        } else {
+            let puts: Vec<(&str, &Message)> = generated
+                .iter()
+                .map(|g| (g.queue.as_str(), &g.msg))
+                .collect();
+            self.log_event(&puts, &gets)
+        };
+        let lsn = match logged {
             Ok(l) => l.unwrap_or(0),
             Err(e) => {
                 self.forget(generated);
@@ -605,6 +613,40 @@ impl Engine {
             group: None,
             warning,
         })
+    }
+
+    /// Logs a persistent publication as one `kind::PUBLISH` record: the message once and each
+    /// copy of it (`shared`) as its queue and sequence number; the other copies (to
+    /// transmission queues, the retained one) and `gets` as a commit logs them.
+    fn log_publication(
+        &mut self,
+        same: &Message,
+        generated: &[crate::report::Generated],
+        shared: &[bool],
+        gets: &[GetRec],
+    ) -> Result<Option<Lsn>, MqError> {
+        let mut copies: Vec<(&str, u64)> = Vec::new();
+        let mut others: Vec<(&str, &Message)> = Vec::new();
+        for (g, s) in generated.iter().zip(shared) {
+            if *s {
+                copies.push((g.queue.as_str(), g.msg.seq));
+            } else if g.msg.persistent {
+                others.push((g.queue.as_str(), &g.msg));
+            }
+        }
+        let mut buf = BytesMut::with_capacity(
+            same.body.len()
+                + 512
+                + copies.iter().map(|(q, _)| q.len() + 10).sum::<usize>()
+                + others
+                    .iter()
+                    .map(|(_, m)| m.body.len() + 256)
+                    .sum::<usize>(),
+        );
+        Record::encode_publication(same, &copies, &others, gets, &mut buf);
+        Ok(Some(
+            self.log.append(crate::records::kind::PUBLISH, &[&buf])?,
+        ))
     }
 
     /// Subscribes (MQSUB): creates a subscription or resumes a durable one.
