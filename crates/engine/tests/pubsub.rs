@@ -329,3 +329,79 @@ fn mqso_alter_changes_a_durable_subscriptions_user_data_and_expiry_but_not_its_t
     let s = find(&mut back);
     assert_eq!((s.user_data.as_str(), s.expiry), ("new data", 6000));
 }
+
+#[test]
+fn character_wildcards_match_across_levels_and_survive_replay() {
+    let (mut e, log) = engine();
+    let c = e.connect("app", "test");
+    let mut made = Vec::new();
+    for (name, pattern) in [("FOOT", "sport/foot*"), ("ONE", "a/b?")] {
+        let q = e
+            .subscribe(
+                c,
+                &SubRequest {
+                    topic: pattern.into(),
+                    name: name.into(),
+                    options: sub::CREATE | sub::DURABLE | sub::MANAGED | sub::WILDCARD_CHAR,
+                    ..Default::default()
+                },
+                1000,
+            )
+            .unwrap()
+            .queue;
+        made.push(q);
+    }
+    let both = e
+        .subscribe(
+            c,
+            &SubRequest {
+                topic: "x".into(),
+                name: "BOTH".into(),
+                options: sub::CREATE | sub::DURABLE | sub::WILDCARD_CHAR | sub::WILDCARD_TOPIC,
+                dest: "Q1".into(),
+                ..Default::default()
+            },
+            1000,
+        )
+        .unwrap_err();
+    assert_eq!(both.reason, Reason::OPTIONS_ERROR);
+    for topic in [
+        "sport/football",
+        "sport/football/scores",
+        "sport/rugby",
+        "a/bc",
+        "a/b",
+        "a/bcd",
+    ] {
+        e.put1_topic(
+            c,
+            "",
+            topic,
+            &PutOptions::default(),
+            persistent(),
+            Properties::default(),
+            Bytes::from(topic.to_string()),
+            2000,
+        )
+        .unwrap();
+    }
+    assert_eq!((depth(&e, &made[0]), depth(&e, &made[1])), (2, 1));
+    // The subscriptions' kind of wildcard is part of their object: replay keeps it.
+    let mut r = Engine::new(cfg(), Box::new(SharedLog::default()));
+    for (k, p) in log.0.lock().unwrap().records.iter() {
+        r.replay(*k, Bytes::from(p.clone())).unwrap();
+    }
+    let c2 = r.connect("app", "test");
+    r.put1_topic(
+        c2,
+        "",
+        "sport/footgolf",
+        &PutOptions::default(),
+        persistent(),
+        Properties::default(),
+        Bytes::new(),
+        3000,
+    )
+    .unwrap();
+    assert_eq!((depth(&r, &made[0]), depth(&r, &made[1])), (3, 1));
+}

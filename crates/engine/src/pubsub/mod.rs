@@ -664,6 +664,12 @@ impl Engine {
                 r.options
             ));
         }
+        if r.options & so::WILDCARD_CHAR != 0 && r.options & so::WILDCARD_TOPIC != 0 {
+            return Err(mqerr!(
+                OPTIONS_ERROR,
+                "MQSO_WILDCARD_CHAR and MQSO_WILDCARD_TOPIC exclude each other"
+            ));
+        }
         let alter = r.options & so::ALTER != 0;
         // MQSO_ALTER resumes the subscription with new attributes.
         let (create, resume) = (
@@ -843,6 +849,7 @@ impl Engine {
             user_data: r.user_data.clone(),
             on_request: r.options & so::PUBLICATIONS_ON_REQUEST != 0,
             admin: false,
+            char_wildcards: r.options & so::WILDCARD_CHAR != 0,
         };
         let s = Arc::new(s);
         if durable {
@@ -1208,6 +1215,7 @@ impl Engine {
             user_data: get("USERDATA"),
             on_request: get("REQONLY") == "YES",
             admin: true,
+            char_wildcards: get("WSCHEMA") == "CHAR",
         };
         lsn = lsn.max(self.log_record(&Record::DefineObject(s.to_object()))?);
         self.objects
