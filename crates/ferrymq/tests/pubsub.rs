@@ -116,6 +116,37 @@ fn wildcard_subscriptions_receive_the_publications_of_their_levels() {
 }
 
 #[test]
+fn character_wildcard_subscriptions_match_characters_across_levels() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "PSCHAR", &[]);
+    let c = qm.connect();
+    let chars = |topic: &str| {
+        c.subscribe(&SubscriptionOptions {
+            char_wildcards: true,
+            ..SubscriptionOptions::topic(topic)
+        })
+        .unwrap()
+    };
+    let (foot, one) = (chars("sport/foot*"), chars("a/b?"));
+    let p = qm.connect();
+    for t in [
+        "sport/football",
+        "sport/football/scores",
+        "sport/rugby",
+        "a/bc",
+        "a/b",
+        "a/bcd",
+    ] {
+        publish(&p, t, t, &Properties::default(), &PutOptions::default());
+    }
+    assert_eq!(
+        drain(&c, foot.queue.as_ref().unwrap()),
+        vec!["sport/football", "sport/football/scores"]
+    );
+    assert_eq!(drain(&c, one.queue.as_ref().unwrap()), vec!["a/bc"]);
+}
+
+#[test]
 fn a_durable_subscription_keeps_publications_across_a_disconnect_and_a_kill_9() {
     let home = Home::new();
     let qm = Qm::start(&home, "PSDUR", &[]);

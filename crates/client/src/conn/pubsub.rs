@@ -43,6 +43,9 @@ pub struct SubscriptionOptions {
     /// Resume the durable subscription with these options' user data, expiry and
     /// `publications_on_request` (MQSO_ALTER); its topic and selector cannot change.
     pub alter: bool,
+    /// The topic string's wildcards are characters (MQSO_WILDCARD_CHAR): `*` any number of
+    /// them, across levels, and `?` one; `#` and `+` are then plain characters.
+    pub char_wildcards: bool,
 }
 
 impl SubscriptionOptions {
@@ -77,6 +80,9 @@ impl SubscriptionOptions {
         }
         if self.alter {
             o |= sub::ALTER;
+        }
+        if self.char_wildcards {
+            o |= sub::WILDCARD_CHAR;
         }
         o
     }
