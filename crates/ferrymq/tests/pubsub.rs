@@ -560,6 +560,26 @@ fn mqsc_defines_displays_and_deletes_subscriptions_to_named_queues() {
     ] {
         assert!(shown.contains(want), "no '{want}' in:\n{shown}");
     }
+    // TYPE(SUB): a row per subscription the topic reaches; TYPE(PUB): per open publisher.
+    let publisher = c.open_topic("", "orders/big", open::OUTPUT).unwrap();
+    let subs = mqsc(
+        &home,
+        "PSMQSC",
+        "DISPLAY TPSTATUS('orders/big') TYPE(SUB)\n",
+    );
+    assert_eq!(subs.matches("SUBID(").count(), 2, "{subs}");
+    assert!(
+        subs.contains("SUBTYPE(ADMIN)") && subs.contains("SUBTYPE(API)"),
+        "{subs}"
+    );
+    let pubs = mqsc(
+        &home,
+        "PSMQSC",
+        "DISPLAY TPSTATUS('orders/big') TYPE(PUB)\n",
+    );
+    assert_eq!(pubs.matches("ACTCONN(").count(), 1, "{pubs}");
+    assert!(!pubs.contains("SUBID("), "{pubs}");
+    c.close(&publisher, 0).unwrap();
     let dump = home.ok(&["dmpmqcfg", "-m", "PSMQSC"]);
     assert!(
         dump.contains("DEFINE SUB('audit sub')") && dump.contains("TOPICSTR('orders/#')"),

@@ -1327,6 +1327,23 @@ impl Engine {
             .collect()
     }
 
+    /// DISPLAY TPSTATUS TYPE(PUB): the connections with a handle open for publishing on
+    /// `topic`, with their application names, one entry per handle.
+    pub fn topic_publishers(&self, topic: &str) -> Vec<(ConnId, String)> {
+        let mut v: Vec<(ConnId, String)> = self
+            .conns
+            .iter()
+            .flat_map(|(id, c)| {
+                c.handles
+                    .values()
+                    .filter(|h| h.topic.as_deref() == Some(topic))
+                    .map(move |_| (*id, c.app.clone()))
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
     /// DISPLAY TPSTATUS: publishers (open topic handles), subscriptions matching and whether a
     /// publication is retained, for `topic`.
     pub fn topic_status(&mut self, topic: &str) -> TopicStatus {
