@@ -27,6 +27,9 @@ const ALONE_TOPIC: &str = "bench/alone";
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Plain {
     pub persistent: bool,
+    /// The fan-out row measured right after this baseline (its subscribers), so that both see
+    /// the machine in the same state.
+    pub row_subscribers: usize,
     pub messages: usize,
     /// Queue manager CPU per message put, and per message got, in µs.
     pub put_cpu_us: f64,
@@ -183,6 +186,7 @@ impl Fanout {
         c.close(&p, 0).map_err(err)?;
         Ok(Plain {
             persistent,
+            row_subscribers: 0,
             messages,
             put_cpu_us: (c1 - c0) / messages as f64 * 1e6,
             get_cpu_us: (c2 - c1) / messages as f64 * 1e6,
