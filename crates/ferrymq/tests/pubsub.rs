@@ -147,6 +147,40 @@ fn character_wildcard_subscriptions_match_characters_across_levels() {
 }
 
 #[test]
+fn a_subscription_with_a_sub_correl_id_gets_it_as_every_publications_correl_id() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "PSCORREL", &[]);
+    let c = qm.connect();
+    let mut id = [0u8; 24];
+    id[..7].copy_from_slice(b"ORDERS!");
+    let tagged = c
+        .subscribe(&SubscriptionOptions {
+            correl_id: Some(id),
+            ..SubscriptionOptions::topic("orders/#")
+        })
+        .unwrap();
+    let plain = managed(&c, "orders/#");
+    publish(
+        &c,
+        "orders/1",
+        "one",
+        &Properties::default(),
+        &PutOptions::default(),
+    );
+    let m = c
+        .get(tagged.queue.as_ref().unwrap(), &GetOptions::any())
+        .unwrap();
+    assert_eq!((&m.body[..], m.md.correl_id), (&b"one"[..], id));
+    let m = c
+        .get(plain.queue.as_ref().unwrap(), &GetOptions::any())
+        .unwrap();
+    assert_ne!(
+        m.md.correl_id, id,
+        "only the subscription that asked gets it"
+    );
+}
+
+#[test]
 fn a_durable_subscription_keeps_publications_across_a_disconnect_and_a_kill_9() {
     let home = Home::new();
     let qm = Qm::start(&home, "PSDUR", &[]);

@@ -140,6 +140,9 @@ pub mod sub {
     pub const WILDCARD_CHAR: u32 = 0x100000;
     /// Wildcards are whole topic levels (`#`, `+`): the default.
     pub const WILDCARD_TOPIC: u32 = 0x200000;
+    /// Every publication the subscription receives carries the SubCorrelId it was given as
+    /// its CorrelId.
+    pub const SET_CORREL_ID: u32 = 0x400000;
     pub const KNOWN: u32 = ALTER
         | CREATE
         | RESUME
@@ -149,7 +152,8 @@ pub mod sub {
         | NEW_PUBLICATIONS_ONLY
         | FAIL_IF_QUIESCING
         | WILDCARD_CHAR
-        | WILDCARD_TOPIC;
+        | WILDCARD_TOPIC
+        | SET_CORREL_ID;
 }
 
 /// Whether an operation joins the connection's unit of work.

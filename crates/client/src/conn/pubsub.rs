@@ -46,6 +46,9 @@ pub struct SubscriptionOptions {
     /// The topic string's wildcards are characters (MQSO_WILDCARD_CHAR): `*` any number of
     /// them, across levels, and `?` one; `#` and `+` are then plain characters.
     pub char_wildcards: bool,
+    /// SubCorrelId (MQSO_SET_CORREL_ID): every publication to the subscription carries it as
+    /// its CorrelId.
+    pub correl_id: Option<[u8; 24]>,
 }
 
 impl SubscriptionOptions {
@@ -83,6 +86,9 @@ impl SubscriptionOptions {
         }
         if self.char_wildcards {
             o |= sub::WILDCARD_CHAR;
+        }
+        if self.correl_id.is_some() {
+            o |= sub::SET_CORREL_ID;
         }
         o
     }
@@ -178,6 +184,7 @@ impl Connection {
             selector: o.selector.clone().unwrap_or_default(),
             expiry: o.expiry.unwrap_or(-1),
             user_data: o.user_data.clone(),
+            correl_id: o.correl_id,
         }));
         match self.inner.call1(req, Role::Plain).await? {
             Response::Subscribed { hsub, hobj, queue } => {

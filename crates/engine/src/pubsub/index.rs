@@ -213,6 +213,7 @@ mod tests {
             on_request: false,
             admin: false,
             char_wildcards: false,
+            correl_id: None,
         })
     }
 

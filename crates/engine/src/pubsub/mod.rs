@@ -100,6 +100,8 @@ pub struct SubRequest {
     /// Tenths of a second (-1 or 0: unlimited).
     pub expiry: i32,
     pub user_data: String,
+    /// SubCorrelId with MQSO_SET_CORREL_ID: the CorrelId of every copy the subscription gets.
+    pub correl_id: Option<[u8; 24]>,
 }
 
 /// What MQSUB returns.
@@ -456,7 +458,16 @@ impl Engine {
                     .queues
                     .get(&s.dest)
                     .is_some_and(|q| q.def.dynamic == Some(DynamicKind::Temporary));
-            let taken = if temporary {
+            let taken = if let Some(correl_id) = s.correl_id {
+                // MQSO_SET_CORREL_ID: this subscription's copy has its own CorrelId.
+                let mut cmd = md.clone();
+                cmd.correl_id = correl_id;
+                if temporary {
+                    cmd.persistence = Persistence::NotPersistent;
+                }
+                self.can_take(&s.dest, "", &cmd, body.len())
+                    .map(|q| (q, Copy::Wrapped(Box::new(cmd), body.clone())))
+            } else if temporary {
                 let mut cmd = md.clone();
                 cmd.persistence = Persistence::NotPersistent;
                 self.can_take(&s.dest, "", &cmd, body.len())
@@ -850,6 +861,17 @@ impl Engine {
             on_request: r.options & so::PUBLICATIONS_ON_REQUEST != 0,
             admin: false,
             char_wildcards: r.options & so::WILDCARD_CHAR != 0,
+            correl_id: if r.options & so::SET_CORREL_ID != 0 {
+                let Some(c) = r.correl_id else {
+                    return Err(mqerr!(
+                        OPTIONS_ERROR,
+                        "MQSO_SET_CORREL_ID needs a SubCorrelId"
+                    ));
+                };
+                Some(c)
+            } else {
+                None
+            },
         };
         let s = Arc::new(s);
         if durable {
@@ -1216,6 +1238,7 @@ impl Engine {
             on_request: get("REQONLY") == "YES",
             admin: true,
             char_wildcards: get("WSCHEMA") == "CHAR",
+            correl_id: None,
         };
         lsn = lsn.max(self.log_record(&Record::DefineObject(s.to_object()))?);
         self.objects

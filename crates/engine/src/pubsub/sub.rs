@@ -43,6 +43,8 @@ pub struct Sub {
     pub admin: bool,
     /// WSCHEMA(CHAR): `topic` has character wildcards (MQSO_WILDCARD_CHAR), not level ones.
     pub char_wildcards: bool,
+    /// SUBCORRELID given with MQSO_SET_CORREL_ID: every copy's CorrelId.
+    pub correl_id: Option<[u8; 24]>,
 }
 
 impl Sub {
@@ -101,6 +103,12 @@ impl Sub {
         if self.char_wildcards {
             // Absent (as in objects made before it) is WSCHEMA(TOPIC).
             set("WSCHEMA", "CHAR".into());
+        }
+        if let Some(c) = &self.correl_id {
+            set(
+                "SUBCORRELID",
+                c.iter().map(|b| format!("{b:02X}")).collect(),
+            );
         }
         ObjectDef {
             kind: ObjectKind::Sub,
@@ -161,6 +169,13 @@ impl Sub {
             on_request: get("REQONLY") == "YES",
             admin: get("SUBTYPE") == "ADMIN",
             char_wildcards: get("WSCHEMA") == "CHAR",
+            correl_id: o.attrs.get("SUBCORRELID").and_then(|h| {
+                let mut c = [0u8; 24];
+                for (i, b) in c.iter_mut().enumerate() {
+                    *b = u8::from_str_radix(h.get(i * 2..i * 2 + 2)?, 16).ok()?;
+                }
+                Some(c)
+            }),
         }
     }
 }
@@ -190,6 +205,7 @@ mod tests {
             on_request: true,
             admin: false,
             char_wildcards: false,
+            correl_id: None,
         };
         let back = Sub::from_object(&s.to_object());
         assert_eq!(back.to_object(), s.to_object());
