@@ -234,7 +234,7 @@ pub(crate) fn display(
             status::server_rows(*what, ops, name)
         }
         DisplayWhat::Sub | DisplayWhat::SbStatus | DisplayWhat::TpStatus | DisplayWhat::PubSub => {
-            crate::pubsub::rows(engine, *what, name)
+            crate::pubsub::rows(engine, *what, name, type_)
         }
     };
     let (id, objs) = match found {

@@ -70,6 +70,7 @@ pub(crate) fn rows(
     engine: &mut Engine,
     what: DisplayWhat,
     name: &str,
+    type_: Option<&str>,
 ) -> Result<(&'static str, Vec<Obj>), Response> {
     match what {
         DisplayWhat::Sub | DisplayWhat::SbStatus => {
@@ -148,6 +149,16 @@ pub(crate) fn rows(
                 vec![name.to_string()]
             };
             let mut objs = Vec::new();
+            if type_ == Some("SUB") || type_ == Some("PUB") {
+                for t in &topics {
+                    objs.extend(if type_ == Some("SUB") {
+                        topic_subs(engine, t)
+                    } else {
+                        topic_pubs(engine, t)
+                    });
+                }
+                return Ok((msg::TPSTATUS_DETAILS, objs));
+            }
             for t in topics {
                 let st = engine.topic_status(&t);
                 let mut o = Obj::new(
@@ -199,4 +210,53 @@ fn retained_topics(engine: &Engine) -> BTreeSet<String> {
         }
     }
     out
+}
+
+/// DISPLAY TPSTATUS TYPE(SUB): one row per subscription a publication on `topic` reaches.
+fn topic_subs(engine: &mut Engine, topic: &str) -> Vec<Obj> {
+    engine
+        .subscriptions()
+        .into_iter()
+        .filter(|s| s.sub.matches(topic))
+        .map(|s| {
+            let mut o = Obj::new(
+                format!("{}: Display topic status details.", msg::TPSTATUS_DETAILS),
+                vec![
+                    Field::new("TOPICSTR", topic),
+                    Field::new("SUBID", s.sub.id_hex()),
+                    Field::new("SUBUSER", &s.sub.user),
+                    Field::new(
+                        "ACTCONN",
+                        s.conn.map_or(String::new(), |c| format!("{c:016X}")),
+                    ),
+                    Field::new("DURABLE", yes_no(s.sub.durable)),
+                    Field::new("SUBTYPE", if s.sub.admin { "ADMIN" } else { "API" }),
+                ],
+                1,
+            );
+            o.default_all = true;
+            o
+        })
+        .collect()
+}
+
+/// DISPLAY TPSTATUS TYPE(PUB): one row per handle open for publishing on `topic`.
+fn topic_pubs(engine: &mut Engine, topic: &str) -> Vec<Obj> {
+    engine
+        .topic_publishers(topic)
+        .into_iter()
+        .map(|(conn, app)| {
+            let mut o = Obj::new(
+                format!("{}: Display topic status details.", msg::TPSTATUS_DETAILS),
+                vec![
+                    Field::new("TOPICSTR", topic),
+                    Field::new("ACTCONN", format!("{conn:016X}")),
+                    Field::new("PUBAPPTAG", app),
+                ],
+                1,
+            );
+            o.default_all = true;
+            o
+        })
+        .collect()
 }

@@ -177,8 +177,10 @@ impl Engine {
             ));
         }
         let lsn = self.log_record(&Record::DefineObject(def.clone()))?;
-        self.objects.insert((def.kind, def.name.clone()), def);
+        let (kind, name) = (def.kind, def.name.clone());
+        self.objects.insert((kind, name.clone()), def);
         self.objects_version += 1;
+        self.ps_object_changed(kind, &name);
         Ok(lsn)
     }
 
@@ -193,6 +195,7 @@ impl Engine {
         let lsn = self.log_record(&Record::DeleteObject(kind, name.to_string()))?;
         self.objects.remove(&(kind, name.to_string()));
         self.objects_version += 1;
+        self.ps_object_changed(kind, name);
         Ok(lsn)
     }
 

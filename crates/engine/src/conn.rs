@@ -1,6 +1,8 @@
 //! Connection-scoped state: open handles, the browse cursor of each handle, and the unit of work
 //! the connection has in progress.
 
+use std::sync::Arc;
+
 use ahash::AHashMap;
 use ferrymq_types::options::GetOptions;
 
@@ -33,7 +35,7 @@ pub struct Handle {
     pub remote: Option<Box<RemoteDest>>,
     /// A topic opened for publishing: puts through the handle are publications on this
     /// (full) topic string, and `queue` is empty.
-    pub topic: Option<Box<str>>,
+    pub topic: Option<Arc<str>>,
 }
 
 /// Where a message put through a remote queue definition (or with another queue manager's name)

@@ -138,6 +138,7 @@ impl Engine {
     pub(crate) fn reset_for_copy(&mut self) {
         self.queues.clear();
         self.objects.clear();
+        self.ps_objects_reset();
         self.attrs = QmgrAttrs::default();
         self.dr = DrState::default();
         self.channels.clear();

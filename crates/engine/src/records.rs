@@ -41,6 +41,10 @@ pub mod kind {
     pub const CHANNEL_BACKOUT: u8 = 16;
     /// Message channels: STOP CHANNEL (the channel stays stopped across restarts) or START.
     pub const CHANNEL_STOPPED: u8 = 17;
+    /// A publication's persistent copies: the message once, then each copy's queue and
+    /// sequence number (and, like a commit, other puts and gets). Read back as a `Commit`.
+    /// Logs written before it have a `COMMIT` per publication, with the body in every copy.
+    pub const PUBLISH: u8 = 18;
 
     /// True for the records that describe DR itself rather than queue manager state: a secondary
     /// does not take them from the stream it receives.
@@ -184,6 +188,26 @@ impl Record {
         }
     }
 
+    /// Encodes a publication (`kind::PUBLISH`): `shared` once, the copies of it as `(queue,
+    /// sequence number)`, then the other `puts` and the `gets` as a commit has them.
+    pub fn encode_publication(
+        shared: &Message,
+        copies: &[(&str, u64)],
+        puts: &[(&str, &Message)],
+        gets: &[GetRec],
+        out: &mut BytesMut,
+    ) {
+        out.put_u8(PUBLISH_VERSION);
+        put_head("", shared, out);
+        out.put_slice(&shared.body);
+        out.put_u32_le(copies.len() as u32);
+        for (q, seq) in copies {
+            out.put_str16(q);
+            out.put_u64_le(*seq);
+        }
+        Record::encode_commit(puts, gets, out);
+    }
+
     /// The record kind and payload for records that carry no message body.
     pub fn encode_small(&self, out: &mut BytesMut) -> u8 {
         match self {
@@ -287,6 +311,7 @@ impl Record {
                 let (puts, gets) = decode_commit_body(&mut r)?;
                 Record::Commit { puts, gets }
             }
+            kind::PUBLISH => decode_publication(&mut r)?,
             kind::CHANNEL_INDOUBT => {
                 let (name, d) = crate::channel::decode_indoubt(&mut r)?;
                 Record::ChannelInDoubt(name, d)
@@ -344,6 +369,33 @@ fn encode_commit_body(puts: &[PutRec], gets: &[GetRec], out: &mut BytesMut) {
     for g in gets {
         encode_get(g, out);
     }
+}
+
+/// The version of `kind::PUBLISH`'s layout, its first byte.
+const PUBLISH_VERSION: u8 = 1;
+
+/// A publication record, as the commit it stands for: one put per copy, sharing the body.
+fn decode_publication(r: &mut Reader) -> Result<Record, DecodeError> {
+    let v = r.u8("publication version")?;
+    if v != PUBLISH_VERSION {
+        return Err(DecodeError::invalid(
+            "publication version",
+            format!("{v} (this queue manager reads version {PUBLISH_VERSION})"),
+        ));
+    }
+    let shared = decode_put(r)?;
+    let n = r.u32("copy count")? as usize;
+    let mut puts = Vec::with_capacity(n.min(1024));
+    for _ in 0..n {
+        puts.push(PutRec {
+            queue: r.str16("queue")?,
+            seq: decode_seq(r)?,
+            ..shared.clone()
+        });
+    }
+    let (others, gets) = decode_commit_body(r)?;
+    puts.extend(others);
+    Ok(Record::Commit { puts, gets })
 }
 
 fn decode_commit_body(r: &mut Reader) -> Result<(Vec<PutRec>, Vec<GetRec>), DecodeError> {

@@ -321,6 +321,7 @@ impl Engine {
             e.objects.insert((o.kind, o.name.clone()), o);
         }
         e.objects_version += 1;
+        e.ps_objects_reset();
         for m in image.messages {
             // A damaged image's last sequence number must not overflow the counter.
             e.next_seq = e.next_seq.max(m.msg.seq.saturating_add(1));
@@ -448,12 +449,15 @@ impl Engine {
                 self.queues.remove(&n);
             }
             Record::DefineObject(o) => {
-                self.objects.insert((o.kind, o.name.clone()), o);
+                let (kind, name) = (o.kind, o.name.clone());
+                self.objects.insert((kind, name.clone()), o);
                 self.objects_version += 1;
+                self.ps_object_changed(kind, &name);
             }
             Record::DeleteObject(k, n) => {
-                self.objects.remove(&(k, n));
+                self.objects.remove(&(k, n.clone()));
                 self.objects_version += 1;
+                self.ps_object_changed(k, &n);
             }
             Record::QmgrAttrs(a) => self.attrs = a,
             Record::ClearQueue(n) => {

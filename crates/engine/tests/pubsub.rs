@@ -1,6 +1,7 @@
-//! Publish/subscribe in the engine alone: a publication's copies are one Commit record (all or
-//! none), replay rebuilds durable subscriptions and their publications, and a delivery rule
-//! that cannot be met delivers nothing.
+//! Publish/subscribe in the engine alone: a publication's copies are one record (all or none;
+//! a Publish record with the body once, or, in logs written before it, a Commit with the body
+//! in every copy), replay rebuilds durable subscriptions and their publications, and a delivery
+//! rule that cannot be met delivers nothing.
 
 use bytes::Bytes;
 use ferrymq_engine::pubsub::SubRequest;
@@ -52,7 +53,7 @@ fn depth(e: &Engine, q: &str) -> u32 {
 }
 
 #[test]
-fn a_publication_is_one_commit_record_and_replays_to_every_durable_subscription() {
+fn a_publication_is_one_record_with_its_body_once_and_replays_to_every_durable_subscription() {
     let (mut e, log) = engine();
     let c = e.connect("app", "test");
     let queues = [
@@ -68,14 +69,22 @@ fn a_publication_is_one_commit_record_and_replays_to_every_durable_subscription(
         &PutOptions::default(),
         persistent(),
         Properties::default(),
-        Bytes::from_static(b"news"),
+        Bytes::from_static(b"news of the day"),
         2000,
     )
     .unwrap();
     let recs = log.0.lock().unwrap().records[before..].to_vec();
     assert_eq!(recs.len(), 1, "one record for the whole publication");
     let (k, payload) = &recs[0];
-    assert_eq!(*k, kind::COMMIT);
+    assert_eq!(*k, kind::PUBLISH);
+    let bodies = payload
+        .windows(b"news of the day".len())
+        .filter(|w| *w == b"news of the day")
+        .count();
+    assert_eq!(
+        bodies, 1,
+        "the body is logged once, not once per subscriber"
+    );
     let Record::Commit { puts, gets } = Record::decode(*k, Bytes::from(payload.clone())).unwrap()
     else {
         panic!("not a commit");
@@ -114,6 +123,54 @@ fn a_publication_is_one_commit_record_and_replays_to_every_durable_subscription(
         1,
         "nothing delivered when the rule fails"
     );
+}
+
+#[test]
+fn a_log_written_before_publish_records_replays_its_commit_per_publication() {
+    // Before `kind::PUBLISH`, a publication was a Commit record with one full put per copy:
+    // such a log, as an older queue manager wrote it, must replay to the same queues.
+    let (mut e, log) = engine();
+    let c = e.connect("app", "test");
+    let queues = [
+        subscribe(&mut e, c, "S1", ""),
+        subscribe(&mut e, c, "S2", ""),
+    ];
+    let mut records = log.0.lock().unwrap().records.clone();
+    let next_seq = 1_000_000;
+    let puts: Vec<ferrymq_engine::records::PutRec> = queues
+        .iter()
+        .enumerate()
+        .map(|(i, q)| ferrymq_engine::records::PutRec {
+            queue: q.clone(),
+            seq: next_seq + i as u64,
+            md: persistent(),
+            props: Properties::default(),
+            expires_at_ms: None,
+            body: Bytes::from_static(b"old news"),
+        })
+        .collect();
+    let mut b = bytes::BytesMut::new();
+    let k = Record::Commit {
+        puts,
+        gets: Vec::new(),
+    }
+    .encode_small(&mut b);
+    assert_eq!(k, kind::COMMIT);
+    records.push((k, b.to_vec()));
+
+    let mut r = Engine::new(cfg(), Box::new(SharedLog::default()));
+    for (k, p) in &records {
+        r.replay(*k, Bytes::from(p.clone())).unwrap();
+    }
+    let c2 = r.connect("app", "test");
+    for q in &queues {
+        assert_eq!(depth(&r, q), 1, "{q}");
+        let h = r.open(c2, q, "", open::INPUT_SHARED, "").unwrap().0;
+        let GetOutcome::Got(g, _) = r.get(c2, h, &GetOptions::any(), 1, 2000).unwrap() else {
+            panic!("no publication on {q}");
+        };
+        assert_eq!(&g.body[..], b"old news");
+    }
 }
 
 #[test]
@@ -271,4 +328,80 @@ fn mqso_alter_changes_a_durable_subscriptions_user_data_and_expiry_but_not_its_t
     }
     let s = find(&mut back);
     assert_eq!((s.user_data.as_str(), s.expiry), ("new data", 6000));
+}
+
+#[test]
+fn character_wildcards_match_across_levels_and_survive_replay() {
+    let (mut e, log) = engine();
+    let c = e.connect("app", "test");
+    let mut made = Vec::new();
+    for (name, pattern) in [("FOOT", "sport/foot*"), ("ONE", "a/b?")] {
+        let q = e
+            .subscribe(
+                c,
+                &SubRequest {
+                    topic: pattern.into(),
+                    name: name.into(),
+                    options: sub::CREATE | sub::DURABLE | sub::MANAGED | sub::WILDCARD_CHAR,
+                    ..Default::default()
+                },
+                1000,
+            )
+            .unwrap()
+            .queue;
+        made.push(q);
+    }
+    let both = e
+        .subscribe(
+            c,
+            &SubRequest {
+                topic: "x".into(),
+                name: "BOTH".into(),
+                options: sub::CREATE | sub::DURABLE | sub::WILDCARD_CHAR | sub::WILDCARD_TOPIC,
+                dest: "Q1".into(),
+                ..Default::default()
+            },
+            1000,
+        )
+        .unwrap_err();
+    assert_eq!(both.reason, Reason::OPTIONS_ERROR);
+    for topic in [
+        "sport/football",
+        "sport/football/scores",
+        "sport/rugby",
+        "a/bc",
+        "a/b",
+        "a/bcd",
+    ] {
+        e.put1_topic(
+            c,
+            "",
+            topic,
+            &PutOptions::default(),
+            persistent(),
+            Properties::default(),
+            Bytes::from(topic.to_string()),
+            2000,
+        )
+        .unwrap();
+    }
+    assert_eq!((depth(&e, &made[0]), depth(&e, &made[1])), (2, 1));
+    // The subscriptions' kind of wildcard is part of their object: replay keeps it.
+    let mut r = Engine::new(cfg(), Box::new(SharedLog::default()));
+    for (k, p) in log.0.lock().unwrap().records.iter() {
+        r.replay(*k, Bytes::from(p.clone())).unwrap();
+    }
+    let c2 = r.connect("app", "test");
+    r.put1_topic(
+        c2,
+        "",
+        "sport/footgolf",
+        &PutOptions::default(),
+        persistent(),
+        Properties::default(),
+        Bytes::new(),
+        3000,
+    )
+    .unwrap();
+    assert_eq!((depth(&r, &made[0]), depth(&r, &made[1])), (3, 1));
 }

@@ -116,6 +116,71 @@ fn wildcard_subscriptions_receive_the_publications_of_their_levels() {
 }
 
 #[test]
+fn character_wildcard_subscriptions_match_characters_across_levels() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "PSCHAR", &[]);
+    let c = qm.connect();
+    let chars = |topic: &str| {
+        c.subscribe(&SubscriptionOptions {
+            char_wildcards: true,
+            ..SubscriptionOptions::topic(topic)
+        })
+        .unwrap()
+    };
+    let (foot, one) = (chars("sport/foot*"), chars("a/b?"));
+    let p = qm.connect();
+    for t in [
+        "sport/football",
+        "sport/football/scores",
+        "sport/rugby",
+        "a/bc",
+        "a/b",
+        "a/bcd",
+    ] {
+        publish(&p, t, t, &Properties::default(), &PutOptions::default());
+    }
+    assert_eq!(
+        drain(&c, foot.queue.as_ref().unwrap()),
+        vec!["sport/football", "sport/football/scores"]
+    );
+    assert_eq!(drain(&c, one.queue.as_ref().unwrap()), vec!["a/bc"]);
+}
+
+#[test]
+fn a_subscription_with_a_sub_correl_id_gets_it_as_every_publications_correl_id() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "PSCORREL", &[]);
+    let c = qm.connect();
+    let mut id = [0u8; 24];
+    id[..7].copy_from_slice(b"ORDERS!");
+    let tagged = c
+        .subscribe(&SubscriptionOptions {
+            correl_id: Some(id),
+            ..SubscriptionOptions::topic("orders/#")
+        })
+        .unwrap();
+    let plain = managed(&c, "orders/#");
+    publish(
+        &c,
+        "orders/1",
+        "one",
+        &Properties::default(),
+        &PutOptions::default(),
+    );
+    let m = c
+        .get(tagged.queue.as_ref().unwrap(), &GetOptions::any())
+        .unwrap();
+    assert_eq!((&m.body[..], m.md.correl_id), (&b"one"[..], id));
+    let m = c
+        .get(plain.queue.as_ref().unwrap(), &GetOptions::any())
+        .unwrap();
+    assert_ne!(
+        m.md.correl_id, id,
+        "only the subscription that asked gets it"
+    );
+}
+
+#[test]
 fn a_durable_subscription_keeps_publications_across_a_disconnect_and_a_kill_9() {
     let home = Home::new();
     let qm = Qm::start(&home, "PSDUR", &[]);
@@ -185,6 +250,62 @@ fn a_durable_subscription_keeps_publications_across_a_disconnect_and_a_kill_9() 
     assert_eq!(gone.reason, Reason::NO_SUBSCRIPTION);
     let q = c.open(&s.queue_name, open::INQUIRE).unwrap_err();
     assert_eq!(q.reason, Reason::UNKNOWN_OBJECT_NAME);
+}
+
+#[test]
+fn persistent_publications_to_several_durable_subscriptions_survive_a_kill_9_exactly() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "PSMANY", &[]);
+    let names = ["MANY.1", "MANY.2", "MANY.3", "MANY.4"];
+    let opts = |name: &str| SubscriptionOptions {
+        name: Some(name.into()),
+        durable: true,
+        resume: true,
+        create: true,
+        ..SubscriptionOptions::topic("many/#")
+    };
+    let c = qm.connect();
+    for n in names {
+        c.subscribe(&opts(n)).unwrap();
+    }
+    c.disconnect().unwrap();
+    let p = qm.connect();
+    let h = p.open_topic("", "many/x", open::OUTPUT).unwrap();
+    for i in 0..50 {
+        let persistence = if i % 5 == 4 {
+            Persistence::NotPersistent
+        } else {
+            Persistence::Persistent
+        };
+        p.put(
+            &h,
+            &md(persistence),
+            &Properties::default(),
+            Bytes::from(format!("{i}")),
+            &PutOptions::default(),
+        )
+        .unwrap();
+    }
+    drop(p);
+    qm.kill9();
+    qm.restart();
+    let c = qm.connect();
+    let want: Vec<String> = (0..50)
+        .filter(|i| i % 5 != 4)
+        .map(|i| format!("{i}"))
+        .collect();
+    for n in names {
+        let s = c.subscribe(&opts(n)).unwrap();
+        assert_eq!(drain(&c, s.queue.as_ref().unwrap()), want, "{n}");
+    }
+    // And once more: what was got stays got.
+    qm.kill9();
+    qm.restart();
+    let c = qm.connect();
+    for n in names {
+        let s = c.subscribe(&opts(n)).unwrap();
+        assert!(drain(&c, s.queue.as_ref().unwrap()).is_empty(), "{n}");
+    }
 }
 
 #[test]
@@ -473,6 +594,26 @@ fn mqsc_defines_displays_and_deletes_subscriptions_to_named_queues() {
     ] {
         assert!(shown.contains(want), "no '{want}' in:\n{shown}");
     }
+    // TYPE(SUB): a row per subscription the topic reaches; TYPE(PUB): per open publisher.
+    let publisher = c.open_topic("", "orders/big", open::OUTPUT).unwrap();
+    let subs = mqsc(
+        &home,
+        "PSMQSC",
+        "DISPLAY TPSTATUS('orders/big') TYPE(SUB)\n",
+    );
+    assert_eq!(subs.matches("SUBID(").count(), 2, "{subs}");
+    assert!(
+        subs.contains("SUBTYPE(ADMIN)") && subs.contains("SUBTYPE(API)"),
+        "{subs}"
+    );
+    let pubs = mqsc(
+        &home,
+        "PSMQSC",
+        "DISPLAY TPSTATUS('orders/big') TYPE(PUB)\n",
+    );
+    assert_eq!(pubs.matches("ACTCONN(").count(), 1, "{pubs}");
+    assert!(!pubs.contains("SUBID("), "{pubs}");
+    c.close(&publisher, 0).unwrap();
     let dump = home.ok(&["dmpmqcfg", "-m", "PSMQSC"]);
     assert!(
         dump.contains("DEFINE SUB('audit sub')") && dump.contains("TOPICSTR('orders/#')"),
@@ -611,8 +752,15 @@ fn a_failover_keeps_durable_subscriptions_their_publications_and_retained_ones()
         create: true,
         ..SubscriptionOptions::topic("ha/#")
     };
+    // Two durable subscriptions: a persistent publication to both is logged as one Publish
+    // record (the body once), which the log shipping carries like any other.
+    let second = SubscriptionOptions {
+        name: Some("HA.SUB2".into()),
+        ..durable.clone()
+    };
     let c = g.connect();
     c.subscribe(&durable).unwrap();
+    c.subscribe(&second).unwrap();
     c.disconnect().unwrap();
     let p = g.connect();
     let persistent = md(Persistence::Persistent);
@@ -653,11 +801,15 @@ fn a_failover_keeps_durable_subscriptions_their_publications_and_retained_ones()
         std::thread::sleep(Duration::from_millis(100));
     }
     let c = g.connect();
-    let s = c.subscribe(&durable).unwrap();
-    assert_eq!(
-        drain(&c, s.queue.as_ref().unwrap()),
-        vec!["one", "two", "kept"]
-    );
+    for d in [&durable, &second] {
+        let s = c.subscribe(d).unwrap();
+        assert_eq!(
+            drain(&c, s.queue.as_ref().unwrap()),
+            vec!["one", "two", "kept"],
+            "{:?}",
+            d.name
+        );
+    }
     let late = managed(&c, "ha/r");
     assert_eq!(drain(&c, late.queue.as_ref().unwrap()), vec!["kept"]);
 }
@@ -692,8 +844,15 @@ fn a_dr_takeover_keeps_durable_subscriptions_their_publications_and_retained_one
         create: true,
         ..SubscriptionOptions::topic("dr/#")
     };
+    // Two durable subscriptions: a persistent publication to both is logged as one Publish
+    // record (the body once), which the log shipping carries like any other.
+    let second = SubscriptionOptions {
+        name: Some("DR.SUB2".into()),
+        ..durable.clone()
+    };
     let c = primary.connect();
     c.subscribe(&durable).unwrap();
+    c.subscribe(&second).unwrap();
     c.disconnect().unwrap();
     let p = primary.connect();
     let persistent = md(Persistence::Persistent);
@@ -724,12 +883,15 @@ fn a_dr_takeover_keeps_durable_subscriptions_their_publications_and_retained_one
     rec.ok(&["makedrprimary", "-m", QM]);
     rec.ok(&["strmqm", QM]);
     let c = recovery.connect();
-    let s = c.subscribe(&durable).unwrap();
-    assert_eq!(
-        drain(&c, s.queue.as_ref().unwrap()),
-        vec!["one", "two", "kept"],
-        "the durable subscription and its queued publications were shipped"
-    );
+    for d in [&durable, &second] {
+        let s = c.subscribe(d).unwrap();
+        assert_eq!(
+            drain(&c, s.queue.as_ref().unwrap()),
+            vec!["one", "two", "kept"],
+            "{:?}: the durable subscription and its queued publications were shipped",
+            d.name
+        );
+    }
     let late = managed(&c, "dr/r");
     let m = c
         .get(late.queue.as_ref().unwrap(), &GetOptions::any())

@@ -879,6 +879,7 @@ fn display(obj: &Item, rest: &[Item]) -> Result<Command, SyntaxError> {
         }
         DisplayWhat::QStatus => &["QUEUE", "HANDLE"],
         DisplayWhat::Conn => &["CONN", "HANDLE", "ALL"],
+        DisplayWhat::TpStatus => &["TOPIC", "PUB", "SUB"],
         _ => &[],
     };
     let mut all = false;

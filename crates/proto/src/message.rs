@@ -175,6 +175,9 @@ pub struct SubscribeRequest {
     /// Tenths of a second; -1 unlimited.
     pub expiry: i32,
     pub user_data: String,
+    /// SubCorrelId, with MQSO_SET_CORREL_ID: sent last, and only when given, so a request
+    /// without it is what it was before the field existed.
+    pub correl_id: Option<[u8; 24]>,
 }
 
 /// The group fields a put in logical order was given.
@@ -364,6 +367,7 @@ impl Request {
                     + str16(&s.selector)
                     + 4
                     + str16(&s.user_data)
+                    + s.correl_id.map_or(0, |c| c.len())
             }
             Request::SubRequest { .. } => 4,
         }
@@ -615,6 +619,9 @@ pub fn encode_request(conv: u16, req: u32, r: &Request, out: &mut BytesMut) {
             out.put_str16(&s.selector);
             out.put_i32_le(s.expiry);
             out.put_str16(&s.user_data);
+            if let Some(c) = &s.correl_id {
+                out.put_slice(c);
+            }
         }
         Request::SubRequest { hsub } => out.put_u32_le(*hsub),
     }
@@ -839,6 +846,11 @@ fn decode_request(k: u8, r: &mut Reader) -> Result<Request, DecodeError> {
             selector: r.str16("selector")?,
             expiry: r.i32("subscription expiry")?,
             user_data: r.str16("subscription user data")?,
+            correl_id: if r.remaining() > 0 {
+                Some(r.fixed::<24>("subscription correl_id")?)
+            } else {
+                None
+            },
         })),
         kind::SUB_REQUEST => Request::SubRequest {
             hsub: r.u32("hsub")?,

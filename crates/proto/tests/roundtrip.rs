@@ -171,6 +171,14 @@ fn one_of_each_request() -> Vec<Request> {
             selector: "colour = 'red'".into(),
             expiry: -1,
             user_data: "ud".into(),
+            correl_id: None,
+        })),
+        Request::Subscribe(Box::new(ferrymq_proto::SubscribeRequest {
+            options: 0x40_0002,
+            topic: "a/#".into(),
+            expiry: -1,
+            correl_id: Some([7; 24]),
+            ..Default::default()
         })),
         Request::SubRequest { hsub: 9 },
         Request::Admin {

@@ -396,6 +396,7 @@ pub fn handle(
                 selector: sd.selector,
                 expiry: sd.expiry,
                 user_data: sd.user_data,
+                correl_id: sd.correl_id,
             };
             match e.subscribe(conn, &req, now_ms) {
                 Ok(d) => Action::Reply(

@@ -137,6 +137,9 @@ pub const SUB_NAME_LEN_MAX: usize = 10_240;
 pub const SELECTOR_LEN_MAX_BYTES: usize = 10_240;
 /// Subscriptions a queue manager holds, durable and non-durable together.
 pub const SUBS_MAX: usize = 100_000;
+/// Topic strings whose resolved attributes (ASPARENT up the tree) the queue manager keeps
+/// between publications; past this it forgets them all and resolves again.
+pub const TOPIC_ATTRS_CACHED_MAX: usize = 10_000;
 /// How deeply a selector's expressions may nest (bounds the parser's recursion).
 pub const SELECTOR_DEPTH_MAX: usize = 64;
 

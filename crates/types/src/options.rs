@@ -136,8 +136,13 @@ pub mod sub {
     /// No retained publication is sent when the subscription is made.
     pub const NEW_PUBLICATIONS_ONLY: u32 = 0x1000;
     pub const FAIL_IF_QUIESCING: u32 = 0x2000;
-    /// Wildcards are whole topic levels (`#`, `+`): the only kind FerryMQ has, so the default.
+    /// Wildcards are characters: `*` any number (across levels), `?` exactly one.
+    pub const WILDCARD_CHAR: u32 = 0x100000;
+    /// Wildcards are whole topic levels (`#`, `+`): the default.
     pub const WILDCARD_TOPIC: u32 = 0x200000;
+    /// Every publication the subscription receives carries the SubCorrelId it was given as
+    /// its CorrelId.
+    pub const SET_CORREL_ID: u32 = 0x400000;
     pub const KNOWN: u32 = ALTER
         | CREATE
         | RESUME
@@ -146,7 +151,9 @@ pub mod sub {
         | PUBLICATIONS_ON_REQUEST
         | NEW_PUBLICATIONS_ONLY
         | FAIL_IF_QUIESCING
-        | WILDCARD_TOPIC;
+        | WILDCARD_CHAR
+        | WILDCARD_TOPIC
+        | SET_CORREL_ID;
 }
 
 /// Whether an operation joins the connection's unit of work.

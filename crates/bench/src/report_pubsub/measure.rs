@@ -20,16 +20,24 @@ use crate::qm::mq;
 const SUBS_PER_CONN: usize = 100;
 const QM: &str = "FANOUT";
 const TOPIC: &str = "bench/fanout";
+/// A topic nobody subscribes to: the publication's own cost.
+const ALONE_TOPIC: &str = "bench/alone";
 
 /// The plain put and get of the same messages: the baseline of one persistence.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Plain {
     pub persistent: bool,
+    /// The fan-out row measured right after this baseline (its subscribers), so that both see
+    /// the machine in the same state.
+    pub row_subscribers: usize,
     pub messages: usize,
     /// Queue manager CPU per message put, and per message got, in µs.
     pub put_cpu_us: f64,
     pub get_cpu_us: f64,
     pub msgs_per_s: f64,
+    /// Queue manager CPU per publication to the topic while nobody subscribes, in µs: the
+    /// publication's own cost, which every row's deliveries share.
+    pub publish_alone_cpu_us: f64,
 }
 
 /// One fan-out row: `subscribers` subscriptions to the topic, `publications` published.
@@ -45,6 +53,14 @@ pub struct Row {
     pub deliveries_per_s: f64,
     /// Queue manager CPU per delivery: the copy's put at publish time plus its get.
     pub cpu_us_per_delivery: f64,
+    /// Queue manager CPU per publication while publishing (its copies' puts included), and per
+    /// copy while the subscribers get them.
+    pub publish_cpu_us: f64,
+    pub get_cpu_us: f64,
+    /// What one more subscriber costs: the row's CPU less that of as many publications to
+    /// nobody (`Plain::publish_alone_cpu_us`), per delivery.
+    pub marginal_cpu_us: f64,
+    pub marginal_ratio_to_get: f64,
     /// `cpu_us_per_delivery` against a plain put+get, and against a plain get alone.
     pub ratio_to_put_get: f64,
     pub ratio_to_get: f64,
@@ -153,12 +169,29 @@ impl Fanout {
         if got != messages {
             return Err(format!("put {messages} plain messages, got {got} back"));
         }
+        // The same number of publications to a topic nobody subscribes to.
+        let p = c.open_topic("", ALONE_TOPIC, open::OUTPUT).map_err(err)?;
+        let c3 = self.cpu();
+        for _ in 0..messages {
+            c.put(
+                &p,
+                &md,
+                &Properties::default(),
+                body.clone(),
+                &PutOptions::default(),
+            )
+            .map_err(err)?;
+        }
+        let c4 = self.cpu();
+        c.close(&p, 0).map_err(err)?;
         Ok(Plain {
             persistent,
+            row_subscribers: 0,
             messages,
             put_cpu_us: (c1 - c0) / messages as f64 * 1e6,
             get_cpu_us: (c2 - c1) / messages as f64 * 1e6,
             msgs_per_s: messages as f64 / seconds,
+            publish_alone_cpu_us: (c4 - c3) / messages as f64 * 1e6,
         })
     }
 
@@ -204,6 +237,7 @@ impl Fanout {
             .map_err(err)?;
         }
         let publish_s = t0.elapsed().as_secs_f64();
+        let c1 = self.cpu();
         let mut got = 0;
         for (ci, s) in &made {
             got += drain(&conns[*ci], s.queue.as_ref().expect("managed"))?;
@@ -221,6 +255,8 @@ impl Fanout {
             ));
         }
         let per = cpu_s / got as f64 * 1e6;
+        let marginal =
+            (cpu_s * 1e6 - plain.publish_alone_cpu_us * pubs as f64).max(0.0) / got as f64;
         Ok(Row {
             persistent,
             subscribers,
@@ -229,6 +265,10 @@ impl Fanout {
             publications_per_s: pubs as f64 / publish_s,
             deliveries_per_s: got as f64 / seconds,
             cpu_us_per_delivery: per,
+            publish_cpu_us: (c1 - c0) / pubs as f64 * 1e6,
+            get_cpu_us: (c0 + cpu_s - c1) / got as f64 * 1e6,
+            marginal_cpu_us: marginal,
+            marginal_ratio_to_get: marginal / plain.get_cpu_us,
             ratio_to_put_get: per / (plain.put_cpu_us + plain.get_cpu_us),
             ratio_to_get: per / plain.get_cpu_us,
         })

@@ -3,9 +3,12 @@
 //! 10, 100 and 1000 subscribers, non-persistent (non-durable subscriptions) and persistent
 //! (durable ones), 2 KB by default; each row counts publications and deliveries per second and
 //! the queue manager's CPU per delivery (the copy's put at publish time plus the subscriber's
-//! get). The baseline is measured in the same run on the same queue manager: the plain put,
-//! then get, of as many messages on a local queue. The goal: a delivery costs a subscriber less
-//! than twice a plain get. It writes README.md (tables, goal), fanout.svg and runs.json to DIR.
+//! get). The baseline is measured in the same run on the same queue manager, before each row: the plain put,
+//! then get, of as many messages on a local queue, and as many publications to a topic nobody
+//! subscribes to. The goal: a delivery costs a subscriber less than twice a plain get. Beside
+//! it (not in its place), the marginal cost of a subscriber: the row's CPU less that of its
+//! publications to nobody, per delivery. It writes README.md (tables, goal), fanout.svg and
+//! runs.json to DIR.
 //!
 //! `ferrymq-bench fanout` prints the same rows without writing a report.
 
@@ -112,8 +115,19 @@ pub struct Results {
     #[serde(flatten)]
     pub info: RunInfo,
     pub goal_gets: f64,
+    /// The machine's 1-minute load average when the run started and when it ended: CPU per
+    /// operation here is mostly thread switches, which other work on the machine inflates.
+    pub load_average_1m: (f64, f64),
     pub plain: Vec<Plain>,
     pub rows: Vec<Row>,
+}
+
+/// The 1-minute load average (0 when /proc/loadavg cannot be read).
+fn load_average_1m() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
 }
 
 /// Measures every row, calling `each` after each one.
@@ -121,19 +135,24 @@ pub fn run(o: &Opts, home: &Path, each: &mut dyn FnMut(&Plain, &Row)) -> Result<
     let mut r = Results {
         info: RunInfo::now(&o.command, o.quick, Duration::ZERO, Duration::ZERO, o.size),
         goal_gets: GOAL_GETS,
+        load_average_1m: (load_average_1m(), 0.0),
         plain: Vec::new(),
         rows: Vec::new(),
     };
     let f = Fanout::start(home)?;
+    // Each row has its own baseline, measured just before it: the CPU of a request moves with
+    // the machine's other work, and a baseline from minutes earlier may have seen another load.
     for persistent in [false, true] {
-        let plain = f.plain(persistent, o.deliveries, o.size)?;
         for &subs in &o.subscribers {
+            let mut plain = f.plain(persistent, o.deliveries, o.size)?;
+            plain.row_subscribers = subs;
             let row = f.fanout(&plain, subs, o.deliveries, o.size)?;
             each(&plain, &row);
             r.rows.push(row);
+            r.plain.push(plain);
         }
-        r.plain.push(plain);
     }
+    r.load_average_1m.1 = load_average_1m();
     Ok(r)
 }
 

@@ -43,6 +43,12 @@ pub struct SubscriptionOptions {
     /// Resume the durable subscription with these options' user data, expiry and
     /// `publications_on_request` (MQSO_ALTER); its topic and selector cannot change.
     pub alter: bool,
+    /// The topic string's wildcards are characters (MQSO_WILDCARD_CHAR): `*` any number of
+    /// them, across levels, and `?` one; `#` and `+` are then plain characters.
+    pub char_wildcards: bool,
+    /// SubCorrelId (MQSO_SET_CORREL_ID): every publication to the subscription carries it as
+    /// its CorrelId.
+    pub correl_id: Option<[u8; 24]>,
 }
 
 impl SubscriptionOptions {
@@ -77,6 +83,12 @@ impl SubscriptionOptions {
         }
         if self.alter {
             o |= sub::ALTER;
+        }
+        if self.char_wildcards {
+            o |= sub::WILDCARD_CHAR;
+        }
+        if self.correl_id.is_some() {
+            o |= sub::SET_CORREL_ID;
         }
         o
     }
@@ -172,6 +184,7 @@ impl Connection {
             selector: o.selector.clone().unwrap_or_default(),
             expiry: o.expiry.unwrap_or(-1),
             user_data: o.user_data.clone(),
+            correl_id: o.correl_id,
         }));
         match self.inner.call1(req, Role::Plain).await? {
             Response::Subscribed { hsub, hobj, queue } => {

@@ -46,6 +46,9 @@ pub struct Index {
     /// before that limit existed): matched by the plain matcher, so the trie walk's recursion
     /// stays bounded.
     deep: BTreeMap<String, Arc<Sub>>,
+    /// Patterns with character wildcards (MQSO_WILDCARD_CHAR): not levels, so not in the trie;
+    /// each matched by the character matcher.
+    chars: BTreeMap<String, Arc<Sub>>,
     len: usize,
 }
 
@@ -60,6 +63,12 @@ impl Index {
 
     /// Adds `s` under its topic pattern (replacing a subscription of the same name there).
     pub fn insert(&mut self, s: Arc<Sub>) {
+        if s.char_wildcards {
+            if self.chars.insert(s.name.clone(), s).is_none() {
+                self.len += 1;
+            }
+            return;
+        }
         if tree::levels(&s.topic) > TOPIC_LEVELS_MAX {
             if self.deep.insert(s.name.clone(), s).is_none() {
                 self.len += 1;
@@ -81,7 +90,9 @@ impl Index {
 
     /// Removes subscription `name` indexed under `pattern`, and the nodes left empty.
     pub fn remove(&mut self, pattern: &str, name: &str) -> Option<Arc<Sub>> {
-        let found = if tree::levels(pattern) > TOPIC_LEVELS_MAX {
+        let found = if let Some(s) = self.chars.remove(name) {
+            Some(s)
+        } else if tree::levels(pattern) > TOPIC_LEVELS_MAX {
             self.deep.remove(name)
         } else {
             let levels: Vec<&str> = pattern.split('/').collect();
@@ -108,6 +119,11 @@ impl Index {
             self.deep
                 .values()
                 .filter(|s| tree::matches(&s.topic, topic)),
+        );
+        out.extend(
+            self.chars
+                .values()
+                .filter(|s| tree::char_matches(&s.topic, topic)),
         );
         out.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         out.dedup_by(|a, b| Arc::ptr_eq(a, b));
@@ -196,6 +212,8 @@ mod tests {
             user_data: String::new(),
             on_request: false,
             admin: false,
+            char_wildcards: false,
+            correl_id: None,
         })
     }
 

@@ -13,6 +13,7 @@
 //! (property `MQTopicString`), at most one per topic string: a retained publication puts the new
 //! one and takes the old one in the same unit of work.
 
+mod cache;
 pub mod index;
 pub mod selector;
 pub mod sub;
@@ -22,12 +23,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ahash::AHashMap;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use ferrymq_types::descriptor::EXPIRY_UNLIMITED;
 use ferrymq_types::limits::{SUBS_MAX, SUB_NAME_LEN_MAX};
 use ferrymq_types::options::{close, open, pmo, sub as so, PutOptions, Syncpoint};
 use ferrymq_types::{
-    mqerr, DynamicKind, MessageDescriptor, MqError, ObjectDef, ObjectKind, Persistence, Properties,
+    mqerr, DynamicKind, MessageDescriptor, MqError, ObjectKind, Persistence, Properties,
     PropertyValue, QueueKind, Reason,
 };
 
@@ -99,6 +100,8 @@ pub struct SubRequest {
     /// Tenths of a second (-1 or 0: unlimited).
     pub expiry: i32,
     pub user_data: String,
+    /// SubCorrelId with MQSO_SET_CORREL_ID: the CorrelId of every copy the subscription gets.
+    pub correl_id: Option<[u8; 24]>,
 }
 
 /// What MQSUB returns.
@@ -140,17 +143,6 @@ pub struct TopicStatus {
     pub object: String,
 }
 
-/// Derived from the objects, rebuilt when they change.
-#[derive(Debug, Default)]
-struct Cache {
-    version: u64,
-    /// Topic objects by TOPICSTR (SYSTEM.BASE.TOPIC for the root).
-    topics: AHashMap<String, ObjectDef>,
-    durable: Vec<Arc<Sub>>,
-    /// The durable subscriptions by topic pattern.
-    durable_index: index::Index,
-}
-
 /// The engine's publish/subscribe state that is not an object.
 #[derive(Debug, Default)]
 pub(crate) struct PubSub {
@@ -159,7 +151,12 @@ pub(crate) struct PubSub {
     nondurable_index: index::Index,
     /// Subscriptions open through a handle: who holds each.
     in_use: AHashMap<String, (ConnId, u32)>,
-    cache: Option<Arc<Cache>>,
+    /// None: to build from the objects (at first use, and after the objects are replaced).
+    cache: Option<Arc<cache::Cache>>,
+    durable: Option<cache::Durable>,
+    /// Topic strings' resolved attributes, forgotten when a topic object changes: a
+    /// publication resolves its topic once, not at every put.
+    attrs: AHashMap<Box<str>, Arc<TopicAttrs>>,
 }
 
 fn delivery(v: &str) -> Option<Delivery> {
@@ -177,77 +174,6 @@ fn explicit(v: Option<&String>) -> Option<&str> {
 }
 
 impl Engine {
-    fn ps_cache(&mut self) -> Arc<Cache> {
-        if let Some(c) = self
-            .pubsub
-            .cache
-            .as_ref()
-            .filter(|c| c.version == self.objects_version)
-        {
-            return c.clone();
-        }
-        let mut c = Cache {
-            version: self.objects_version,
-            ..Default::default()
-        };
-        for o in self.objects.values() {
-            match o.kind {
-                ObjectKind::Topic => {
-                    let s = o.attrs.get("TOPICSTR").cloned().unwrap_or_default();
-                    // The root is SYSTEM.BASE.TOPIC's alone: SYSTEM.DEFAULT.TOPIC, also with an
-                    // empty TOPICSTR, is only what DEFINE TOPIC copies.
-                    if s.is_empty() && o.name != BASE_TOPIC {
-                        continue;
-                    }
-                    c.topics.insert(s, o.clone());
-                }
-                ObjectKind::Sub => {
-                    let s = Arc::new(Sub::from_object(o));
-                    c.durable_index.insert(s.clone());
-                    c.durable.push(s);
-                }
-                _ => {}
-            }
-        }
-        let c = Arc::new(c);
-        self.pubsub.cache = Some(c.clone());
-        c
-    }
-
-    /// The attributes of the node `topic`, each from the closest topic object that does not
-    /// say ASPARENT, up to SYSTEM.BASE.TOPIC, then MQ's defaults for the root.
-    pub fn topic_attrs(&mut self, topic: &str) -> TopicAttrs {
-        let cache = self.ps_cache();
-        let nodes: Vec<&ObjectDef> = tree::ancestors(topic)
-            .into_iter()
-            .filter_map(|n| cache.topics.get(n))
-            .collect();
-        let get = |k: &str| -> Option<String> {
-            nodes
-                .iter()
-                .find_map(|o| explicit(o.attrs.get(k)).map(str::to_string))
-        };
-        let yes = |k: &str, yes: &str, default: bool| get(k).map_or(default, |v| v == yes);
-        TopicAttrs {
-            object: nodes
-                .first()
-                .map_or(BASE_TOPIC.to_string(), |o| o.name.clone()),
-            publish: yes("PUB", "ENABLED", true),
-            subscribe: yes("SUB", "ENABLED", true),
-            durable_subs: yes("DURSUB", "YES", true),
-            def_persistent: yes("DEFPSIST", "YES", false),
-            def_priority: get("DEFPRTY").and_then(|v| v.parse().ok()).unwrap_or(0),
-            pmsgdlv: get("PMSGDLV")
-                .and_then(|v| delivery(&v))
-                .unwrap_or(Delivery::AllDur),
-            npmsgdlv: get("NPMSGDLV")
-                .and_then(|v| delivery(&v))
-                .unwrap_or(Delivery::AllAvail),
-            mdurmdl: get("MDURMDL").unwrap_or_else(|| DURABLE_MODEL.to_string()),
-            mndurmdl: get("MNDURMDL").unwrap_or_else(|| NDURABLE_MODEL.to_string()),
-        }
-    }
-
     /// The full topic string named by a topic object and a string (MQOD/MQSD ObjectName and
     /// ObjectString).
     fn topic_of(&self, object: &str, given: &str) -> Result<String, MqError> {
@@ -277,7 +203,7 @@ impl Engine {
     /// authority records decide who may publish and subscribe there.
     pub fn topic_object_for(&mut self, object: &str, topic: &str) -> Result<String, MqError> {
         let full = self.topic_of(object, topic)?;
-        Ok(self.topic_attrs(&full).object)
+        Ok(self.topic_attrs(&full).object.clone())
     }
 
     /// Opens a topic for publishing (MQOPEN of MQOT_TOPIC): returns the handle and the full
@@ -332,7 +258,7 @@ impl Engine {
                 groups: Default::default(),
                 saved_context: None,
                 remote: None,
-                topic: Some(full.clone().into_boxed_str()),
+                topic: Some(Arc::from(full.as_str())),
             },
         );
         Ok((hobj, full))
@@ -396,20 +322,16 @@ impl Engine {
 
     /// Every subscription, durable first.
     fn all_subs(&mut self) -> Vec<Arc<Sub>> {
-        let cache = self.ps_cache();
-        cache
-            .durable
-            .iter()
-            .chain(self.pubsub.nondurable.values())
-            .cloned()
-            .collect()
+        let mut v: Vec<Arc<Sub>> = self.durable().subs.values().cloned().collect();
+        v.extend(self.pubsub.nondurable.values().cloned());
+        v
     }
 
     /// The subscriptions whose topic pattern matches `topic`, durable first, each kind in name
     /// order (the order copies are delivered in): found through the index, so the cost follows
     /// the subscriptions that match, not all of them.
     fn matching_subs(&mut self, topic: &str) -> Vec<Arc<Sub>> {
-        let mut v = self.ps_cache().durable_index.matching(topic);
+        let mut v = self.durable().index.matching(topic);
         v.extend(self.pubsub.nondurable_index.matching(topic));
         v
     }
@@ -536,7 +458,16 @@ impl Engine {
                     .queues
                     .get(&s.dest)
                     .is_some_and(|q| q.def.dynamic == Some(DynamicKind::Temporary));
-            let taken = if temporary {
+            let taken = if let Some(correl_id) = s.correl_id {
+                // MQSO_SET_CORREL_ID: this subscription's copy has its own CorrelId.
+                let mut cmd = md.clone();
+                cmd.correl_id = correl_id;
+                if temporary {
+                    cmd.persistence = Persistence::NotPersistent;
+                }
+                self.can_take(&s.dest, "", &cmd, body.len())
+                    .map(|q| (q, Copy::Wrapped(Box::new(cmd), body.clone())))
+            } else if temporary {
                 let mut cmd = md.clone();
                 cmd.persistence = Persistence::NotPersistent;
                 self.can_take(&s.dest, "", &cmd, body.len())
@@ -592,8 +523,11 @@ impl Engine {
         let same = Message::new(0, md.clone(), props.clone(), body, expires_at_ms, 0);
         let mut non_persistent: Option<Message> = None;
         let mut copies: Vec<(String, Message)> = Vec::with_capacity(targets.len());
+        // Which copies are `same` under another sequence number: logged as a reference to it.
+        let mut shared: Vec<bool> = Vec::with_capacity(targets.len());
         for (queue, copy) in targets {
             let seq = self.alloc_seq();
+            shared.push(matches!(copy, Copy::Same));
             let msg = match copy {
                 Copy::Same => same.copy_as(seq),
                 Copy::NonPersistent => non_persistent
@@ -659,11 +593,16 @@ impl Engine {
                 .collect(),
             None => Vec::new(),
         };
-        let puts: Vec<(&str, &Message)> = generated
-            .iter()
-            .map(|g| (g.queue.as_str(), &g.msg))
-            .collect();
-        let lsn = match self.log_event(&puts, &gets) {
+        let logged = if persistent && shared.iter().filter(|s| **s).count() >= 2 {
+            self.log_publication(&same, &generated, &shared, &gets)
+        } else {
+            let puts: Vec<(&str, &Message)> = generated
+                .iter()
+                .map(|g| (g.queue.as_str(), &g.msg))
+                .collect();
+            self.log_event(&puts, &gets)
+        };
+        let lsn = match logged {
             Ok(l) => l.unwrap_or(0),
             Err(e) => {
                 self.forget(generated);
@@ -687,6 +626,40 @@ impl Engine {
         })
     }
 
+    /// Logs a persistent publication as one `kind::PUBLISH` record: the message once and each
+    /// copy of it (`shared`) as its queue and sequence number; the other copies (to
+    /// transmission queues, the retained one) and `gets` as a commit logs them.
+    fn log_publication(
+        &mut self,
+        same: &Message,
+        generated: &[crate::report::Generated],
+        shared: &[bool],
+        gets: &[GetRec],
+    ) -> Result<Option<Lsn>, MqError> {
+        let mut copies: Vec<(&str, u64)> = Vec::new();
+        let mut others: Vec<(&str, &Message)> = Vec::new();
+        for (g, s) in generated.iter().zip(shared) {
+            if *s {
+                copies.push((g.queue.as_str(), g.msg.seq));
+            } else if g.msg.persistent {
+                others.push((g.queue.as_str(), &g.msg));
+            }
+        }
+        let mut buf = BytesMut::with_capacity(
+            same.body.len()
+                + 512
+                + copies.iter().map(|(q, _)| q.len() + 10).sum::<usize>()
+                + others
+                    .iter()
+                    .map(|(_, m)| m.body.len() + 256)
+                    .sum::<usize>(),
+        );
+        Record::encode_publication(same, &copies, &others, gets, &mut buf);
+        Ok(Some(
+            self.log.append(crate::records::kind::PUBLISH, &[&buf])?,
+        ))
+    }
+
     /// Subscribes (MQSUB): creates a subscription or resumes a durable one.
     pub fn subscribe(
         &mut self,
@@ -700,6 +673,12 @@ impl Engine {
                 OPTIONS_ERROR,
                 "subscription options {:#x} include bits FerryMQ does not know",
                 r.options
+            ));
+        }
+        if r.options & so::WILDCARD_CHAR != 0 && r.options & so::WILDCARD_TOPIC != 0 {
+            return Err(mqerr!(
+                OPTIONS_ERROR,
+                "MQSO_WILDCARD_CHAR and MQSO_WILDCARD_TOPIC exclude each other"
             ));
         }
         let alter = r.options & so::ALTER != 0;
@@ -787,7 +766,7 @@ impl Engine {
         } else {
             Some(Selector::parse(&r.selector)?)
         };
-        let count = self.pubsub.nondurable.len() + self.ps_cache().durable.len();
+        let count = self.pubsub.nondurable.len() + self.durable().subs.len();
         if count >= SUBS_MAX {
             return Err(mqerr!(
                 RESOURCE_PROBLEM,
@@ -881,6 +860,18 @@ impl Engine {
             user_data: r.user_data.clone(),
             on_request: r.options & so::PUBLICATIONS_ON_REQUEST != 0,
             admin: false,
+            char_wildcards: r.options & so::WILDCARD_CHAR != 0,
+            correl_id: if r.options & so::SET_CORREL_ID != 0 {
+                let Some(c) = r.correl_id else {
+                    return Err(mqerr!(
+                        OPTIONS_ERROR,
+                        "MQSO_SET_CORREL_ID needs a SubCorrelId"
+                    ));
+                };
+                Some(c)
+            } else {
+                None
+            },
         };
         let s = Arc::new(s);
         if durable {
@@ -896,6 +887,7 @@ impl Engine {
             self.objects
                 .insert((ObjectKind::Sub, s.name.clone()), s.to_object());
             self.objects_version += 1;
+            self.ps_object_changed(ObjectKind::Sub, &s.name);
         } else {
             self.pubsub.nondurable.insert(s.name.clone(), s.clone());
             self.pubsub.nondurable_index.insert(s.clone());
@@ -942,6 +934,7 @@ impl Engine {
         self.objects
             .insert((ObjectKind::Sub, n.name.clone()), n.to_object());
         self.objects_version += 1;
+        self.ps_object_changed(ObjectKind::Sub, &n.name);
         Ok((Arc::new(n), lsn))
     }
 
@@ -1040,6 +1033,7 @@ impl Engine {
             lsn = self.log_record(&Record::DeleteObject(ObjectKind::Sub, name.to_string()))?;
             self.objects.remove(&(ObjectKind::Sub, name.to_string()));
             self.objects_version += 1;
+            self.ps_object_changed(ObjectKind::Sub, name);
         }
         if s.managed
             && self
@@ -1243,11 +1237,14 @@ impl Engine {
             user_data: get("USERDATA"),
             on_request: get("REQONLY") == "YES",
             admin: true,
+            char_wildcards: get("WSCHEMA") == "CHAR",
+            correl_id: None,
         };
         lsn = lsn.max(self.log_record(&Record::DefineObject(s.to_object()))?);
         self.objects
             .insert((ObjectKind::Sub, s.name.clone()), s.to_object());
         self.objects_version += 1;
+        self.ps_object_changed(ObjectKind::Sub, &s.name);
         if old.is_none() && !s.on_request {
             if let Ok((_, l)) = self.send_retained(&s, now_ms) {
                 lsn = lsn.max(l);
@@ -1353,6 +1350,23 @@ impl Engine {
             .collect()
     }
 
+    /// DISPLAY TPSTATUS TYPE(PUB): the connections with a handle open for publishing on
+    /// `topic`, with their application names, one entry per handle.
+    pub fn topic_publishers(&self, topic: &str) -> Vec<(ConnId, String)> {
+        let mut v: Vec<(ConnId, String)> = self
+            .conns
+            .iter()
+            .flat_map(|(id, c)| {
+                c.handles
+                    .values()
+                    .filter(|h| h.topic.as_deref() == Some(topic))
+                    .map(move |_| (*id, c.app.clone()))
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
     /// DISPLAY TPSTATUS: publishers (open topic handles), subscriptions matching and whether a
     /// publication is retained, for `topic`.
     pub fn topic_status(&mut self, topic: &str) -> TopicStatus {
@@ -1367,7 +1381,7 @@ impl Engine {
             .queues
             .get(RETAINED_QUEUE)
             .is_some_and(|q| !retained_keys(q, |t| t == topic).is_empty());
-        let object = self.topic_attrs(topic).object;
+        let object = self.topic_attrs(topic).object.clone();
         TopicStatus {
             topic: topic.to_string(),
             publishers,

@@ -41,6 +41,10 @@ pub struct Sub {
     pub on_request: bool,
     /// SUBTYPE: made by MQSUB (API) or by DEFINE SUB (ADMIN).
     pub admin: bool,
+    /// WSCHEMA(CHAR): `topic` has character wildcards (MQSO_WILDCARD_CHAR), not level ones.
+    pub char_wildcards: bool,
+    /// SUBCORRELID given with MQSO_SET_CORREL_ID: every copy's CorrelId.
+    pub correl_id: Option<[u8; 24]>,
 }
 
 impl Sub {
@@ -54,7 +58,16 @@ impl Sub {
 
     /// Whether a publication on `topic` with `props` reaches this subscription.
     pub fn takes(&self, topic: &str, props: &Properties) -> bool {
-        tree::matches(&self.topic, topic) && self.selects(props)
+        self.matches(topic) && self.selects(props)
+    }
+
+    /// Whether a publication on `topic` matches the subscription's topic string.
+    pub fn matches(&self, topic: &str) -> bool {
+        if self.char_wildcards {
+            tree::char_matches(&self.topic, topic)
+        } else {
+            tree::matches(&self.topic, topic)
+        }
     }
 
     /// Whether the selector, if any, takes a message with `props`.
@@ -87,6 +100,16 @@ impl Sub {
         set("USERDATA", self.user_data.clone());
         set("REQONLY", if self.on_request { "YES" } else { "NO" }.into());
         set("SUBTYPE", if self.admin { "ADMIN" } else { "API" }.into());
+        if self.char_wildcards {
+            // Absent (as in objects made before it) is WSCHEMA(TOPIC).
+            set("WSCHEMA", "CHAR".into());
+        }
+        if let Some(c) = &self.correl_id {
+            set(
+                "SUBCORRELID",
+                c.iter().map(|b| format!("{b:02X}")).collect(),
+            );
+        }
         ObjectDef {
             kind: ObjectKind::Sub,
             name: self.name.clone(),
@@ -145,6 +168,14 @@ impl Sub {
             user_data: get("USERDATA"),
             on_request: get("REQONLY") == "YES",
             admin: get("SUBTYPE") == "ADMIN",
+            char_wildcards: get("WSCHEMA") == "CHAR",
+            correl_id: o.attrs.get("SUBCORRELID").and_then(|h| {
+                let mut c = [0u8; 24];
+                for (i, b) in c.iter_mut().enumerate() {
+                    *b = u8::from_str_radix(h.get(i * 2..i * 2 + 2)?, 16).ok()?;
+                }
+                Some(c)
+            }),
         }
     }
 }
@@ -173,6 +204,8 @@ mod tests {
             user_data: "ud".into(),
             on_request: true,
             admin: false,
+            char_wildcards: false,
+            correl_id: None,
         };
         let back = Sub::from_object(&s.to_object());
         assert_eq!(back.to_object(), s.to_object());

@@ -27,6 +27,35 @@ pub fn matches(pattern: &str, topic: &str) -> bool {
     at[0][0]
 }
 
+/// Whether `topic` matches `pattern` with MQ's character wildcards (MQSO_WILDCARD_CHAR): the
+/// strings as characters, `*` any number of them (`/` included), `?` exactly one; `#` and `+`
+/// are characters like others. Greedy with one resumption point, so linear in practice and at
+/// worst pattern × topic steps, never exponential.
+pub fn char_matches(pattern: &str, topic: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = topic.chars().collect();
+    let (mut i, mut j) = (0, 0);
+    // The last `*` seen and the topic position it was tried at.
+    let mut star: Option<(usize, usize)> = None;
+    while j < t.len() {
+        if i < p.len() && (p[i] == '?' || (p[i] != '*' && p[i] == t[j])) {
+            i += 1;
+            j += 1;
+        } else if i < p.len() && p[i] == '*' {
+            star = Some((i, j));
+            i += 1;
+        } else if let Some((si, sj)) = star {
+            // The `*` takes one character more.
+            i = si + 1;
+            j = sj + 1;
+            star = Some((si, sj + 1));
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|c| *c == '*')
+}
+
 /// How many levels `topic` has (an empty string is one empty level).
 pub fn levels(topic: &str) -> usize {
     topic.bytes().filter(|b| *b == b'/').count() + 1
@@ -106,6 +135,26 @@ fn wildcard_start(topic: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn character_wildcards_match_characters_across_levels() {
+        for (p, t, want) in [
+            ("sport/foot*", "sport/football", true),
+            ("sport/foot*", "sport/football/scores", true),
+            ("sport/foot*", "sport/rugby", false),
+            ("a/b?", "a/bc", true),
+            ("a/b?", "a/b", false),
+            ("a/b?", "a/bcd", false),
+            ("*", "", true),
+            ("*/x/*", "a/b/x/c", true),
+            ("*/x/*", "a/b/y/c", false),
+            ("a+/#", "a+/#", true),
+            ("a+/#", "ab/c", false),
+            ("**?", "z", true),
+        ] {
+            assert_eq!(char_matches(p, t), want, "{p} against {t}");
+        }
+    }
 
     #[test]
     fn wildcards_match_whole_levels() {
