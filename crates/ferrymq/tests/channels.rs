@@ -13,6 +13,7 @@ use ferrymq_client::blocking::Connection;
 use ferrymq_types::dlh::DeadLetterHeader;
 use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties, PropertyValue};
+use support::chan::depth;
 use support::{mqsc, Home, Qm};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -58,18 +59,6 @@ fn get_wait(c: &Connection, q: &str) -> ferrymq_client::Message {
         .unwrap_or_else(|e| panic!("no message arrived on {q} within {WAIT:?}: {e}"));
     c.close(&h, 0).unwrap();
     m
-}
-
-fn depth(home: &Home, qm: &str, q: &str) -> u32 {
-    let text = mqsc(home, qm, &format!("DISPLAY QLOCAL({q}) CURDEPTH\n"));
-    let at = text.find("CURDEPTH(").expect("CURDEPTH shown") + "CURDEPTH(".len();
-    text[at..]
-        .split(')')
-        .next()
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
 }
 
 fn put_to(c: &Connection, q: &str, body: &str) -> MessageDescriptor {
