@@ -1,7 +1,8 @@
 //! `ferrymq-bench report connections [--quick] [--counts 1000,5000,20000,60000] [--drivers N]
 //! [--out DIR]`: the seed's connection test. N client connections (capped at what the open-file
 //! limit lets one process hold), from several source addresses on 127.0.0.0/8 so that the
-//! ephemeral port range is no limit, each connecting, opening a queue and putting one message
+//! ephemeral port range is no limit (fresh ones at each step, so that no step waits behind
+//! the TIME_WAIT sockets of the one before), each connecting, opening a queue and putting one message
 //! every 100 s, made by lean driver processes (`driver`). For each N: the time until all are
 //! connected and the connections per second, the queue manager's RSS and descriptors per
 //! connection, its CPU while connecting and while they idle, and the rate of a request/responder
@@ -75,6 +76,8 @@ pub struct Row {
     pub qm_cpu_connecting_pct: f64,
     /// The queue manager's CPU while they were held idle (no workload), over `idle_s`.
     pub qm_cpu_idle_pct: f64,
+    /// The queue manager's CPU over as long a window just before the connections were made.
+    pub qm_cpu_idle_without_pct: f64,
     pub idle_s: f64,
     pub rss_before_bytes: u64,
     pub rss_after_bytes: u64,
@@ -82,8 +85,11 @@ pub struct Row {
     pub fds_before: usize,
     pub fds_after: usize,
     pub fds_per_conn: f64,
-    /// Request/responder round trips per second without the connections, then beside them.
+    /// Request/responder round trips per second without the connections: before they are
+    /// made, and again once they are closed; beside them is compared with the mean of the two,
+    /// so drift in the machine's load over the step counts against neither.
     pub rr_without_per_s: f64,
+    pub rr_without_after_per_s: f64,
     pub rr_with_per_s: f64,
 }
 
@@ -250,6 +256,9 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
     for &n in &o.counts {
         eprintln!("report: {n} connections");
         let rr_without = rr(o.rr_duration)?;
+        let b0 = crate::cpu::mark(pid).ok_or("cannot read the queue manager's CPU")?;
+        std::thread::sleep(o.idle);
+        let b1 = crate::cpu::mark(pid).ok_or("cannot read the queue manager's CPU")?;
         let (rss0, fds0) = (rss_bytes(pid), fd_count(pid));
         let c0 = crate::cpu::mark(pid).ok_or("cannot read the queue manager's CPU")?;
         let t0 = Instant::now();
@@ -266,6 +275,7 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
         let rr_with = rr(o.rr_duration)?;
         drivers.close()?;
         wait_fds(pid, fds0)?;
+        let rr_without_after = rr(o.rr_duration)?;
         let per = |a: f64| {
             if connected == 0 {
                 0.0
@@ -282,6 +292,7 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
             connects_per_s: connected as f64 / connect_s.max(1e-9),
             qm_cpu_connecting_pct: crate::cpu::pct(c0, c1),
             qm_cpu_idle_pct: crate::cpu::pct(i0, i1),
+            qm_cpu_idle_without_pct: crate::cpu::pct(b0, b1),
             idle_s: o.idle.as_secs_f64(),
             rss_before_bytes: rss0,
             rss_after_bytes: rss1,
@@ -290,6 +301,7 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
             fds_after: fds1,
             fds_per_conn: per(fds1 as f64 - fds0 as f64),
             rr_without_per_s: rr_without,
+            rr_without_after_per_s: rr_without_after,
             rr_with_per_s: rr_with,
         };
         eprintln!("report:   {}", render::line(&row));
@@ -324,6 +336,21 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
     Ok(r)
 }
 
+/// Steps of driver processes started so far in this run: each step's drivers connect from
+/// addresses no earlier step used.
+static STEPS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// The source address of driver `i` of step `step`: 127.A.B.C with A taken from this run's
+/// process id and B from the step, so that no step (of this run or of a run just before)
+/// connects from an address whose closed connections still sit in TIME_WAIT; tens of thousands
+/// of those on one address pair make each new connect search the port range, and the report
+/// would measure that search rather than the queue manager.
+fn source_address(step: u32, i: usize) -> std::net::Ipv4Addr {
+    let a = 1 + (std::process::id() % 250) as u8;
+    let b = (step % 256) as u8;
+    std::net::Ipv4Addr::new(127, a, b, 2 + (i % 250) as u8)
+}
+
 /// The driver processes of one step.
 struct Drivers {
     children: Vec<(Child, ChildStdin, BufReader<std::process::ChildStdout>)>,
@@ -333,13 +360,14 @@ impl Drivers {
     fn start(o: &Opts, qm: &str, port: u16, n: usize) -> Result<Drivers, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let k = o.drivers.min(n.max(1));
+        let step = STEPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut children = Vec::new();
         for i in 0..k {
             let count = n / k + usize::from(i < n % k);
             let mut child = Command::new(&exe)
                 .args(["report", "connections", "--driver", "--qm", qm])
                 .args(["--port", &port.to_string(), "--count", &count.to_string()])
-                .args(["--source", &format!("127.0.0.{}", 2 + i)])
+                .args(["--source", &source_address(step, i).to_string()])
                 .args(["--put-interval-s", &o.put_interval.as_secs().to_string()])
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
