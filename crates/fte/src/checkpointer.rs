@@ -264,3 +264,61 @@ fn ack(
         eprintln!("fte: an acknowledgement to {} could not be put: {e}", to.q);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(tid: u8, k: Option<u64>) -> Job {
+        let f = Arc::new(tempfile::tempfile().expect("temp file"));
+        Job::Frame {
+            tid: [tid; 24],
+            reply: ReplyTo {
+                q: "R".into(),
+                qm: String::new(),
+                epoch: 0,
+            },
+            index: 0,
+            acked: 5,
+            offset: Some(0),
+            checkpoint: k.map(|o| {
+                (
+                    f,
+                    Checkpoint {
+                        index: 0,
+                        offset: o,
+                        ident: (0, 0),
+                    },
+                )
+            }),
+        }
+    }
+
+    #[test]
+    fn only_the_last_checkpoint_of_a_transfer_in_a_batch_is_recorded_and_none_before_its_end() {
+        let batch = vec![
+            frame(1, Some(10)),
+            frame(2, Some(10)),
+            frame(1, None),
+            frame(1, Some(20)),
+            frame(2, None),
+            Job::Ended {
+                tid: [3; 24],
+                surely: false,
+                finish: None,
+            },
+            frame(3, Some(5)),
+            Job::Ended {
+                tid: [3; 24],
+                surely: false,
+                finish: None,
+            },
+        ];
+        // Transfer 1: replaced by its later checkpoint; transfer 2: a frame without one does
+        // not replace it; transfer 3: its file ended after it.
+        assert!(superseded(&batch, 0, [1; 24]));
+        assert!(!superseded(&batch, 1, [2; 24]));
+        assert!(!superseded(&batch, 3, [1; 24]));
+        assert!(superseded(&batch, 6, [3; 24]));
+    }
+}

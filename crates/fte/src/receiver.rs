@@ -700,3 +700,45 @@ fn answer(
         eprintln!("fte: an answer to {} could not be put: {e}", t.reply_q);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finishers_syncing_one_directory_at_once_all_return_and_leave_nothing_behind() {
+        let d = tempfile::tempdir().expect("temp dir");
+        let dirs: Arc<DirSyncs> = Default::default();
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let (dirs, dir) = (dirs.clone(), d.path().to_path_buf());
+                std::thread::spawn(move || {
+                    for j in 0..20 {
+                        let f = dir.join(format!("f{i}-{j}"));
+                        std::fs::write(&f, b"x").expect("write");
+                        dirs.sync(&dir);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("a finisher panicked");
+        }
+        assert!(dirs.dirs.lock().expect("lock").is_empty());
+    }
+
+    #[test]
+    fn a_resumed_part_file_feeds_its_checkpointed_prefix_to_the_checksum() {
+        let d = tempfile::tempdir().expect("temp dir");
+        let p = d.path().join("a.part");
+        std::fs::write(&p, vec![7u8; 3_000_000]).expect("write");
+        let f = File::open(&p).expect("open");
+        let mut h = Hasher::new(Method::Sha256);
+        hash_prefix(&f, 2_500_000, &mut h).expect("hash");
+        let mut want = Hasher::new(Method::Sha256);
+        want.update(&vec![7u8; 2_500_000]);
+        assert_eq!(h.hex(), want.hex());
+        let mut h = Hasher::new(Method::Sha256);
+        assert!(hash_prefix(&f, 4_000_000, &mut h).is_err());
+    }
+}
