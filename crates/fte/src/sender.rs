@@ -572,12 +572,10 @@ impl Link<'_> {
                 // (no copy on the way); text is converted into a new one.
                 let (block, n) = match conv.as_mut() {
                     None => {
-                        let mut v = Vec::with_capacity(p.agent_chunk_size);
-                        (&mut file)
-                            .take(p.agent_chunk_size as u64)
-                            .read_to_end(&mut v)
-                            .map_err(rd)?;
-                        let n = v.len();
+                        // Read whole (read_to_end would read it in growing small pieces).
+                        let mut v = vec![0u8; p.agent_chunk_size];
+                        let n = read_full(&mut file, &mut v).map_err(rd)?;
+                        v.truncate(n);
                         (Bytes::from(v), n)
                     }
                     Some(cv) => {
