@@ -1,18 +1,21 @@
-//! The receiving side's checkpoints and acknowledgements, off the thread that takes chunks: the
-//! receiver hands each frame (and, every checkpoint interval, the file to sync and the offset
-//! to record) to one checkpointer thread, in order. The checkpointer takes whatever has queued
-//! up as one batch: it syncs each file whose checkpoint it will record, replaces the checkpoints
-//! of every transfer in the batch (and removes those of files that ended) in one unit of work,
-//! commits it, and only then sends the frames' acknowledgements and hands ended files to the
-//! finishers. A transfer with several checkpoints in one batch has only its last one synced and
-//! recorded (each replaces the one before), and one whose file ended in the batch records none.
+//! The receiving side's writes, checkpoints and acknowledgements, off the thread that takes
+//! chunks: the receiver hands each chunk and each frame (and, every checkpoint interval, the
+//! file to sync and the offset to record) over, in order. A writer thread writes the chunks
+//! in order (and feeds them to their file's checksum) and hands everything else on to the
+//! checkpointer thread once the chunks before it are written, so that syncs and commits do not
+//! hold up the writes. The checkpointer takes whatever has queued up as one batch: it syncs
+//! each file whose checkpoint it will record, replaces the checkpoints of every transfer in the
+//! batch (and removes those of files that ended) in one unit of work, commits it, and only then
+//! sends the frames' acknowledgements and hands ended files to the finishers. A transfer with
+//! several checkpoints in one batch has only its last one synced and recorded (each replaces
+//! the one before), and one whose file ended in the batch records none.
 //!
 //! So an acknowledgement never runs ahead of the checkpoint before it: the sender's window
 //! (what it may have in flight beyond the acknowledged data) still bounds what a resume sends
 //! again, and the disk and the log see one sync each per batch instead of one per frame.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::Arc;
 
@@ -23,7 +26,7 @@ use ferrymq_types::limits::{FTE_CHECKPOINT_BATCH_MAX, FTE_RECEIVING_TRANSFERS_MA
 use ferrymq_types::options::{open, PutOptions};
 use ferrymq_types::{MessageDescriptor, MsgId, Persistence, Properties, PropertyValue};
 
-use crate::receiver::Finish;
+use crate::receiver::{Finish, Sink};
 use crate::state::Checkpoint;
 use crate::{prop, Result};
 
@@ -37,6 +40,12 @@ pub(crate) struct ReplyTo {
 
 /// The work the receiver hands over, done in the order given.
 pub(crate) enum Job {
+    /// A chunk, written at `offset` and fed to the file's checksum (chunks come in order).
+    Write {
+        sink: Arc<Sink>,
+        offset: u64,
+        body: Bytes,
+    },
     /// A frame (or a file's end): acknowledge `acked` chunks after recording `checkpoint`, if
     /// any (the file is synced first).
     Frame {
@@ -45,7 +54,7 @@ pub(crate) enum Job {
         index: i64,
         acked: u64,
         offset: Option<u64>,
-        checkpoint: Option<(Arc<File>, Checkpoint)>,
+        checkpoint: Option<(Arc<Sink>, Checkpoint)>,
     },
     /// A file's data all arrived: its transfer's checkpoint goes (`surely` when one may be on
     /// the queue from before this process), then the file is finished.
@@ -69,11 +78,45 @@ pub(crate) fn start(
     let state =
         crate::receiver::mq(cc.open(state_q, open::INPUT_SHARED | open::OUTPUT | open::BROWSE))?;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Job>(FTE_CHECKPOINT_BATCH_MAX);
+    let (ck_tx, ck_rx) = std::sync::mpsc::sync_channel::<Job>(FTE_CHECKPOINT_BATCH_MAX);
     std::thread::Builder::new()
         .name("fte-checkpointer".into())
-        .spawn(move || run(cc, state, rx, finishers))
+        .spawn(move || run(cc, state, ck_rx, finishers))
+        .map_err(|e| crate::FteError(format!("thread: {e}")))?;
+    std::thread::Builder::new()
+        .name("fte-writer".into())
+        .spawn(move || write(rx, ck_tx))
         .map_err(|e| crate::FteError(format!("thread: {e}")))?;
     Ok(tx)
+}
+
+/// The writer: writes the chunks in order (and feeds them to their file's checksum) and hands
+/// every other job on to the checkpointer once the chunks before it are written, so that its
+/// syncs and commits do not hold up the writes.
+fn write(rx: Receiver<Job>, ck: SyncSender<Job>) {
+    while let Ok(j) = rx.recv() {
+        match j {
+            Job::Write { sink, offset, body } => {
+                let mut w = sink.written.lock().unwrap_or_else(|e| e.into_inner());
+                if w.error.is_some() {
+                    continue;
+                }
+                match sink.file.write_all_at(&body, offset) {
+                    Ok(()) => {
+                        if let Some(h) = w.hasher.as_mut() {
+                            h.update(&body);
+                        }
+                    }
+                    Err(e) => w.error = Some(e.to_string()),
+                }
+            }
+            other => {
+                if ck.send(other).is_err() {
+                    return;
+                }
+            }
+        }
+    }
 }
 
 /// Waits until every job handed over before is done.
@@ -108,7 +151,7 @@ fn superseded(batch: &[Job], at: usize, tid: MsgId) -> bool {
             tid: t, checkpoint, ..
         } => *t == tid && checkpoint.is_some(),
         Job::Ended { tid: t, .. } => *t == tid,
-        Job::Flush(_) => false,
+        Job::Write { .. } | Job::Flush(_) => false,
     })
 }
 
@@ -121,16 +164,25 @@ fn do_batch(
     finishers: &SyncSender<Finish>,
 ) {
     // 1. The files of the checkpoints to record are synced first: a checkpoint never names
-    //    data that is not on the disk.
+    //    data that is not on the disk (nor a file whose write failed).
     let mut writes: Vec<(MsgId, Option<Checkpoint>)> = Vec::new();
     for (i, j) in batch.iter().enumerate() {
         match j {
             Job::Frame {
                 tid,
-                checkpoint: Some((file, k)),
+                checkpoint: Some((sink, k)),
                 ..
             } if !superseded(&batch, i, *tid) => {
-                if let Err(e) = file.sync_data() {
+                let failed = sink
+                    .written
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .error
+                    .is_some();
+                if failed {
+                    continue;
+                }
+                if let Err(e) = sink.file.sync_data() {
                     eprintln!("fte: a checkpoint's file could not be synced: {e}");
                     continue;
                 }
@@ -199,6 +251,7 @@ fn do_batch(
             Job::Flush(done) => {
                 let _ = done.send(());
             }
+            Job::Write { .. } => {}
         }
     }
     for (tid, reply, index, acked, offset) in acks {
@@ -270,7 +323,13 @@ mod tests {
     use super::*;
 
     fn frame(tid: u8, k: Option<u64>) -> Job {
-        let f = Arc::new(tempfile::tempfile().expect("temp file"));
+        let f = Arc::new(Sink {
+            file: tempfile::tempfile().expect("temp file"),
+            written: std::sync::Mutex::new(crate::receiver::Written {
+                hasher: None,
+                error: None,
+            }),
+        });
         Job::Frame {
             tid: [tid; 24],
             reply: ReplyTo {

@@ -1,8 +1,9 @@
-//! The receiving side: reads the agent's data queue, writes each file to a `.part` beside its
-//! destination by offset, acknowledges every frame of chunks, and every checkpoint interval
-//! syncs the `.part` and records the progress as one persistent message per transfer on the
-//! agent's state queue (the previous one is removed in the same unit of work). At the end it
-//! checks the checksum, syncs the file, renames it into place and syncs the directory (on one
+//! The receiving side: reads the agent's data queue and has each file written to a `.part`
+//! beside its destination by offset, every frame of chunks acknowledged, and every checkpoint
+//! interval the `.part` synced and the progress recorded as one persistent message per transfer
+//! on the agent's state queue (the previous one is removed in the same unit of work) — all three
+//! by the checkpointer thread, in order. At the end it checks the checksum (computed as the
+//! chunks were written), syncs the file, renames it into place and syncs the directory (on one
 //! of a few finisher threads, so that one file's syncs do not stall the others' chunks). It takes
 //! chunks only in order and of the sender's current epoch; to a resume it answers the offset to
 //! go on from (its own if it kept running, else its checkpoint) or, if the source's identity
@@ -29,13 +30,25 @@ use crate::sender::safe_relative;
 use crate::state::Checkpoint;
 use crate::{prop, queues, Result};
 
+/// A `.part` being written: the checkpointer writes its chunks, in order, and feeds them to
+/// its checksum.
+pub(crate) struct Sink {
+    pub(crate) file: File,
+    pub(crate) written: Mutex<Written>,
+}
+
+pub(crate) struct Written {
+    /// The checksum of the data written so far (taken when the file is finished).
+    pub(crate) hasher: Option<Hasher>,
+    /// The first write that failed: the file fails when it ends, and is not checkpointed.
+    pub(crate) error: Option<String>,
+}
+
 pub(crate) struct Incoming {
     final_path: PathBuf,
     part: PathBuf,
-    file: Arc<File>,
+    file: Arc<Sink>,
     method: Method,
-    /// The checksum of the data before `next`, fed from each chunk as it is written.
-    hasher: Hasher,
     /// The offset the next chunk must have: everything before it was written.
     next: u64,
     /// The source's size and modification time as the sender saw them at the start.
@@ -247,14 +260,17 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                         // is taken until the sender resumes.
                         continue;
                     }
-                    if let Err(e) = inc.file.write_all_at(&m.body, off) {
-                        let why = format!("{}: {e}", inc.part.display());
-                        drop_file(&c, &state, &ck, tid, t, index);
-                        answer(&c, tid, t, "result", index, false, &why, &[]);
-                    } else {
-                        inc.hasher.update(&m.body);
-                        inc.next += m.body.len() as u64;
-                        next = inc.next;
+                    // Written (and fed to the checksum) by the checkpointer, in order, while
+                    // this thread takes the next chunk.
+                    let job = Job::Write {
+                        sink: inc.file.clone(),
+                        offset: off,
+                        body: m.body.clone(),
+                    };
+                    inc.next += m.body.len() as u64;
+                    next = inc.next;
+                    if ck.send(job).is_err() {
+                        return crate::err("the checkpointer ended");
                     }
                 }
                 t.chunks += 1;
@@ -450,9 +466,14 @@ fn start_file(m: &Message, at: Option<u64>) -> std::result::Result<Incoming, Str
     Ok(Incoming {
         final_path,
         part,
-        file: Arc::new(file),
+        file: Arc::new(Sink {
+            file,
+            written: Mutex::new(Written {
+                hasher: Some(hasher),
+                error: None,
+            }),
+        }),
         method,
-        hasher,
         next,
         ident: (int_prop(m, prop::SIZE), int_prop(m, prop::MTIME)),
     })
@@ -566,11 +587,19 @@ fn start_finishers(
 }
 
 fn finish(inc: Incoming, digest: &str, dirs: &DirSyncs) -> (bool, String) {
-    if let Err(e) = inc.file.sync_all() {
+    if let Err(e) = inc.file.file.sync_all() {
         return (false, format!("{}: {e}", inc.part.display()));
     }
+    let (hasher, error) = {
+        let mut w = inc.file.written.lock().unwrap_or_else(|e| e.into_inner());
+        (w.hasher.take(), w.error.take())
+    };
     drop(inc.file);
-    let got = inc.hasher.hex();
+    if let Some(e) = error {
+        let _ = std::fs::remove_file(&inc.part);
+        return (false, format!("{}: {e}", inc.part.display()));
+    }
+    let got = hasher.map(Hasher::hex).unwrap_or_default();
     if got != digest {
         let _ = std::fs::remove_file(&inc.part);
         return (
