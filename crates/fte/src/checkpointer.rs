@@ -119,6 +119,18 @@ fn write(rx: Receiver<Job>, ck: SyncSender<Job>) {
     }
 }
 
+/// Removes the transfer's checkpoint after every job handed over before, and waits for it.
+pub(crate) fn remove(tx: &SyncSender<Job>, tid: MsgId) {
+    let job = Job::Ended {
+        tid,
+        surely: true,
+        finish: None,
+    };
+    if tx.send(job).is_ok() {
+        flush(tx);
+    }
+}
+
 /// Waits until every job handed over before is done.
 pub(crate) fn flush(tx: &SyncSender<Job>) {
     let (done_tx, done_rx) = std::sync::mpsc::sync_channel(1);

@@ -188,7 +188,7 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                 let (offset, received) = match t.files.get(&index) {
                     Some(inc) if inc.ident == ident => (inc.next, inc.next),
                     Some(_) => {
-                        drop_file(&c, &state, &ck, tid, t, index);
+                        drop_file(&ck, tid, t, index);
                         answer(&c, tid, t, "result", index, false, SOURCE_CHANGED, &[]);
                         continue;
                     }
@@ -200,7 +200,7 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                                 let _ = start_file(&m, Some(0)).map(|inc| {
                                     let _ = std::fs::remove_file(&inc.part);
                                 });
-                                let _ = crate::state::remove(&c, &state, tid);
+                                checkpointer::remove(&ck, tid);
                                 t.refused.push(index);
                                 answer(&c, tid, t, "result", index, false, SOURCE_CHANGED, &[]);
                                 continue;
@@ -362,15 +362,14 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
             "cancel" => {
                 match transfers.get_mut(&tid) {
                     Some(t) if t.files.contains_key(&index) => {
-                        drop_file(&c, &state, &ck, tid, t, index);
+                        drop_file(&ck, tid, t, index);
                     }
                     _ => {
                         // Not under way here (this agent restarted): its `.part` still goes.
                         if let Ok((_, part)) = part_path(&m) {
                             let _ = std::fs::remove_file(part);
                         }
-                        checkpointer::flush(&ck);
-                        let _ = mq(crate::state::remove(&c, &state, tid));
+                        checkpointer::remove(&ck, tid);
                     }
                 }
             }
@@ -397,20 +396,12 @@ fn reply_to(t: &Transfer) -> ReplyTo {
 
 /// Forgets a file under way: its `.part` and the transfer's checkpoint go (after whatever the
 /// checkpointer still had to record).
-fn drop_file(
-    c: &Connection,
-    state: &ObjectHandle,
-    ck: &SyncSender<Job>,
-    tid: MsgId,
-    t: &mut Transfer,
-    index: i64,
-) {
+fn drop_file(ck: &SyncSender<Job>, tid: MsgId, t: &mut Transfer, index: i64) {
     if let Some(inc) = t.files.remove(&index) {
         let _ = std::fs::remove_file(&inc.part);
     }
     t.refused.push(index);
-    checkpointer::flush(ck);
-    let _ = crate::state::remove(c, state, tid);
+    checkpointer::remove(ck, tid);
 }
 
 /// The destination file a start (or cancel) message names, and its `.part`.
