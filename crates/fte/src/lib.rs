@@ -8,6 +8,7 @@
 //! resource monitors and the logic of the fte* commands. The `ferrymq` binary only reads their command lines.
 
 pub mod agent;
+mod checkpointer;
 pub mod checksum;
 pub mod commands;
 pub mod monitor;

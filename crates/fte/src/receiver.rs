@@ -1,8 +1,9 @@
-//! The receiving side: reads the agent's data queue, writes each file to a `.part` beside its
-//! destination by offset, acknowledges every frame of chunks, and every checkpoint interval
-//! syncs the `.part` and records the progress as one persistent message per transfer on the
-//! agent's state queue (the previous one is removed in the same unit of work). At the end it
-//! checks the checksum, syncs the file, renames it into place and syncs the directory (on one
+//! The receiving side: reads the agent's data queue and has each file written to a `.part`
+//! beside its destination by offset, every frame of chunks acknowledged, and every checkpoint
+//! interval the `.part` synced and the progress recorded as one persistent message per transfer
+//! on the agent's state queue (the previous one is removed in the same unit of work) — all three
+//! by the checkpointer thread, in order. At the end it checks the checksum (computed as the
+//! chunks were written), syncs the file, renames it into place and syncs the directory (on one
 //! of a few finisher threads, so that one file's syncs do not stall the others' chunks). It takes
 //! chunks only in order and of the sender's current epoch; to a resume it answers the offset to
 //! go on from (its own if it kept running, else its checkpoint) or, if the source's identity
@@ -12,6 +13,8 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Condvar, Mutex};
 
 use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
@@ -20,16 +23,31 @@ use ferrymq_types::limits::{FTE_CHUNK_SIZE_MAX_BYTES, FTE_FINISHERS, FTE_RECEIVI
 use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
 use ferrymq_types::{MessageDescriptor, MsgId, Persistence, Properties, PropertyValue, Reason};
 
-use crate::checksum::{self, Method};
+use crate::checkpointer::{self, Job, ReplyTo};
+use crate::checksum::{Hasher, Method};
 use crate::props::AgentProps;
 use crate::sender::safe_relative;
 use crate::state::Checkpoint;
 use crate::{prop, queues, Result};
 
-struct Incoming {
+/// A `.part` being written: the checkpointer writes its chunks, in order, and feeds them to
+/// its checksum.
+pub(crate) struct Sink {
+    pub(crate) file: File,
+    pub(crate) written: Mutex<Written>,
+}
+
+pub(crate) struct Written {
+    /// The checksum of the data written so far (taken when the file is finished).
+    pub(crate) hasher: Option<Hasher>,
+    /// The first write that failed: the file fails when it ends, and is not checkpointed.
+    pub(crate) error: Option<String>,
+}
+
+pub(crate) struct Incoming {
     final_path: PathBuf,
     part: PathBuf,
-    file: File,
+    file: Arc<Sink>,
     method: Method,
     /// The offset the next chunk must have: everything before it was written.
     next: u64,
@@ -52,9 +70,9 @@ struct Transfer {
     /// The sender's reply queue, opened at the first answer and kept until the transfer is
     /// forgotten (an answer per frame would otherwise cost an open and a close each).
     reply: Option<ObjectHandle>,
-    /// Whether the state queue may hold a checkpoint of this transfer (one was written, or the
-    /// transfer resumed, perhaps after this agent restarted): only then does the end of a file
-    /// look for one to remove.
+    /// Whether the state queue may hold a checkpoint of this transfer that this process did not
+    /// record (the transfer resumed, perhaps after this agent restarted): the end of the next
+    /// file then removes it even if the checkpointer recorded none.
     checkpointed: bool,
 }
 
@@ -72,7 +90,7 @@ fn int_prop(m: &Message, n: &str) -> i64 {
     }
 }
 
-fn mq<T>(r: std::result::Result<T, ferrymq_types::MqError>) -> Result<T> {
+pub(crate) fn mq<T>(r: std::result::Result<T, ferrymq_types::MqError>) -> Result<T> {
     match r {
         Ok(v) => Ok(v),
         Err(e) if crate::sender::lost(&e) => crate::agent::reconnect(),
@@ -93,6 +111,7 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
     let mut transfers: HashMap<MsgId, Transfer> = HashMap::new();
     let finishing: Finishing = Default::default();
     let finishers = start_finishers(&c, p, &finishing)?;
+    let ck = checkpointer::start(&c, &queues::state(&p.agent_name), finishers)?;
     let g = GetOptions {
         wait: Wait::Ms(500),
         max_len: (FTE_CHUNK_SIZE_MAX_BYTES + 64 * 1024) as u32,
@@ -169,18 +188,19 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                 let (offset, received) = match t.files.get(&index) {
                     Some(inc) if inc.ident == ident => (inc.next, inc.next),
                     Some(_) => {
-                        drop_file(&c, &state, tid, t, index);
+                        drop_file(&ck, tid, t, index);
                         answer(&c, tid, t, "result", index, false, SOURCE_CHANGED, &[]);
                         continue;
                     }
                     None => {
-                        let ck = Checkpoint::read(&c, &state, tid).filter(|k| k.index == index);
-                        match ck {
+                        checkpointer::flush(&ck);
+                        let k = Checkpoint::read(&c, &state, tid).filter(|k| k.index == index);
+                        match k {
                             Some(k) if k.ident != ident => {
                                 let _ = start_file(&m, Some(0)).map(|inc| {
                                     let _ = std::fs::remove_file(&inc.part);
                                 });
-                                let _ = crate::state::remove(&c, &state, tid);
+                                checkpointer::remove(&ck, tid);
                                 t.refused.push(index);
                                 answer(&c, tid, t, "result", index, false, SOURCE_CHANGED, &[]);
                                 continue;
@@ -240,43 +260,45 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                         // is taken until the sender resumes.
                         continue;
                     }
-                    if let Err(e) = inc.file.write_all_at(&m.body, off) {
-                        let why = format!("{}: {e}", inc.part.display());
-                        drop_file(&c, &state, tid, t, index);
-                        answer(&c, tid, t, "result", index, false, &why, &[]);
-                    } else {
-                        inc.next += m.body.len() as u64;
-                        next = inc.next;
+                    // Written (and fed to the checksum) by the checkpointer, in order, while
+                    // this thread takes the next chunk.
+                    let job = Job::Write {
+                        sink: inc.file.clone(),
+                        offset: off,
+                        body: m.body.clone(),
+                    };
+                    inc.next += m.body.len() as u64;
+                    next = inc.next;
+                    if ck.send(job).is_err() {
+                        return crate::err("the checkpointer ended");
                     }
                 }
                 t.chunks += 1;
-                if t.chunks % (t.frame * t.checkpoint) == 0 {
-                    if let Some(inc) = t.files.get(&index) {
-                        let _ = inc.file.sync_data();
-                        let k = Checkpoint {
-                            index,
-                            offset: inc.next,
-                            ident: inc.ident,
-                        };
-                        t.checkpointed = true;
-                        if let Err(e) = k.write(&c, &state, tid) {
-                            mq::<()>(Err(e.clone()))?;
-                            eprintln!("fte: a checkpoint could not be recorded: {e}");
-                        }
-                    }
-                }
                 if t.chunks % t.frame == 0 {
-                    let n = t.chunks.to_string();
-                    answer(
-                        &c,
+                    // Every checkpoint interval the file is synced and its offset recorded,
+                    // and the frame acknowledged after that, by the checkpointer.
+                    let checkpoint = (t.chunks % (t.frame * t.checkpoint) == 0)
+                        .then(|| t.files.get(&index))
+                        .flatten()
+                        .map(|inc| {
+                            let k = Checkpoint {
+                                index,
+                                offset: inc.next,
+                                ident: inc.ident,
+                            };
+                            (inc.file.clone(), k)
+                        });
+                    let job = Job::Frame {
                         tid,
-                        t,
-                        "ack",
+                        reply: reply_to(t),
                         index,
-                        true,
-                        &n,
-                        &[(prop::OFFSET, next as i64)],
-                    );
+                        acked: t.chunks,
+                        offset: Some(next),
+                        checkpoint,
+                    };
+                    if ck.send(job).is_err() {
+                        return crate::err("the checkpointer ended");
+                    }
                 }
             }
             "end" => {
@@ -291,32 +313,43 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                     // Chunks were lost: wait for the sender's resume.
                     continue;
                 }
-                let n = t.chunks.to_string();
-                answer(&c, tid, t, "ack", index, true, &n, &[]);
+                let job = Job::Frame {
+                    tid,
+                    reply: reply_to(t),
+                    index,
+                    acked: t.chunks,
+                    offset: None,
+                    checkpoint: None,
+                };
+                if ck.send(job).is_err() {
+                    return crate::err("the checkpointer ended");
+                }
                 if let Some(inc) = t.files.remove(&index) {
                     let digest = str_prop(&m, prop::DIGEST).to_string();
-                    // The checkpoint goes first: a crash before the file is in place resumes
-                    // it from the start, never from an offset of a file already renamed.
-                    if std::mem::take(&mut t.checkpointed) {
-                        let _ = mq(crate::state::remove(&c, &state, tid));
-                    }
-                    // Syncing, checking and renaming wait for the disk: finishers do it, so
-                    // that one file's syncs do not hold up every other transfer's chunks.
                     finishing
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .insert((tid, index), None);
-                    let job = Finish {
-                        inc,
-                        digest,
+                    // The checkpoint goes first (the checkpointer removes it, then hands the
+                    // file on): a crash before the file is in place resumes it from the start,
+                    // never from an offset of a file already renamed. Syncing, checking and
+                    // renaming wait for the disk: finishers do it, so that one file's syncs
+                    // do not hold up every other transfer's chunks.
+                    let job = Job::Ended {
                         tid,
-                        index,
-                        epoch: t.epoch,
-                        reply_q: t.reply_q.clone(),
-                        reply_qm: t.reply_qm.clone(),
+                        surely: std::mem::take(&mut t.checkpointed),
+                        finish: Some(Finish {
+                            inc,
+                            digest,
+                            tid,
+                            index,
+                            epoch: t.epoch,
+                            reply_q: t.reply_q.clone(),
+                            reply_qm: t.reply_qm.clone(),
+                        }),
                     };
-                    if finishers.send(job).is_err() {
-                        return crate::err("the file finishers ended");
+                    if ck.send(job).is_err() {
+                        return crate::err("the checkpointer ended");
                     }
                 }
             }
@@ -329,14 +362,14 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
             "cancel" => {
                 match transfers.get_mut(&tid) {
                     Some(t) if t.files.contains_key(&index) => {
-                        drop_file(&c, &state, tid, t, index);
+                        drop_file(&ck, tid, t, index);
                     }
                     _ => {
                         // Not under way here (this agent restarted): its `.part` still goes.
                         if let Ok((_, part)) = part_path(&m) {
                             let _ = std::fs::remove_file(part);
                         }
-                        let _ = mq(crate::state::remove(&c, &state, tid));
+                        checkpointer::remove(&ck, tid);
                     }
                 }
             }
@@ -352,13 +385,23 @@ fn forget(c: &Connection, t: Option<Transfer>) {
     }
 }
 
-/// Forgets a file under way: its `.part` and the transfer's checkpoint go.
-fn drop_file(c: &Connection, state: &ObjectHandle, tid: MsgId, t: &mut Transfer, index: i64) {
+/// Where the transfer's answers go.
+fn reply_to(t: &Transfer) -> ReplyTo {
+    ReplyTo {
+        q: t.reply_q.clone(),
+        qm: t.reply_qm.clone(),
+        epoch: t.epoch,
+    }
+}
+
+/// Forgets a file under way: its `.part` and the transfer's checkpoint go (after whatever the
+/// checkpointer still had to record).
+fn drop_file(ck: &SyncSender<Job>, tid: MsgId, t: &mut Transfer, index: i64) {
     if let Some(inc) = t.files.remove(&index) {
         let _ = std::fs::remove_file(&inc.part);
     }
     t.refused.push(index);
-    let _ = crate::state::remove(c, state, tid);
+    checkpointer::remove(ck, tid);
 }
 
 /// The destination file a start (or cancel) message names, and its `.part`.
@@ -408,10 +451,19 @@ fn start_file(m: &Message, at: Option<u64>) -> std::result::Result<Incoming, Str
             .map_err(|e| format!("{}: {e}", part.display()))?;
     }
     let method = Method::parse(str_prop(m, prop::METHOD)).unwrap_or_default();
+    // Resumed: the checksum takes in what the `.part` already holds.
+    let mut hasher = Hasher::new(method);
+    hash_prefix(&file, next, &mut hasher).map_err(|e| format!("{}: {e}", part.display()))?;
     Ok(Incoming {
         final_path,
         part,
-        file,
+        file: Arc::new(Sink {
+            file,
+            written: Mutex::new(Written {
+                hasher: Some(hasher),
+                error: None,
+            }),
+        }),
         method,
         next,
         ident: (int_prop(m, prop::SIZE), int_prop(m, prop::MTIME)),
@@ -444,8 +496,27 @@ fn forget_finished(f: &Finishing, tid: MsgId) {
         .retain(|(t, _), _| *t != tid);
 }
 
+/// Feeds the first `len` bytes of `file` to `h`.
+fn hash_prefix(file: &File, len: u64, h: &mut Hasher) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut at = 0u64;
+    while at < len {
+        let want = (len - at).min(buf.len() as u64) as usize;
+        let n = file.read_at(&mut buf[..want], at)?;
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "shorter than its checkpoint",
+            ));
+        }
+        h.update(&buf[..n]);
+        at += n as u64;
+    }
+    Ok(())
+}
+
 /// A file whose data all arrived, to be synced, checked, renamed and answered.
-struct Finish {
+pub(crate) struct Finish {
     inc: Incoming,
     digest: String,
     tid: MsgId,
@@ -464,7 +535,9 @@ fn start_finishers(
 ) -> Result<std::sync::mpsc::SyncSender<Finish>> {
     let (tx, rx) = std::sync::mpsc::sync_channel::<Finish>(FTE_FINISHERS);
     let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+    let dirs: Arc<DirSyncs> = Default::default();
     for _ in 0..FTE_FINISHERS {
+        let dirs = dirs.clone();
         let fc = mq(c.share())?;
         let rx = rx.clone();
         let agent = p.agent_name.clone();
@@ -476,7 +549,7 @@ fn start_finishers(
                     Ok(j) => j,
                     Err(_) => return,
                 };
-                let (ok, why) = finish(job.inc, &job.digest);
+                let (ok, why) = finish(job.inc, &job.digest, &dirs);
                 let mut t = Transfer {
                     reply_q: job.reply_q,
                     reply_qm: job.reply_qm,
@@ -504,15 +577,20 @@ fn start_finishers(
     Ok(tx)
 }
 
-fn finish(inc: Incoming, digest: &str) -> (bool, String) {
-    if let Err(e) = inc.file.sync_all() {
+fn finish(inc: Incoming, digest: &str, dirs: &DirSyncs) -> (bool, String) {
+    if let Err(e) = inc.file.file.sync_all() {
         return (false, format!("{}: {e}", inc.part.display()));
     }
-    drop(inc.file);
-    let got = match checksum::of_file(&inc.part, inc.method) {
-        Ok(d) => d,
-        Err(e) => return (false, format!("{}: {e}", inc.part.display())),
+    let (hasher, error) = {
+        let mut w = inc.file.written.lock().unwrap_or_else(|e| e.into_inner());
+        (w.hasher.take(), w.error.take())
     };
+    drop(inc.file);
+    if let Some(e) = error {
+        let _ = std::fs::remove_file(&inc.part);
+        return (false, format!("{}: {e}", inc.part.display()));
+    }
+    let got = hasher.map(Hasher::hex).unwrap_or_default();
     if got != digest {
         let _ = std::fs::remove_file(&inc.part);
         return (
@@ -527,11 +605,65 @@ fn finish(inc: Incoming, digest: &str) -> (bool, String) {
         return (false, format!("{}: {e}", inc.final_path.display()));
     }
     if let Some(parent) = inc.final_path.parent() {
-        if let Ok(d) = File::open(parent) {
-            let _ = d.sync_all();
-        }
+        dirs.sync(parent);
     }
     (true, format!("{} written", inc.final_path.display()))
+}
+
+/// Syncs of destination directories shared by the finishers: a sync that starts after a
+/// rename makes it durable, so a finisher whose directory is being synced waits for that sync
+/// to end and then for one more (started by whoever comes first), which covers every rename
+/// made meanwhile: files finished together share one directory sync.
+#[derive(Default)]
+struct DirSyncs {
+    dirs: Mutex<HashMap<PathBuf, DirSync>>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct DirSync {
+    /// Syncs started and ended, numbered from 1.
+    started: u64,
+    ended: u64,
+    running: bool,
+    waiters: usize,
+}
+
+impl DirSyncs {
+    fn sync(&self, dir: &Path) {
+        let mut m = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        let e = m.entry(dir.to_path_buf()).or_default();
+        e.waiters += 1;
+        // The first sync to start from now on covers this file's rename.
+        let need = e.started + 1;
+        loop {
+            let Some(e) = m.get_mut(dir) else { return };
+            if e.ended >= need {
+                e.waiters -= 1;
+                if e.waiters == 0 && !e.running {
+                    m.remove(dir);
+                }
+                return;
+            }
+            if e.running {
+                m = self.changed.wait(m).unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            e.running = true;
+            e.started += 1;
+            let n = e.started;
+            drop(m);
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+            m = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(e) = m.get_mut(dir) {
+                e.ended = n;
+                e.running = false;
+            }
+            self.changed.notify_all();
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -586,5 +718,47 @@ fn answer(
             let _ = c.close(&h, 0);
         }
         eprintln!("fte: an answer to {} could not be put: {e}", t.reply_q);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finishers_syncing_one_directory_at_once_all_return_and_leave_nothing_behind() {
+        let d = tempfile::tempdir().expect("temp dir");
+        let dirs: Arc<DirSyncs> = Default::default();
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let (dirs, dir) = (dirs.clone(), d.path().to_path_buf());
+                std::thread::spawn(move || {
+                    for j in 0..20 {
+                        let f = dir.join(format!("f{i}-{j}"));
+                        std::fs::write(&f, b"x").expect("write");
+                        dirs.sync(&dir);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("a finisher panicked");
+        }
+        assert!(dirs.dirs.lock().expect("lock").is_empty());
+    }
+
+    #[test]
+    fn a_resumed_part_file_feeds_its_checkpointed_prefix_to_the_checksum() {
+        let d = tempfile::tempdir().expect("temp dir");
+        let p = d.path().join("a.part");
+        std::fs::write(&p, vec![7u8; 3_000_000]).expect("write");
+        let f = File::open(&p).expect("open");
+        let mut h = Hasher::new(Method::Sha256);
+        hash_prefix(&f, 2_500_000, &mut h).expect("hash");
+        let mut want = Hasher::new(Method::Sha256);
+        want.update(&vec![7u8; 2_500_000]);
+        assert_eq!(h.hex(), want.hex());
+        let mut h = Hasher::new(Method::Sha256);
+        assert!(hash_prefix(&f, 4_000_000, &mut h).is_err());
     }
 }

@@ -566,25 +566,34 @@ impl Link<'_> {
             // The bytes the receiver already holds (`offset` of the stream sent, converted in
             // text mode) count in the checksum: read and converted again here, not sent again.
             let mut skip = offset;
-            let mut converted = Vec::new();
             loop {
-                let n = read_full(&mut file, &mut buf)
-                    .map_err(|e| FteError(format!("{}: {e}", f.src.display())))?;
-                let block: &[u8] = match conv.as_mut() {
+                let rd = |e: std::io::Error| FteError(format!("{}: {e}", f.src.display()));
+                // A binary chunk is read into the buffer that goes out as the message body
+                // (no copy on the way); text is converted into a new one.
+                let (block, n) = match conv.as_mut() {
+                    None => {
+                        // Read whole (read_to_end would read it in growing small pieces).
+                        let mut v = vec![0u8; p.agent_chunk_size];
+                        let n = read_full(&mut file, &mut v).map_err(rd)?;
+                        v.truncate(n);
+                        (Bytes::from(v), n)
+                    }
                     Some(cv) => {
-                        converted.clear();
+                        let n = read_full(&mut file, &mut buf).map_err(rd)?;
+                        let mut converted = Vec::with_capacity(n + n / 8);
                         cv.push(&buf[..n], &mut converted);
                         if n == 0 {
                             cv.finish(&mut converted);
                         }
-                        &converted
+                        (Bytes::from(converted), n)
                     }
-                    None => &buf[..n],
                 };
-                h.update(block);
+                h.update(&block);
                 let k = (skip as usize).min(block.len());
                 skip -= k as u64;
-                for piece in block[k..].chunks(p.agent_chunk_size) {
+                let mut rest = block.slice(k..);
+                while !rest.is_empty() {
+                    let piece = rest.split_to(rest.len().min(p.agent_chunk_size));
                     while self.sent - self.acked >= window {
                         self.pump()?;
                     }
@@ -596,13 +605,17 @@ impl Link<'_> {
                     props.set(prop::KIND, s("chunk"));
                     props.set(prop::INDEX, PropertyValue::Int(i as i64));
                     props.set(prop::OFFSET, PropertyValue::Int(offset as i64));
-                    let mut body = piece.to_vec();
-                    if corrupt && !body.is_empty() {
-                        body[0] ^= 0xff;
-                    }
-                    self.put(props, Bytes::from(body))?;
+                    let len = piece.len() as u64;
+                    let body = if corrupt {
+                        let mut b = piece.to_vec();
+                        b[0] ^= 0xff;
+                        Bytes::from(b)
+                    } else {
+                        piece
+                    };
+                    self.put(props, body)?;
                     self.sent += 1;
-                    offset += piece.len() as u64;
+                    offset += len;
                     self.put_high[i] = self.put_high[i].max(offset);
                 }
                 if n == 0 {

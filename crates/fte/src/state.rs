@@ -94,7 +94,8 @@ fn replace(
     r
 }
 
-fn remove_in_uow(c: &Connection, q: &ObjectHandle, key: MsgId) -> Result<(), MqError> {
+/// Removes the records correlated `key` in the caller's unit of work.
+pub(crate) fn remove_in_uow(c: &Connection, q: &ObjectHandle, key: MsgId) -> Result<(), MqError> {
     let g = GetOptions {
         syncpoint: Syncpoint::Yes,
         match_correl_id: Some(key),
@@ -208,14 +209,38 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
-    pub fn write(&self, c: &Connection, q: &ObjectHandle, tid: MsgId) -> Result<(), MqError> {
+    fn props(&self) -> Properties {
         let mut p = Properties::default();
         p.set(prop::KIND, PropertyValue::String("checkpoint".into()));
         p.set(prop::INDEX, PropertyValue::Int(self.index));
         p.set(prop::OFFSET, PropertyValue::Int(self.offset as i64));
         p.set(prop::SIZE, PropertyValue::Int(self.ident.0));
         p.set(prop::MTIME, PropertyValue::Int(self.ident.1));
-        replace(c, q, tid, &p, Bytes::new())
+        p
+    }
+
+    pub fn write(&self, c: &Connection, q: &ObjectHandle, tid: MsgId) -> Result<(), MqError> {
+        replace(c, q, tid, &self.props(), Bytes::new())
+    }
+
+    /// Replaces the transfer's checkpoint in the caller's unit of work (the caller commits).
+    pub(crate) fn replace_in_uow(
+        &self,
+        c: &Connection,
+        q: &ObjectHandle,
+        tid: MsgId,
+    ) -> Result<(), MqError> {
+        remove_in_uow(c, q, tid)?;
+        let md = MessageDescriptor {
+            correl_id: tid,
+            persistence: Persistence::Persistent,
+            ..Default::default()
+        };
+        let po = PutOptions {
+            syncpoint: Syncpoint::Yes,
+            ..PutOptions::default()
+        };
+        c.put(q, &md, &self.props(), Bytes::new(), &po).map(|_| ())
     }
 
     /// The transfer's checkpoint, if one was recorded (browsed, left in place).

@@ -156,6 +156,10 @@ pub const FTE_FILES_PER_TRANSFER_MAX: usize = 10_000;
 pub const FTE_FINISHERS: usize = 4;
 /// Transfers an agent receives at once.
 pub const FTE_RECEIVING_TRANSFERS_MAX: usize = 1_000;
+/// Jobs (chunks to write, frames, ended files) queued to a receiving agent's checkpointer, and
+/// taken by it as one batch at most (one sync per file, one unit of work): at most this many
+/// chunks (of up to FTE_CHUNK_SIZE_MAX_BYTES) wait in memory to be written.
+pub const FTE_CHECKPOINT_BATCH_MAX: usize = 64;
 /// Transfer requests an agent's command queue holds (its MAXDEPTH) while they wait for one of
 /// the maxSourceTransfers places.
 pub const FTE_QUEUED_REQUESTS_MAX: u32 = 100_000;
