@@ -70,6 +70,8 @@ struct Sweep {
     scenarios: Vec<Scenario>,
     probes: Vec<report_rtt::Probe>,
     load: String,
+    /// The command that produced the report, as given.
+    command: String,
 }
 
 pub(crate) struct Qms {
@@ -375,9 +377,17 @@ pub fn main(argv: &[String]) -> Result<(), String> {
                 scenarios: Vec::new(),
                 probes: Vec::new(),
                 load: report_rtt::load_average(),
+                command: command.clone(),
             }
         } else {
-            sweep(&plan, &home, &out_dir, quick, a.baseline_bin.as_deref())?
+            sweep(
+                &plan,
+                &home,
+                &out_dir,
+                quick,
+                a.baseline_bin.as_deref(),
+                &command,
+            )?
         };
         if a.security != SecurityWhen::No {
             let log = |l: &str| eprintln!("{l}");
@@ -403,11 +413,13 @@ fn sweep(
     out_dir: &Path,
     quick: bool,
     baseline: Option<&Path>,
+    command: &str,
 ) -> Result<Sweep, String> {
     let mut sw = Sweep {
         scenarios: Vec::new(),
         probes: Vec::new(),
         load: report_rtt::load_average(),
+        command: command.to_string(),
     };
     let total = plan.qm_counts.len() * plan.sizes.len() * plan.persistence.len();
     let mut progress =
@@ -625,11 +637,18 @@ fn write_report(
     );
     let _ = writeln!(
         md,
-        "Produced by `ferrymq-bench report standalone{}` with ferrymq {} on {} CPU cores (client and queue managers share them). \
+        "Produced by `{}` with ferrymq {} on {} CPU cores (client and queue managers share them). \
          Workload (the ferrymq-bench crate's docs, as the seed reports count it): requesters put a request under syncpoint and commit, then get the reply by CorrelId; \
          10 responders per queue manager get under syncpoint, put the reply and commit. Requesters connect over TCP (SHARECNV 1). \
          CPU is percent of one core. Latency is the median round trip at that load; the 1-requester row is the single-requester latency.\n",
-        if quick { " --quick" } else { "" },
+        if sw.command.is_empty() {
+            format!(
+                "ferrymq-bench report standalone{}",
+                if quick { " --quick" } else { "" }
+            )
+        } else {
+            sw.command.clone()
+        },
         env!("CARGO_PKG_VERSION"),
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
     );
