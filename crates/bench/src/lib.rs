@@ -19,5 +19,6 @@ pub mod report_dr;
 pub mod report_ha;
 pub mod report_mft;
 pub mod report_pubsub;
+mod report_rtt;
 mod report_security;
 pub mod run_info;

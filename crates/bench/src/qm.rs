@@ -20,7 +20,17 @@ pub fn ferrymq_bin() -> Result<PathBuf, String> {
 
 /// Runs `ferrymq ARGS` with `FERRYMQ_HOME=home`; its stdout, or an error with both outputs.
 pub fn mq(home: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(ferrymq_bin()?)
+    mq_with(None, home, args)
+}
+
+/// [`mq`] with another `ferrymq` binary than the one beside this program when `bin` is given
+/// (a baseline build measured beside this one).
+pub fn mq_with(bin: Option<&Path>, home: &Path, args: &[&str]) -> Result<String, String> {
+    let bin = match bin {
+        Some(b) => b.to_path_buf(),
+        None => ferrymq_bin()?,
+    };
+    let out = Command::new(bin)
         .args(args)
         .env("FERRYMQ_HOME", home)
         .output()

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::cph::{self, Args, RunResult};
-use crate::qm::{free_port, mq};
+use crate::qm::{free_port, mq_with};
+use crate::report_rtt;
 use crate::report_security::{self, SecurityPlan, SecurityResults};
 
 struct Plan {
@@ -58,6 +59,19 @@ struct Scenario {
     persistent: bool,
     queue_managers: usize,
     runs: Vec<RunResult>,
+    /// The same steps on the baseline binary (`--baseline-bin`), run beside these.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    baseline_runs: Vec<RunResult>,
+}
+
+/// What a sweep measured: the scenarios, the round-trip probes, the machine's load before and
+/// after.
+struct Sweep {
+    scenarios: Vec<Scenario>,
+    probes: Vec<report_rtt::Probe>,
+    load: String,
+    /// The command that produced the report, as given.
+    command: String,
 }
 
 pub(crate) struct Qms {
@@ -65,6 +79,8 @@ pub(crate) struct Qms {
     pub(crate) names: Vec<String>,
     pub(crate) ports: Vec<u16>,
     pub(crate) pids: Vec<u32>,
+    /// The `ferrymq` binary they run, when not the one beside this program.
+    pub(crate) bin: Option<PathBuf>,
 }
 
 impl Qms {
@@ -101,12 +117,27 @@ impl Qms {
         extra: &[Vec<String>],
         prepare: &dyn Fn(&str) -> Result<(), String>,
     ) -> Result<Qms, String> {
+        Qms::start_bin(home, names, log_pages, extra, prepare, None)
+    }
+
+    /// [`Qms::start_prepared`] with the `ferrymq` binary `bin` (None: the one beside this
+    /// program).
+    pub(crate) fn start_bin(
+        home: &Path,
+        names: &[String],
+        log_pages: u32,
+        extra: &[Vec<String>],
+        prepare: &dyn Fn(&str) -> Result<(), String>,
+        bin: Option<PathBuf>,
+    ) -> Result<Qms, String> {
         let mut q = Qms {
             home: home.to_path_buf(),
             names: Vec::new(),
             ports: Vec::new(),
             pids: Vec::new(),
+            bin,
         };
+        let mq = |home: &Path, args: &[&str]| mq_with(q.bin.as_deref(), home, args);
         for (i, name) in names.iter().enumerate() {
             let port = free_port()?;
             let (port_s, pages) = (port.to_string(), log_pages.to_string());
@@ -161,8 +192,8 @@ impl Qms {
 impl Drop for Qms {
     fn drop(&mut self) {
         for n in &self.names {
-            let _ = mq(&self.home, &["endmqm", "-i", "-w", n]);
-            let _ = mq(&self.home, &["dltmqm", n]);
+            let _ = mq_with(self.bin.as_deref(), &self.home, &["endmqm", "-i", "-w", n]);
+            let _ = mq_with(self.bin.as_deref(), &self.home, &["dltmqm", n]);
         }
     }
 }
@@ -253,6 +284,10 @@ pub struct StandaloneArgs {
     /// Warm-up before each measured window, in seconds
     #[arg(long, value_name = "S")]
     pub warmup_s: Option<f64>,
+    /// A `ferrymq` binary to measure beside this build (e.g. one built from an older commit):
+    /// every requester step runs on both, and the round-trip goals show both values
+    #[arg(long, value_name = "PATH")]
+    pub baseline_bin: Option<PathBuf>,
 }
 
 /// Whether `report standalone` runs its security section.
@@ -337,17 +372,29 @@ pub fn main(argv: &[String]) -> Result<(), String> {
     std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
     let started = Instant::now();
     let r = (|| {
-        let scenarios = if a.security == SecurityWhen::Only {
-            Vec::new()
+        let sw = if a.security == SecurityWhen::Only {
+            Sweep {
+                scenarios: Vec::new(),
+                probes: Vec::new(),
+                load: report_rtt::load_average(),
+                command: command.clone(),
+            }
         } else {
-            sweep(&plan, &home, &out_dir, quick)?
+            sweep(
+                &plan,
+                &home,
+                &out_dir,
+                quick,
+                a.baseline_bin.as_deref(),
+                &command,
+            )?
         };
         if a.security != SecurityWhen::No {
             let log = |l: &str| eprintln!("{l}");
             let sec = report_security::run(&sec_plan, &home, &command, &log)?;
-            write_report(&out_dir, &scenarios, Some(&sec), quick)?;
+            write_report(&out_dir, &sw, Some(&sec), quick, a.baseline_bin.as_deref())?;
         }
-        Ok::<_, String>(scenarios)
+        Ok::<_, String>(sw.scenarios)
     })();
     let _ = std::fs::remove_dir_all(&home);
     let scenarios = r?;
@@ -360,14 +407,43 @@ pub fn main(argv: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn sweep(plan: &Plan, home: &Path, out_dir: &Path, quick: bool) -> Result<Vec<Scenario>, String> {
-    let mut scenarios = Vec::new();
+fn sweep(
+    plan: &Plan,
+    home: &Path,
+    out_dir: &Path,
+    quick: bool,
+    baseline: Option<&Path>,
+    command: &str,
+) -> Result<Sweep, String> {
+    let mut sw = Sweep {
+        scenarios: Vec::new(),
+        probes: Vec::new(),
+        load: report_rtt::load_average(),
+        command: command.to_string(),
+    };
     let total = plan.qm_counts.len() * plan.sizes.len() * plan.persistence.len();
     let mut progress =
         crate::progress::Progress::new("report standalone", "scenarios", Some(total as u64));
     let mut n = 0;
     for &nqm in &plan.qm_counts {
         let qms = Qms::start(home, nqm)?;
+        // The baseline's queue managers, in their own home, stay up beside this build's.
+        let base = match baseline {
+            Some(bin) => {
+                let h = home.join("baseline");
+                std::fs::create_dir_all(&h).map_err(|e| format!("{}: {e}", h.display()))?;
+                let names: Vec<String> = (0..nqm).map(|i| format!("BASE{i}")).collect();
+                Some(Qms::start_bin(
+                    &h,
+                    &names,
+                    16384,
+                    &[],
+                    &|_| Ok(()),
+                    Some(bin.to_path_buf()),
+                )?)
+            }
+            None => None,
+        };
         for &size in &plan.sizes {
             for &persistent in &plan.persistence {
                 n += 1;
@@ -388,10 +464,11 @@ fn sweep(plan: &Plan, home: &Path, out_dir: &Path, quick: bool) -> Result<Vec<Sc
                     persistent,
                     queue_managers: nqm,
                     runs: Vec::new(),
+                    baseline_runs: Vec::new(),
                 };
                 let mut best = 0.0f64;
                 let mut flat = 0;
-                for &req in &plan.requesters {
+                for (step, &req) in plan.requesters.iter().enumerate() {
                     let a = Args {
                         module: cph::Module::Rr,
                         qms: qms.names.clone(),
@@ -418,16 +495,36 @@ fn sweep(plan: &Plan, home: &Path, out_dir: &Path, quick: bool) -> Result<Vec<Sc
                         client_threads: 1,
                         security: Default::default(),
                     };
-                    let r = cph::run(&a)?;
-                    progress.println(&format!(
-                        "report:   {req:>4} requesters: {:>9.0} RT/s  QM CPU {:>5.1}%  client CPU {:>5.1}%  p50 {:.2} ms",
+                    let line = |who: &str, r: &RunResult| {
+                        format!(
+                        "report:   {req:>4} requesters{who}: {:>9.0} RT/s  QM CPU {:>5.1}%  client CPU {:>5.1}%  p50 {:.2} ms",
                         r.round_trips_per_s,
                         r.server_cpu_pct.unwrap_or(0.0),
                         r.client_cpu_pct,
                         r.latency_ms_p50
-                    ));
+                    )
+                    };
+                    // With a baseline, both run each step, in alternating order, so neither
+                    // always has the machine's first or second turn.
+                    let b = base.as_ref().map(|b| on_qms(&a, b));
+                    if let (Some(b), true) = (&b, step % 2 == 1) {
+                        let r = cph::run(b)?;
+                        progress.println(&line(" (baseline)", &r));
+                        s.baseline_runs.push(r);
+                    }
+                    let r = cph::run(&a)?;
+                    progress.println(&line("", &r));
+                    if let (Some(b), false) = (&b, step % 2 == 1) {
+                        let r = cph::run(b)?;
+                        progress.println(&line(" (baseline)", &r));
+                        s.baseline_runs.push(r);
+                    }
                     let rate = r.round_trips_per_s;
                     s.runs.push(r);
+                    if base.is_some() {
+                        // Every step runs: the goals are read at given requester counts.
+                        continue;
+                    }
                     // The rate has stopped rising once two steps in a row add less than 5%.
                     if rate > best * 1.05 {
                         best = rate;
@@ -439,22 +536,99 @@ fn sweep(plan: &Plan, home: &Path, out_dir: &Path, quick: bool) -> Result<Vec<Sc
                         }
                     }
                 }
-                scenarios.push(s);
-                write_report(out_dir, &scenarios, None, quick)?;
+                if nqm == 1 && size == 2048 {
+                    sw.probes
+                        .extend(probe(plan, &qms, base.as_ref(), persistent)?);
+                }
+                sw.scenarios.push(s);
+                sw.load = format!(
+                    "{} → {}",
+                    sw.load.split(' ').next().unwrap_or(""),
+                    report_rtt::load_average()
+                );
+                write_report(out_dir, &sw, None, quick, baseline)?;
                 progress.inc(1);
             }
         }
     }
     progress.finish();
-    Ok(scenarios)
+    Ok(sw)
+}
+
+/// `a` aimed at the queue managers `q` instead.
+fn on_qms(a: &Args, q: &Qms) -> Args {
+    Args {
+        qms: q.names.clone(),
+        conns: q.ports.iter().map(|p| format!("127.0.0.1({p})")).collect(),
+        server_pids: q.pids.clone(),
+        ..a.clone()
+    }
+}
+
+/// The round-trip probes at the goal's requester count: one window on this build's queue
+/// manager, one on the baseline's.
+fn probe(
+    plan: &Plan,
+    qms: &Qms,
+    base: Option<&Qms>,
+    persistent: bool,
+) -> Result<Vec<report_rtt::Probe>, String> {
+    let mut out = Vec::new();
+    let targets = std::iter::once(("this build", qms)).chain(base.map(|b| ("baseline", b)));
+    for (label, q) in targets {
+        let a = Args {
+            module: cph::Module::Rr,
+            qms: q.names[..1].to_vec(),
+            conns: vec![format!("127.0.0.1({})", q.ports[0])],
+            requesters: report_rtt::GOAL_REQUESTERS,
+            responders: report_rtt::RESPONDERS,
+            size: 2048,
+            persistent,
+            syncpoint: None,
+            duration: plan.duration,
+            warmup: plan.warmup,
+            queues: 10,
+            request_prefix: "REQUEST".into(),
+            reply_prefix: "REPLY".into(),
+            rate: 0,
+            json: false,
+            live: false,
+            server_pids: q.pids[..1].to_vec(),
+            setup: true,
+            client_threads: 1,
+            security: Default::default(),
+        };
+        // The probe counts inside the measured window, a little short of both its ends.
+        let margin = (plan.duration / 10).max(Duration::from_millis(100));
+        let window = plan.duration.saturating_sub(margin * 2);
+        let t = report_rtt::start_probe(q.pids[0], plan.warmup + margin, window);
+        let r = cph::run(&a)?;
+        if let Ok(Some((p, took))) = t.join() {
+            let mut p = report_rtt::per_round_trip(p, took, &r);
+            p.label = label.to_string();
+            eprintln!(
+                "report:   probe {label}, {}: {:.0} RT/s, user {:.1} µs/RT, kernel {:.1} µs/RT, {:.2} switches/RT, {} syscalls/RT",
+                if persistent { "persistent" } else { "non-persistent" },
+                p.round_trips_per_s,
+                p.user_us,
+                p.sys_us,
+                p.voluntary_switches + p.involuntary_switches,
+                p.syscalls.map_or("-".into(), |s| format!("{s:.2}"))
+            );
+            out.push(p);
+        }
+    }
+    Ok(out)
 }
 
 fn write_report(
     out_dir: &Path,
-    scenarios: &[Scenario],
+    sw: &Sweep,
     security: Option<&SecurityResults>,
     quick: bool,
+    baseline: Option<&Path>,
 ) -> Result<(), String> {
+    let scenarios = &sw.scenarios;
     let mut md = String::new();
     let _ = writeln!(
         md,
@@ -463,11 +637,18 @@ fn write_report(
     );
     let _ = writeln!(
         md,
-        "Produced by `ferrymq-bench report standalone{}` with ferrymq {} on {} CPU cores (client and queue managers share them). \
+        "Produced by `{}` with ferrymq {} on {} CPU cores (client and queue managers share them). \
          Workload (the ferrymq-bench crate's docs, as the seed reports count it): requesters put a request under syncpoint and commit, then get the reply by CorrelId; \
          10 responders per queue manager get under syncpoint, put the reply and commit. Requesters connect over TCP (SHARECNV 1). \
          CPU is percent of one core. Latency is the median round trip at that load; the 1-requester row is the single-requester latency.\n",
-        if quick { " --quick" } else { "" },
+        if sw.command.is_empty() {
+            format!(
+                "ferrymq-bench report standalone{}",
+                if quick { " --quick" } else { "" }
+            )
+        } else {
+            sw.command.clone()
+        },
         env!("CARGO_PKG_VERSION"),
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
     );
@@ -522,6 +703,23 @@ fn write_report(
                 r.client_cpu_us_per_rt
             );
         }
+    }
+    let pairs: Vec<report_rtt::Pair> = scenarios
+        .iter()
+        .map(|s| report_rtt::Pair {
+            size: s.size,
+            persistent: s.persistent,
+            queue_managers: s.queue_managers,
+            runs: &s.runs,
+            baseline: &s.baseline_runs,
+        })
+        .collect();
+    md.push_str(&report_rtt::markdown(
+        &pairs, &sw.probes, baseline, &sw.load,
+    ));
+    if !sw.probes.is_empty() {
+        let json = serde_json::to_string_pretty(&sw.probes).map_err(|e| e.to_string())?;
+        std::fs::write(out_dir.join("probes.json"), json).map_err(|e| e.to_string())?;
     }
     if let Some(sec) = security {
         md.push_str(&report_security::markdown(sec));

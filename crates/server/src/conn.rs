@@ -1,6 +1,8 @@
 //! One socket: the handshake, then a loop that reads whatever bytes arrived, decodes every complete
 //! frame, runs them all under one core lock, and queues the replies; a writer task sends queued
-//! replies in one write once the log is durable up to what they reveal. When the socket ends —
+//! replies in one write once the log is durable up to what they reveal. Replies that may leave at
+//! once are written by the reader itself at the end of its batch when the writer is idle, so the
+//! common request/reply costs no hand-off between tasks. When the socket ends —
 //! cleanly, by a protocol error, by missed heartbeats, by a client that does not take its replies
 //! or by an immediate shutdown — every conversation on it is disconnected, which backs out its
 //! unit of work.
@@ -58,6 +60,10 @@ pub async fn serve_from<S>(
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
     let (mut rd, wr) = tokio::io::split(stream);
+    // The write half is shared: the writer task writes what waits for the log or comes from
+    // other sockets; the reader writes the replies of a batch it ran itself when the writer is
+    // idle (see `write_inline`).
+    let wr = Arc::new(tokio::sync::Mutex::new(wr));
 
     let hard = shared.cfg.max_conn_memory;
     let q = Arc::new(OutQueue::new(
@@ -71,7 +77,7 @@ pub async fn serve_from<S>(
         shared.cfg.heartbeat_ms,
     )));
     let writer = tokio::spawn(write_loop(
-        wr,
+        wr.clone(),
         rx,
         shared.durable.clone(),
         q.clone(),
@@ -89,7 +95,7 @@ pub async fn serve_from<S>(
         identities: AHashMap::new(),
         connect_groups: Vec::new(),
     };
-    if let Err(e) = run(&mut rd, read, &shared, &mut session, &stall).await {
+    if let Err(e) = run(&mut rd, &wr, read, &shared, &mut session, &stall).await {
         // Tell the peer why before closing, when the socket can still carry it.
         if !q.is_killed() {
             let _ = tx.send(Out {
@@ -154,8 +160,9 @@ async fn read_more<R: AsyncRead + Unpin>(
     }
 }
 
-async fn run<R: AsyncRead + Unpin + Send>(
+async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
     rd: &mut R,
+    wr: &tokio::sync::Mutex<W>,
     mut buf: BytesMut,
     shared: &Arc<Shared>,
     s: &mut Session,
@@ -253,6 +260,7 @@ async fn run<R: AsyncRead + Unpin + Send>(
     let mut missed = 0u32;
     let mut shutdown = shared.immediate_end.clone();
     let mut frames: VecDeque<RawFrame> = VecDeque::new();
+    let mut inline_buf: Vec<bytes::Bytes> = Vec::new();
     let q = s.tx.q.clone();
     let not_reading = || {
         MqError::new(
@@ -278,7 +286,10 @@ async fn run<R: AsyncRead + Unpin + Send>(
             Box::pin(connect(shared, s, f)).await;
         }
         if !frames.is_empty() {
-            process(shared, s, &mut frames)?;
+            s.tx.hold();
+            let r = process(shared, s, &mut frames);
+            write_inline(s, wr, &shared.durable, stall, &mut inline_buf).await?;
+            r?;
         }
         if q.is_killed() {
             return Err(not_reading());
@@ -535,8 +546,68 @@ async fn connect(shared: &Arc<Shared>, s: &mut Session, f: RawFrame) {
     }
 }
 
+/// Ends a batch the reader ran (see [`crate::core::Outbox::hold`]): when the writer task is idle,
+/// the reader writes the replies that may leave now itself, sparing the hand-off to the writer
+/// task and its wake-up; what must wait for the log, or finds the writer busy, is left to it.
+async fn write_inline<W: AsyncWrite + Unpin>(
+    s: &Session,
+    wr: &tokio::sync::Mutex<W>,
+    durable: &crate::lsn::LsnWatch,
+    stall: Duration,
+    batch: &mut Vec<bytes::Bytes>,
+) -> Result<(), MqError> {
+    let Ok(mut w) = wr.try_lock() else {
+        s.tx.take_ready(false, 0, batch);
+        return Ok(());
+    };
+    let (frames, bytes) = s.tx.take_ready(true, durable.get(), batch);
+    if frames == 0 {
+        return Ok(());
+    }
+    let ok = write_frames(&mut *w, batch, stall).await;
+    batch.clear();
+    if batch.capacity() > 64 {
+        *batch = Vec::new();
+    }
+    if !ok {
+        s.tx.q.kill();
+        return Err(MqError::new(
+            Reason::CONNECTION_BROKEN,
+            "the client is not taking its replies (closed to bound the memory it holds)",
+        ));
+    }
+    s.tx.q.written(frames, bytes);
+    Ok(())
+}
+
+/// Writes `frames` in order, then flushes: one frame from its own buffer, several coalesced
+/// into one write (a batch the reader writes is a few replies). False when the socket broke or
+/// a write made no progress for `stall`.
+async fn write_frames<W: AsyncWrite + Unpin>(
+    wr: &mut W,
+    frames: &[bytes::Bytes],
+    stall: Duration,
+) -> bool {
+    let ok = match frames {
+        [one] => write_or_stall(wr, one, stall).await.is_ok(),
+        _ => {
+            let total: usize = frames.iter().map(|f| f.len()).sum();
+            let mut buf = Vec::with_capacity(total);
+            for f in frames {
+                buf.extend_from_slice(f);
+            }
+            write_or_stall(wr, &buf, stall).await.is_ok()
+        }
+    };
+    // A TLS stream may hold records it could not write yet: they must leave now (a no-op on a
+    // plain socket).
+    ok && tokio::time::timeout(stall, wr.flush())
+        .await
+        .is_ok_and(|r| r.is_ok())
+}
+
 async fn write_loop<W: AsyncWrite + Unpin>(
-    mut wr: W,
+    wr: Arc<tokio::sync::Mutex<W>>,
     mut rx: crate::core::OutRx,
     durable: crate::lsn::LsnWatch,
     q: Arc<OutQueue>,
@@ -546,7 +617,15 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     // its own buffer rather than copied again.
     let mut batch: Vec<bytes::Bytes> = Vec::new();
     let mut buf = BytesMut::new();
-    while let Some(first) = rx.recv().await {
+    while rx.ready().await {
+        // Frames are taken only under the write lock (the reader takes the ones it writes
+        // itself under it too), so they leave in queue order whoever writes them.
+        let mut guard = wr.lock().await;
+        let wr = &mut *guard;
+        let Some(first) = rx.try_recv() else {
+            // The reader wrote them.
+            continue;
+        };
         let mut need = first.wait_lsn;
         let mut close = first.close;
         let mut bytes = first.frame.len();
@@ -572,7 +651,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         if batch.len() == 1 {
             // One frame (most often one reply): written from its own buffer, no copy.
             let f = batch.pop().expect("one frame");
-            ok = write_or_stall(&mut wr, &f, stall).await.is_ok();
+            ok = write_or_stall(wr, &f, stall).await.is_ok();
         }
         for f in batch.drain(..) {
             if f.len() < LARGE_FRAME_BYTES {
@@ -580,16 +659,16 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                 continue;
             }
             if !buf.is_empty() {
-                ok = write_or_stall(&mut wr, &buf, stall).await.is_ok();
+                ok = write_or_stall(wr, &buf, stall).await.is_ok();
                 buf.clear();
             }
-            ok = ok && write_or_stall(&mut wr, &f, stall).await.is_ok();
+            ok = ok && write_or_stall(wr, &f, stall).await.is_ok();
             if !ok {
                 break;
             }
         }
         if ok && !buf.is_empty() {
-            ok = write_or_stall(&mut wr, &buf, stall).await.is_ok();
+            ok = write_or_stall(wr, &buf, stall).await.is_ok();
         }
         if !ok {
             // A peer that takes nothing for a heartbeat interval is not reading: the reader
@@ -617,7 +696,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             return;
         }
     }
-    let _ = wr.flush().await;
+    let _ = wr.lock().await.flush().await;
 }
 
 /// Writes all of `buf`, failing if the socket is broken or a write makes no progress for `stall`.

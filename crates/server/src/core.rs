@@ -46,6 +46,9 @@ struct OutState {
     frames: std::collections::VecDeque<Out>,
     senders: usize,
     writer_gone: bool,
+    /// The socket's reader is running a batch of frames and writes what they produced itself
+    /// at the end ([`Outbox::take_ready`]): until then a send does not wake the writer task.
+    held: bool,
 }
 
 /// The writer's end of an [`OutChan`].
@@ -66,18 +69,20 @@ pub fn out_channel(q: Arc<OutQueue>) -> (Outbox, OutRx) {
 }
 
 impl OutRx {
-    /// The next frame; `None` once every sender is gone and the queue is empty.
-    pub async fn recv(&mut self) -> Option<Out> {
+    /// Waits until a frame is queued (true), or every sender is gone and the queue is empty
+    /// (false). The frame is taken with [`OutRx::try_recv`] under the socket's write lock, as
+    /// the reader takes frames it writes itself: whoever writes, frames leave in queue order.
+    pub async fn ready(&mut self) -> bool {
         loop {
             // Registered before looking, so a send in between is not missed.
             let ready = self.0.ready.notified();
             {
                 let mut st = self.0.state.lock();
-                if let Some(o) = st.frames.pop_front() {
-                    return Some(o);
+                if !st.frames.is_empty() {
+                    return true;
                 }
                 if st.senders == 0 {
-                    return None;
+                    return false;
                 }
                 // An idle socket keeps no queue storage from a burst.
                 if st.frames.capacity() > OUT_IDLE_SLOTS {
@@ -223,9 +228,45 @@ impl Outbox {
                 return Err(SendError(o));
             }
             st.frames.push_back(o);
+            if st.held {
+                // The reader writes it (or wakes the writer) when its batch ends.
+                return Ok(());
+            }
         }
         self.tx.ready.notify_one();
         Ok(())
+    }
+
+    /// The socket's reader starts a batch: frames queued from now on (its replies, deliveries
+    /// pushed by other sockets) wait for [`Outbox::take_ready`] instead of waking the writer
+    /// task, so a batch whose replies the reader writes itself costs no task hand-off.
+    pub fn hold(&self) {
+        self.tx.state.lock().held = true;
+    }
+
+    /// Ends a batch begun by [`Outbox::hold`]. With `take` (the caller holds the socket's write
+    /// lock), when every queued frame may leave now — the log is durable up to `durable` for all
+    /// of them, and none closes the socket — they are moved to `out`, with their count and bytes
+    /// returned. Otherwise all stay queued and wake the writer task: a batch with a reply that
+    /// waits for the log leaves in one write once it is durable, rather than in two.
+    pub fn take_ready(&self, take: bool, durable: Lsn, out: &mut Vec<Bytes>) -> (u64, u64) {
+        let (mut frames, mut bytes) = (0u64, 0u64);
+        let rest = {
+            let mut st = self.tx.state.lock();
+            st.held = false;
+            if take && st.frames.iter().all(|o| o.wait_lsn <= durable && !o.close) {
+                for o in st.frames.drain(..) {
+                    frames += 1;
+                    bytes += o.frame.len() as u64;
+                    out.push(o.frame);
+                }
+            }
+            !st.frames.is_empty()
+        };
+        if rest {
+            self.tx.ready.notify_one();
+        }
+        (frames, bytes)
     }
 
     /// Queues the response `r` to request `req` of conversation `conv`, written once the log is
@@ -347,5 +388,84 @@ impl Core {
             };
             self.send(conn, token as u32, &r, 0);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn out(tag: u8, wait_lsn: Lsn, close: bool) -> Out {
+        Out {
+            frame: Bytes::from(vec![tag; 10]),
+            wait_lsn,
+            close,
+        }
+    }
+
+    /// The reader takes, at the end of a batch it held, the whole queue when all of it may leave
+    /// now, else nothing: a reply waiting for the log keeps the frames queued before and after it
+    /// for the writer task (one write once durable, in order), as does a closing frame.
+    #[test]
+    fn a_held_batch_gives_the_reader_all_or_nothing() {
+        let q = Arc::new(OutQueue::new(1 << 20, 1 << 30));
+        let (tx, mut rx) = out_channel(q.clone());
+        tx.hold();
+        tx.send(out(1, 0, false)).unwrap();
+        tx.send(out(2, 5, false)).unwrap();
+        let mut got = Vec::new();
+        assert_eq!(tx.take_ready(true, 6, &mut got), (2, 20));
+        assert_eq!(got.iter().map(|b| b[0]).collect::<Vec<_>>(), vec![1, 2]);
+        assert!(rx.try_recv().is_none());
+
+        tx.hold();
+        tx.send(out(3, 0, false)).unwrap();
+        tx.send(out(4, 7, false)).unwrap();
+        tx.send(out(5, 0, false)).unwrap();
+        let mut got = Vec::new();
+        assert_eq!(tx.take_ready(true, 6, &mut got), (0, 0));
+        assert!(got.is_empty());
+        // All stay queued, in order, for the writer task.
+        assert_eq!(rx.try_recv().map(|o| o.frame[0]), Some(3));
+        assert_eq!(rx.try_recv().map(|o| o.frame[0]), Some(4));
+        assert_eq!(rx.try_recv().map(|o| o.frame[0]), Some(5));
+        assert!(rx.try_recv().is_none());
+
+        tx.hold();
+        tx.send(out(6, 0, false)).unwrap();
+        tx.send(out(7, 0, true)).unwrap();
+        let mut got = Vec::new();
+        assert_eq!(tx.take_ready(true, 0, &mut got), (0, 0));
+        assert_eq!(rx.try_recv().map(|o| o.frame[0]), Some(6));
+        assert_eq!(rx.try_recv().map(|o| o.close), Some(true));
+
+        // Without the write lock (`take` false) nothing is taken.
+        tx.hold();
+        tx.send(out(8, 0, false)).unwrap();
+        let mut got = Vec::new();
+        assert_eq!(tx.take_ready(false, 0, &mut got), (0, 0));
+        assert!(got.is_empty());
+        assert_eq!(rx.try_recv().map(|o| o.frame[0]), Some(8));
+    }
+
+    /// While the reader holds a batch, sends do not wake the writer task; ending the batch with
+    /// frames left over does.
+    #[tokio::test]
+    async fn a_held_send_wakes_the_writer_only_when_the_batch_ends_with_frames_left() {
+        let q = Arc::new(OutQueue::new(1 << 20, 1 << 30));
+        let (tx, mut rx) = out_channel(q);
+        let writer = tokio::spawn(async move { rx.ready().await });
+        tokio::task::yield_now().await;
+        tx.hold();
+        tx.send(out(1, 9, false)).unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!writer.is_finished(), "a held send woke the writer");
+        let mut got = Vec::new();
+        assert_eq!(tx.take_ready(true, 0, &mut got), (0, 0));
+        let woke = tokio::time::timeout(std::time::Duration::from_secs(10), writer).await;
+        assert!(
+            matches!(woke, Ok(Ok(true))),
+            "the writer was not woken for the frame left"
+        );
     }
 }

@@ -449,6 +449,7 @@ mod tests {
                 names: Vec::new(),
                 ports: vec![1],
                 pids: vec![1],
+                bin: None,
             },
             certs: PathBuf::from("/c"),
             password: pw.clone(),

@@ -1,0 +1,479 @@
+//! `report standalone`'s round-trip cost section: the goals for one round trip (queue manager CPU
+//! per non-persistent 2 KB round trip at 64 requesters, the persistent rate as a share of the
+//! non-persistent one at 64 or more requesters, the single-requester non-persistent median),
+//! each beside the value a baseline `ferrymq` binary (`--baseline-bin`) reached in the same run;
+//! and where the queue manager's CPU of a round trip goes: user and kernel time, system calls by
+//! kind and thread switches per round trip, counted in a separate probed window (`perf stat` on
+//! the queue manager's process when `perf` is there, /proc otherwise).
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::cph::RunResult;
+
+/// Goals of the round trip, as the section states them.
+const CPU_GOAL_US: f64 = 25.0;
+const PERSISTENT_GOAL_PCT: f64 = 60.0;
+const P50_GOAL_MS: f64 = 0.10;
+/// Requesters at which the CPU goal is read, and from which the persistent share is.
+pub(crate) const GOAL_REQUESTERS: usize = 64;
+/// Responders of the probed windows (as the sweep's, per queue manager).
+pub(crate) const RESPONDERS: usize = 10;
+
+/// System calls counted per round trip, as `perf` names their tracepoints.
+const SYSCALLS: &[&str] = &[
+    "sendto",
+    "recvfrom",
+    "write",
+    "writev",
+    "read",
+    "epoll_wait",
+    "futex",
+    "sched_yield",
+    "pwrite64",
+    "fdatasync",
+];
+
+/// What one probed window counted in a queue manager's process, per round trip.
+#[derive(Serialize, Clone, Debug, Default)]
+pub(crate) struct Probe {
+    pub label: String,
+    pub persistent: bool,
+    pub round_trips_per_s: f64,
+    pub user_us: f64,
+    pub sys_us: f64,
+    pub voluntary_switches: f64,
+    pub involuntary_switches: f64,
+    /// All system calls, then by kind (`perf` only).
+    pub syscalls: Option<f64>,
+    pub by_syscall: Vec<(String, f64)>,
+    /// Whether `perf stat` counted (its tracepoints cost the process some CPU of their own).
+    pub perf: bool,
+}
+
+/// A process's user and system CPU seconds and its threads' voluntary and involuntary context
+/// switches, summed over its threads.
+fn snapshot(pid: u32) -> Option<(f64, f64, u64, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let f: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let user = f.get(11)?.parse::<f64>().ok()? / 100.0;
+    let sys = f.get(12)?.parse::<f64>().ok()? / 100.0;
+    let (mut vol, mut invol) = (0, 0);
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let Ok(s) = std::fs::read_to_string(t.path().join("status")) else {
+            continue;
+        };
+        for l in s.lines() {
+            let num = |l: &str| l.split_whitespace().nth(1)?.parse::<u64>().ok();
+            if l.starts_with("voluntary_ctxt_switches") {
+                vol += num(l).unwrap_or(0);
+            } else if l.starts_with("nonvoluntary_ctxt_switches") {
+                invol += num(l).unwrap_or(0);
+            }
+        }
+    }
+    Some((user, sys, vol, invol))
+}
+
+/// Counts in `pid` for `window`, starting after `delay` (inside a run's measured window); the
+/// totals, to be divided by the round trips of the window.
+pub(crate) fn start_probe(
+    pid: u32,
+    delay: Duration,
+    window: Duration,
+) -> std::thread::JoinHandle<Option<(Probe, Duration)>> {
+    std::thread::spawn(move || {
+        std::thread::sleep(delay);
+        let t0 = std::time::Instant::now();
+        let a = snapshot(pid)?;
+        let events: Vec<String> = std::iter::once("raw_syscalls:sys_enter".to_string())
+            .chain(SYSCALLS.iter().map(|s| format!("syscalls:sys_enter_{s}")))
+            .collect();
+        let perf = Command::new("perf")
+            .args(["stat", "-x", ",", "-e", &events.join(","), "-p"])
+            .arg(pid.to_string())
+            .arg("--")
+            .arg("sleep")
+            .arg(format!("{:.3}", window.as_secs_f64()))
+            .output()
+            .ok()
+            .filter(|o| o.status.success());
+        if perf.is_none() {
+            std::thread::sleep(window.saturating_sub(t0.elapsed()));
+        }
+        let b = snapshot(pid)?;
+        // `perf` counted for its own window (its start-up aside); /proc for all of it.
+        let took = t0.elapsed();
+        let scale = window.as_secs_f64() / took.as_secs_f64().max(1e-9);
+        let mut p = Probe {
+            user_us: (b.0 - a.0) * 1e6,
+            sys_us: (b.1 - a.1) * 1e6,
+            voluntary_switches: (b.2 - a.2) as f64,
+            involuntary_switches: (b.3 - a.3) as f64,
+            ..Default::default()
+        };
+        if let Some(o) = perf {
+            p.perf = true;
+            // CSV lines: count,unit,event,...
+            for l in String::from_utf8_lossy(&o.stderr).lines() {
+                let f: Vec<&str> = l.split(',').collect();
+                let (Some(n), Some(ev)) = (f.first(), f.get(2)) else {
+                    continue;
+                };
+                let Ok(n) = n.parse::<f64>() else { continue };
+                // Scaled to the whole window, so every count divides by the same round trips.
+                let n = n / scale;
+                if *ev == "raw_syscalls:sys_enter" {
+                    p.syscalls = Some(n);
+                } else if let Some(s) = ev.strip_prefix("syscalls:sys_enter_") {
+                    p.by_syscall.push((s.to_string(), n));
+                }
+            }
+        }
+        Some((p, took))
+    })
+}
+
+/// Turns a probe's totals into per-round-trip figures, with the rate of its run.
+pub(crate) fn per_round_trip(mut p: Probe, took: Duration, r: &RunResult) -> Probe {
+    let n = (r.round_trips_per_s * took.as_secs_f64()).max(1.0);
+    p.round_trips_per_s = r.round_trips_per_s;
+    p.persistent = r.persistent;
+    p.user_us /= n;
+    p.sys_us /= n;
+    p.voluntary_switches /= n;
+    p.involuntary_switches /= n;
+    p.syscalls = p.syscalls.map(|s| s / n);
+    for (_, c) in &mut p.by_syscall {
+        *c /= n;
+    }
+    p.by_syscall.retain(|(_, c)| *c >= 0.005);
+    p
+}
+
+/// One binary's goal figures from its runs of the 2 KB scenarios.
+struct Goals {
+    cpu_us: Option<f64>,
+    persistent_pct: Option<f64>,
+    p50_ms: Option<f64>,
+}
+
+fn goals(np: &[RunResult], p: &[RunResult]) -> Goals {
+    let at = |runs: &[RunResult], n: usize| runs.iter().find(|r| r.threads == n).cloned();
+    let best_from = |runs: &[RunResult]| {
+        runs.iter()
+            .filter(|r| r.threads >= GOAL_REQUESTERS)
+            .map(|r| r.round_trips_per_s)
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+    };
+    Goals {
+        cpu_us: at(np, GOAL_REQUESTERS).and_then(|r| r.server_cpu_us_per_rt),
+        persistent_pct: match (best_from(p), best_from(np)) {
+            (Some(p), Some(np)) if np > 0.0 => Some(p / np * 100.0),
+            _ => None,
+        },
+        p50_ms: at(np, 1).map(|r| r.latency_ms_p50),
+    }
+}
+
+/// The runs of one scenario: this build's and the baseline's.
+pub(crate) struct Pair<'a> {
+    pub size: usize,
+    pub persistent: bool,
+    pub queue_managers: usize,
+    pub runs: &'a [RunResult],
+    pub baseline: &'a [RunResult],
+}
+
+/// The section's markdown: goals beside the baseline, and the probes.
+pub(crate) fn markdown(
+    pairs: &[Pair],
+    probes: &[Probe],
+    baseline_bin: Option<&Path>,
+    load: &str,
+) -> String {
+    let mut md = String::new();
+    let find = |persistent: bool| {
+        pairs
+            .iter()
+            .find(|p| p.size == 2048 && p.queue_managers == 1 && p.persistent == persistent)
+    };
+    let (Some(np), Some(p)) = (find(false), find(true)) else {
+        return md;
+    };
+    let _ = writeln!(md, "\n## Round trip cost: goals\n");
+    let _ = writeln!(
+        md,
+        "1 queue manager, 2 KB. Machine load (1-minute average) {load}. {}\n",
+        match baseline_bin {
+            Some(b) => format!(
+                "\"Baseline\" is the queue manager built from `{}`, measured in this run beside this build: \
+                 each requester step runs both, in alternating order, with the same client.",
+                b.display()
+            ),
+            None => "No baseline binary was given (`--baseline-bin`): only this build's values.".into(),
+        }
+    );
+    let now = goals(np.runs, p.runs);
+    let base = goals(np.baseline, p.baseline);
+    let f = |v: Option<f64>, prec: usize| v.map_or("-".to_string(), |v| format!("{v:.prec$}"));
+    let _ = writeln!(md, "| Goal | Target | Baseline | This build | Met |");
+    let _ = writeln!(md, "|---|---:|---:|---:|---|");
+    let met = |ok: Option<bool>| match ok {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "-",
+    };
+    let _ = writeln!(
+        md,
+        "| QM CPU per non-persistent round trip at {GOAL_REQUESTERS} requesters (µs) | < {CPU_GOAL_US:.0} | {} | {} | {} |",
+        f(base.cpu_us, 1),
+        f(now.cpu_us, 1),
+        met(now.cpu_us.map(|v| v < CPU_GOAL_US))
+    );
+    let _ = writeln!(
+        md,
+        "| Persistent rate as % of non-persistent, best at {GOAL_REQUESTERS}+ requesters | ≥ {PERSISTENT_GOAL_PCT:.0}% | {} | {} | {} |",
+        f(base.persistent_pct, 0),
+        f(now.persistent_pct, 0),
+        met(now.persistent_pct.map(|v| v >= PERSISTENT_GOAL_PCT))
+    );
+    let _ = writeln!(
+        md,
+        "| Single-requester non-persistent p50 (ms) | < {P50_GOAL_MS:.2} | {} | {} | {} |",
+        f(base.p50_ms, 3),
+        f(now.p50_ms, 3),
+        met(now.p50_ms.map(|v| v < P50_GOAL_MS))
+    );
+    if !np.baseline.is_empty() {
+        let _ = writeln!(md, "\nEvery step of both binaries:\n");
+        let _ = writeln!(md, "| Persistence | Requesters | Baseline RT/s | This build RT/s | Baseline QM µs/RT | This build QM µs/RT | Baseline p50 (ms) | This build p50 (ms) |");
+        let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|");
+        for s in [np, p] {
+            for r in s.runs {
+                let Some(b) = s.baseline.iter().find(|b| b.threads == r.threads) else {
+                    continue;
+                };
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {:.0} | {:.0} | {:.1} | {:.1} | {:.3} | {:.3} |",
+                    if s.persistent {
+                        "persistent"
+                    } else {
+                        "non-persistent"
+                    },
+                    r.threads,
+                    b.round_trips_per_s,
+                    r.round_trips_per_s,
+                    b.server_cpu_us_per_rt.unwrap_or(0.0),
+                    r.server_cpu_us_per_rt.unwrap_or(0.0),
+                    b.latency_ms_p50,
+                    r.latency_ms_p50
+                );
+            }
+        }
+    }
+    if !probes.is_empty() {
+        md.push_str(&probe_markdown(probes));
+    }
+    md
+}
+
+fn probe_markdown(probes: &[Probe]) -> String {
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "\n## Round trip cost: where the queue manager's microseconds go\n"
+    );
+    let _ = writeln!(
+        md,
+        "A separate window at {GOAL_REQUESTERS} requesters per binary and persistence, counted in the queue manager's process: \
+         user and kernel CPU from /proc/PID/stat (10 ms ticks), thread switches summed over its threads from /proc/PID/task/*/status, \
+         system calls by `perf stat` on its tracepoints (which cost the process some CPU of their own, so these windows' CPU is a little \
+         above the goal rows'). Per round trip = count ÷ (rate × window). One round trip is four exchanges on two sockets \
+         (the requester's put+commit+get in one write and its two answers, the responder's put+commit+get in one write and its answers); \
+         the kernel's share is mostly loopback TCP: a send runs the receiver's TCP input too.\n"
+    );
+    let mut kinds: Vec<String> = Vec::new();
+    for p in probes {
+        for (k, _) in &p.by_syscall {
+            if !kinds.contains(k) {
+                kinds.push(k.clone());
+            }
+        }
+    }
+    let _ = write!(
+        md,
+        "| Binary | Persistence | RT/s | user µs/RT | kernel µs/RT | switches/RT (voluntary + involuntary) | syscalls/RT | kernel µs per syscall |"
+    );
+    for k in &kinds {
+        let _ = write!(md, " {k} |");
+    }
+    let _ = writeln!(md);
+    let _ = write!(md, "|---|---|---:|---:|---:|---:|---:|---:|");
+    for _ in &kinds {
+        let _ = write!(md, "---:|");
+    }
+    let _ = writeln!(md);
+    for p in probes {
+        let _ = write!(
+            md,
+            "| {} | {} | {:.0} | {:.1} | {:.1} | {:.2} + {:.2} | {} | {} |",
+            p.label,
+            if p.persistent {
+                "persistent"
+            } else {
+                "non-persistent"
+            },
+            p.round_trips_per_s,
+            p.user_us,
+            p.sys_us,
+            p.voluntary_switches,
+            p.involuntary_switches,
+            p.syscalls.map_or("-".into(), |s| format!("{s:.2}")),
+            p.syscalls
+                .filter(|s| *s > 0.0)
+                .map_or("-".into(), |s| format!("{:.1}", p.sys_us / s)),
+        );
+        for k in &kinds {
+            let v = p.by_syscall.iter().find(|(n, _)| n == k).map(|(_, c)| *c);
+            let _ = write!(md, " {} |", v.map_or("-".into(), |v| format!("{v:.2}")));
+        }
+        let _ = writeln!(md);
+    }
+    for p in probes.iter().filter(|p| p.persistent) {
+        let Some(syncs) = p
+            .by_syscall
+            .iter()
+            .find(|(n, _)| n == "fdatasync")
+            .map(|(_, c)| *c)
+            .filter(|c| *c > 0.0)
+        else {
+            continue;
+        };
+        let per_sync = 1.0 / syncs;
+        let _ = writeln!(
+            md,
+            "\n{} persistent: {:.0} log syncs/s ({:.2} ms apart), {:.1} round trips per sync; each of the {} responders \
+             completes one round trip per {:.1} syncs. A round trip has two commits whose answers wait for a sync that \
+             began after them (the requester's put, the responder's get and put), and a responder takes its next request \
+             only once its commit is answered: a commit that arrives while a sync runs waits for that one and the next. \
+             So the persistent rate is about responders ÷ (two sync times), set by the disk's fdatasync latency, not by \
+             the queue manager's CPU.",
+            p.label,
+            p.round_trips_per_s * syncs,
+            1000.0 / (p.round_trips_per_s * syncs).max(1e-9),
+            per_sync,
+            RESPONDERS,
+            RESPONDERS as f64 / per_sync
+        );
+    }
+    md
+}
+
+/// The machine's 1-minute load average, as `uptime` shows it.
+pub(crate) fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(threads: usize, persistent: bool, rate: f64, cpu: f64, p50: f64) -> RunResult {
+        RunResult {
+            module: "rr".into(),
+            round_trips_per_s: rate,
+            round_trips: 1,
+            server_cpu_pct: Some(50.0),
+            server_cpu_pct_each: Vec::new(),
+            client_cpu_pct: 50.0,
+            server_cpu_us_per_rt: Some(cpu),
+            client_cpu_us_per_rt: 1.0,
+            latency_ms_p50: p50,
+            latency_ms_p99: p50,
+            latency_ms_max: p50,
+            threads,
+            responders: 10,
+            msg_size: 2048,
+            persistent,
+            queue_managers: 1,
+            queues_per_qm: 10,
+            transport: "tcp".into(),
+            duration_s: 1.0,
+            warmup_s: 1.0,
+            errors: 0,
+            first_error: None,
+            version: String::new(),
+        }
+    }
+
+    #[test]
+    fn goals_read_the_right_rows_and_show_the_baseline_beside() {
+        let np = vec![
+            run(1, false, 10_000.0, 30.0, 0.05),
+            run(64, false, 20_000.0, 20.0, 1.0),
+        ];
+        let p = vec![
+            run(1, true, 500.0, 90.0, 1.0),
+            run(64, true, 13_000.0, 40.0, 5.0),
+        ];
+        let bnp = vec![
+            run(1, false, 9_000.0, 35.0, 0.06),
+            run(64, false, 18_000.0, 26.0, 1.2),
+        ];
+        let bp = vec![
+            run(1, true, 400.0, 95.0, 1.1),
+            run(64, true, 9_000.0, 45.0, 6.0),
+        ];
+        let pairs = [
+            Pair {
+                size: 2048,
+                persistent: false,
+                queue_managers: 1,
+                runs: &np,
+                baseline: &bnp,
+            },
+            Pair {
+                size: 2048,
+                persistent: true,
+                queue_managers: 1,
+                runs: &p,
+                baseline: &bp,
+            },
+        ];
+        let md = markdown(&pairs, &[], Some(Path::new("/old/ferrymq")), "0.50");
+        assert!(md.contains("| < 25 | 26.0 | 20.0 | yes |"), "{md}");
+        assert!(md.contains("| ≥ 60% | 50 | 65 | yes |"), "{md}");
+        assert!(md.contains("| < 0.10 | 0.060 | 0.050 | yes |"), "{md}");
+        assert!(md.contains("load (1-minute average) 0.50"), "{md}");
+    }
+
+    #[test]
+    fn a_probe_is_divided_by_the_round_trips_of_its_window() {
+        let p = Probe {
+            user_us: 2e6,
+            sys_us: 1e6,
+            voluntary_switches: 1000.0,
+            syscalls: Some(40_000.0),
+            by_syscall: vec![("sendto".into(), 20_000.0), ("fdatasync".into(), 1.0)],
+            ..Default::default()
+        };
+        let r = run(64, false, 10_000.0, 20.0, 1.0);
+        let q = per_round_trip(p, Duration::from_secs(2), &r);
+        assert!((q.user_us - 100.0).abs() < 1e-9);
+        assert!((q.sys_us - 50.0).abs() < 1e-9);
+        assert_eq!(q.syscalls, Some(2.0));
+        assert_eq!(q.by_syscall, vec![("sendto".to_string(), 1.0)]);
+    }
+}
