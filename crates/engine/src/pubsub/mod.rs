@@ -80,6 +80,8 @@ pub struct TopicAttrs {
     pub npmsgdlv: Delivery,
     pub mdurmdl: String,
     pub mndurmdl: String,
+    /// DEFPRESP(ASYNC): a put asking MQPMO_RESPONSE_AS_TOPIC_DEF is not answered.
+    pub async_put_default: bool,
 }
 
 /// What MQSUB asks for.
