@@ -58,6 +58,13 @@ fn sub_fields(s: &SubStatus) -> Vec<Field> {
         Field::new("SUBTYPE", if sub.admin { "ADMIN" } else { "API" }),
         Field::new("SUBUSER", &sub.user),
         Field::new("USERDATA", &sub.user_data),
+        Field::new("WSCHEMA", if sub.char_wildcards { "CHAR" } else { "TOPIC" }),
+        Field::new(
+            "DESTCORL",
+            sub.correl_id
+                .as_ref()
+                .map_or(String::new(), ferrymq_engine::pubsub::sub::correl_id_hex),
+        ),
         Field::new("CRDATE", mq_date(sub.created_ms)),
         Field::new("CRTIME", mq_time(sub.created_ms)),
         Field::new("ALTDATE", mq_date(sub.altered_ms)),

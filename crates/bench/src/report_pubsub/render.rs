@@ -84,6 +84,20 @@ pub fn markdown(r: &Results) -> String {
     );
     let _ = writeln!(
         md,
+        "Build: {} (this ferrymq-bench and the ferrymq binary beside it, which it runs). CPU is \
+         read from /proc in clock ticks (10 ms), so a row of {} copies resolves {:.1} µs per copy.\n",
+        if cfg!(debug_assertions) {
+            "debug profile"
+        } else {
+            "release profile"
+        },
+        r.rows.first().map_or(0, |x| x.deliveries),
+        r.rows
+            .first()
+            .map_or(0.0, |x| 10_000.0 / x.deliveries.max(1) as f64),
+    );
+    let _ = writeln!(
+        md,
         "The machine's 1-minute load average was {:.2} when the run started and {:.2} when it \
          ended. Most of the queue manager's CPU per request is the request's round trip and \
          thread switches (see docs/internals/pubsub.md), which other work on the machine \

@@ -1240,7 +1240,7 @@ impl Engine {
             on_request: get("REQONLY") == "YES",
             admin: true,
             char_wildcards: get("WSCHEMA") == "CHAR",
-            correl_id: None,
+            correl_id: sub::correl_id_from_hex(&get("DESTCORL")),
         };
         lsn = lsn.max(self.log_record(&Record::DefineObject(s.to_object()))?);
         self.objects
