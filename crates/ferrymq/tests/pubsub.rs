@@ -578,6 +578,63 @@ fn define_sub_takes_destcorl_and_wschema_and_display_sub_shows_them() {
 }
 
 #[test]
+fn display_tpstatus_shows_resolved_attributes_and_each_publishers_count_and_last_time() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "PSTPST", &[]);
+    mqsc(
+        &home,
+        "PSTPST",
+        "DEFINE TOPIC(TP.TOPIC) TOPICSTR('tp') DEFPRESP(ASYNC) DEFPSIST(YES) DEFPRTY(7)\n",
+    );
+    let c = qm.connect();
+    let publisher = c.open_topic("", "tp/news", open::OUTPUT).unwrap();
+    let idle = c.open_topic("", "tp/news", open::OUTPUT).unwrap();
+    for i in 0..3 {
+        c.put(
+            &publisher,
+            &md(Persistence::NotPersistent),
+            &Properties::default(),
+            Bytes::from(format!("n{i}")),
+            &PutOptions::default(),
+        )
+        .unwrap();
+    }
+    // The topic's attributes resolved up the tree (ASPARENT from TP.TOPIC, then the base).
+    let topic = mqsc(&home, "PSTPST", "DISPLAY TPSTATUS('tp/news')\n");
+    for want in [
+        "ADMIN(TP.TOPIC)",
+        "DEFPRESP(ASYNC)",
+        "DEFPSIST(YES)",
+        "DEFPRTY(7)",
+        "DURSUB(YES)",
+        "PUB(ENABLED)",
+        "SUB(ENABLED)",
+        "PUBCOUNT(2)",
+        "SUBCOUNT(0)",
+    ] {
+        assert!(topic.contains(want), "no '{want}' in:\n{topic}");
+    }
+    // A row per publisher handle: how many it published and when it last did.
+    let pubs = mqsc(&home, "PSTPST", "DISPLAY TPSTATUS('tp/news') TYPE(PUB)\n");
+    assert_eq!(pubs.matches("ACTCONN(").count(), 2, "{pubs}");
+    assert!(pubs.contains("NUMPUBS(3)"), "{pubs}");
+    assert!(pubs.contains("NUMPUBS(0)"), "{pubs}");
+    assert_eq!(
+        pubs.matches("LPUBDATE( )").count(),
+        1,
+        "the idle one: {pubs}"
+    );
+    assert_eq!(
+        pubs.matches("LPUBDATE(20").count(),
+        1,
+        "the publisher's: {pubs}"
+    );
+    assert_eq!(pubs.matches("LPUBTIME(").count(), 2, "{pubs}");
+    c.close(&idle, 0).unwrap();
+    c.close(&publisher, 0).unwrap();
+}
+
+#[test]
 fn mqsc_defines_displays_and_deletes_subscriptions_to_named_queues() {
     let home = Home::new();
     let qm = Qm::start(&home, "PSMQSC", &[]);

@@ -135,6 +135,17 @@ pub struct SubStatus {
     pub conn: Option<ConnId>,
 }
 
+/// DISPLAY TPSTATUS TYPE(PUB): a handle open for publishing on a topic string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Publisher {
+    pub conn: ConnId,
+    pub app: String,
+    /// NUMPUBS: publications made through the handle.
+    pub publications: u64,
+    /// LPUBDATE/LPUBTIME: when the last was (ms since the epoch; 0: none yet).
+    pub last_publication_ms: u64,
+}
+
 /// DISPLAY TPSTATUS of one topic string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicStatus {
@@ -261,6 +272,8 @@ impl Engine {
                 saved_context: None,
                 remote: None,
                 topic: Some(Arc::from(full.as_str())),
+                publications: 0,
+                last_publication_ms: 0,
             },
         );
         Ok((hobj, full))
@@ -1354,18 +1367,23 @@ impl Engine {
 
     /// DISPLAY TPSTATUS TYPE(PUB): the connections with a handle open for publishing on
     /// `topic`, with their application names, one entry per handle.
-    pub fn topic_publishers(&self, topic: &str) -> Vec<(ConnId, String)> {
-        let mut v: Vec<(ConnId, String)> = self
+    pub fn topic_publishers(&self, topic: &str) -> Vec<Publisher> {
+        let mut v: Vec<Publisher> = self
             .conns
             .iter()
             .flat_map(|(id, c)| {
                 c.handles
                     .values()
                     .filter(|h| h.topic.as_deref() == Some(topic))
-                    .map(move |_| (*id, c.app.clone()))
+                    .map(move |h| Publisher {
+                        conn: *id,
+                        app: c.app.clone(),
+                        publications: h.publications,
+                        last_publication_ms: h.last_publication_ms,
+                    })
             })
             .collect();
-        v.sort();
+        v.sort_by(|a, b| (a.conn, &a.app).cmp(&(b.conn, &b.app)));
         v
     }
 
