@@ -217,3 +217,58 @@ fn defpresp_async_on_a_queue_or_topic_makes_puts_as_the_default_unanswered() {
     let depth = c.admin("MQSC DISPLAY QLOCAL(AP.ASYNC) CURDEPTH").unwrap();
     assert!(depth.contains("CURDEPTH(4)"), "{depth}");
 }
+
+/// VmHWM (peak resident set) of a process, in KiB.
+fn peak_rss_kib(pid: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn a_flood_of_async_puts_is_held_back_by_tcp_not_buffered_by_either_side() {
+    let home = Home::new();
+    let qm = Qm::start_remote_admin(&home, "QAP5", &[]);
+    let admin = qm.connect();
+    // Every put fails (PUT(DISABLED)), so the queue holds nothing: whatever memory grows is
+    // buffering.
+    mqsc(&admin, "DEFINE QLOCAL(AP.SHUT) PUT(DISABLED)");
+    // A link slower than the client puts: without back pressure the puts would pile up.
+    let port = support::free_port();
+    let _relay = support::relay_limited(port, qm.port, 0, Some(200));
+    let c = Connection::connect(
+        ferrymq_client::ConnectOptions::client("QAP5", &format!("127.0.0.1({port})")).unwrap(),
+    )
+    .unwrap();
+    let h = c.open("AP.SHUT", open::OUTPUT).unwrap();
+    let qm_pid = qm.pid().expect("the queue manager runs").to_string();
+    let (qm_before, me_before) = (peak_rss_kib(&qm_pid), peak_rss_kib("self"));
+    let body = Bytes::from(vec![b'f'; 64 * 1024]);
+    let n = 1000u64; // 64 MiB in all
+    for _ in 0..n {
+        c.put(
+            &h,
+            &MessageDescriptor::default(),
+            &Properties::default(),
+            body.clone(),
+            &unanswered(),
+        )
+        .unwrap();
+    }
+    let me_growth = peak_rss_kib("self").saturating_sub(me_before);
+    let st = c.stat().unwrap();
+    assert_eq!(st.put_failure_count, n, "{st:?}");
+    assert_eq!(st.reason, Reason::PUT_INHIBITED);
+    let qm_growth = peak_rss_kib(&qm_pid).saturating_sub(qm_before);
+    assert!(
+        qm_growth < 24 * 1024,
+        "the queue manager's peak RSS grew by {qm_growth} KiB for 64 MiB of puts"
+    );
+    assert!(
+        me_growth < 24 * 1024,
+        "the client's peak RSS grew by {me_growth} KiB for 64 MiB of puts"
+    );
+}
