@@ -63,8 +63,8 @@ pub fn markdown(r: &Results) -> String {
          non-durable for non-persistent publications, durable for persistent ones); about {} \
          copies per row, published first and then got by every subscriber. CPU is the queue \
          manager's over the row (publishing and getting), per copy delivered. The baseline, in the \
-         same run on the same queue manager, just before each row: as many messages put on one \
-         local queue, then got, \
+         same run on the same queue manager (after one unrecorded warm-up baseline), just before \
+         each row: as many messages put on one local queue, then got, \
          and as many publications to a topic nobody subscribes to (the publication's own cost). \
          Goal: a delivery costs less than {GOAL_GETS}× a plain get, the delivery's CPU counting \
          its share of the publication (at 1 subscriber, the whole publication: a put). The \
