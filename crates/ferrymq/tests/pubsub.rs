@@ -575,6 +575,12 @@ fn define_sub_takes_destcorl_and_wschema_and_display_sub_shows_them() {
     let mut want = [0u8; 24];
     want[..3].copy_from_slice(&[0x0A, 0x0B, 0x0C]);
     assert!(ids.contains(&want), "one copy carries DESTCORL: {ids:?}");
+    // dmpmqcfg writes them back as DEFINE SUB takes them.
+    let dump = home.ok(&["dmpmqcfg", "-m", "PSDCORL"]);
+    assert!(
+        dump.contains("WSCHEMA(CHAR)") && dump.contains(&format!("DESTCORL({padded})")),
+        "{dump}"
+    );
 }
 
 #[test]
