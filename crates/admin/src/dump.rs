@@ -211,6 +211,14 @@ fn sub_entry(o: &ObjectDef) -> Entry {
         }
         attrs.push((k.to_string(), v, st));
     }
+    // Stored only when not the default (WSCHEMA(TOPIC), no DESTCORL).
+    if get("WSCHEMA") == "CHAR" {
+        attrs.push(("WSCHEMA".into(), "CHAR".into(), Style::Word));
+    }
+    let correl = get("SUBCORRELID");
+    if !correl.is_empty() {
+        attrs.push(("DESTCORL".into(), correl, Style::Word));
+    }
     Entry {
         verb: "DEFINE",
         object: "SUB",

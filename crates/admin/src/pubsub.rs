@@ -58,6 +58,13 @@ fn sub_fields(s: &SubStatus) -> Vec<Field> {
         Field::new("SUBTYPE", if sub.admin { "ADMIN" } else { "API" }),
         Field::new("SUBUSER", &sub.user),
         Field::new("USERDATA", &sub.user_data),
+        Field::new("WSCHEMA", if sub.char_wildcards { "CHAR" } else { "TOPIC" }),
+        Field::new(
+            "DESTCORL",
+            sub.correl_id
+                .as_ref()
+                .map_or(String::new(), ferrymq_engine::pubsub::sub::correl_id_hex),
+        ),
         Field::new("CRDATE", mq_date(sub.created_ms)),
         Field::new("CRTIME", mq_time(sub.created_ms)),
         Field::new("ALTDATE", mq_date(sub.altered_ms)),
@@ -161,6 +168,9 @@ pub(crate) fn rows(
             }
             for t in topics {
                 let st = engine.topic_status(&t);
+                // The attributes in force at the topic string, ASPARENT resolved.
+                let a = engine.topic_attrs(&t);
+                let enabled = |b: bool| if b { "ENABLED" } else { "DISABLED" };
                 let mut o = Obj::new(
                     format!("{}: Display topic status details.", msg::TPSTATUS_DETAILS),
                     vec![
@@ -169,6 +179,19 @@ pub(crate) fn rows(
                         Field::new("PUBCOUNT", st.publishers.to_string()),
                         Field::new("SUBCOUNT", st.subscribers.to_string()),
                         Field::new("RETAINED", yes_no(st.retained)),
+                        Field::new(
+                            "DEFPRESP",
+                            if a.async_put_default { "ASYNC" } else { "SYNC" },
+                        ),
+                        Field::new("DEFPSIST", yes_no(a.def_persistent)),
+                        Field::new("DEFPRTY", a.def_priority.to_string()),
+                        Field::new("DURSUB", yes_no(a.durable_subs)),
+                        Field::new("PUB", enabled(a.publish)),
+                        Field::new("SUB", enabled(a.subscribe)),
+                        Field::new("PMSGDLV", delivery(a.pmsgdlv)),
+                        Field::new("NPMSGDLV", delivery(a.npmsgdlv)),
+                        Field::new("MDURMDL", &a.mdurmdl),
+                        Field::new("MNDURMDL", &a.mndurmdl),
                     ],
                     1,
                 );
@@ -196,6 +219,15 @@ pub(crate) fn rows(
             o.default_all = true;
             Ok((msg::PUBSUB_DETAILS, vec![o]))
         }
+    }
+}
+
+fn delivery(d: ferrymq_engine::pubsub::Delivery) -> &'static str {
+    use ferrymq_engine::pubsub::Delivery;
+    match d {
+        Delivery::All => "ALL",
+        Delivery::AllDur => "ALLDUR",
+        Delivery::AllAvail => "ALLAVAIL",
     }
 }
 
@@ -245,13 +277,16 @@ fn topic_pubs(engine: &mut Engine, topic: &str) -> Vec<Obj> {
     engine
         .topic_publishers(topic)
         .into_iter()
-        .map(|(conn, app)| {
+        .map(|p| {
             let mut o = Obj::new(
                 format!("{}: Display topic status details.", msg::TPSTATUS_DETAILS),
                 vec![
                     Field::new("TOPICSTR", topic),
-                    Field::new("ACTCONN", format!("{conn:016X}")),
-                    Field::new("PUBAPPTAG", app),
+                    Field::new("ACTCONN", format!("{:016X}", p.conn)),
+                    Field::new("PUBAPPTAG", p.app),
+                    Field::new("NUMPUBS", p.publications.to_string()),
+                    Field::new("LPUBDATE", mq_date(p.last_publication_ms)),
+                    Field::new("LPUBTIME", mq_time(p.last_publication_ms)),
                 ],
                 1,
             );

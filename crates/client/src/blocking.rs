@@ -212,6 +212,11 @@ impl Connection {
         runtime().block_on(self.inner.backout())
     }
 
+    /// MQSTAT (MQSTAT_TYPE_ASYNC_ERROR): see [`crate::Connection::stat`].
+    pub fn stat(&self) -> Result<crate::AsyncPutStatus, MqError> {
+        runtime().block_on(self.inner.stat())
+    }
+
     pub fn inquire(
         &self,
         h: &ObjectHandle,

@@ -25,10 +25,12 @@ use crate::options::ConnectOptions;
 use crate::socket::{CallError, Pool, Socket};
 use crate::{Message, ObjectHandle};
 
+mod async_put;
 mod consumer;
 mod pubsub;
 mod reconnect;
 
+pub use async_put::AsyncPutStatus;
 pub use consumer::Consumer;
 pub use pubsub::{Subscription, SubscriptionOptions};
 
@@ -71,6 +73,8 @@ struct HandleState {
     lost: Option<MqError>,
     /// How a reconnect opens it again.
     reopen: Reopen,
+    /// The object's DEFPRESP is ASYNC: puts asking for its default go unanswered.
+    async_default: bool,
 }
 
 /// How a handle is opened again on a new socket.
@@ -338,6 +342,7 @@ impl Connection {
             Response::Opened {
                 hobj,
                 name: resolved,
+                async_default,
             } => {
                 let mut h = self.inner.handles.lock();
                 h.next += 1;
@@ -359,6 +364,7 @@ impl Connection {
                         options,
                         lost: None,
                         reopen: Reopen::Open,
+                        async_default,
                     },
                 );
                 Ok(ObjectHandle {
@@ -403,6 +409,9 @@ impl Connection {
             props: props.clone(),
             body,
         };
+        if self.put_is_async(Some(h.hobj), opts) {
+            return self.put_unanswered(req).await;
+        }
         self.put_request(req, opts.syncpoint).await
     }
 
@@ -424,6 +433,9 @@ impl Connection {
             props: props.clone(),
             body,
         };
+        if self.put_is_async(None, opts) {
+            return self.put_unanswered(req).await;
+        }
         self.put_request(req, opts.syncpoint).await
     }
 
@@ -445,6 +457,14 @@ impl Connection {
             props: props.clone(),
             body,
         };
+        if self.put_is_async(Some(h.hobj), opts) {
+            // The queue manager's answer would carry the group fields; an unanswered put
+            // leaves them as they were.
+            let (msg_id, correl_id) = self.put_unanswered(req).await?;
+            md.msg_id = msg_id;
+            md.correl_id = correl_id;
+            return Ok(());
+        }
         let (msg_id, correl_id, group) = self.put_request_full(req, opts.syncpoint).await?;
         md.msg_id = msg_id;
         md.correl_id = correl_id;
@@ -760,6 +780,8 @@ impl Conv {
         | Request::Put1 { opts, .. }
         | Request::Put1Topic { opts, .. } = &mut wire
         {
+            // Answered unless the unanswered path sets it again once resolved.
+            opts.response = 0;
             if opts.context_hobj != 0 {
                 opts.context_hobj = self.server_handle(opts.context_hobj)?;
             }

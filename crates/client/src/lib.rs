@@ -34,7 +34,9 @@ use bytes::Bytes;
 use ferrymq_types::{MessageDescriptor, Properties};
 
 pub use callback::{CallbackConsumer, Flow};
-pub use conn::{unique_id, Connection, Consumer, Subscription, SubscriptionOptions};
+pub use conn::{
+    unique_id, AsyncPutStatus, Connection, Consumer, Subscription, SubscriptionOptions,
+};
 pub use ferrymq_security::tls::{CertNames, TlsSession};
 pub use options::{
     bindings_socket_path, ferrymq_home, parse_conn_name, ConnectOptions, Reconnect, TlsOptions,

@@ -33,6 +33,8 @@ type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
 /// What the queue manager agreed to in its `HelloOk`.
 #[derive(Debug, Clone)]
 pub(crate) struct Negotiated {
+    /// The protocol version agreed.
+    pub version: u16,
     pub max_msg_len: u32,
     pub heartbeat_ms: u32,
     pub sharecnv: u16,
@@ -41,6 +43,9 @@ pub(crate) struct Negotiated {
 
 enum Out {
     Frame(BytesMut),
+    /// A request nothing answers (an asynchronous put), counted in `Socket::unwritten` until
+    /// written.
+    Unanswered(BytesMut),
     /// Write what is queued before this, then end the socket.
     Close,
 }
@@ -72,6 +77,10 @@ pub(crate) struct Socket {
     epoch: Instant,
     last_read_ms: AtomicU64,
     stop: watch::Sender<bool>,
+    /// Bytes of `Out::Unanswered` frames queued but not yet written, and the writer's signal
+    /// that it wrote some (or that the socket ended).
+    unwritten: AtomicU64,
+    written: tokio::sync::Notify,
 }
 
 /// Why a request got no answer. The difference matters to reconnect: a request that was never
@@ -246,6 +255,8 @@ impl Socket {
             epoch: Instant::now(),
             last_read_ms: AtomicU64::new(0),
             stop,
+            unwritten: AtomicU64::new(0),
+            written: tokio::sync::Notify::new(),
         });
         tokio::spawn(read_loop(sock.clone(), rd, dec, buf, sock.stop.subscribe()));
         tokio::spawn(write_loop(sock.clone(), wr, rx, sock.stop.subscribe()));
@@ -389,6 +400,34 @@ impl Socket {
         }
     }
 
+    /// Sends a request the queue manager does not answer (an asynchronous put), once fewer than
+    /// `backlog` bytes of such requests wait to be written: a program putting faster than the
+    /// socket drains waits here.
+    pub async fn send_unanswered(
+        &self,
+        conv: u16,
+        req: &Request,
+        backlog: u64,
+    ) -> Result<(), CallError> {
+        loop {
+            let written = self.written.notified();
+            if let Some(e) = &self.state.lock().broken {
+                return Err(CallError::NotSent(e.clone()));
+            }
+            if self.unwritten.load(Ordering::Acquire) < backlog {
+                break;
+            }
+            written.await;
+        }
+        let mut out = BytesMut::new();
+        encode_request(conv, self.next_req(), req, &mut out);
+        self.unwritten.fetch_add(out.len() as u64, Ordering::AcqRel);
+        if self.tx.send(Out::Unanswered(out)).is_err() {
+            return Err(CallError::NotSent(self.broken_error()));
+        }
+        Ok(())
+    }
+
     /// Sends without waiting for the answer (which the reader then discards).
     pub fn send_oneway(&self, conv: u16, req: &Request) {
         let mut out = BytesMut::new();
@@ -426,6 +465,7 @@ impl Socket {
             let _ = tx.send(Err(err.clone()));
         }
         self.stop.send_replace(true);
+        self.written.notify_waiters();
     }
 
     fn ms_since_epoch(&self) -> u64 {
@@ -530,12 +570,14 @@ async fn handshake(
     };
     let params = match parse_response(&frame).map_err(proto)? {
         Response::HelloOk {
+            version,
             max_msg_len,
             heartbeat_ms,
             sharecnv,
             qmgr_name,
             ..
         } => Negotiated {
+            version,
             max_msg_len,
             heartbeat_ms,
             sharecnv: sharecnv.max(1),
@@ -612,10 +654,16 @@ async fn write_loop(
         // Everything queued goes out in one write: a put and its commit, answers to heartbeats.
         let mut batch = BytesMut::new();
         let mut closing = false;
+        let mut unanswered = 0u64;
         loop {
+            if let Out::Unanswered(f) = item {
+                unanswered += f.len() as u64;
+                item = Out::Frame(f);
+            }
             match item {
                 Out::Frame(f) if batch.is_empty() => batch = f,
                 Out::Frame(f) => batch.extend_from_slice(&f),
+                Out::Unanswered(_) => unreachable!("turned into a frame above"),
                 Out::Close => {
                     closing = true;
                     break;
@@ -642,6 +690,10 @@ async fn write_loop(
             if let Err(e) = written {
                 sock.fail(broken(format!("writing to {} failed: {e}", sock.endpoint)));
                 return;
+            }
+            if unanswered > 0 {
+                sock.unwritten.fetch_sub(unanswered, Ordering::AcqRel);
+                sock.written.notify_waiters();
             }
         }
         if closing {

@@ -36,6 +36,10 @@ pub struct Handle {
     /// A topic opened for publishing: puts through the handle are publications on this
     /// (full) topic string, and `queue` is empty.
     pub topic: Option<Arc<str>>,
+    /// Publications made through the handle and when the last was (ms since the epoch; 0:
+    /// none), for DISPLAY TPSTATUS TYPE(PUB) (NUMPUBS, LPUBDATE, LPUBTIME).
+    pub publications: u64,
+    pub last_publication_ms: u64,
 }
 
 /// Where a message put through a remote queue definition (or with another queue manager's name)

@@ -284,6 +284,12 @@ impl Engine {
         })
     }
 
+    /// The name a connection's handle was opened with (a queue, an alias, a topic string), for
+    /// reports about it; None when the handle is not open.
+    pub fn handle_name(&self, conn: ConnId, hobj: u32) -> Option<String> {
+        self.handle(conn, hobj).ok().map(|h| h.opened_name.clone())
+    }
+
     /// The open handle `hobj` of a connection, or the MQ reason saying which of the two is wrong.
     fn handle(&self, conn: ConnId, hobj: u32) -> Result<&conn::Handle, MqError> {
         let c = self.conns.get(&conn).ok_or_else(|| {

@@ -275,6 +275,8 @@ impl Engine {
                 saved_context: None,
                 remote: None,
                 topic: None,
+                publications: 0,
+                last_publication_ms: 0,
             },
         );
         Ok((hobj, queue, lsn))
@@ -307,6 +309,8 @@ impl Engine {
                 saved_context: None,
                 remote: Some(Box::new(dest)),
                 topic: None,
+                publications: 0,
+                last_publication_ms: 0,
             },
         );
         if options & open::OUTPUT != 0 {

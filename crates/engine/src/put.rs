@@ -201,7 +201,16 @@ impl Engine {
         let mut md = md;
         self.fill_context(conn, h, opts, &mut md, now_ms)?;
         if let Some(topic) = h.topic.clone() {
-            return self.publish(conn, &topic, opts, md, props, body, now_ms);
+            let done = self.publish(conn, &topic, opts, md, props, body, now_ms)?;
+            if let Some(h) = self
+                .conns
+                .get_mut(&conn)
+                .and_then(|c| c.handles.get_mut(&hobj))
+            {
+                h.publications += 1;
+                h.last_publication_ms = now_ms;
+            }
+            return Ok(done);
         }
         if let Some(alias) = h.alias.clone() {
             if let Some(a) = self.queues.get(&alias) {

@@ -533,6 +533,114 @@ fn mqsc(home: &Home, qm: &str, script: &str) -> String {
 }
 
 #[test]
+fn define_sub_takes_destcorl_and_wschema_and_display_sub_shows_them() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "PSDCORL", &[]);
+    let out = mqsc(
+        &home,
+        "PSDCORL",
+        "DEFINE QLOCAL(CORL.Q)\n\
+         DEFINE SUB('corl sub') TOPICSTR('feed/foot*') WSCHEMA(CHAR) DEST(CORL.Q) DESTCORL(0A0b0C)\n\
+         DISPLAY SUB('corl sub') ALL\n\
+         DEFINE SUB('plain sub') TOPICSTR('feed/#') DEST(CORL.Q)\n\
+         DISPLAY SUB('plain sub') ALL\n",
+    );
+    let padded = format!("0A0B0C{}", "0".repeat(42));
+    assert!(out.contains(&format!("DESTCORL({padded})")), "{out}");
+    assert!(out.contains("WSCHEMA(CHAR)"), "{out}");
+    assert!(out.contains("WSCHEMA(TOPIC)"), "{out}");
+    assert!(
+        out.contains("DESTCORL( )"),
+        "no DESTCORL shows empty: {out}"
+    );
+    let bad = home.run_with_input(
+        &["runmqsc", "PSDCORL"],
+        "DEFINE SUB('bad') TOPICSTR('x') DEST(CORL.Q) DESTCORL(XYZ)\n",
+    );
+    assert_ne!(bad.status.code(), Some(0), "DESTCORL(XYZ) is not hex");
+    let c = qm.connect();
+    // '*' in WSCHEMA(CHAR) reaches across levels; the copy carries the DESTCORL.
+    publish(
+        &c,
+        "feed/football/scores",
+        "goal",
+        &Properties::default(),
+        &PutOptions::default(),
+    );
+    let q = c.open("CORL.Q", open::INPUT_SHARED).unwrap();
+    let first = c.get(&q, &GetOptions::any()).unwrap();
+    let second = c.get(&q, &GetOptions::any()).unwrap();
+    let mut ids = [first.md.correl_id, second.md.correl_id];
+    ids.sort();
+    let mut want = [0u8; 24];
+    want[..3].copy_from_slice(&[0x0A, 0x0B, 0x0C]);
+    assert!(ids.contains(&want), "one copy carries DESTCORL: {ids:?}");
+    // dmpmqcfg writes them back as DEFINE SUB takes them.
+    let dump = home.ok(&["dmpmqcfg", "-m", "PSDCORL"]);
+    assert!(
+        dump.contains("WSCHEMA(CHAR)") && dump.contains(&format!("DESTCORL({padded})")),
+        "{dump}"
+    );
+}
+
+#[test]
+fn display_tpstatus_shows_resolved_attributes_and_each_publishers_count_and_last_time() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "PSTPST", &[]);
+    mqsc(
+        &home,
+        "PSTPST",
+        "DEFINE TOPIC(TP.TOPIC) TOPICSTR('tp') DEFPRESP(ASYNC) DEFPSIST(YES) DEFPRTY(7)\n",
+    );
+    let c = qm.connect();
+    let publisher = c.open_topic("", "tp/news", open::OUTPUT).unwrap();
+    let idle = c.open_topic("", "tp/news", open::OUTPUT).unwrap();
+    for i in 0..3 {
+        c.put(
+            &publisher,
+            &md(Persistence::NotPersistent),
+            &Properties::default(),
+            Bytes::from(format!("n{i}")),
+            &PutOptions::default(),
+        )
+        .unwrap();
+    }
+    // The topic's attributes resolved up the tree (ASPARENT from TP.TOPIC, then the base).
+    let topic = mqsc(&home, "PSTPST", "DISPLAY TPSTATUS('tp/news')\n");
+    for want in [
+        "ADMIN(TP.TOPIC)",
+        "DEFPRESP(ASYNC)",
+        "DEFPSIST(YES)",
+        "DEFPRTY(7)",
+        "DURSUB(YES)",
+        "PUB(ENABLED)",
+        "SUB(ENABLED)",
+        "PUBCOUNT(2)",
+        "SUBCOUNT(0)",
+    ] {
+        assert!(topic.contains(want), "no '{want}' in:\n{topic}");
+    }
+    // A row per publisher handle: how many it published and when it last did.
+    let pubs = mqsc(&home, "PSTPST", "DISPLAY TPSTATUS('tp/news') TYPE(PUB)\n");
+    assert_eq!(pubs.matches("ACTCONN(").count(), 2, "{pubs}");
+    assert!(pubs.contains("NUMPUBS(3)"), "{pubs}");
+    assert!(pubs.contains("NUMPUBS(0)"), "{pubs}");
+    assert_eq!(
+        pubs.matches("LPUBDATE( )").count(),
+        1,
+        "the idle one: {pubs}"
+    );
+    assert_eq!(
+        pubs.matches("LPUBDATE(20").count(),
+        1,
+        "the publisher's: {pubs}"
+    );
+    assert_eq!(pubs.matches("LPUBTIME(").count(), 2, "{pubs}");
+    c.close(&idle, 0).unwrap();
+    c.close(&publisher, 0).unwrap();
+}
+
+#[test]
 fn mqsc_defines_displays_and_deletes_subscriptions_to_named_queues() {
     let home = Home::new();
     let qm = Qm::start(&home, "PSMQSC", &[]);

@@ -18,6 +18,9 @@ const SUB_ATTRS: &[(&str, usize)] = &[
     ("EXPIRY", 0),
     ("USERDATA", 10_240),
     ("REQONLY", 0),
+    ("WSCHEMA", 0),
+    // The CorrelId of every publication the subscription gets (MQ's SubCorrelId), in hex.
+    ("DESTCORL", 48),
 ];
 
 /// The name in `SUB(name)`, `SBSTATUS(name)` or `TPSTATUS(string)`.
@@ -85,8 +88,16 @@ pub(crate) fn define_sub(obj: &Item, rest: &[Item]) -> Result<Command, SyntaxErr
         let value = match key {
             "DESTCLAS" if ["PROVIDED", "MANAGED"].contains(&s.value.as_str()) => s.value,
             "REQONLY" if ["YES", "NO"].contains(&s.value.as_str()) => s.value,
+            "WSCHEMA" if ["TOPIC", "CHAR"].contains(&s.value.as_str()) => s.value,
+            "DESTCORL"
+                if !s.value.is_empty()
+                    && s.value.len() <= 48
+                    && s.value.bytes().all(|b| b.is_ascii_hexdigit()) =>
+            {
+                s.value.to_ascii_uppercase()
+            }
             "EXPIRY" if s.value == "UNLIMITED" || s.value.parse::<u32>().is_ok() => s.value,
-            "DESTCLAS" | "REQONLY" | "EXPIRY" => {
+            "DESTCLAS" | "REQONLY" | "EXPIRY" | "WSCHEMA" | "DESTCORL" => {
                 return Err(SyntaxError::new(
                     format!(
                         "{key}({}) is not valid: {}",
@@ -94,6 +105,8 @@ pub(crate) fn define_sub(obj: &Item, rest: &[Item]) -> Result<Command, SyntaxErr
                         match key {
                             "DESTCLAS" => "PROVIDED or MANAGED",
                             "REQONLY" => "YES or NO",
+                            "WSCHEMA" => "TOPIC or CHAR",
+                            "DESTCORL" => "1 to 48 hexadecimal digits",
                             _ => "tenths of a second, or UNLIMITED",
                         }
                     ),

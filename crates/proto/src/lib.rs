@@ -18,7 +18,8 @@ pub use control::ControlCommand;
 pub use error::ProtoError;
 pub use frame::{frame_limit_for, FrameDecoder, RawFrame, FLAG_MORE, HEADER_LEN};
 pub use handshake::{
-    negotiate, Hello, MAGIC, PRE_HANDSHAKE_FRAME_MAX_BYTES, PROTOCOL_VERSION, PROTOCOL_VERSION_MIN,
+    negotiate, Hello, MAGIC, PRE_HANDSHAKE_FRAME_MAX_BYTES, PROTOCOL_VERSION,
+    PROTOCOL_VERSION_ASYNC_PUT, PROTOCOL_VERSION_MIN,
 };
 pub use message::{
     encode_request, encode_response, kind, parse_request, parse_response, PutGroup, Request,

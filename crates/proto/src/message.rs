@@ -39,6 +39,8 @@ pub mod kind {
     pub const PUT1_TOPIC: u8 = 0x31;
     pub const SUBSCRIBE: u8 = 0x32;
     pub const SUB_REQUEST: u8 = 0x33;
+    /// MQSTAT (protocol version 2).
+    pub const STAT: u8 = 0x12;
 
     pub const HELLO_OK: u8 = 0x81;
     pub const STATUS: u8 = 0x82;
@@ -155,6 +157,12 @@ pub enum Request {
     Subscribe(Box<SubscribeRequest>),
     /// MQSUBRQ: send the retained publications matching subscription `hsub` again; answered
     /// with `Status`.
+    /// MQSTAT of `stat_type` (MQSTAT_TYPE_ASYNC_ERROR): the status of the conversation's
+    /// asynchronous puts since the last MQSTAT, which it resets. Answered with `InquireReply`
+    /// (PUTSUCCESS, PUTWARNING, PUTFAILURE, COMPCODE, REASON, OBJNAME).
+    Stat {
+        stat_type: u32,
+    },
     SubRequest {
         hsub: u32,
     },
@@ -212,6 +220,10 @@ pub enum Response {
     Opened {
         hobj: u32,
         name: String,
+        /// The object's DEFPRESP is ASYNC: a put asking MQPMO_RESPONSE_AS_Q_DEF (or
+        /// _AS_TOPIC_DEF) is not answered. Sent (as a trailing byte) only when set, and only on
+        /// protocol version 2, whose clients read it.
+        async_default: bool,
     },
     /// `group`: the GroupId, MsgSeqNumber and Offset the queue manager gave a put in logical
     /// order (MQPMO_LOGICAL_ORDER), encoded after the identifiers only when present.
@@ -272,6 +284,7 @@ impl Request {
             Request::Put1Topic { .. } => kind::PUT1_TOPIC,
             Request::Subscribe(_) => kind::SUBSCRIBE,
             Request::SubRequest { .. } => kind::SUB_REQUEST,
+            Request::Stat { .. } => kind::STAT,
         }
     }
 
@@ -370,6 +383,7 @@ impl Request {
                     + s.correl_id.map_or(0, |c| c.len())
             }
             Request::SubRequest { .. } => 4,
+            Request::Stat { .. } => 4,
         }
     }
 }
@@ -409,7 +423,11 @@ impl Response {
                 ..
             } => MAGIC.len() + 2 + 4 + 4 + 2 + str16(qmgr_name) + str16(server_id),
             Response::Status { reason: _, message } => 4 + str16(message),
-            Response::Opened { hobj: _, name } => 4 + str16(name),
+            Response::Opened {
+                hobj: _,
+                name,
+                async_default,
+            } => 4 + str16(name) + usize::from(*async_default),
             Response::PutOk { group, .. } => 24 + 24 + if group.is_some() { 32 } else { 0 },
             Response::Message {
                 reason: _,
@@ -454,6 +472,7 @@ fn request_name(k: u8) -> Option<&'static str> {
         kind::PUT1_TOPIC => "Put1Topic",
         kind::SUBSCRIBE => "Subscribe",
         kind::SUB_REQUEST => "SubRequest",
+        kind::STAT => "Stat",
         _ => return None,
     })
 }
@@ -624,6 +643,7 @@ pub fn encode_request(conv: u16, req: u32, r: &Request, out: &mut BytesMut) {
             }
         }
         Request::SubRequest { hsub } => out.put_u32_le(*hsub),
+        Request::Stat { stat_type } => out.put_u32_le(*stat_type),
     }
     finish_frame(out, start);
 }
@@ -653,9 +673,16 @@ pub fn encode_response(conv: u16, req: u32, r: &Response, out: &mut BytesMut) {
             out.put_u32_le(reason.code());
             out.put_str16(message);
         }
-        Response::Opened { hobj, name } => {
+        Response::Opened {
+            hobj,
+            name,
+            async_default,
+        } => {
             out.put_u32_le(*hobj);
             out.put_str16(name);
+            if *async_default {
+                out.put_u8(1);
+            }
         }
         Response::PutOk {
             msg_id,
@@ -852,6 +879,9 @@ fn decode_request(k: u8, r: &mut Reader) -> Result<Request, DecodeError> {
                 None
             },
         })),
+        kind::STAT => Request::Stat {
+            stat_type: r.u32("stat type")?,
+        },
         kind::SUB_REQUEST => Request::SubRequest {
             hsub: r.u32("hsub")?,
         },
@@ -895,6 +925,7 @@ fn decode_response(k: u8, r: &mut Reader) -> Result<Response, DecodeError> {
         kind::OPENED => Response::Opened {
             hobj: r.u32("hobj")?,
             name: r.str16("name")?,
+            async_default: r.remaining() > 0 && r.u8("async_default")? != 0,
         },
         kind::PUT_OK => Response::PutOk {
             msg_id: r.fixed::<24>("msg_id")?,

@@ -181,6 +181,11 @@ fn one_of_each_request() -> Vec<Request> {
             ..Default::default()
         })),
         Request::SubRequest { hsub: 9 },
+        Request::Set {
+            hobj: 2,
+            attrs: vec![("PUT".into(), "DISABLED".into())],
+        },
+        Request::Stat { stat_type: 0 },
         Request::Admin {
             command: "x".repeat(100_000),
         },
@@ -204,6 +209,12 @@ fn one_of_each_response() -> Vec<Response> {
         Response::Opened {
             hobj: 3,
             name: "AMQ.5F00".into(),
+            async_default: false,
+        },
+        Response::Opened {
+            hobj: 4,
+            name: "Q.ASYNC".into(),
+            async_default: true,
         },
         Response::PutOk {
             msg_id: [1; 24],
@@ -250,7 +261,7 @@ fn each_request_variant_has_its_own_kind_and_round_trips() {
     kinds.dedup();
     assert_eq!(
         kinds,
-        (kind::HELLO..=kind::CREDIT)
+        (kind::HELLO..=kind::STAT)
             .chain(kind::OPEN_TOPIC..=kind::SUB_REQUEST)
             .collect::<Vec<_>>()
     );

@@ -94,6 +94,8 @@ pub async fn serve_from<S>(
         channel: None,
         identities: AHashMap::new(),
         connect_groups: Vec::new(),
+        version: 1,
+        async_puts: AHashMap::new(),
     };
     if let Err(e) = run(&mut rd, &wr, read, &shared, &mut session, &stall).await {
         // Tell the peer why before closing, when the socket can still carry it.
@@ -239,6 +241,7 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
     }
     s.channel = binding;
     s.sharecnv = sharecnv;
+    s.version = version;
     dec.set_max_frame_bytes(ferrymq_proto::frame_limit_for(max_msg_len));
     let ok = Response::HelloOk {
         version,

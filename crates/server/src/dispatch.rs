@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::admin_ops::Ops;
+use crate::async_put::AsyncStatus;
 use crate::authz::{self, Who};
 use crate::config::RemoteAdmin;
 use crate::core::{error_response, message_response, Core, Outbox};
@@ -37,6 +38,17 @@ pub struct Session {
     /// The user store's groups of the user a Connect being handled was admitted as (set by the
     /// connection task just before it hands the Connect over).
     pub connect_groups: Vec<String>,
+    /// The protocol version the handshake agreed.
+    pub version: u16,
+    /// What became of each conversation's unanswered (asynchronous) puts, for MQSTAT.
+    pub async_puts: AHashMap<u16, AsyncStatus>,
+}
+
+impl Session {
+    /// Whether `Opened` may carry the object's DEFPRESP (the client reads it).
+    fn speaks_async_put(&self) -> bool {
+        self.version >= ferrymq_proto::PROTOCOL_VERSION_ASYNC_PUT
+    }
 }
 
 /// What the connection task does after a request.
@@ -83,6 +95,24 @@ fn warned(d: ferrymq_engine::PutDone) -> Action {
         },
         d.wait_lsn,
     )
+}
+
+/// A put the client does not wait for: nothing is sent back; its outcome is counted for MQSTAT.
+/// Its log record becomes durable with the next one a reply waits for (MQ promises no more
+/// for an asynchronous put before MQCMIT or MQSTAT).
+fn unanswered(
+    s: &mut Session,
+    conv: u16,
+    opts: &ferrymq_types::options::PutOptions,
+    outcome: Result<(Option<Reason>, Lsn), &MqError>,
+    object: impl FnOnce() -> String,
+) -> Action {
+    let under_syncpoint = opts.syncpoint != ferrymq_types::options::Syncpoint::No;
+    s.async_puts
+        .entry(conv)
+        .or_default()
+        .record(under_syncpoint, outcome, object);
+    Action::Nothing
 }
 
 fn done(r: Result<Lsn, MqError>) -> Action {
@@ -261,6 +291,7 @@ pub fn handle(
             s.convs.remove(&conv);
             s.principals.remove(&conv);
             s.identities.remove(&conv);
+            s.async_puts.remove(&conv);
             s.info.conversations.fetch_sub(1, Ordering::Relaxed);
             done(r)
         }
@@ -273,11 +304,96 @@ pub fn handle(
             // A dynamic queue records when it was created.
             e.note_time(now_ms);
             match e.open(conn, &name, &qmgr, options, &dynamic_name) {
-                Ok((hobj, name, lsn)) => Action::Reply(Response::Opened { hobj, name }, lsn),
+                Ok((hobj, resolved, lsn)) => {
+                    // DEFPRESP of the object opened (an alias's own), or of the queue created
+                    // from a model.
+                    let async_default = s.speaks_async_put()
+                        && qmgr.is_empty()
+                        && [name.as_str(), resolved.as_str()].iter().any(|n| {
+                            e.queue_def(n).is_some_and(|d| {
+                                d.other
+                                    .get("DEFPRESP")
+                                    .or_else(|| d.other.get("DEFRESP"))
+                                    .is_some_and(|v| v == "ASYNC")
+                            })
+                        });
+                    Action::Reply(
+                        Response::Opened {
+                            hobj,
+                            name: resolved,
+                            async_default,
+                        },
+                        lsn,
+                    )
+                }
                 Err(err) => Action::Reply(error_response(err), 0),
             }
         }
         Q::Close { hobj, options } => done(e.close(conn, hobj, options, now_ms)),
+        Q::Put {
+            hobj,
+            opts,
+            md,
+            props,
+            body,
+        } if opts.is_async() => {
+            let r = e.put(conn, hobj, &opts, md, props, body, now_ms);
+            let name = || e.handle_name(conn, hobj).unwrap_or_default();
+            unanswered(
+                s,
+                conv,
+                &opts,
+                r.as_ref().map(|d| (d.warning, d.wait_lsn)),
+                name,
+            )
+        }
+        Q::Put1 {
+            name,
+            qmgr,
+            opts,
+            md,
+            props,
+            body,
+        } if opts.is_async() => {
+            let r = e.put1(conn, &name, &qmgr, &opts, md, props, body, now_ms);
+            unanswered(
+                s,
+                conv,
+                &opts,
+                r.as_ref().map(|d| (d.warning, d.wait_lsn)),
+                || name,
+            )
+        }
+        Q::Put1Topic {
+            object,
+            topic,
+            opts,
+            md,
+            props,
+            body,
+        } if opts.is_async() => {
+            let r = e.put1_topic(conn, &object, &topic, &opts, md, props, body, now_ms);
+            let name = || if topic.is_empty() { object } else { topic };
+            unanswered(
+                s,
+                conv,
+                &opts,
+                r.as_ref().map(|d| (d.warning, d.wait_lsn)),
+                name,
+            )
+        }
+        Q::Stat { stat_type } => {
+            if stat_type != ferrymq_types::options::STAT_TYPE_ASYNC_ERROR {
+                let e = MqError::new(
+                    Reason::STAT_TYPE_ERROR,
+                    format!("MQSTAT type {stat_type} is not supported; only MQSTAT_TYPE_ASYNC_ERROR (0) is"),
+                );
+                return Action::Reply(error_response(e), 0);
+            }
+            // Answered once the puts it counts are durable.
+            let (r, lsn) = s.async_puts.entry(conv).or_default().take();
+            Action::Reply(r, lsn)
+        }
         Q::Put {
             hobj,
             opts,
@@ -336,8 +452,19 @@ pub fn handle(
             },
             Err(err) => Action::Reply(error_response(err), 0),
         },
-        Q::Commit => done(e.commit(conn, now_ms)),
-        Q::Backout => done(e.backout(conn, now_ms)),
+        Q::Commit => match s.async_puts.get_mut(&conv).and_then(|a| a.doomed_commit()) {
+            Some(err) => {
+                let _ = e.backout(conn, now_ms);
+                Action::Reply(error_response(err), 0)
+            }
+            None => done(e.commit(conn, now_ms)),
+        },
+        Q::Backout => {
+            if let Some(a) = s.async_puts.get_mut(&conv) {
+                a.uow_doomed = false;
+            }
+            done(e.backout(conn, now_ms))
+        }
         Q::Inquire { hobj, selectors } => match e.inquire(conn, hobj, &selectors) {
             Ok(attrs) => Action::Reply(Response::InquireReply { attrs }, 0),
             Err(err) => Action::Reply(error_response(err), 0),
@@ -362,7 +489,17 @@ pub fn handle(
             topic,
             options,
         } => match e.open_topic(conn, &object, &topic, options) {
-            Ok((hobj, name)) => Action::Reply(Response::Opened { hobj, name }, 0),
+            Ok((hobj, name)) => {
+                let async_default = s.speaks_async_put() && e.topic_attrs(&name).async_put_default;
+                Action::Reply(
+                    Response::Opened {
+                        hobj,
+                        name,
+                        async_default,
+                    },
+                    0,
+                )
+            }
             Err(err) => Action::Reply(error_response(err), 0),
         },
         Q::Put1Topic {

@@ -7,6 +7,7 @@
 //! `ferrymq-proto`.
 
 mod admin_ops;
+mod async_put;
 mod authz;
 mod autoconfig;
 mod channels;

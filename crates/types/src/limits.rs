@@ -30,6 +30,10 @@ pub const HEARTBEAT_DEFAULT_MS: u32 = 300_000;
 /// requests until its client takes them (back pressure); a quarter of `Channels:MaxConnMemory` if
 /// that is less.
 pub const CONN_OUTBOUND_PAUSE_BYTES: u64 = 1 << 20;
+/// Asynchronous puts (MQPMO_ASYNC_RESPONSE) a client socket holds queued but not yet written:
+/// beyond this a further one waits for the writer, so a program putting faster than the socket
+/// drains is held back by TCP back pressure instead of growing the client's memory.
+pub const CLIENT_ASYNC_PUT_BACKLOG_BYTES: u64 = 1 << 20;
 /// Default cap on what one socket may hold queued for its client (qm.ini
 /// `Channels:MaxConnMemory`): a socket whose queued replies pass it, in more than one frame, is
 /// closed and its units of work backed out. Reading stops long before (at

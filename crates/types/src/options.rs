@@ -71,6 +71,17 @@ pub mod pmo {
     pub const RETAIN: u32 = 0x200000;
     /// The publish/subscribe options [`PutOptions::pubsub`] may hold.
     pub const PUBSUB: u32 = WARN_IF_NO_SUBS_MATCHED | RETAIN;
+    /// Put response options ([`PutOptions::response`]): the put returns at once without the
+    /// queue manager's answer; failures are collected for MQSTAT.
+    pub const ASYNC_RESPONSE: u32 = 0x10000;
+    /// The put waits for the queue manager's answer.
+    pub const SYNC_RESPONSE: u32 = 0x20000;
+    /// As the queue's DEFPRESP says (MQ's default when neither of the above is given).
+    pub const RESPONSE_AS_Q_DEF: u32 = 0;
+    /// As the topic's DEFPRESP says (the same value as [`RESPONSE_AS_Q_DEF`]).
+    pub const RESPONSE_AS_TOPIC_DEF: u32 = 0;
+    /// The put response options [`PutOptions::response`] may hold.
+    pub const RESPONSE: u32 = ASYNC_RESPONSE | SYNC_RESPONSE;
     pub const CONTEXT: u32 = DEFAULT_CONTEXT
         | PASS_IDENTITY_CONTEXT
         | PASS_ALL_CONTEXT
@@ -207,7 +218,14 @@ pub struct PutOptions {
     /// Publish/subscribe options of a put to a topic ([`pmo::RETAIN`],
     /// [`pmo::WARN_IF_NO_SUBS_MATCHED`]); ignored by a put to a queue.
     pub pubsub: u32,
+    /// Put response ([`pmo::ASYNC_RESPONSE`], [`pmo::SYNC_RESPONSE`], or 0: as the queue's or
+    /// topic's DEFPRESP). The client resolves it before sending; on the wire only "asynchronous"
+    /// is carried, as a flag: the queue manager then sends no answer to the put.
+    pub response: u32,
 }
+
+/// MQSTAT_TYPE_ASYNC_ERROR: the status of the asynchronous puts since the last MQSTAT.
+pub const STAT_TYPE_ASYNC_ERROR: u32 = 0;
 
 /// Set in the syncpoint byte of an encoded [`PutOptions`] when the context options follow: a put
 /// with the default context encodes as it always did, so an older queue manager still reads it.
@@ -215,6 +233,10 @@ const PUT_CONTEXT_FOLLOWS: u8 = 0x40;
 /// Set in the syncpoint byte when the publish/subscribe options follow (after the context
 /// options, if any): only a publication that uses them encodes differently.
 const PUT_PUBSUB_FOLLOWS: u8 = 0x20;
+/// Set in the syncpoint byte of a put whose answer the client does not wait for
+/// (MQPMO_ASYNC_RESPONSE, resolved). Only a client that negotiated a protocol version knowing
+/// it sets it.
+const PUT_ASYNC_RESPONSE: u8 = 0x10;
 
 impl Default for PutOptions {
     fn default() -> Self {
@@ -226,7 +248,15 @@ impl Default for PutOptions {
             context: 0,
             context_hobj: 0,
             pubsub: 0,
+            response: 0,
         }
+    }
+}
+
+impl PutOptions {
+    /// The put is answered by nothing (resolved MQPMO_ASYNC_RESPONSE).
+    pub fn is_async(&self) -> bool {
+        self.response & pmo::ASYNC_RESPONSE != 0
     }
 }
 
@@ -246,6 +276,9 @@ impl Codec for PutOptions {
         if self.pubsub != 0 {
             flags |= PUT_PUBSUB_FOLLOWS;
         }
+        if self.is_async() {
+            flags |= PUT_ASYNC_RESPONSE;
+        }
         out.put_u8(self.syncpoint.to_u8() | flags);
         out.put_bool(self.new_msg_id);
         out.put_bool(self.new_correl_id);
@@ -262,8 +295,17 @@ impl Codec for PutOptions {
         let extended = first & PUT_CONTEXT_FOLLOWS != 0;
         let logical_order = first & SYNCPOINT_EXT_GROUP != 0;
         let pubsub_follows = first & PUT_PUBSUB_FOLLOWS != 0;
+        let response = if first & PUT_ASYNC_RESPONSE != 0 {
+            pmo::ASYNC_RESPONSE
+        } else {
+            0
+        };
         let syncpoint = Syncpoint::from_u8(
-            first & !(PUT_CONTEXT_FOLLOWS | SYNCPOINT_EXT_GROUP | PUT_PUBSUB_FOLLOWS),
+            first
+                & !(PUT_CONTEXT_FOLLOWS
+                    | SYNCPOINT_EXT_GROUP
+                    | PUT_PUBSUB_FOLLOWS
+                    | PUT_ASYNC_RESPONSE),
         )?;
         if syncpoint == Syncpoint::IfPersistent {
             return Err(DecodeError::invalid(
@@ -291,6 +333,7 @@ impl Codec for PutOptions {
             context,
             context_hobj,
             pubsub,
+            response,
         })
     }
 }
@@ -512,5 +555,19 @@ mod tests {
             ..lo
         };
         assert_eq!(PutOptions::from_bytes(retain.to_bytes()).unwrap(), retain);
+        let not_answered = PutOptions {
+            response: pmo::ASYNC_RESPONSE,
+            ..retain
+        };
+        assert_eq!(
+            PutOptions::from_bytes(not_answered.to_bytes()).unwrap(),
+            not_answered
+        );
+        // Only the resolved "asynchronous" travels: a synchronous response is the default.
+        let sync = PutOptions {
+            response: pmo::SYNC_RESPONSE,
+            ..PutOptions::default()
+        };
+        assert_eq!(&sync.to_bytes()[..], &[0, 0, 0]);
     }
 }

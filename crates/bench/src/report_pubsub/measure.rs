@@ -2,6 +2,9 @@
 //! publisher, subscribers on bindings connections (managed subscriptions, non-durable for
 //! non-persistent publications and durable for persistent ones), and in the same run the plain
 //! put then get of as many messages on one local queue. CPU is the queue manager's, from /proc.
+//! The publisher (and the baseline's putter) either waits for each put's reply or puts with
+//! MQPMO_ASYNC_RESPONSE and asks MQSTAT once at the end of its loop (which answers when every
+//! put before it has been carried out, so the loop's CPU is all in).
 
 use std::path::Path;
 use std::time::Instant;
@@ -9,7 +12,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::{ConnectOptions, ObjectHandle, Subscription, SubscriptionOptions, Transport};
-use ferrymq_types::options::{close, open, GetOptions, PutOptions};
+use ferrymq_types::options::{close, open, pmo, GetOptions, PutOptions};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties, Reason};
 use serde::Serialize;
 
@@ -27,6 +30,8 @@ const ALONE_TOPIC: &str = "bench/alone";
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Plain {
     pub persistent: bool,
+    /// The puts (plain and to nobody) were MQPMO_ASYNC_RESPONSE, not waiting for replies.
+    pub async_put: bool,
     /// The fan-out row measured right after this baseline (its subscribers), so that both see
     /// the machine in the same state.
     pub row_subscribers: usize,
@@ -44,6 +49,8 @@ pub struct Plain {
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Row {
     pub persistent: bool,
+    /// The publisher put with MQPMO_ASYNC_RESPONSE instead of waiting for each reply.
+    pub async_put: bool,
     pub subscribers: usize,
     pub publications: usize,
     pub deliveries: usize,
@@ -102,6 +109,34 @@ fn drain(c: &Connection, q: &ObjectHandle) -> Result<usize, String> {
     }
 }
 
+/// The put options of a publisher that waits for each reply, or does not.
+fn put_opts(async_put: bool) -> PutOptions {
+    PutOptions {
+        response: if async_put {
+            pmo::ASYNC_RESPONSE
+        } else {
+            pmo::SYNC_RESPONSE
+        },
+        ..PutOptions::default()
+    }
+}
+
+/// After a loop of `n` asynchronous puts: MQSTAT, which is answered once all of them have been
+/// carried out, and must count them all as done.
+fn settle(c: &Connection, async_put: bool, n: usize) -> Result<(), String> {
+    if !async_put {
+        return Ok(());
+    }
+    let st = c.stat().map_err(err)?;
+    if st.put_success_count != n as u64 {
+        return Err(format!(
+            "{n} asynchronous puts: MQSTAT counts {} done, {} failed (first: {})",
+            st.put_success_count, st.put_failure_count, st.reason
+        ));
+    }
+    Ok(())
+}
+
 fn md(persistent: bool) -> MessageDescriptor {
     MessageDescriptor {
         persistence: if persistent {
@@ -144,8 +179,15 @@ impl Fanout {
     }
 
     /// Puts `messages` on a local queue, then gets them all.
-    pub fn plain(&self, persistent: bool, messages: usize, size: usize) -> Result<Plain, String> {
+    pub fn plain(
+        &self,
+        persistent: bool,
+        async_put: bool,
+        messages: usize,
+        size: usize,
+    ) -> Result<Plain, String> {
         let c = &self.admin;
+        let opts = put_opts(async_put);
         let body = Bytes::from(vec![b'x'; size]);
         let md = md(persistent);
         let h = c
@@ -153,15 +195,10 @@ impl Fanout {
             .map_err(err)?;
         let (c0, t0) = (self.cpu(), Instant::now());
         for _ in 0..messages {
-            c.put(
-                &h,
-                &md,
-                &Properties::default(),
-                body.clone(),
-                &PutOptions::default(),
-            )
-            .map_err(err)?;
+            c.put(&h, &md, &Properties::default(), body.clone(), &opts)
+                .map_err(err)?;
         }
+        settle(c, async_put, messages)?;
         let c1 = self.cpu();
         let got = drain(c, &h)?;
         let (c2, seconds) = (self.cpu(), t0.elapsed().as_secs_f64());
@@ -173,19 +210,15 @@ impl Fanout {
         let p = c.open_topic("", ALONE_TOPIC, open::OUTPUT).map_err(err)?;
         let c3 = self.cpu();
         for _ in 0..messages {
-            c.put(
-                &p,
-                &md,
-                &Properties::default(),
-                body.clone(),
-                &PutOptions::default(),
-            )
-            .map_err(err)?;
+            c.put(&p, &md, &Properties::default(), body.clone(), &opts)
+                .map_err(err)?;
         }
+        settle(c, async_put, messages)?;
         let c4 = self.cpu();
         c.close(&p, 0).map_err(err)?;
         Ok(Plain {
             persistent,
+            async_put,
             row_subscribers: 0,
             messages,
             put_cpu_us: (c1 - c0) / messages as f64 * 1e6,
@@ -205,6 +238,8 @@ impl Fanout {
         size: usize,
     ) -> Result<Row, String> {
         let persistent = plain.persistent;
+        let async_put = plain.async_put;
+        let opts = put_opts(async_put);
         let body = Bytes::from(vec![b'x'; size]);
         let md = md(persistent);
         let conns: Vec<Connection> = (0..subscribers.div_ceil(SUBS_PER_CONN))
@@ -227,15 +262,10 @@ impl Fanout {
         let p = c.open_topic("", TOPIC, open::OUTPUT).map_err(err)?;
         let (c0, t0) = (self.cpu(), Instant::now());
         for _ in 0..pubs {
-            c.put(
-                &p,
-                &md,
-                &Properties::default(),
-                body.clone(),
-                &PutOptions::default(),
-            )
-            .map_err(err)?;
+            c.put(&p, &md, &Properties::default(), body.clone(), &opts)
+                .map_err(err)?;
         }
+        settle(c, async_put, pubs)?;
         let publish_s = t0.elapsed().as_secs_f64();
         let c1 = self.cpu();
         let mut got = 0;
@@ -259,6 +289,7 @@ impl Fanout {
             (cpu_s * 1e6 - plain.publish_alone_cpu_us * pubs as f64).max(0.0) / got as f64;
         Ok(Row {
             persistent,
+            async_put,
             subscribers,
             publications: pubs,
             deliveries: got,

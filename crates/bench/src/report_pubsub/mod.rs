@@ -8,7 +8,9 @@
 //! subscribes to. The goal: a delivery costs a subscriber less than twice a plain get. Beside
 //! it (not in its place), the marginal cost of a subscriber: the row's CPU less that of its
 //! publications to nobody, per delivery. It writes README.md (tables, goal), fanout.svg and
-//! runs.json to DIR.
+//! runs.json to DIR. Every row is measured twice: with a publisher that waits for each put's
+//! reply (the goal's rows), and with one that puts with MQPMO_ASYNC_RESPONSE (and a baseline
+//! that does the same).
 //!
 //! `ferrymq-bench fanout` prints the same rows without writing a report.
 
@@ -140,16 +142,23 @@ pub fn run(o: &Opts, home: &Path, each: &mut dyn FnMut(&Plain, &Row)) -> Result<
         rows: Vec::new(),
     };
     let f = Fanout::start(home)?;
+    // A warm-up, not recorded: the first baseline would otherwise pay for the new queue
+    // manager's first allocations and page faults.
+    f.plain(false, false, o.deliveries, o.size)?;
     // Each row has its own baseline, measured just before it: the CPU of a request moves with
     // the machine's other work, and a baseline from minutes earlier may have seen another load.
+    // The rows with a publisher waiting for each reply (as the goal was set), then the same
+    // with asynchronous puts (the baseline's puts too, like for like).
     for persistent in [false, true] {
-        for &subs in &o.subscribers {
-            let mut plain = f.plain(persistent, o.deliveries, o.size)?;
-            plain.row_subscribers = subs;
-            let row = f.fanout(&plain, subs, o.deliveries, o.size)?;
-            each(&plain, &row);
-            r.rows.push(row);
-            r.plain.push(plain);
+        for async_put in [false, true] {
+            for &subs in &o.subscribers {
+                let mut plain = f.plain(persistent, async_put, o.deliveries, o.size)?;
+                plain.row_subscribers = subs;
+                let row = f.fanout(&plain, subs, o.deliveries, o.size)?;
+                each(&plain, &row);
+                r.rows.push(row);
+                r.plain.push(plain);
+            }
         }
     }
     r.load_average_1m.1 = load_average_1m();

@@ -123,7 +123,11 @@ impl Connection {
             options,
         };
         match self.inner.call1(req, Role::Plain).await? {
-            Response::Opened { hobj, name } => {
+            Response::Opened {
+                hobj,
+                name,
+                async_default,
+            } => {
                 let id = self.remember(
                     hobj,
                     options,
@@ -132,6 +136,9 @@ impl Connection {
                         topic: topic.to_string(),
                     },
                 );
+                if let Some(h) = self.inner.handles.lock().map.get_mut(&id) {
+                    h.async_default = async_default;
+                }
                 Ok(ObjectHandle { hobj: id, name })
             }
             other => Err(failure("OpenTopic", other)),
@@ -156,6 +163,9 @@ impl Connection {
             props: props.clone(),
             body,
         };
+        if self.put_is_async(None, opts) {
+            return self.put_unanswered(req).await;
+        }
         let role = if opts.syncpoint == Syncpoint::No {
             Role::Plain
         } else {
@@ -242,6 +252,7 @@ impl Connection {
                 options,
                 lost: None,
                 reopen,
+                async_default: false,
             },
         );
         id

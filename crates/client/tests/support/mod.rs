@@ -491,6 +491,7 @@ fn handle(sh: &Arc<Shared>, sock: u64, conv: u16, req: u32, r: Request, tx: &Tx)
                 Response::Opened {
                     hobj,
                     name: resolved,
+                    async_default: false,
                 }
             }
         }

@@ -150,6 +150,7 @@ impl Engine {
                 .unwrap_or(Delivery::AllAvail),
             mdurmdl: get("MDURMDL").unwrap_or_else(|| DURABLE_MODEL.to_string()),
             mndurmdl: get("MNDURMDL").unwrap_or_else(|| NDURABLE_MODEL.to_string()),
+            async_put_default: yes("DEFPRESP", "ASYNC", false),
         }
     }
 }

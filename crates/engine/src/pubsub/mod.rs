@@ -80,6 +80,8 @@ pub struct TopicAttrs {
     pub npmsgdlv: Delivery,
     pub mdurmdl: String,
     pub mndurmdl: String,
+    /// DEFPRESP(ASYNC): a put asking MQPMO_RESPONSE_AS_TOPIC_DEF is not answered.
+    pub async_put_default: bool,
 }
 
 /// What MQSUB asks for.
@@ -131,6 +133,17 @@ pub struct SubStatus {
     pub sub: Arc<Sub>,
     /// The connection that has it open, if any.
     pub conn: Option<ConnId>,
+}
+
+/// DISPLAY TPSTATUS TYPE(PUB): a handle open for publishing on a topic string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Publisher {
+    pub conn: ConnId,
+    pub app: String,
+    /// NUMPUBS: publications made through the handle.
+    pub publications: u64,
+    /// LPUBDATE/LPUBTIME: when the last was (ms since the epoch; 0: none yet).
+    pub last_publication_ms: u64,
 }
 
 /// DISPLAY TPSTATUS of one topic string.
@@ -259,6 +272,8 @@ impl Engine {
                 saved_context: None,
                 remote: None,
                 topic: Some(Arc::from(full.as_str())),
+                publications: 0,
+                last_publication_ms: 0,
             },
         );
         Ok((hobj, full))
@@ -1238,7 +1253,7 @@ impl Engine {
             on_request: get("REQONLY") == "YES",
             admin: true,
             char_wildcards: get("WSCHEMA") == "CHAR",
-            correl_id: None,
+            correl_id: sub::correl_id_from_hex(&get("DESTCORL")),
         };
         lsn = lsn.max(self.log_record(&Record::DefineObject(s.to_object()))?);
         self.objects
@@ -1352,18 +1367,23 @@ impl Engine {
 
     /// DISPLAY TPSTATUS TYPE(PUB): the connections with a handle open for publishing on
     /// `topic`, with their application names, one entry per handle.
-    pub fn topic_publishers(&self, topic: &str) -> Vec<(ConnId, String)> {
-        let mut v: Vec<(ConnId, String)> = self
+    pub fn topic_publishers(&self, topic: &str) -> Vec<Publisher> {
+        let mut v: Vec<Publisher> = self
             .conns
             .iter()
             .flat_map(|(id, c)| {
                 c.handles
                     .values()
                     .filter(|h| h.topic.as_deref() == Some(topic))
-                    .map(move |_| (*id, c.app.clone()))
+                    .map(move |h| Publisher {
+                        conn: *id,
+                        app: c.app.clone(),
+                        publications: h.publications,
+                        last_publication_ms: h.last_publication_ms,
+                    })
             })
             .collect();
-        v.sort();
+        v.sort_by(|a, b| (a.conn, &a.app).cmp(&(b.conn, &b.app)));
         v
     }
 

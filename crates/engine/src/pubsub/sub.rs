@@ -47,6 +47,26 @@ pub struct Sub {
     pub correl_id: Option<[u8; 24]>,
 }
 
+/// DESTCORL as MQSC writes it (1 to 48 hex digits, padded on the right with zeros to 24
+/// bytes); None when empty or not hex.
+pub fn correl_id_from_hex(hex: &str) -> Option<[u8; 24]> {
+    let hex = hex.trim();
+    if hex.is_empty() || hex.len() > 48 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let padded = format!("{hex:0<48}");
+    let mut id = [0u8; 24];
+    for (i, b) in id.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&padded[i * 2..i * 2 + 2], 16).ok()?;
+    }
+    Some(id)
+}
+
+/// A CorrelId in hex, as DISPLAY SUB shows DESTCORL.
+pub fn correl_id_hex(id: &[u8; 24]) -> String {
+    id.iter().map(|b| format!("{b:02X}")).collect()
+}
+
 impl Sub {
     pub fn expires_at_ms(&self) -> Option<u64> {
         (self.expiry > 0).then(|| self.created_ms + self.expiry as u64 * 100)
@@ -105,10 +125,7 @@ impl Sub {
             set("WSCHEMA", "CHAR".into());
         }
         if let Some(c) = &self.correl_id {
-            set(
-                "SUBCORRELID",
-                c.iter().map(|b| format!("{b:02X}")).collect(),
-            );
+            set("SUBCORRELID", correl_id_hex(c));
         }
         ObjectDef {
             kind: ObjectKind::Sub,

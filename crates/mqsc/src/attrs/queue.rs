@@ -96,7 +96,9 @@ const CLWLPRTY: AttrSpec = AttrSpec::stored("CLWLPRTY", Int { min: 0, max: 9 }, 
 const CLWLRANK: AttrSpec = AttrSpec::stored("CLWLRANK", Int { min: 0, max: 9 }, "0");
 const CLWLUSEQ: AttrSpec = AttrSpec::stored("CLWLUSEQ", Enum(&["QMGR", "ANY", "LOCAL"]), "QMGR");
 const DEFBIND: AttrSpec = AttrSpec::stored("DEFBIND", Enum(&["OPEN", "NOTFIXED", "GROUP"]), "OPEN");
-const DEFRESP: AttrSpec = AttrSpec::stored("DEFRESP", Enum(&["SYNC", "ASYNC"]), "SYNC");
+/// Kept with the stored attributes (the queue manager tells the client at MQOPEN; the client
+/// acts on it).
+const DEFPRESP: AttrSpec = AttrSpec::stored("DEFPRESP", Enum(&["SYNC", "ASYNC"]), "SYNC");
 const DEFREADA: AttrSpec = AttrSpec::stored("DEFREADA", Enum(&["NO", "YES", "DISABLED"]), "NO");
 const PROPCTL: AttrSpec = AttrSpec::stored(
     "PROPCTL",
@@ -163,7 +165,7 @@ pub static QLOCAL: &[AttrSpec] = &[
     CLWLRANK,
     CLWLUSEQ,
     DEFBIND,
-    DEFRESP,
+    DEFPRESP,
     DEFREADA,
     PROPCTL,
     MAXFSIZE,
@@ -183,18 +185,18 @@ pub static QMODEL: &[AttrSpec] = &[
     DEFTYPE, //
     INDXTYPE, SHARE, DEFSOPT, TRIGGER, TRIGTYPE, TRIGDPTH, TRIGMPRI, TRIGDATA, INITQ, PROCESS,
     RETINTVL, HARDENBO, QDEPTHHI, QDEPTHLO, QDPHIEV, QDPLOEV, QDPMAXEV, QSVCIEV, QSVCINT, STATQ,
-    MONQ, ACCTQ, DEFREADA, PROPCTL, MAXFSIZE, CUSTOM, DISTL, NPMCLASS, ALTDATE, ALTTIME, CRDATE,
-    CRTIME,
+    MONQ, ACCTQ, DEFPRESP, DEFREADA, PROPCTL, MAXFSIZE, CUSTOM, DISTL, NPMCLASS, ALTDATE, ALTTIME,
+    CRDATE, CRTIME,
 ];
 
 pub static QALIAS: &[AttrSpec] = &[
     DESCR, TARGET, PUT, GET, DEFPSIST, DEFPRTY, //
-    TARGTYPE, SCOPE, CLUSTER, CLUSNL, CLWLPRTY, CLWLRANK, DEFBIND, DEFRESP, DEFREADA, PROPCTL,
+    TARGTYPE, SCOPE, CLUSTER, CLUSNL, CLWLPRTY, CLWLRANK, DEFBIND, DEFPRESP, DEFREADA, PROPCTL,
     CUSTOM, ALTDATE, ALTTIME, CRDATE, CRTIME,
 ];
 
 pub static QREMOTE: &[AttrSpec] = &[
     DESCR, RNAME, RQMNAME, XMITQ, PUT, DEFPSIST, DEFPRTY, //
-    SCOPE, CLUSTER, CLUSNL, CLWLPRTY, CLWLRANK, DEFBIND, DEFRESP, CUSTOM, ALTDATE, ALTTIME, CRDATE,
-    CRTIME,
+    SCOPE, CLUSTER, CLUSNL, CLWLPRTY, CLWLRANK, DEFBIND, DEFPRESP, CUSTOM, ALTDATE, ALTTIME,
+    CRDATE, CRTIME,
 ];

@@ -155,6 +155,12 @@ pub fn put_options() -> impl Strategy<Value = PutOptions> {
                     } else {
                         0
                     },
+                    // Only the resolved "asynchronous" travels.
+                    response: if new_correl_id {
+                        ferrymq_types::options::pmo::ASYNC_RESPONSE
+                    } else {
+                        0
+                    },
                 }
             },
         )
@@ -368,6 +374,7 @@ pub fn request() -> impl Strategy<Value = Request> {
             ))
         ),
         any::<u32>().prop_map(|hsub| Request::SubRequest { hsub }),
+        any::<u32>().prop_map(|stat_type| Request::Stat { stat_type }),
         prop_oneof![text(), "\\PC{20000,40000}"].prop_map(|command| Request::Admin { command }),
     ]
 }
@@ -423,7 +430,13 @@ pub fn response() -> impl Strategy<Value = Response> {
                 }
             ),
         (reason(), text()).prop_map(|(reason, message)| Response::Status { reason, message }),
-        (any::<u32>(), text()).prop_map(|(hobj, name)| Response::Opened { hobj, name }),
+        (any::<u32>(), text(), any::<bool>()).prop_map(|(hobj, name, async_default)| {
+            Response::Opened {
+                hobj,
+                name,
+                async_default,
+            }
+        }),
         (
             id(),
             id(),
