@@ -272,3 +272,48 @@ fn a_flood_of_async_puts_is_held_back_by_tcp_not_buffered_by_either_side() {
         "the client's peak RSS grew by {me_growth} KiB for 64 MiB of puts"
     );
 }
+
+/// Persistent asynchronous puts nobody waits for arrive faster than a checkpoint frees the
+/// recovery log: the queue manager holds the socket (TCP slows the client) while a checkpoint
+/// makes room, rather than refusing puts with 2102 because the log filled up meanwhile. 8 MB
+/// of messages go through a 2 MB log; every put succeeds and every message is there.
+#[test]
+fn persistent_async_puts_faster_than_checkpoints_wait_for_log_room_instead_of_failing() {
+    let home = Home::new();
+    let qm = Qm::start_remote_admin(&home, "QAP6", &["-lp", "2", "-lf", "256"]);
+    let c = qm.connect();
+    mqsc(&c, "DEFINE QLOCAL(AP.LOGQ) MAXDEPTH(100000)");
+    let h = c
+        .open("AP.LOGQ", open::OUTPUT | open::INPUT_SHARED)
+        .unwrap();
+    let md = MessageDescriptor {
+        persistence: ferrymq_types::Persistence::Persistent,
+        ..MessageDescriptor::default()
+    };
+    let body = Bytes::from(vec![b'p'; 2048]);
+    const N: u64 = 4000;
+    for _ in 0..N {
+        c.put(&h, &md, &Properties::default(), body.clone(), &unanswered())
+            .expect("an unanswered put returns at once");
+    }
+    let st = c.stat().unwrap();
+    assert_eq!(
+        (st.put_success_count, st.put_failure_count),
+        (N, 0),
+        "first failure: {:?} on '{}'",
+        st.reason,
+        st.object_name
+    );
+    let mut got = 0u64;
+    loop {
+        match c.get(&h, &GetOptions::any()) {
+            Ok(m) => {
+                assert_eq!(m.body.len(), 2048);
+                got += 1;
+            }
+            Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => break,
+            Err(e) => panic!("get: {e}"),
+        }
+    }
+    assert_eq!(got, N);
+}

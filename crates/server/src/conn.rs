@@ -289,6 +289,7 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
             Box::pin(connect(shared, s, f)).await;
         }
         if !frames.is_empty() {
+            wait_for_log_room(shared).await;
             s.tx.hold();
             let r = process(shared, s, &mut frames);
             write_inline(s, wr, &shared.durable, stall, &mut inline_buf).await?;
@@ -546,6 +547,41 @@ async fn connect(shared: &Arc<Shared>, s: &mut Session, f: RawFrame) {
             s.identities.insert(f.conv, id);
         }
         s.tx.reply(f.conv, f.req, &r, lsn);
+    }
+}
+
+/// Holds the socket's next batch while the recovery log is nearly full (past
+/// `LOG_ROOM_WAIT_PCT`; a checkpoint has been asked for at `LOG_CHECKPOINT_TRIGGER_PCT`), until
+/// the checkpoint has made room, for at most `LOG_ROOM_WAIT_MS`. A burst of persistent work —
+/// asynchronous puts above all, which nobody waits for — is so slowed by TCP instead of being
+/// refused with 2102 while a checkpoint is merely behind. When a wait runs out, the log is held
+/// by something a checkpoint cannot free (a long unit of work, failing checkpoints): sockets stop
+/// waiting for `LOG_ROOM_WAIT_OFF_MS` and their work is refused as before, with the reason.
+async fn wait_for_log_room(shared: &Shared) {
+    use std::sync::atomic::Ordering;
+    let Some(log) = shared.storage.log.as_ref() else {
+        return;
+    };
+    let high = log.capacity() / 100 * limits::LOG_ROOM_WAIT_PCT;
+    if log.used_bytes() < high
+        || now_ms()
+            < shared
+                .storage
+                .room_wait_off_until_ms
+                .load(Ordering::Relaxed)
+    {
+        return;
+    }
+    let started = std::time::Instant::now();
+    while log.used_bytes() >= high {
+        if started.elapsed() >= Duration::from_millis(limits::LOG_ROOM_WAIT_MS) {
+            shared
+                .storage
+                .room_wait_off_until_ms
+                .store(now_ms() + limits::LOG_ROOM_WAIT_OFF_MS, Ordering::Relaxed);
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 

@@ -86,6 +86,16 @@ pub const LOG_PRIMARY_FILES_DEFAULT: u32 = 3;
 pub const LOG_FILE_PAGES_DEFAULT: u32 = 4096;
 /// A checkpoint is taken when this fraction (percent) of the log is in use.
 pub const LOG_CHECKPOINT_TRIGGER_PCT: u64 = 40;
+/// Past this fraction (percent) of the log in use, a socket holds its next batch of requests
+/// until a checkpoint has made room (TCP then slows its client), rather than letting a burst
+/// fill the log and be refused with 2102 while a checkpoint is merely behind.
+pub const LOG_ROOM_WAIT_PCT: u64 = 75;
+/// The longest one batch waits for room in the log; then it runs (and is refused as before if
+/// the log is full).
+pub const LOG_ROOM_WAIT_MS: u64 = 2_000;
+/// After a wait that ran out, how long sockets stop waiting for room (the log is held full by
+/// something a checkpoint cannot free).
+pub const LOG_ROOM_WAIT_OFF_MS: u64 = 10_000;
 /// The descriptor's context fields, in characters, as MQ sizes them: UserIdentifier,
 /// ApplIdentityData and PutApplName. Longer values are cut to fit.
 pub const USER_ID_LEN_MAX: usize = 12;

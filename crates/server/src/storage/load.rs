@@ -135,6 +135,7 @@ impl Storage {
             checkpointing: Mutex::new(()),
             dr_retain: Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX)),
             health: Arc::default(),
+            room_wait_off_until_ms: std::sync::atomic::AtomicU64::new(0),
         })
     }
 

@@ -46,6 +46,10 @@ pub struct Storage {
     checkpointing: Mutex<()>,
     /// Shared with the engine's sink (standalone only).
     pub health: Arc<CheckpointHealth>,
+    /// Until when (ms since the epoch) sockets stop waiting for room in a nearly full log: set
+    /// when a wait ran out, so a log held full by something a checkpoint cannot free (a long
+    /// unit of work, failing checkpoints) costs one wait, not one per batch.
+    pub room_wait_off_until_ms: std::sync::atomic::AtomicU64,
 }
 
 /// What restart found, for the error log and tests.
@@ -275,6 +279,7 @@ impl Storage {
                 checkpointing: Mutex::new(()),
                 dr_retain: Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX)),
                 health,
+                room_wait_off_until_ms: std::sync::atomic::AtomicU64::new(0),
             },
             engine,
             report,
