@@ -559,30 +559,28 @@ async fn connect(shared: &Arc<Shared>, s: &mut Session, f: RawFrame) {
 /// waiting for `LOG_ROOM_WAIT_OFF_MS` and their work is refused as before, with the reason.
 async fn wait_for_log_room(shared: &Shared) {
     use std::sync::atomic::Ordering;
-    let Some(log) = shared.storage.log.as_ref() else {
+    let st = &shared.storage;
+    // The common case: one atomic load (the sink raises the flag past the mark).
+    if !st.room_low.load(Ordering::Relaxed) {
+        return;
+    }
+    let Some(log) = st.log.as_ref() else {
         return;
     };
     let high = log.capacity() / 100 * limits::LOG_ROOM_WAIT_PCT;
-    if log.used_bytes() < high
-        || now_ms()
-            < shared
-                .storage
-                .room_wait_off_until_ms
-                .load(Ordering::Relaxed)
-    {
+    if now_ms() < st.room_wait_off_until_ms.load(Ordering::Relaxed) {
         return;
     }
     let started = std::time::Instant::now();
     while log.used_bytes() >= high {
         if started.elapsed() >= Duration::from_millis(limits::LOG_ROOM_WAIT_MS) {
-            shared
-                .storage
-                .room_wait_off_until_ms
+            st.room_wait_off_until_ms
                 .store(now_ms() + limits::LOG_ROOM_WAIT_OFF_MS, Ordering::Relaxed);
             return;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    st.room_low.store(false, Ordering::Relaxed);
 }
 
 /// Ends a batch the reader ran (see [`crate::core::Outbox::hold`]): when the writer task is idle,

@@ -136,6 +136,7 @@ impl Storage {
             dr_retain: Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX)),
             health: Arc::default(),
             room_wait_off_until_ms: std::sync::atomic::AtomicU64::new(0),
+            room_low: Arc::default(),
         })
     }
 

@@ -50,6 +50,10 @@ pub struct Storage {
     /// when a wait ran out, so a log held full by something a checkpoint cannot free (a long
     /// unit of work, failing checkpoints) costs one wait, not one per batch.
     pub room_wait_off_until_ms: std::sync::atomic::AtomicU64,
+    /// Raised by the engine's sink when an append leaves the log past `LOG_ROOM_WAIT_PCT`;
+    /// lowered by the socket that finds it below again. Sockets look at the log's fill (which
+    /// takes the log's lock) only while it is raised, so a batch costs one atomic load.
+    pub room_low: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// What restart found, for the error log and tests.
@@ -202,10 +206,13 @@ impl Storage {
         let trigger_bytes =
             log.capacity() * ferrymq_types::limits::LOG_CHECKPOINT_TRIGGER_PCT / 100;
         let health = Arc::new(CheckpointHealth::default());
+        let room_low = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let sink = RingSink {
             log: log.clone(),
             on_pressure,
             trigger_bytes,
+            room_bytes: log.capacity() / 100 * ferrymq_types::limits::LOG_ROOM_WAIT_PCT,
+            room_low: room_low.clone(),
             health: health.clone(),
         };
         let mut engine = Engine::restore(ecfg, Box::new(sink), image)
@@ -280,6 +287,7 @@ impl Storage {
                 dr_retain: Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX)),
                 health,
                 room_wait_off_until_ms: std::sync::atomic::AtomicU64::new(0),
+                room_low,
             },
             engine,
             report,

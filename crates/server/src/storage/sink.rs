@@ -34,13 +34,21 @@ pub struct RingSink {
     /// Wakes the checkpointer when the log is filling up.
     pub on_pressure: Box<dyn Fn() + Send>,
     pub(super) trigger_bytes: u64,
+    /// Past this much in use, `room_low` is raised for the sockets (see [`super::Storage::room_low`]).
+    pub(super) room_bytes: u64,
+    pub(super) room_low: Arc<std::sync::atomic::AtomicBool>,
     pub(super) health: Arc<CheckpointHealth>,
 }
 
 impl RingSink {
     fn appended(&self, r: Result<Lsn, LogError>) -> Result<Lsn, MqError> {
-        if self.log.used_bytes() >= self.trigger_bytes {
+        let used = self.log.used_bytes();
+        if used >= self.trigger_bytes {
             (self.on_pressure)();
+        }
+        if used >= self.room_bytes {
+            self.room_low
+                .store(true, std::sync::atomic::Ordering::Relaxed);
         }
         r.map_err(|e| match e {
             LogError::Full { .. } => match self.health.failing() {
