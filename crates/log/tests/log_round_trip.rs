@@ -317,11 +317,23 @@ fn a_lazy_append_rides_with_the_next_one_and_a_waiter_still_gets_it() {
     let (log, _) = create_open(&cfg);
     log.append(1, b"first").unwrap();
     log.wait_durable(log.end_lsn()).unwrap();
-    let syncs = log.sync_count();
-    let lazy_end = log.append_lazy(2, &[b"hint"]).unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(50));
-    assert_eq!(log.sync_count(), syncs, "a lazy append alone does not sync");
-    assert!(log.durable_lsn() < lazy_end);
+    // A lazy append does not wake the writer, but a writer still looping after its last sync
+    // (descheduled between publishing and looking again, as on a loaded machine) finds it in
+    // the buffer and takes it along. So each attempt counts only if the writer was asleep; a
+    // log whose lazy appends always sync fails every attempt.
+    let (mut quiet, mut lazies) = (false, 0);
+    for _ in 0..5 {
+        lazies += 1;
+        let syncs = log.sync_count();
+        let lazy_end = log.append_lazy(2, &[b"hint"]).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        if log.sync_count() == syncs {
+            assert!(log.durable_lsn() < lazy_end);
+            quiet = true;
+            break;
+        }
+    }
+    assert!(quiet, "a lazy append alone does not sync");
     // The next normal append takes it along; and waiting for it directly also works.
     let end = log.append(3, b"next").unwrap();
     log.wait_durable(end).unwrap();
@@ -330,7 +342,10 @@ fn a_lazy_append_rides_with_the_next_one_and_a_waiter_still_gets_it() {
     log.close().unwrap();
     let (_log, rec) = open(&cfg);
     let kinds: Vec<u8> = rec.records.iter().map(|r| r.kind).collect();
-    assert_eq!(kinds, vec![1, 2, 3, 2]);
+    let mut want = vec![1u8];
+    want.extend(std::iter::repeat_n(2, lazies));
+    want.extend([3, 2]);
+    assert_eq!(kinds, want);
 }
 
 #[test]
