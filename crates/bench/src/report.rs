@@ -62,6 +62,12 @@ struct Scenario {
     /// The same steps on the baseline binary (`--baseline-bin`), run beside these.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     baseline_runs: Vec<RunResult>,
+    /// Steps run with more than one responder count: the runs that were not the step's best,
+    /// this build's and the baseline's (`runs` and `baseline_runs` keep each step's best).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    other_runs: Vec<RunResult>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    other_baseline_runs: Vec<RunResult>,
 }
 
 /// What a sweep measured: the scenarios, the round-trip probes, the machine's load before and
@@ -465,60 +471,75 @@ fn sweep(
                     queue_managers: nqm,
                     runs: Vec::new(),
                     baseline_runs: Vec::new(),
+                    other_runs: Vec::new(),
+                    other_baseline_runs: Vec::new(),
                 };
                 let mut best = 0.0f64;
                 let mut flat = 0;
                 for (step, &req) in plan.requesters.iter().enumerate() {
-                    let a = Args {
-                        module: cph::Module::Rr,
-                        qms: qms.names.clone(),
-                        conns: qms
-                            .ports
-                            .iter()
-                            .map(|p| format!("127.0.0.1({p})"))
-                            .collect(),
-                        requesters: req,
-                        responders: 10 * nqm,
-                        size,
-                        persistent,
-                        syncpoint: None,
-                        duration: plan.duration,
-                        warmup: plan.warmup,
-                        queues: 10,
-                        request_prefix: "REQUEST".into(),
-                        reply_prefix: "REPLY".into(),
-                        rate: 0,
-                        json: false,
-                        live: false,
-                        server_pids: qms.pids.clone(),
-                        setup: true,
-                        client_threads: 1,
-                        security: Default::default(),
-                    };
-                    let line = |who: &str, r: &RunResult| {
-                        format!(
-                        "report:   {req:>4} requesters{who}: {:>9.0} RT/s  QM CPU {:>5.1}%  client CPU {:>5.1}%  p50 {:.2} ms",
-                        r.round_trips_per_s,
-                        r.server_cpu_pct.unwrap_or(0.0),
-                        r.client_cpu_pct,
-                        r.latency_ms_p50
-                    )
-                    };
-                    // With a baseline, both run each step, in alternating order, so neither
-                    // always has the machine's first or second turn.
-                    let b = base.as_ref().map(|b| on_qms(&a, b));
-                    if let (Some(b), true) = (&b, step % 2 == 1) {
-                        let r = cph::run(b)?;
-                        progress.println(&line(" (baseline)", &r));
+                    let counts = report_rtt::responder_counts(req);
+                    let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+                    for (k, &responders) in counts.iter().enumerate() {
+                        let a = Args {
+                            module: cph::Module::Rr,
+                            qms: qms.names.clone(),
+                            conns: qms
+                                .ports
+                                .iter()
+                                .map(|p| format!("127.0.0.1({p})"))
+                                .collect(),
+                            requesters: req,
+                            responders: responders * nqm,
+                            size,
+                            persistent,
+                            syncpoint: None,
+                            duration: plan.duration,
+                            warmup: plan.warmup,
+                            queues: 10,
+                            request_prefix: "REQUEST".into(),
+                            reply_prefix: "REPLY".into(),
+                            rate: 0,
+                            json: false,
+                            live: false,
+                            server_pids: qms.pids.clone(),
+                            setup: true,
+                            client_threads: 1,
+                            security: Default::default(),
+                        };
+                        let line = |who: &str, r: &RunResult| {
+                            format!(
+                            "report:   {req:>4} requesters, {:>3} responders{who}: {:>9.0} RT/s  QM CPU {:>5.1}%  client CPU {:>5.1}%  p50 {:.2} ms",
+                            r.responders,
+                            r.round_trips_per_s,
+                            r.server_cpu_pct.unwrap_or(0.0),
+                            r.client_cpu_pct,
+                            r.latency_ms_p50
+                        )
+                        };
+                        // With a baseline, both run each step, in alternating order, so neither
+                        // always has the machine's first or second turn.
+                        let b = base.as_ref().map(|b| on_qms(&a, b));
+                        let base_first = (step + k) % 2 == 1;
+                        if let (Some(b), true) = (&b, base_first) {
+                            let r = cph::run(b)?;
+                            progress.println(&line(" (baseline)", &r));
+                            theirs.push(r);
+                        }
+                        let r = cph::run(&a)?;
+                        progress.println(&line("", &r));
+                        mine.push(r);
+                        if let (Some(b), false) = (&b, base_first) {
+                            let r = cph::run(b)?;
+                            progress.println(&line(" (baseline)", &r));
+                            theirs.push(r);
+                        }
+                    }
+                    if let Some(r) = report_rtt::keep_best(theirs, &mut s.other_baseline_runs) {
                         s.baseline_runs.push(r);
                     }
-                    let r = cph::run(&a)?;
-                    progress.println(&line("", &r));
-                    if let (Some(b), false) = (&b, step % 2 == 1) {
-                        let r = cph::run(b)?;
-                        progress.println(&line(" (baseline)", &r));
-                        s.baseline_runs.push(r);
-                    }
+                    let Some(r) = report_rtt::keep_best(mine, &mut s.other_runs) else {
+                        continue;
+                    };
                     let rate = r.round_trips_per_s;
                     s.runs.push(r);
                     if base.is_some() {
@@ -537,8 +558,15 @@ fn sweep(
                     }
                 }
                 if nqm == 1 && size == 2048 {
+                    // The probe runs with the responder count of this build's step at the
+                    // goals' requester count.
+                    let responders = s
+                        .runs
+                        .iter()
+                        .find(|r| r.threads == report_rtt::GOAL_REQUESTERS)
+                        .map_or(report_rtt::RESPONDERS, |r| r.responders / nqm);
                     sw.probes
-                        .extend(probe(plan, &qms, base.as_ref(), persistent)?);
+                        .extend(probe(plan, &qms, base.as_ref(), persistent, responders)?);
                 }
                 sw.scenarios.push(s);
                 sw.load = format!(
@@ -572,6 +600,7 @@ fn probe(
     qms: &Qms,
     base: Option<&Qms>,
     persistent: bool,
+    responders: usize,
 ) -> Result<Vec<report_rtt::Probe>, String> {
     let mut out = Vec::new();
     let targets = std::iter::once(("this build", qms)).chain(base.map(|b| ("baseline", b)));
@@ -581,7 +610,7 @@ fn probe(
             qms: q.names[..1].to_vec(),
             conns: vec![format!("127.0.0.1({})", q.ports[0])],
             requesters: report_rtt::GOAL_REQUESTERS,
-            responders: report_rtt::RESPONDERS,
+            responders,
             size: 2048,
             persistent,
             syncpoint: None,
@@ -639,7 +668,7 @@ fn write_report(
         md,
         "Produced by `{}` with ferrymq {} on {} CPU cores (client and queue managers share them). \
          Workload (the ferrymq-bench crate's docs, as the seed reports count it): requesters put a request under syncpoint and commit, then get the reply by CorrelId; \
-         10 responders per queue manager get under syncpoint, put the reply and commit. Requesters connect over TCP (SHARECNV 1). \
+         responders get under syncpoint, put the reply and commit: {} per queue manager, and from {} requesters on also {} (the faster run of each step is kept, for both persistences and the baseline alike; the tables name the count). Requesters connect over TCP (SHARECNV 1). \
          CPU is percent of one core. Latency is the median round trip at that load; the 1-requester row is the single-requester latency.\n",
         if sw.command.is_empty() {
             format!(
@@ -650,12 +679,15 @@ fn write_report(
             sw.command.clone()
         },
         env!("CARGO_PKG_VERSION"),
-        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        report_rtt::RESPONDERS,
+        report_rtt::GOAL_REQUESTERS,
+        report_rtt::MORE_RESPONDERS,
     );
     if !scenarios.is_empty() {
         let _ = writeln!(md, "## Summary (the seeds' layout)\n");
-        let _ = writeln!(md, "| Scenario | Max Rate (RT/s) | QM CPU% | Client CPU% | Clients | Latency p50 at 1 requester (ms) | QM CPU µs/RT |");
-        let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(md, "| Scenario | Max Rate (RT/s) | QM CPU% | Client CPU% | Clients | Responders | Latency p50 at 1 requester (ms) | QM CPU µs/RT |");
+        let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|");
     }
     for s in scenarios {
         let Some(best) = s
@@ -673,12 +705,13 @@ fn write_report(
             .unwrap_or_else(|| "-".into());
         let _ = writeln!(
             md,
-            "| {} | {:.0} | {:.1} | {:.1} | {} | {} | {:.1} |",
+            "| {} | {:.0} | {:.1} | {:.1} | {} | {} | {} | {:.1} |",
             s.name,
             best.round_trips_per_s,
             best.server_cpu_pct.unwrap_or(0.0),
             best.client_cpu_pct,
             best.threads,
+            best.responders,
             single,
             best.server_cpu_us_per_rt.unwrap_or(0.0)
         );
@@ -687,13 +720,18 @@ fn write_report(
         let file = format!("chart-{i}.svg");
         std::fs::write(out_dir.join(&file), svg_chart(s)).map_err(|e| e.to_string())?;
         let _ = writeln!(md, "\n## {}\n\n![{}]({file})\n", s.name, s.name);
-        let _ = writeln!(md, "| Requesters | Rate (RT/s) | QM CPU% | Client CPU% | p50 (ms) | p99 (ms) | QM CPU µs/RT | Client CPU µs/RT |");
-        let _ = writeln!(md, "|---:|---:|---:|---:|---:|---:|---:|---:|");
-        for r in &s.runs {
+        let _ = writeln!(md, "| Requesters | Responders | Rate (RT/s) | QM CPU% | Client CPU% | p50 (ms) | p99 (ms) | QM CPU µs/RT | Client CPU µs/RT |");
+        let _ = writeln!(md, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        let mut rows: Vec<(&RunResult, bool)> = s.runs.iter().map(|r| (r, true)).collect();
+        rows.extend(s.other_runs.iter().map(|r| (r, false)));
+        rows.sort_by_key(|(r, _)| (r.threads, r.responders));
+        for (r, kept) in rows {
             let _ = writeln!(
                 md,
-                "| {} | {:.0} | {:.1} | {:.1} | {:.3} | {:.3} | {:.1} | {:.1} |",
+                "| {} | {}{} | {:.0} | {:.1} | {:.1} | {:.3} | {:.3} | {:.1} | {:.1} |",
                 r.threads,
+                r.responders,
+                if kept { "" } else { " (not kept)" },
                 r.round_trips_per_s,
                 r.server_cpu_pct.unwrap_or(0.0),
                 r.client_cpu_pct,
