@@ -151,6 +151,8 @@ struct Conv {
     /// fails with it.
     dead: Mutex<Option<MqError>>,
     reconnects: AtomicU64,
+    /// Asynchronous puts outside syncpoint not yet counted by an answered MQSTAT, by binding.
+    async_puts: Mutex<async_put::Ledger>,
 }
 
 impl Drop for Conv {
@@ -212,7 +214,12 @@ fn backed_out() -> MqError {
 fn is_reissuable(r: &Request) -> bool {
     match r {
         Request::Get { opts, .. } => opts.wait != Wait::NoWait,
-        Request::Open { .. } | Request::OpenTopic { .. } | Request::Inquire { .. } => true,
+        // MQSTAT only reads (and resets) counts, which a reconnect lost anyway: the client's
+        // ledger of asynchronous puts makes up for them.
+        Request::Open { .. }
+        | Request::OpenTopic { .. }
+        | Request::Inquire { .. }
+        | Request::Stat { .. } => true,
         _ => false,
     }
 }
@@ -261,6 +268,7 @@ impl Connection {
                 reconnect_lock: tokio::sync::Mutex::new(()),
                 dead: Mutex::new(None),
                 reconnects: AtomicU64::new(0),
+                async_puts: Mutex::new(async_put::Ledger::default()),
             }),
         })
     }
@@ -846,7 +854,7 @@ impl Conv {
     /// Sends `reqs` pipelined and returns their answers, reconnecting as the options allow. An
     /// empty result means the unit-of-work gate answered without sending.
     async fn call(&self, reqs: Vec<Request>, role: Role) -> Result<Vec<Response>, MqError> {
-        let result = self.call_inner(&reqs, role).await;
+        let result = self.call_inner(&reqs, role).await.map(|(r, _)| r);
         if matches!(role, Role::Commit | Role::Backout) {
             // Whatever the outcome — committed, backed out, or unknown after an interruption —
             // the unit of work is over.
@@ -855,12 +863,23 @@ impl Conv {
         result
     }
 
-    async fn call_inner(&self, reqs: &[Request], role: Role) -> Result<Vec<Response>, MqError> {
+    /// One plain request, answered on the binding (its generation) returned beside the answer.
+    async fn call1_on(&self, req: Request, role: Role) -> Result<(Response, u64), MqError> {
+        let (mut r, generation) = self.call_inner(&[req], role).await?;
+        Ok((r.pop().ok_or_else(backed_out)?, generation))
+    }
+
+    /// The answers, and the generation of the binding that gave them.
+    async fn call_inner(
+        &self,
+        reqs: &[Request],
+        role: Role,
+    ) -> Result<(Vec<Response>, u64), MqError> {
         let reissue = reqs.len() == 1 && is_reissuable(&reqs[0]);
         loop {
             let b = self.bound().await?;
             if !self.uow_gate(role)? {
-                return Ok(Vec::new());
+                return Ok((Vec::new(), b.generation));
             }
             let wire = reqs
                 .iter()
@@ -887,7 +906,7 @@ impl Conv {
                 }
             }
             let Some(e) = broke else {
-                return Ok(answers);
+                return Ok((answers, b.generation));
             };
             self.after_break(&b, e).await?;
             if reissue {
@@ -901,7 +920,7 @@ impl Conv {
                     Err(backed_out())
                 }
                 // Backed out either way: by the backout itself or by the break.
-                Role::Backout => Ok(Vec::new()),
+                Role::Backout => Ok((Vec::new(), b.generation)),
                 Role::Plain | Role::Commit => Err(MqError::new(
                     Reason::CALL_INTERRUPTED,
                     format!(

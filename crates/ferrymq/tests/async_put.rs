@@ -317,3 +317,68 @@ fn persistent_async_puts_faster_than_checkpoints_wait_for_log_room_instead_of_fa
     }
     assert_eq!(got, N);
 }
+
+#[test]
+fn async_puts_sent_before_a_reconnect_are_counted_by_mqstat_as_failed_not_as_done() {
+    let home = Home::new();
+    let qm = Qm::start_remote_admin(&home, "QAP7", &[]);
+    mqsc(&qm.connect(), "DEFINE QLOCAL(AP.RC.Q) DEFPSIST(YES)");
+    let c = qm.connect_reconnecting(60);
+    let h = c
+        .open("AP.RC.Q", open::OUTPUT | open::INPUT_SHARED)
+        .unwrap();
+    // Counted before the break: these are settled and must not be reported again.
+    put(&c, &h, "before", &unanswered());
+    let st = c.stat().unwrap();
+    assert_eq!((st.put_success_count, st.put_failure_count), (1, 0));
+    let mut sent = std::collections::HashSet::new();
+    for i in 0..200 {
+        let (id, _) = c
+            .put(
+                &h,
+                &MessageDescriptor::default(),
+                &Properties::default(),
+                Bytes::from(format!("m{i}")),
+                &unanswered(),
+            )
+            .unwrap();
+        sent.insert(id);
+    }
+    // The queue manager dies with the puts in any state: not read yet, applied, logged or not.
+    qm.kill9();
+    qm.restart();
+    // MQSTAT reconnects; the new conversation counted nothing, so the client must say that the
+    // 200 puts' fate is unknown rather than report no failure.
+    let st = c.stat().unwrap();
+    assert_eq!(st.put_failure_count, 200, "{st:?}");
+    assert_eq!(st.put_success_count, 0, "{st:?}");
+    assert_eq!(
+        (st.comp_code, st.reason),
+        (2, Reason::CONNECTION_BROKEN),
+        "{st:?}"
+    );
+    assert_eq!(st.object_name, "AP.RC.Q");
+    assert!(c.reconnects() >= 1);
+    // What did arrive is a subset of what was sent, each once, besides the one counted before.
+    let mut got = std::collections::HashSet::new();
+    loop {
+        match c.get(&h, &GetOptions::any()) {
+            Ok(m) if &m.body[..] == b"before" => {}
+            Ok(m) => assert!(
+                sent.contains(&m.md.msg_id) && got.insert(m.md.msg_id),
+                "a message that was not sent, or twice: {:?}",
+                m.md.msg_id
+            ),
+            Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => break,
+            Err(e) => panic!("get: {e}"),
+        }
+    }
+    // Puts on the new conversation are counted as usual, and the unknown ones only once.
+    put(&c, &h, "after", &unanswered());
+    let st = c.stat().unwrap();
+    assert_eq!(
+        (st.put_success_count, st.put_failure_count, st.comp_code),
+        (1, 0, 0),
+        "{st:?}"
+    );
+}
