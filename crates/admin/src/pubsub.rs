@@ -110,6 +110,9 @@ pub(crate) fn rows(
                             ),
                             Field::new("DEST", &s.sub.dest),
                             Field::new("CURDEPTH", depth.to_string()),
+                            Field::new("NUMMSGS", s.delivered.messages.to_string()),
+                            Field::new("LMSGDATE", mq_date(s.delivered.last_ms)),
+                            Field::new("LMSGTIME", mq_time(s.delivered.last_ms)),
                         ],
                         2,
                     );
@@ -263,6 +266,9 @@ fn topic_subs(engine: &mut Engine, topic: &str) -> Vec<Obj> {
                     ),
                     Field::new("DURABLE", yes_no(s.sub.durable)),
                     Field::new("SUBTYPE", if s.sub.admin { "ADMIN" } else { "API" }),
+                    Field::new("NUMMSGS", s.delivered.messages.to_string()),
+                    Field::new("LMSGDATE", mq_date(s.delivered.last_ms)),
+                    Field::new("LMSGTIME", mq_time(s.delivered.last_ms)),
                 ],
                 1,
             );

@@ -702,6 +702,18 @@ fn mqsc_defines_displays_and_deletes_subscriptions_to_named_queues() {
     ] {
         assert!(shown.contains(want), "no '{want}' in:\n{shown}");
     }
+    // SBSTATUS counts the copies the subscription received and dates the last one.
+    let sbstatus = &shown[shown.find("SUB(APP.SUB)").unwrap()..];
+    assert!(sbstatus.contains("NUMMSGS(2)"), "{shown}");
+    let date = sbstatus
+        .split("LMSGDATE(")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .unwrap_or("");
+    assert!(
+        date.len() == 10 && date.starts_with("20"),
+        "LMSGDATE '{date}' in:\n{shown}"
+    );
     // TYPE(SUB): a row per subscription the topic reaches; TYPE(PUB): per open publisher.
     let publisher = c.open_topic("", "orders/big", open::OUTPUT).unwrap();
     let subs = mqsc(
@@ -712,6 +724,11 @@ fn mqsc_defines_displays_and_deletes_subscriptions_to_named_queues() {
     assert_eq!(subs.matches("SUBID(").count(), 2, "{subs}");
     assert!(
         subs.contains("SUBTYPE(ADMIN)") && subs.contains("SUBTYPE(API)"),
+        "{subs}"
+    );
+    // The administrative subscription's selector took one of the two publications.
+    assert!(
+        subs.contains("NUMMSGS(1)") && subs.contains("NUMMSGS(2)"),
         "{subs}"
     );
     let pubs = mqsc(

@@ -133,6 +133,18 @@ pub struct SubStatus {
     pub sub: Arc<Sub>,
     /// The connection that has it open, if any.
     pub conn: Option<ConnId>,
+    /// Copies delivered to its destination since the queue manager started.
+    pub delivered: Delivered,
+}
+
+/// Copies of publications a subscription received since the queue manager started: counted
+/// when the publication is made (in a unit of work, when it is put, not when it commits).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Delivered {
+    /// NUMMSGS.
+    pub messages: u64,
+    /// LMSGDATE/LMSGTIME, milliseconds since the epoch; 0: none yet.
+    pub last_ms: u64,
 }
 
 /// DISPLAY TPSTATUS TYPE(PUB): a handle open for publishing on a topic string.
@@ -164,6 +176,10 @@ pub(crate) struct PubSub {
     nondurable_index: index::Index,
     /// Subscriptions open through a handle: who holds each.
     in_use: AHashMap<String, (ConnId, u32)>,
+    /// Per subscription name: the copies delivered since the queue manager started, and when
+    /// the last was (DISPLAY SBSTATUS NUMMSGS, LMSGDATE, LMSGTIME). Entries go with their
+    /// subscription.
+    delivered: AHashMap<String, Delivered>,
     /// None: to build from the objects (at first use, and after the objects are replaced).
     cache: Option<Arc<cache::Cache>>,
     durable: Option<cache::Durable>,
@@ -435,6 +451,8 @@ impl Engine {
         // is the publication itself (`Copy::Same`), or its non-persistent twin for a temporary
         // queue (`Copy::NonPersistent`): both are built once below and shared by their copies.
         let mut targets: Vec<(String, Copy)> = Vec::new();
+        // The subscriptions that take a copy, for their delivery counts.
+        let mut took: Vec<Arc<Sub>> = Vec::new();
         let mut matched = 0;
         for s in self.matching_subs(topic) {
             if s.is_expired(now_ms) || !s.selects(&props) {
@@ -456,7 +474,10 @@ impl Engine {
                 let (wmd, wbody, _) =
                     self.wrap_for_transmission(&xmitq, &dest, opts, md.clone(), body.clone());
                 match self.can_take(&xmitq, "", &wmd, wbody.len()) {
-                    Ok(q) => targets.push((q, Copy::Wrapped(Box::new(wmd), wbody))),
+                    Ok(q) => {
+                        targets.push((q, Copy::Wrapped(Box::new(wmd), wbody)));
+                        took.push(s);
+                    }
                     Err(e) => {
                         if attrs_require(&attrs, persistent, s.durable) {
                             return Err(undelivered(topic, &s, &e, persistent));
@@ -492,7 +513,10 @@ impl Engine {
                     .map(|q| (q, Copy::Same))
             };
             match taken {
-                Ok(t) => targets.push(t),
+                Ok(t) => {
+                    targets.push(t);
+                    took.push(s);
+                }
                 Err(e) => {
                     if attrs_require(&attrs, persistent, s.durable) {
                         return Err(undelivered(topic, &s, &e, persistent));
@@ -584,6 +608,7 @@ impl Engine {
                     }
                 }
             }
+            self.count_deliveries(&took, now_ms);
             return Ok(PutDone {
                 msg_id,
                 correl_id,
@@ -632,6 +657,7 @@ impl Engine {
             }
         }
         self.place(generated, lsn, now_ms);
+        self.count_deliveries(&took, now_ms);
         Ok(PutDone {
             msg_id,
             correl_id,
@@ -1027,6 +1053,18 @@ impl Engine {
         Ok(lsn)
     }
 
+    /// Counts a copy of a publication made at `now_ms` for each of `subs`.
+    fn count_deliveries(&mut self, subs: &[Arc<Sub>], now_ms: u64) {
+        for s in subs {
+            let d = match self.pubsub.delivered.get_mut(s.name.as_str()) {
+                Some(d) => d,
+                None => self.pubsub.delivered.entry(s.name.clone()).or_default(),
+            };
+            d.messages += 1;
+            d.last_ms = now_ms;
+        }
+    }
+
     /// Removes a subscription (and its managed queue, if the queue manager made one).
     pub(crate) fn remove_sub(&mut self, name: &str, durable: bool) -> Result<Lsn, MqError> {
         let s = if durable {
@@ -1044,6 +1082,7 @@ impl Engine {
             }
         };
         let mut lsn = 0;
+        self.pubsub.delivered.remove(name);
         if durable {
             lsn = self.log_record(&Record::DeleteObject(ObjectKind::Sub, name.to_string()))?;
             self.objects.remove(&(ObjectKind::Sub, name.to_string()));
@@ -1356,10 +1395,16 @@ impl Engine {
     /// Every subscription, with the connection using it (DISPLAY SUB, DISPLAY SBSTATUS).
     pub fn subscriptions(&mut self) -> Vec<SubStatus> {
         let in_use = self.pubsub.in_use.clone();
-        self.all_subs()
-            .into_iter()
+        let subs = self.all_subs();
+        subs.into_iter()
             .map(|s| SubStatus {
                 conn: in_use.get(&s.name).map(|(c, _)| *c),
+                delivered: self
+                    .pubsub
+                    .delivered
+                    .get(s.name.as_str())
+                    .copied()
+                    .unwrap_or_default(),
                 sub: s,
             })
             .collect()
