@@ -386,6 +386,15 @@ fn agents_on_two_queue_managers_joined_by_channels_transfer_a_file() {
             ),
         );
     }
+    // The coordination queue manager is FTB2: the sending agent, on FTB1, publishes its log
+    // there through FTB2's stream queue, and a subscriber on FTB2 sees it.
+    home.ok(&["fteSetupCoordination", "-coordinationQMgr", "FTB2"]);
+    let watcher = qm2.connect();
+    let log_sub = watcher
+        .subscribe(&ferrymq_client::SubscriptionOptions::topic(
+            "SYSTEM.FTE/Log/SRCB/#",
+        ))
+        .unwrap();
     let _a = agents(&home, "FTB1", &["SRCB"], 4096);
     let _b = agents(&home, "FTB2", &["DSTB"], 4096);
     let list = home.ok(&["fteListAgents"]);
@@ -414,6 +423,31 @@ fn agents_on_two_queue_managers_joined_by_channels_transfer_a_file() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(std::fs::read(&dst).unwrap(), body);
     assert!(!fte_support::part_of(&dst).exists());
+    // The events arrive over the channel, then are published: started first, completed last.
+    let mut events = Vec::new();
+    let wait = GetOptions {
+        wait: Wait::Ms(10_000),
+        ..GetOptions::any()
+    };
+    while !events.iter().any(|e: &String| e.contains("completed")) {
+        let m = watcher
+            .get(log_sub.queue.as_ref().unwrap(), &wait)
+            .unwrap_or_else(|e| panic!("the log events so far {events:?}, then: {e}"));
+        let topic = match m.props.get("MQTopicString") {
+            Some(PropertyValue::String(t)) => t.clone(),
+            other => panic!("a log event without its topic: {other:?}"),
+        };
+        assert!(topic.starts_with("SYSTEM.FTE/Log/SRCB/"), "{topic}");
+        let json = match m.props.get("fteJson") {
+            Some(PropertyValue::String(j)) => j.clone(),
+            other => panic!("a log event without JSON: {other:?}"),
+        };
+        events.push(json);
+    }
+    assert!(events[0].contains("started"), "{events:?}");
+    // And the coordination queue manager's durable subscription kept them for `fte log`.
+    let log = home.ok(&["fte", "log", "--json"]);
+    assert!(log.contains("completed") && log.contains("SRCB"), "{log}");
 }
 
 #[test]

@@ -21,9 +21,12 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> FteError + '_ {
 }
 
 /// The MQSC fteSetupCoordination runs on the coordination queue manager: the transfer log's
-/// topic and the queue its durable subscription keeps the log on.
+/// topic, the stream queue agents on other queue managers publish through (the queue manager's
+/// queued publish interface publishes what is put there, under SYSTEM.FTE), and the queue its
+/// durable subscription keeps the log on.
 pub fn coordination_mqsc() -> String {
     "DEFINE TOPIC(SYSTEM.FTE) TOPICSTR('SYSTEM.FTE') REPLACE\n\
+     DEFINE QLOCAL(SYSTEM.FTE) MAXDEPTH(999999999) DEFPSIST(YES) REPLACE\n\
      DEFINE QLOCAL(SYSTEM.FTE.LOG) MAXDEPTH(999999999) REPLACE\n\
      DEFINE SUB(SYSTEM.FTE.AUTO.SUB) TOPICOBJ(SYSTEM.FTE) TOPICSTR('Log/#') DEST(SYSTEM.FTE.LOG) REPLACE\n"
         .to_string()

@@ -3,8 +3,11 @@
 //! (persistent, so the durable subscription fteSetupCoordination defines keeps them on
 //! SYSTEM.FTE.LOG even when nobody else subscribed), as XML in the body (MQ's element names) and
 //! JSON in the `fteJson` property. An agent on another queue manager than the coordination one
-//! puts its events straight on that queue manager's SYSTEM.FTE.LOG (over the channels). Reading
-//! them back: `ferrymq fte log` and `ferrymq fte status`.
+//! puts its events (over the channels) on that queue manager's stream queue SYSTEM.FTE, with the
+//! topic below SYSTEM.FTE in the `MQTopicString` property, and the coordination queue manager's
+//! queued publish interface publishes them there: subscribers on the coordination queue manager
+//! see every agent's events, wherever the agent runs. Reading them back: `ferrymq fte log` and
+//! `ferrymq fte status`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -20,6 +23,11 @@ use crate::Result;
 
 /// The queue the coordination queue manager keeps the log on.
 pub const LOG_QUEUE: &str = "SYSTEM.FTE.LOG";
+/// The coordination queue manager's stream queue: what is put there is published under
+/// SYSTEM.FTE.
+pub const STREAM_QUEUE: &str = "SYSTEM.FTE";
+/// The property that names the topic (below the stream's) of a message put on a stream queue.
+const STREAM_TOPIC_PROP: &str = "MQTopicString";
 const JSON_PROP: &str = "fteJson";
 
 /// One event of a transfer.
@@ -118,12 +126,14 @@ pub fn publish(c: &Connection, p: &AgentProps, ev: &Event) {
         ..Default::default()
     };
     let body = Bytes::from(ev.to_xml(t));
+    let below = format!("Log/{}/{}", p.agent_name, ev.tid);
     let r = if p.coordination_qmgr.is_empty() || p.coordination_qmgr == p.agent_qmgr {
-        let topic = format!("SYSTEM.FTE/Log/{}/{}", p.agent_name, ev.tid);
+        let topic = format!("SYSTEM.FTE/{below}");
         c.put1_topic("", &topic, &md, &props, body, &PutOptions::default())
             .map(|_| ())
     } else {
-        c.open_qmgr(LOG_QUEUE, &p.coordination_qmgr, open::OUTPUT)
+        props.set(STREAM_TOPIC_PROP, PropertyValue::String(below));
+        c.open_qmgr(STREAM_QUEUE, &p.coordination_qmgr, open::OUTPUT)
             .and_then(|h| {
                 c.put(&h, &md, &props, body, &PutOptions::default())?;
                 c.close(&h, 0)

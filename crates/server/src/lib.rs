@@ -25,6 +25,7 @@ mod listeners;
 pub use ferrymq_log::lsn;
 pub mod metrics;
 pub mod qmgr;
+mod qpubsub;
 pub mod security;
 pub mod storage;
 mod wait_timer;

@@ -67,6 +67,8 @@ pub(super) async fn serve(
     crate::fdlimit::raise_and_check(shared.cfg.max_sockets.min(shared.cfg.max_active));
     let timer = tokio::spawn(wait_timer::run(shared.clone()));
     let expiry = tokio::spawn(crate::expiry::run(shared.clone()));
+    let qpubsub_stop = Arc::new(tokio::sync::Notify::new());
+    let mut qpubsub = tokio::spawn(crate::qpubsub::run(shared.clone(), qpubsub_stop.clone()));
     match shared.ha.clone() {
         None => start_listeners(&shared)?,
         Some(h) => {
@@ -123,6 +125,9 @@ pub(super) async fn serve(
     drop(unix);
     shared.control.lock().stop_all();
     crate::channels::stop_all(&shared);
+    // The queued publish interface's connections are the queue manager's own: they go now.
+    qpubsub_stop.notify_one();
+    let _ = tokio::time::timeout(Duration::from_secs(2), &mut qpubsub).await;
     if mode == AdminAction::ShutdownControlled {
         crate::qm_log!(
             crate::errlog::ids::QM_ENDING,
@@ -145,6 +150,7 @@ pub(super) async fn serve(
     shared.immediate_tx.send_replace(true);
     timer.abort();
     expiry.abort();
+    qpubsub.abort();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     let live = shared.control.lock().live.clone();
     while live.load(std::sync::atomic::Ordering::Acquire) > 0
