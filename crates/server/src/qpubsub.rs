@@ -196,7 +196,8 @@ fn drain(engine: &mut Engine, s: &mut Stream) -> bool {
             s.waiter = Some(w);
             true
         }
-        // A message arrived in between: the next round takes it.
+        // The core lock was held since the stream was found empty, so nothing arrived in
+        // between; a message the browse sees but the get did not take waits for the rescan.
         Ok(GetOutcome::Got(..)) => true,
         Err(_) => false,
     }
