@@ -111,6 +111,22 @@ fn a_message_on_a_stream_queue_is_published_below_the_streams_topic() {
             "{got:?}"
         );
     }
+    // A topic string no publication may have (a wildcard) cannot be published: the message goes
+    // to the dead-letter queue with the reason, and the stream goes on with the next one.
+    put_on_stream(&c, Some("Log/#"), "unpublishable");
+    put_on_stream(&c, Some("Log/agentA/t2"), "after");
+    wait_drained(&home, "QPUB1");
+    let dlq = c
+        .open("SYSTEM.DEAD.LETTER.QUEUE", open::INPUT_SHARED)
+        .unwrap();
+    let m = c.get(&dlq, &GetOptions::any()).unwrap();
+    let (dlh, rest) = ferrymq_types::dlh::DeadLetterHeader::parse(&m.body).unwrap();
+    assert_eq!(rest, b"unpublishable");
+    assert_eq!(dlh.dest_q_name, "SYSTEM.FTE");
+    assert_ne!(dlh.reason, 0);
+    let got = published(&c);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got.contains_key("after"), "{got:?}");
     // The queue manager's own connections to its streams do not hold up a controlled end.
     drop(c);
     home.ok(&["endmqm", "QPUB1"]);

@@ -11,9 +11,11 @@
 //! moment neither loses nor repeats one. A message that cannot be published (publication
 //! inhibited, a subscriber's queue full with PMSGDLV(ALL)) goes to the dead-letter queue behind a
 //! dead-letter header with the reason, in the same unit of work; without a dead-letter queue the
-//! batch backs out, the error log says why, and the stream is tried again later. Only the active
+//! batch backs out, the error log says why (once, until the stream works again), and the stream
+//! is tried again every few seconds. Only the active
 //! instance publishes (not an HA replica or a DR secondary): the others follow its log.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,6 +51,8 @@ struct Stream {
 pub async fn run(shared: Arc<Shared>, stop: Arc<Notify>) {
     let woken = Arc::new(Notify::new());
     let mut open: Vec<Stream> = Vec::new();
+    // Streams whose last attempt failed: the error log says so once, not at every retry.
+    let mut failing: HashSet<&'static str> = HashSet::new();
     let mut rescan = tokio::time::interval(RESCAN);
     rescan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -58,7 +62,7 @@ pub async fn run(shared: Arc<Shared>, stop: Arc<Notify>) {
             if active {
                 for name in STREAMS {
                     if open.iter().all(|s| s.name != *name) {
-                        if let Some(s) = open_stream(&mut core.engine, name) {
+                        if let Some(s) = open_stream(&mut core.engine, name, &mut failing) {
                             core.add_waker(s.conn, woken.clone());
                             open.push(s);
                         }
@@ -67,7 +71,7 @@ pub async fn run(shared: Arc<Shared>, stop: Arc<Notify>) {
             }
             let mut i = 0;
             while i < open.len() {
-                let keep = active && drain(&mut core.engine, &mut open[i]);
+                let keep = active && drain(&mut core.engine, &mut open[i], &mut failing);
                 if keep {
                     i += 1;
                 } else {
@@ -98,7 +102,11 @@ pub async fn run(shared: Arc<Shared>, stop: Arc<Notify>) {
     core.flush_deliveries();
 }
 
-fn open_stream(engine: &mut Engine, name: &'static str) -> Option<Stream> {
+fn open_stream(
+    engine: &mut Engine,
+    name: &'static str,
+    failing: &mut HashSet<&'static str>,
+) -> Option<Stream> {
     if !engine.local_queues().any(|q| q.def.name == name) {
         return None;
     }
@@ -112,6 +120,9 @@ fn open_stream(engine: &mut Engine, name: &'static str) -> Option<Stream> {
         }),
         Err(e) => {
             engine.disconnect(conn, now_ms());
+            if !failing.insert(name) {
+                return None;
+            }
             crate::qm_log!(
                 crate::errlog::ids::QPUBSUB_FAILED,
                 "queued publish: stream queue {name} cannot be opened ({e}); trying again in {} s",
@@ -125,7 +136,7 @@ fn open_stream(engine: &mut Engine, name: &'static str) -> Option<Stream> {
 /// Publishes what `s` holds, a batch per unit of work, until it is empty, and leaves a browse
 /// wait that signals the next arrival. False: close the stream (deleted, or a batch that backed
 /// out), to be opened again at the next rescan.
-fn drain(engine: &mut Engine, s: &mut Stream) -> bool {
+fn drain(engine: &mut Engine, s: &mut Stream, failing: &mut HashSet<&'static str>) -> bool {
     if let Some(w) = s.waiter.take() {
         engine.cancel_wait(w);
     }
@@ -143,6 +154,9 @@ fn drain(engine: &mut Engine, s: &mut Stream) -> bool {
                     n += 1;
                     if let Err(e) = publish(engine, s, got, now) {
                         let _ = engine.backout(s.conn, now);
+                        if !failing.insert(s.name) {
+                            return false;
+                        }
                         crate::qm_log!(
                             crate::errlog::ids::QPUBSUB_FAILED,
                             "queued publish: a message on {} could not be published or dead-lettered ({e}); the batch is backed out and tried again in {} s",
@@ -163,6 +177,9 @@ fn drain(engine: &mut Engine, s: &mut Stream) -> bool {
                 }
                 Err(e) => {
                     let _ = engine.backout(s.conn, now);
+                    if !failing.insert(s.name) {
+                        return false;
+                    }
                     crate::qm_log!(
                         crate::errlog::ids::QPUBSUB_FAILED,
                         "queued publish: stream queue {} cannot be read ({e})",
@@ -174,6 +191,9 @@ fn drain(engine: &mut Engine, s: &mut Stream) -> bool {
         }
         if n > 0 {
             if let Err(e) = engine.commit(s.conn, now) {
+                if !failing.insert(s.name) {
+                    return false;
+                }
                 crate::qm_log!(
                     crate::errlog::ids::QPUBSUB_FAILED,
                     "queued publish: committing publications from {} failed ({e})",
@@ -181,6 +201,7 @@ fn drain(engine: &mut Engine, s: &mut Stream) -> bool {
                 );
                 return false;
             }
+            failing.remove(s.name);
         }
         if empty {
             break;
