@@ -60,6 +60,8 @@ pub(crate) mod prop {
     pub const DIR: &str = "fteDir";
     pub const EXIST: &str = "fteExist";
     pub const METHOD: &str = "fteChecksumMethod";
+    /// On an outbound record: the method its request's items that name none use.
+    pub const METHOD_DEFAULT: &str = "fteChecksumDefault";
     pub const DIGEST: &str = "fteChecksum";
     pub const ACKED: &str = "fteAcked";
     pub const OK: &str = "fteOk";

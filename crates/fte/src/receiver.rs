@@ -425,6 +425,13 @@ fn part_path(m: &Message) -> std::result::Result<(PathBuf, PathBuf), String> {
 /// synced part; a `.part` shorter than that starts again from 0).
 fn start_file(m: &Message, at: Option<u64>) -> std::result::Result<Incoming, String> {
     let (final_path, part) = part_path(m)?;
+    let named = str_prop(m, prop::METHOD);
+    let method = if named.is_empty() {
+        Method::default()
+    } else {
+        Method::parse(named)
+            .ok_or_else(|| format!("checksum method '{named}' is not known to this agent"))?
+    };
     if at.is_none() && final_path.exists() && str_prop(m, prop::EXIST) != "overwrite" {
         return Err(format!(
             "{} exists (give -de overwrite to replace it)",
@@ -450,7 +457,6 @@ fn start_file(m: &Message, at: Option<u64>) -> std::result::Result<Incoming, Str
         file.set_len(next)
             .map_err(|e| format!("{}: {e}", part.display()))?;
     }
-    let method = Method::parse(str_prop(m, prop::METHOD)).unwrap_or_default();
     // Resumed: the checksum takes in what the `.part` already holds.
     let mut hasher = Hasher::new(method);
     hash_prefix(&file, next, &mut hasher).map_err(|e| format!("{}: {e}", part.display()))?;
