@@ -4,8 +4,8 @@
 //! SYSTEM.FTE.* queues, a window of unacknowledged chunks, checkpoints as one persistent message
 //! per transfer on the receiver's state queue, resume by epochs), the sender's persistent record
 //! of each transfer, the request model and MQ's XML request format (`<request><managedTransfer>…`),
-//! checksums (SHA-256 by default, MD5 for compatibility), text conversion, the transfer log,
-//! resource monitors and the logic of the fte* commands. The `ferrymq` binary only reads their command lines.
+//! checksums (BLAKE3 by default, SHA-256 on request, MD5 for compatibility), text conversion, the
+//! transfer log, resource monitors and the logic of the fte* commands. The `ferrymq` binary only reads their command lines.
 
 pub mod agent;
 mod checkpointer;
