@@ -22,6 +22,8 @@ use crate::options::{ConnectOptions, Endpoint};
 
 /// Bytes the writer gathers from its queue before writing; beyond this, batching saves nothing.
 const WRITE_BATCH_BYTES: usize = 1 << 20;
+/// A frame at least this large is written from its own buffer, not coalesced with others.
+const LARGE_FRAME_BYTES: usize = 64 * 1024;
 /// Read buffer growth step.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
 
@@ -651,8 +653,11 @@ async fn write_loop(
             m = rx.recv() => m,
         };
         let Some(mut item) = first else { return };
-        // Everything queued goes out in one write: a put and its commit, answers to heartbeats.
-        let mut batch = BytesMut::new();
+        // Everything queued goes out together: a put and its commit, answers to heartbeats.
+        // Small frames are coalesced into one buffer; a large one (a put's body) is written
+        // from its own buffer rather than copied again.
+        let mut batch: Vec<BytesMut> = Vec::new();
+        let mut bytes = 0usize;
         let mut closing = false;
         let mut unanswered = 0u64;
         loop {
@@ -661,15 +666,24 @@ async fn write_loop(
                 item = Out::Frame(f);
             }
             match item {
-                Out::Frame(f) if batch.is_empty() => batch = f,
-                Out::Frame(f) => batch.extend_from_slice(&f),
+                Out::Frame(f) => {
+                    bytes += f.len();
+                    match batch.last_mut() {
+                        Some(last)
+                            if f.len() < LARGE_FRAME_BYTES && last.len() < LARGE_FRAME_BYTES =>
+                        {
+                            last.extend_from_slice(&f)
+                        }
+                        _ => batch.push(f),
+                    }
+                }
                 Out::Unanswered(_) => unreachable!("turned into a frame above"),
                 Out::Close => {
                     closing = true;
                     break;
                 }
             }
-            if batch.len() >= WRITE_BATCH_BYTES {
+            if bytes >= WRITE_BATCH_BYTES {
                 break;
             }
             match rx.try_recv() {
@@ -678,9 +692,15 @@ async fn write_loop(
             }
         }
         if !batch.is_empty() {
+            let write_all = async {
+                for b in &batch {
+                    wr.write_all(b).await?;
+                }
+                Ok::<(), std::io::Error>(())
+            };
             let written = tokio::select! {
                 _ = stop.wait_for(|s| *s) => return,
-                r = wr.write_all(&batch) => r,
+                r = write_all => r,
             };
             // A TLS stream may hold records it could not write yet (a no-op on a plain socket).
             let written = match written {

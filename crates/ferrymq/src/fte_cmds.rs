@@ -208,8 +208,8 @@ struct CreateTransfer {
     /// Transfer directories recursively
     #[arg(long = "r")]
     r: bool,
-    /// Checksum: SHA-256 (default), MD5 or none
-    #[arg(long = "cs", value_name = "METHOD", default_value = "SHA-256")]
+    /// Checksum: BLAKE3 (default), SHA-256, MD5 or none
+    #[arg(long = "cs", value_name = "METHOD", default_value = "BLAKE3")]
     cs: String,
     /// Wait for the outcome (up to SECONDS, default 600); exit 1 if the transfer failed
     #[arg(long = "w", value_name = "SECONDS", num_args = 0..=1, default_missing_value = "600")]
@@ -469,7 +469,7 @@ fn create_transfer(h: &std::path::Path, a: CreateTransfer) -> Res {
             };
             let checksum = Method::parse(&a.cs).ok_or_else(|| {
                 other(format!(
-                    "fteCreateTransfer: -cs {}: SHA-256, MD5 or none",
+                    "fteCreateTransfer: -cs {}: BLAKE3, SHA-256, MD5 or none",
                     a.cs
                 ))
             })?;

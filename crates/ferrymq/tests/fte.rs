@@ -728,6 +728,81 @@ fn a_chunk_corrupted_in_flight_fails_the_transfer_and_leaves_no_file() {
 }
 
 #[test]
+fn a_chunk_put_that_fails_fails_the_transfer_with_its_reason_instead_of_stalling() {
+    // Chunks are put without waiting for each answer; a put refused by the queue manager is
+    // learnt from MQSTAT and fails the transfer, as a refused synchronous put did.
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FTQM12", &[]);
+    let _a = agents(&home, "FTQM12", &["SRC12", "DST12"], 4096);
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("data.bin");
+    std::fs::write(&src, data(200_000, 5)).unwrap();
+    let dst = dir(work.path(), "in").join("data.bin");
+    // With no -cs the request names the default, BLAKE3.
+    let xml_file = work.path().join("req.xml");
+    home.ok(&[
+        "fteCreateTransfer",
+        "-sa",
+        "SRC12",
+        "-da",
+        "DST12",
+        "-gt",
+        xml_file.to_str().unwrap(),
+        "-df",
+        dst.to_str().unwrap(),
+        src.to_str().unwrap(),
+    ]);
+    let xml = std::fs::read_to_string(&xml_file).unwrap();
+    assert!(xml.contains("checksumMethod=\"BLAKE3\""), "{xml}");
+    mqsc(
+        &home,
+        "FTQM12",
+        "ALTER QLOCAL(SYSTEM.FTE.DATA.DST12) PUT(DISABLED)\n",
+    );
+    // A put failure that went unnoticed would stall the transfer and resume it again and again,
+    // past the wait (-w 60).
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRC12",
+            "-da",
+            "DST12",
+            "-df",
+            dst.to_str().unwrap(),
+            src.to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("2051") || text(&out).contains("PUT_INHIBITED"),
+        "{}",
+        text(&out)
+    );
+    assert!(!dst.exists());
+    // Puts allowed again, the same transfer goes through.
+    mqsc(
+        &home,
+        "FTQM12",
+        "ALTER QLOCAL(SYSTEM.FTE.DATA.DST12) PUT(ENABLED)\n",
+    );
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRC12",
+            "-da",
+            "DST12",
+            "-df",
+            dst.to_str().unwrap(),
+            src.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read(&dst).unwrap(), data(200_000, 5));
+}
+
+#[test]
 fn a_monitor_transfers_each_file_dropped_at_once_exactly_once_two_at_a_time() {
     let home = Home::new();
     let _qm = Qm::start(&home, "FTQM8", &[]);

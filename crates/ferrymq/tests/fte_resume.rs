@@ -134,6 +134,25 @@ fn the_sending_agent_killed_mid_file_resumes_the_transfer_when_it_starts_again()
 }
 
 #[test]
+fn a_transfer_that_names_sha256_resumes_with_sha256_after_both_agents_are_killed() {
+    // BLAKE3 is the default; a transfer that asked for SHA-256 keeps it across a resume from
+    // the receiver's checkpoint (both sides hash the resumed file again from its first byte).
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FRQ7", &[]);
+    let _a = agents_checkpointing(&home, "FRQ7", &["SRC", "DST"], CHUNK, INTERVAL);
+    let f = files();
+    let mut a = vec!["-cs", "SHA-256"];
+    a.extend(args("FRQ7", &f, true));
+    let child = spawn_transfer(&home, &a);
+    wait_mid(&f.dst);
+    kill_agent(&home, "DST");
+    kill_agent(&home, "SRC");
+    home.ok(&["fteStartAgent", "DST"]);
+    home.ok(&["fteStartAgent", "SRC"]);
+    check_arrived(&f, &output(child));
+}
+
+#[test]
 fn the_queue_manager_killed_mid_file_and_restarted_the_agents_reconnect_and_resume() {
     let home = Home::new();
     let qm = Qm::start(&home, "FRQ3", &[]);

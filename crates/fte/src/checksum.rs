@@ -1,21 +1,30 @@
-//! File checksums: SHA-256 by default; MD5 where a request asks for it (MQ's agents' default).
+//! File checksums: BLAKE3 by default (as strong as SHA-256 and several times cheaper per byte,
+//! which matters because both agents hash every byte they move); SHA-256 where a request asks for
+//! it, and for transfers recorded before BLAKE3 was the default ([`LEGACY_DEFAULT`]); MD5 where a
+//! request asks for it (MQ's agents' default).
 
 use md5::Digest as _;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Method {
     Md5,
-    #[default]
     Sha256,
+    #[default]
+    Blake3,
     None,
 }
 
+/// The method a request that names none meant when its transfer was recorded by an agent from
+/// before BLAKE3 was the default: such a transfer resumes with it.
+pub const LEGACY_DEFAULT: Method = Method::Sha256;
+
 impl Method {
-    /// MQ's spellings (`MD5`, `SHA-256`, `none`), case-insensitive.
+    /// MQ's spellings (`MD5`, `SHA-256`, `none`) and `BLAKE3`, case-insensitive.
     pub fn parse(s: &str) -> Option<Method> {
         match s.to_ascii_uppercase().as_str() {
             "MD5" => Some(Method::Md5),
             "SHA-256" | "SHA256" => Some(Method::Sha256),
+            "BLAKE3" => Some(Method::Blake3),
             "NONE" => Some(Method::None),
             _ => None,
         }
@@ -24,6 +33,7 @@ impl Method {
         match self {
             Method::Md5 => "MD5",
             Method::Sha256 => "SHA-256",
+            Method::Blake3 => "BLAKE3",
             Method::None => "none",
         }
     }
@@ -33,6 +43,7 @@ impl Method {
 pub enum Hasher {
     Md5(md5::Md5),
     Sha256(sha2::Sha256),
+    Blake3(Box<blake3::Hasher>),
     None,
 }
 
@@ -47,6 +58,7 @@ impl Hasher {
         match m {
             Method::Md5 => Hasher::Md5(md5::Md5::new()),
             Method::Sha256 => Hasher::Sha256(sha2::Sha256::new()),
+            Method::Blake3 => Hasher::Blake3(Box::new(blake3::Hasher::new())),
             Method::None => Hasher::None,
         }
     }
@@ -54,6 +66,9 @@ impl Hasher {
         match self {
             Hasher::Md5(h) => h.update(data),
             Hasher::Sha256(h) => h.update(data),
+            Hasher::Blake3(h) => {
+                h.update(data);
+            }
             Hasher::None => {}
         }
     }
@@ -62,6 +77,7 @@ impl Hasher {
         let bytes: Vec<u8> = match self {
             Hasher::Md5(h) => h.finalize().to_vec(),
             Hasher::Sha256(h) => h.finalize().to_vec(),
+            Hasher::Blake3(h) => h.finalize().as_bytes().to_vec(),
             Hasher::None => Vec::new(),
         };
         bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -100,7 +116,19 @@ mod tests {
             h.hex(),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+        let mut h = Hasher::new(Method::Blake3);
+        h.update(b"ab");
+        h.update(b"c");
+        assert_eq!(
+            h.hex(),
+            "6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85"
+        );
         assert_eq!(Method::parse("sha-256"), Some(Method::Sha256));
+        assert_eq!(Method::parse("blake3"), Some(Method::Blake3));
         assert_eq!(Method::parse("crc"), None);
+        assert_eq!(Method::default(), Method::Blake3);
+        for m in [Method::Md5, Method::Sha256, Method::Blake3, Method::None] {
+            assert_eq!(Method::parse(m.name()), Some(m));
+        }
     }
 }

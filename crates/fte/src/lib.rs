@@ -4,8 +4,8 @@
 //! SYSTEM.FTE.* queues, a window of unacknowledged chunks, checkpoints as one persistent message
 //! per transfer on the receiver's state queue, resume by epochs), the sender's persistent record
 //! of each transfer, the request model and MQ's XML request format (`<request><managedTransfer>…`),
-//! checksums (SHA-256 by default, MD5 for compatibility), text conversion, the transfer log,
-//! resource monitors and the logic of the fte* commands. The `ferrymq` binary only reads their command lines.
+//! checksums (BLAKE3 by default, SHA-256 on request, MD5 for compatibility), text conversion, the
+//! transfer log, resource monitors and the logic of the fte* commands. The `ferrymq` binary only reads their command lines.
 
 pub mod agent;
 mod checkpointer;
@@ -60,6 +60,8 @@ pub(crate) mod prop {
     pub const DIR: &str = "fteDir";
     pub const EXIST: &str = "fteExist";
     pub const METHOD: &str = "fteChecksumMethod";
+    /// On an outbound record: the method its request's items that name none use.
+    pub const METHOD_DEFAULT: &str = "fteChecksumDefault";
     pub const DIGEST: &str = "fteChecksum";
     pub const ACKED: &str = "fteAcked";
     pub const OK: &str = "fteOk";

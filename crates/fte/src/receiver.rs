@@ -19,7 +19,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::{Message, ObjectHandle};
-use ferrymq_types::limits::{FTE_CHUNK_SIZE_MAX_BYTES, FTE_FINISHERS, FTE_RECEIVING_TRANSFERS_MAX};
+use ferrymq_types::limits::{
+    FTE_CHUNK_SIZE_MAX_BYTES, FTE_FINISHERS, FTE_RECEIVE_AHEAD_MSGS, FTE_RECEIVING_TRANSFERS_MAX,
+};
 use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
 use ferrymq_types::{MessageDescriptor, MsgId, Persistence, Properties, PropertyValue, Reason};
 
@@ -117,8 +119,12 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
         max_len: (FTE_CHUNK_SIZE_MAX_BYTES + 64 * 1024) as u32,
         ..Default::default()
     };
+    // The queue manager pushes the data queue's messages (a bounded window ahead) instead of
+    // answering a get per chunk: a round trip per chunk cost this agent and its queue manager
+    // a wake-up each.
+    let mut feed = mq(c.consume(&data, &g, FTE_RECEIVE_AHEAD_MSGS))?;
     loop {
-        let m = match c.get(&data, &g) {
+        let m = match feed.next_timeout(std::time::Duration::from_millis(500)) {
             Ok(m) => m,
             Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => continue,
             Err(e) => return mq(Err(e)),
@@ -425,6 +431,13 @@ fn part_path(m: &Message) -> std::result::Result<(PathBuf, PathBuf), String> {
 /// synced part; a `.part` shorter than that starts again from 0).
 fn start_file(m: &Message, at: Option<u64>) -> std::result::Result<Incoming, String> {
     let (final_path, part) = part_path(m)?;
+    let named = str_prop(m, prop::METHOD);
+    let method = if named.is_empty() {
+        Method::default()
+    } else {
+        Method::parse(named)
+            .ok_or_else(|| format!("checksum method '{named}' is not known to this agent"))?
+    };
     if at.is_none() && final_path.exists() && str_prop(m, prop::EXIST) != "overwrite" {
         return Err(format!(
             "{} exists (give -de overwrite to replace it)",
@@ -450,7 +463,6 @@ fn start_file(m: &Message, at: Option<u64>) -> std::result::Result<Incoming, Str
         file.set_len(next)
             .map_err(|e| format!("{}: {e}", part.display()))?;
     }
-    let method = Method::parse(str_prop(m, prop::METHOD)).unwrap_or_default();
     // Resumed: the checksum takes in what the `.part` already holds.
     let mut hasher = Hasher::new(method);
     hash_prefix(&file, next, &mut hasher).map_err(|e| format!("{}: {e}", part.display()))?;

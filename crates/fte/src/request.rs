@@ -127,7 +127,14 @@ impl TransferRequest {
         s
     }
 
+    /// A request; an item that names no `checksumMethod` gets [`Method::default`].
     pub fn from_xml(xml: &str) -> Result<TransferRequest> {
+        TransferRequest::from_xml_with_default(xml, Method::default())
+    }
+
+    /// A request whose items that name no `checksumMethod` get `default_method` (a transfer
+    /// recorded by an agent whose default differed resumes with that agent's default).
+    pub fn from_xml_with_default(xml: &str, default_method: Method) -> Result<TransferRequest> {
         let bad = |m: String| FteError(format!("transfer request XML: {m}"));
         let mut r = quick_xml::Reader::from_str(xml);
         let mut path: Vec<String> = Vec::new();
@@ -182,10 +189,12 @@ impl TransferRequest {
                         };
                         let cs = get("checksumMethod");
                         let checksum = if cs.is_empty() {
-                            Method::default()
+                            default_method
                         } else {
                             Method::parse(&cs).ok_or_else(|| {
-                                bad(format!("checksumMethod '{cs}': MD5, SHA-256 or none"))
+                                bad(format!(
+                                    "checksumMethod '{cs}': BLAKE3, SHA-256, MD5 or none"
+                                ))
                             })?
                         };
                         req.items.push(Item {
@@ -315,5 +324,32 @@ mod tests {
         };
         assert_eq!(TransferRequest::from_xml(&req.to_xml()).unwrap(), req);
         assert!(TransferRequest::from_xml("<request/>").is_err());
+    }
+
+    #[test]
+    fn an_item_without_a_checksum_method_takes_the_default_it_is_read_with() {
+        let mut req = TransferRequest {
+            source_agent: "A1".into(),
+            dest_agent: "B1".into(),
+            items: vec![Item {
+                source: "/data/f".into(),
+                dest: "/in/f".into(),
+                ..Item::default()
+            }],
+            ..TransferRequest::default()
+        };
+        req.items[0].checksum = Method::Md5;
+        let xml = req.to_xml().replace(" checksumMethod=\"MD5\"", "");
+        assert!(!xml.contains("checksumMethod"));
+        let now = TransferRequest::from_xml(&xml).unwrap();
+        assert_eq!(now.items[0].checksum, Method::Blake3);
+        let old = TransferRequest::from_xml_with_default(&xml, Method::Sha256).unwrap();
+        assert_eq!(old.items[0].checksum, Method::Sha256);
+        // A method the request names wins over the default.
+        let named = TransferRequest::from_xml_with_default(&req.to_xml(), Method::Sha256);
+        assert_eq!(named.unwrap().items[0].checksum, Method::Md5);
+        let blake = req.to_xml().replace("\"MD5\"", "\"blake3\"");
+        let blake = TransferRequest::from_xml(&blake).unwrap();
+        assert_eq!(blake.items[0].checksum, Method::Blake3);
     }
 }

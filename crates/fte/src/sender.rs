@@ -21,7 +21,7 @@ use ferrymq_client::ObjectHandle;
 use ferrymq_types::limits::{
     FTE_FILES_PER_TRANSFER_MAX, FTE_FILE_NAME_LEN_MAX, FTE_PROGRESS_INTERVAL_MS, FTE_STALL_MS,
 };
-use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
+use ferrymq_types::options::{open, pmo, GetOptions, PutOptions, Wait};
 use ferrymq_types::{
     MessageDescriptor, MqError, MsgId, Persistence, Properties, PropertyValue, Reason,
 };
@@ -315,9 +315,17 @@ struct Link<'a> {
     resent: u64,
     resumes: u64,
     last_answer: Instant,
+    /// Puts made without waiting for their answer since the last MQSTAT.
+    unchecked: u64,
+    /// MQSTAT after this many of them (the window).
+    check_every: u64,
 }
 
 impl Link<'_> {
+    /// Puts a message to the receiver without waiting for the queue manager's answer (the
+    /// messages are non-persistent and outside syncpoint: an answer per chunk would only cost a
+    /// round trip). What became of them is asked with MQSTAT at least once per window of them
+    /// and before the transfer waits for its results ([`Link::check_puts`]).
     fn put(&mut self, mut props: Properties, body: Bytes) -> std::result::Result<(), Halt> {
         let md = MessageDescriptor {
             correl_id: self.tid,
@@ -325,8 +333,42 @@ impl Link<'_> {
             ..Default::default()
         };
         props.set(prop::EPOCH, PropertyValue::Int(self.epoch));
-        self.c
-            .put(&self.data, &md, &props, body, &PutOptions::default())?;
+        let po = PutOptions {
+            response: pmo::ASYNC_RESPONSE,
+            ..PutOptions::default()
+        };
+        self.c.put(&self.data, &md, &props, body, &po)?;
+        self.unchecked += 1;
+        if self.unchecked >= self.check_every {
+            self.check_puts()?;
+        }
+        Ok(())
+    }
+
+    /// MQSTAT: whether every put since the last check arrived on the data queue (or its
+    /// transmission queue). A failed one fails the transfer, as a failed synchronous put would:
+    /// a chunk is never lost silently.
+    fn check_puts(&mut self) -> std::result::Result<(), Halt> {
+        if self.unchecked == 0 {
+            return Ok(());
+        }
+        let st = self.c.stat()?;
+        self.unchecked = 0;
+        if st.put_failure_count > 0 {
+            return Err(MqError::new(
+                st.reason,
+                format!(
+                    "{} of the transfer's messages could not be put to {}",
+                    st.put_failure_count,
+                    if st.object_name.is_empty() {
+                        self.data.name.as_str()
+                    } else {
+                        st.object_name.as_str()
+                    }
+                ),
+            )
+            .into());
+        }
         Ok(())
     }
 
@@ -362,7 +404,11 @@ impl Link<'_> {
         };
         let m = match self.c.get(&self.acks, &g) {
             Ok(m) => m,
-            Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => return Err(Halt::Stall),
+            Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => {
+                // A put that failed explains the silence better than a stall.
+                self.check_puts()?;
+                return Err(Halt::Stall);
+            }
             Err(e) => return Err(e.into()),
         };
         self.last_answer = Instant::now();
@@ -629,6 +675,7 @@ impl Link<'_> {
             props.set(prop::DIGEST, s(&h.hex()));
             self.put(props, Bytes::new())?;
         }
+        self.check_puts()?;
         while self.results.iter().any(|r| r.is_none()) {
             self.pump()?;
         }
@@ -703,18 +750,19 @@ pub fn run(c: &Connection, p: &AgentProps, rec: Outbound, restarted: bool) {
         source_qmgr: p.agent_qmgr.clone(),
         ..Default::default()
     };
-    let (ok, text) = match TransferRequest::from_xml(&rec.request_xml) {
-        Ok(req) => {
-            ev.dest_agent = req.dest_agent.clone();
-            ev.dest_qmgr = req.dest_qmgr.clone();
-            ev.job = req.job_name.clone();
-            match send(c, p, &req, rec, state.clone(), restarted, &mut ev) {
-                Ok((ok, text)) => (ok, text),
-                Err(e) => (false, format!("transfer failed: {e}")),
+    let (ok, text) =
+        match TransferRequest::from_xml_with_default(&rec.request_xml, rec.checksum_default) {
+            Ok(req) => {
+                ev.dest_agent = req.dest_agent.clone();
+                ev.dest_qmgr = req.dest_qmgr.clone();
+                ev.job = req.job_name.clone();
+                match send(c, p, &req, rec, state.clone(), restarted, &mut ev) {
+                    Ok((ok, text)) => (ok, text),
+                    Err(e) => (false, format!("transfer failed: {e}")),
+                }
             }
-        }
-        Err(e) => (false, format!("transfer failed: {e}")),
-    };
+            Err(e) => (false, format!("transfer failed: {e}")),
+        };
     eprintln!("fte agent {}: {text}", p.agent_name);
     if let Some(m) = running().as_mut() {
         m.remove(&tid);
@@ -807,6 +855,8 @@ fn send(
         resumes: rec.resumes + u64::from(restarted),
         rec,
         last_answer: Instant::now(),
+        unchecked: 0,
+        check_every: (p.outstanding_chunks_max() as u64).max(1),
     };
     loop {
         match l.pass(p, req, &files) {

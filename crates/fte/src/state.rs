@@ -10,6 +10,7 @@ use ferrymq_client::ObjectHandle;
 use ferrymq_types::options::{Browse, GetOptions, PutOptions, Syncpoint, Wait};
 use ferrymq_types::{MessageDescriptor, MqError, MsgId, Persistence, Properties, PropertyValue};
 
+use crate::checksum::{self, Method};
 use crate::prop;
 
 /// The correlation id of a transfer's outbound record: the transfer id with its first byte
@@ -34,6 +35,10 @@ pub struct Outbound {
     pub failed: String,
     pub resent: u64,
     pub resumes: u64,
+    /// The checksum method of the request's items that name none: the default of the agent
+    /// that recorded the transfer, so that a resume hashes as the transfer began (a record
+    /// without it is from before BLAKE3 was the default: [`checksum::LEGACY_DEFAULT`]).
+    pub checksum_default: Method,
 }
 
 /// A transfer id as text.
@@ -127,6 +132,12 @@ pub fn remove(c: &Connection, q: &ObjectHandle, key: MsgId) -> Result<(), MqErro
     }
 }
 
+/// An outbound record's default checksum method ([`checksum::LEGACY_DEFAULT`] when it names
+/// none, as records written before BLAKE3 was the default).
+fn checksum_default_of(p: &Properties) -> Method {
+    Method::parse(&str_of(p, prop::METHOD_DEFAULT)).unwrap_or(checksum::LEGACY_DEFAULT)
+}
+
 impl Outbound {
     fn props(&self) -> Properties {
         let mut p = Properties::default();
@@ -142,6 +153,10 @@ impl Outbound {
         p.set(prop::FAILED, PropertyValue::String(self.failed.clone()));
         p.set(prop::RESENT, PropertyValue::Int(self.resent as i64));
         p.set(prop::RESUMES, PropertyValue::Int(self.resumes as i64));
+        p.set(
+            prop::METHOD_DEFAULT,
+            PropertyValue::String(self.checksum_default.name().into()),
+        );
         p
     }
 
@@ -193,6 +208,7 @@ impl Outbound {
                 failed: str_of(&m.props, prop::FAILED),
                 resent: int_of(&m.props, prop::RESENT).max(0) as u64,
                 resumes: int_of(&m.props, prop::RESUMES).max(0) as u64,
+                checksum_default: checksum_default_of(&m.props),
             });
         }
         Ok(v)
@@ -257,5 +273,28 @@ impl Checkpoint {
             offset: int_of(&m.props, prop::OFFSET).max(0) as u64,
             ident: (int_of(&m.props, prop::SIZE), int_of(&m.props, prop::MTIME)),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outbound_record_keeps_its_default_checksum_and_an_old_one_means_sha256() {
+        // A record written now names its default, which comes back when it is read.
+        let rec = Outbound::default();
+        assert_eq!(rec.checksum_default, Method::Blake3);
+        assert_eq!(checksum_default_of(&rec.props()), Method::Blake3);
+        let sha = Outbound {
+            checksum_default: Method::Sha256,
+            ..Outbound::default()
+        };
+        assert_eq!(checksum_default_of(&sha.props()), Method::Sha256);
+        // A record from before BLAKE3 was the default names none: its transfer hashed with
+        // SHA-256 and resumes with it.
+        let mut old = rec.props();
+        old.0.retain(|(n, _)| n != prop::METHOD_DEFAULT);
+        assert_eq!(checksum_default_of(&old), Method::Sha256);
     }
 }

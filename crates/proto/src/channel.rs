@@ -12,7 +12,7 @@ use ferrymq_types::codec::{Codec, DecodeError, PutExt, Reader};
 use ferrymq_types::{MessageDescriptor, Properties};
 
 use crate::error::ProtoError;
-use crate::frame::{begin_frame, finish_frame, RawFrame};
+use crate::frame::{add_to_frame_len, begin_frame, finish_frame, RawFrame};
 
 /// Frame kinds: requests (sender to receiver) 0x20..=0x2F, responses 0xA0..=0xAF.
 pub mod kind {
@@ -136,6 +136,18 @@ impl ChannelFrame {
 
     /// Appends the frame to `out`.
     pub fn encode(&self, out: &mut BytesMut) {
+        self.encode_inner(out, false);
+    }
+
+    /// Appends the frame to `out`, except the body of a message: that body is returned, and
+    /// must be written right after what was appended (the frame's length counts it), from its
+    /// own buffer instead of copied into `out`.
+    pub fn encode_split(&self, out: &mut BytesMut) -> Option<Bytes> {
+        self.encode_inner(out, true)
+    }
+
+    fn encode_inner(&self, out: &mut BytesMut, split: bool) -> Option<Bytes> {
+        let mut tail = None;
         let start = begin_frame(out, self.kind(), 0, 0);
         match self {
             ChannelFrame::Hello {
@@ -191,7 +203,12 @@ impl ChannelFrame {
                 out.put_u64_le(*seq);
                 md.encode(out);
                 props.encode(out);
-                out.put_bytes32(body);
+                if split {
+                    out.put_u32_le(body.len() as u32);
+                    tail = Some(body.clone());
+                } else {
+                    out.put_bytes32(body);
+                }
             }
             ChannelFrame::EndBatch { luwid, seq } | ChannelFrame::Confirm { luwid, seq } => {
                 out.put_u64_le(*luwid);
@@ -224,6 +241,10 @@ impl ChannelFrame {
             ChannelFrame::RequestOk => {}
         }
         finish_frame(out, start);
+        if let Some(b) = &tail {
+            add_to_frame_len(out, start, b.len());
+        }
+        tail
     }
 
     /// Interprets a frame of a message channel; every byte must be used.
@@ -405,6 +426,17 @@ mod tests {
             assert_eq!(&ChannelFrame::parse(&raw).unwrap(), f);
         }
         assert!(buf.is_empty());
+        // Split: the head and the body written after it are the same bytes as the whole frame;
+        // only a message has a body apart.
+        for f in &frames {
+            let mut whole = BytesMut::new();
+            f.encode(&mut whole);
+            let mut head = BytesMut::new();
+            let tail = f.encode_split(&mut head);
+            assert_eq!(tail.is_some(), matches!(f, ChannelFrame::Msg { .. }));
+            head.extend_from_slice(&tail.unwrap_or_default());
+            assert_eq!(head, whole);
+        }
     }
 
     #[test]

@@ -132,6 +132,18 @@ pub(crate) fn finish_frame(out: &mut BytesMut, start: usize) {
     out[start..start + 4].copy_from_slice(&(len as u32).to_le_bytes());
 }
 
+/// Counts `extra` more bytes in the length of the frame begun at `start` (bytes the caller
+/// writes after it from another buffer).
+pub(crate) fn add_to_frame_len(out: &mut BytesMut, start: usize, extra: usize) {
+    let len = u32::from_le_bytes([out[start], out[start + 1], out[start + 2], out[start + 3]]);
+    let len = len as usize + extra;
+    debug_assert!(
+        len <= u32::MAX as usize,
+        "frame of {len} bytes cannot be described by its header"
+    );
+    out[start..start + 4].copy_from_slice(&(len as u32).to_le_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

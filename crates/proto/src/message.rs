@@ -11,7 +11,7 @@ use ferrymq_types::options::{GetOptions, PutOptions};
 use ferrymq_types::{MessageDescriptor, MsgId, Properties, Reason};
 
 use crate::error::ProtoError;
-use crate::frame::{begin_frame, finish_frame, RawFrame, FLAG_MORE, HEADER_LEN};
+use crate::frame::{add_to_frame_len, begin_frame, finish_frame, RawFrame, FLAG_MORE, HEADER_LEN};
 use crate::handshake::{check_magic, Hello, MAGIC};
 use crate::size;
 
@@ -650,7 +650,35 @@ pub fn encode_request(conv: u16, req: u32, r: &Request, out: &mut BytesMut) {
 
 /// Appends `r` as one frame; `conv` and `req` echo the request being answered.
 pub fn encode_response(conv: u16, req: u32, r: &Response, out: &mut BytesMut) {
-    out.reserve(r.encoded_len());
+    encode_response_inner(conv, req, r, out, false);
+}
+
+/// Appends `r` as one frame, except the body of a message: that body is returned, and must be
+/// written right after what was appended (the frame's length counts it). The body is then
+/// written from its own buffer instead of being copied into the frame's.
+pub fn encode_response_split(
+    conv: u16,
+    req: u32,
+    r: &Response,
+    out: &mut BytesMut,
+) -> Option<Bytes> {
+    encode_response_inner(conv, req, r, out, true)
+}
+
+fn encode_response_inner(
+    conv: u16,
+    req: u32,
+    r: &Response,
+    out: &mut BytesMut,
+    split: bool,
+) -> Option<Bytes> {
+    let mut tail = None;
+    if split {
+        if let Response::Message { body, .. } = r {
+            tail = Some(body.clone());
+        }
+    }
+    out.reserve(r.encoded_len() - tail.as_ref().map_or(0, |b| b.len()));
     let start = begin_frame(out, r.kind(), conv, req);
     match r {
         Response::HelloOk {
@@ -708,7 +736,11 @@ pub fn encode_response(conv: u16, req: u32, r: &Response, out: &mut BytesMut) {
             out.put_u32_le(*data_len);
             md.encode(out);
             props.encode(out);
-            out.put_bytes32(body);
+            if tail.is_some() {
+                out.put_u32_le(body.len() as u32);
+            } else {
+                out.put_bytes32(body);
+            }
         }
         Response::InquireReply { attrs } => {
             let n = put_count(out, attrs.len());
@@ -729,6 +761,10 @@ pub fn encode_response(conv: u16, req: u32, r: &Response, out: &mut BytesMut) {
         }
     }
     finish_frame(out, start);
+    if let Some(b) = &tail {
+        add_to_frame_len(out, start, b.len());
+    }
+    tail
 }
 
 /// Refuses segmented frames: `MORE` is reserved and a peer setting it now is not speaking our

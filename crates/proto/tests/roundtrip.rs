@@ -5,8 +5,8 @@ mod strategies;
 
 use bytes::{Bytes, BytesMut};
 use ferrymq_proto::{
-    encode_request, encode_response, kind, parse_request, parse_response, FrameDecoder, Hello,
-    Request, Response,
+    encode_request, encode_response, encode_response_split, kind, parse_request, parse_response,
+    FrameDecoder, Hello, Request, Response,
 };
 use ferrymq_types::options::{GetOptions, PutOptions};
 use ferrymq_types::{MessageDescriptor, Properties, PropertyValue, Reason};
@@ -48,6 +48,18 @@ proptest! {
         prop_assert_eq!(f.conv, conv_for_response(&r, conv));
         prop_assert_eq!(f.req, req);
         prop_assert_eq!(parse_response(&f).unwrap(), r);
+    }
+
+    #[test]
+    fn a_split_response_and_its_body_are_the_same_bytes_as_the_whole_frame(
+        r in response(), conv in any::<u16>(), req in any::<u32>()
+    ) {
+        let conv = conv_for_response(&r, conv);
+        let mut head = BytesMut::new();
+        let tail = encode_response_split(conv, req, &r, &mut head);
+        prop_assert_eq!(tail.is_some(), matches!(r, Response::Message { .. }));
+        head.extend_from_slice(&tail.unwrap_or_default());
+        prop_assert_eq!(&head[..], &response_frame(conv, req, &r)[..]);
     }
 
     #[test]

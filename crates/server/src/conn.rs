@@ -100,11 +100,7 @@ pub async fn serve_from<S>(
     if let Err(e) = run(&mut rd, &wr, read, &shared, &mut session, &stall).await {
         // Tell the peer why before closing, when the socket can still carry it.
         if !q.is_killed() {
-            let _ = tx.send(Out {
-                frame: encode(0, 0, &error_response(e)),
-                wait_lsn: 0,
-                close: true,
-            });
+            let _ = tx.send(Out::frame(encode(0, 0, &error_response(e)), 0, true));
         }
     }
     {
@@ -349,7 +345,7 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
                 }
                 let mut b = BytesMut::new();
                 ferrymq_proto::encode_request(0, 0, &Request::Heartbeat, &mut b);
-                s.tx.send(Out { frame: b.freeze(), wait_lsn: 0, close: false }).ok();
+                s.tx.send(Out::frame(b.freeze(), 0, false)).ok();
                 beat.as_mut().reset(tokio::time::Instant::now() + idle);
             }
             _ = shutdown.wait_for(|v| *v) => {
@@ -628,12 +624,30 @@ async fn write_frames<W: AsyncWrite + Unpin>(
     let ok = match frames {
         [one] => write_or_stall(wr, one, stall).await.is_ok(),
         _ => {
-            let total: usize = frames.iter().map(|f| f.len()).sum();
-            let mut buf = Vec::with_capacity(total);
+            // Small buffers are coalesced; a large one (a message body) is written from its
+            // own buffer, after what was coalesced before it.
+            let small: usize = frames
+                .iter()
+                .filter(|f| f.len() < LARGE_FRAME_BYTES)
+                .map(|f| f.len())
+                .sum();
+            let mut buf = Vec::with_capacity(small);
+            let mut ok = true;
             for f in frames {
-                buf.extend_from_slice(f);
+                if f.len() < LARGE_FRAME_BYTES {
+                    buf.extend_from_slice(f);
+                    continue;
+                }
+                if !buf.is_empty() {
+                    ok = write_or_stall(wr, &buf, stall).await.is_ok();
+                    buf.clear();
+                }
+                ok = ok && write_or_stall(wr, f, stall).await.is_ok();
+                if !ok {
+                    break;
+                }
             }
-            write_or_stall(wr, &buf, stall).await.is_ok()
+            ok && (buf.is_empty() || write_or_stall(wr, &buf, stall).await.is_ok())
         }
     };
     // A TLS stream may hold records it could not write yet: they must leave now (a no-op on a
@@ -665,15 +679,17 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         };
         let mut need = first.wait_lsn;
         let mut close = first.close;
-        let mut bytes = first.frame.len();
-        batch.push(first.frame);
+        let mut bytes = first.len();
+        let mut frames = 1u64;
+        first.push_to(&mut batch);
         while bytes < WRITE_BATCH_BYTES {
             match rx.try_recv() {
                 Some(o) => {
                     need = need.max(o.wait_lsn);
                     close |= o.close;
-                    bytes += o.frame.len();
-                    batch.push(o.frame);
+                    bytes += o.len();
+                    frames += 1;
+                    o.push_to(&mut batch);
                 }
                 None => break,
             }
@@ -683,7 +699,6 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             return;
         }
         let stall = Duration::from_millis(stall.load(std::sync::atomic::Ordering::Relaxed));
-        let frames = batch.len() as u64;
         let mut ok = true;
         if batch.len() == 1 {
             // One frame (most often one reply): written from its own buffer, no copy.

@@ -5,7 +5,7 @@
 use ahash::AHashMap;
 use bytes::{Bytes, BytesMut};
 use ferrymq_engine::{ConnId, Engine, Got, Lsn};
-use ferrymq_proto::{encode_response, Response};
+use ferrymq_proto::{encode_response, encode_response_split, Response};
 use ferrymq_types::{MqError, Reason};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,6 +16,9 @@ use tokio::sync::Notify;
 #[derive(Debug)]
 pub struct Out {
     pub frame: Bytes,
+    /// Written right after `frame`, whose length counts it: a large message body, written from
+    /// its own buffer rather than copied into the frame's (empty for most frames).
+    pub tail: Bytes,
     pub wait_lsn: Lsn,
     /// Close the socket after writing this.
     pub close: bool,
@@ -106,6 +109,10 @@ impl Drop for OutRx {
         st.frames.clear();
     }
 }
+
+/// A message body at least this large leaves a reply as a buffer of its own (see [`Out::tail`]):
+/// a smaller one is cheaper to copy than to write apart.
+const REPLY_TAIL_MIN_BYTES: usize = 16 * 1024;
 
 /// Queue slots an idle socket may keep.
 const OUT_IDLE_SLOTS: usize = 8;
@@ -210,12 +217,37 @@ impl OutQueue {
     }
 }
 
+impl Out {
+    /// A frame with nothing after it.
+    pub fn frame(frame: Bytes, wait_lsn: Lsn, close: bool) -> Out {
+        Out {
+            frame,
+            tail: Bytes::new(),
+            wait_lsn,
+            close,
+        }
+    }
+
+    /// Its bytes on the wire.
+    pub fn len(&self) -> usize {
+        self.frame.len() + self.tail.len()
+    }
+
+    /// Moves its buffers, in the order they are written, to `out`.
+    pub fn push_to(self, out: &mut Vec<Bytes>) {
+        out.push(self.frame);
+        if !self.tail.is_empty() {
+            out.push(self.tail);
+        }
+    }
+}
+
 impl Outbox {
     /// Queues a frame; never blocks. A frame that takes a queue already holding other frames
     /// past the hard cap marks the socket to be closed (one frame alone may exceed it: a single
     /// reply carrying a message larger than the cap must still be sendable).
     pub fn send(&self, o: Out) -> Result<(), SendError<Out>> {
-        let n = o.frame.len() as u64;
+        let n = o.len() as u64;
         let before = self.q.queued.fetch_add(FRAME_UNIT + n, Ordering::SeqCst);
         if before >> 40 > 0 && (before & BYTES_MASK) + n > self.q.hard_bytes {
             self.q.kill();
@@ -257,8 +289,8 @@ impl Outbox {
             if take && st.frames.iter().all(|o| o.wait_lsn <= durable && !o.close) {
                 for o in st.frames.drain(..) {
                     frames += 1;
-                    bytes += o.frame.len() as u64;
-                    out.push(o.frame);
+                    bytes += o.len() as u64;
+                    o.push_to(out);
                 }
             }
             !st.frames.is_empty()
@@ -272,8 +304,20 @@ impl Outbox {
     /// Queues the response `r` to request `req` of conversation `conv`, written once the log is
     /// durable up to `wait_lsn` (0: at once). A closed socket has nobody to tell: dropped.
     pub fn reply(&self, conv: u16, req: u32, r: &Response, wait_lsn: Lsn) {
+        let mut b = BytesMut::new();
+        // A large message body is written from the buffer it is queued in, not copied.
+        let tail = match r {
+            Response::Message { body, .. } if body.len() >= REPLY_TAIL_MIN_BYTES => {
+                encode_response_split(conv, req, r, &mut b).unwrap_or_default()
+            }
+            _ => {
+                encode_response(conv, req, r, &mut b);
+                Bytes::new()
+            }
+        };
         let _ = self.send(Out {
-            frame: encode(conv, req, r),
+            frame: b.freeze(),
+            tail,
             wait_lsn,
             close: false,
         });
@@ -398,6 +442,7 @@ mod tests {
     fn out(tag: u8, wait_lsn: Lsn, close: bool) -> Out {
         Out {
             frame: Bytes::from(vec![tag; 10]),
+            tail: Bytes::new(),
             wait_lsn,
             close,
         }

@@ -170,6 +170,9 @@ pub const FTE_FILES_PER_TRANSFER_MAX: usize = 10_000;
 pub const FTE_FINISHERS: usize = 4;
 /// Transfers an agent receives at once.
 pub const FTE_RECEIVING_TRANSFERS_MAX: usize = 1_000;
+/// Messages the queue manager pushes to a receiving agent ahead of the one it is handling (its
+/// data queue's consumer window): at most this many chunks wait in the agent's socket buffers.
+pub const FTE_RECEIVE_AHEAD_MSGS: u32 = 8;
 /// Jobs (chunks to write, frames, ended files) queued to a receiving agent's checkpointer, and
 /// taken by it as one batch at most (one sync per file, one unit of work): at most this many
 /// chunks (of up to FTE_CHUNK_SIZE_MAX_BYTES) wait in memory to be written.

@@ -264,7 +264,7 @@ pub fn markdown(r: &Results) -> String {
         md,
         "\nEach row sends every file from the sending agent to the receiving agent (`ferrymq fte agent` \
          processes, other settings at their defaults: agentWindowSize 10, agentFrameSize 5, \
-         agentCheckpointInterval 1), binary mode with the SHA-256 end-to-end checksum. *Single*: one \
+         agentCheckpointInterval 1), binary mode with the agents' default end-to-end checksum (BLAKE3). *Single*: one \
          `fteCreateTransfer -w` of all the files; *Multiple*: the files split into {MULTIPLE_TRANSFERS} \
          transfers submitted at once (fewer when there are fewer files). *Bindings*: each agent \
          beside its own queue manager ({QM_SRC} and {QM_DST}, joined by a sender/receiver channel \

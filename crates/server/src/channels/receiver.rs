@@ -32,11 +32,7 @@ use crate::storage::now_ms;
 fn send(s: &Session, f: &ChannelFrame, wait_lsn: u64, close: bool) {
     let mut b = BytesMut::new();
     f.encode(&mut b);
-    let _ = s.tx.send(Out {
-        frame: b.freeze(),
-        wait_lsn,
-        close,
-    });
+    let _ = s.tx.send(Out::frame(b.freeze(), wait_lsn, close));
 }
 
 /// Refuses the channel: tells the sender why, and ends the socket.

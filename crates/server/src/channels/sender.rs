@@ -269,6 +269,10 @@ struct Attempt<'a> {
 trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
 
+/// A message body at least this large is written to the link from its own buffer, after its
+/// frame's head, rather than copied into the batch's buffer.
+const SPLIT_BODY_MIN_BYTES: usize = 16 * 1024;
+
 struct Link<'s> {
     sock: Box<dyn Io + 's>,
     /// Over an accepted socket, writes go to its outbound queue: the sender waits for it to
@@ -291,7 +295,19 @@ struct Link<'s> {
 
 impl Link<'_> {
     async fn send(&mut self, frames: &BytesMut) -> Result<(), MqError> {
-        tokio::time::timeout(self.answer_wait, self.sock.write_all(frames))
+        self.send_all(std::slice::from_ref(frames)).await
+    }
+
+    /// Writes the buffers in order, as one stream of frames.
+    async fn send_all<B: AsRef<[u8]>>(&mut self, pieces: &[B]) -> Result<(), MqError> {
+        let sock = &mut self.sock;
+        let write = async move {
+            for p in pieces {
+                sock.write_all(p.as_ref()).await?;
+            }
+            Ok::<(), std::io::Error>(())
+        };
+        tokio::time::timeout(self.answer_wait, write)
             .await
             .map_err(|_| {
                 broken(format!(
@@ -668,24 +684,39 @@ impl Attempt<'_> {
                     };
                     (done, waiter)
                 };
-                // Encoded outside the core lock: the bodies are copied into the frames.
+                // Encoded outside the core lock: small bodies are copied into the frames, a
+                // large one is written from the buffer it is queued in.
                 if !batch.is_empty() {
                     let first = seq + u64::from(n) - batch.len() as u64;
                     let mut frames = BytesMut::new();
+                    let mut pieces: Vec<bytes::Bytes> = Vec::new();
                     for (i, got) in batch.into_iter().enumerate() {
-                        ChannelFrame::Msg {
+                        let f = ChannelFrame::Msg {
                             seq: first + i as u64 + 1,
                             md: got.md,
                             props: got.props,
                             body: got.body,
+                        };
+                        match &f {
+                            ChannelFrame::Msg { body, .. }
+                                if body.len() >= SPLIT_BODY_MIN_BYTES =>
+                            {
+                                if let Some(body) = f.encode_split(&mut frames) {
+                                    pieces.push(frames.split().freeze());
+                                    pieces.push(body);
+                                }
+                            }
+                            _ => f.encode(&mut frames),
                         }
-                        .encode(&mut frames);
+                    }
+                    if !frames.is_empty() {
+                        pieces.push(frames.freeze());
                     }
                     self.status.lock().substate = "SEND";
-                    if let Err(e) = link.send(&frames).await {
+                    if let Err(e) = link.send_all(&pieces).await {
                         return End::Failed(e);
                     }
-                    sent_bytes += frames.len() as u64;
+                    sent_bytes += pieces.iter().map(|p| p.len() as u64).sum::<u64>();
                     opened.get_or_insert_with(tokio::time::Instant::now);
                 }
                 if done {
@@ -1245,11 +1276,7 @@ impl<R: Unpin> tokio::io::AsyncWrite for Accepted<'_, R> {
         _cx: &mut std::task::Context<'_>,
         buf: &[u8],
     ) -> std::task::Poll<std::io::Result<usize>> {
-        let out = crate::core::Out {
-            frame: bytes::Bytes::copy_from_slice(buf),
-            wait_lsn: 0,
-            close: false,
-        };
+        let out = crate::core::Out::frame(bytes::Bytes::copy_from_slice(buf), 0, false);
         std::task::Poll::Ready(match self.out.send(out) {
             Ok(()) => Ok(buf.len()),
             Err(_) => Err(std::io::ErrorKind::BrokenPipe.into()),
