@@ -258,6 +258,11 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
     };
     let mut missed = 0u32;
     let mut shutdown = shared.immediate_end.clone();
+    // One registration for the life of the socket, not one per wake-up: an immediate end.
+    let ending = async move {
+        let _ = shutdown.wait_for(|v| *v).await;
+    };
+    tokio::pin!(ending);
     let mut frames: VecDeque<RawFrame> = VecDeque::new();
     let mut inline_buf: Vec<bytes::Bytes> = Vec::new();
     let q = s.tx.q.clone();
@@ -270,13 +275,22 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
     // One registration for the life of the socket, not one per batch.
     let killed = q.kill.notified();
     tokio::pin!(killed);
-    // One heartbeat timer for the life of the socket, moved lazily (see below).
+    // One heartbeat timer for the life of the socket, moved lazily (see below), its deadlines
+    // on a shared grid (`beat_due`).
+    let grid = beat_grid(idle);
     let mut heard = tokio::time::Instant::now();
-    let beat = tokio::time::sleep(idle);
+    let beat = tokio::time::sleep_until(beat_due(heard + idle, grid));
     tokio::pin!(beat);
     loop {
         while let Some(f) = dec.decode(&mut buf).map_err(proto)? {
             frames.push_back(f);
+        }
+        // Heartbeat answers need nothing but to have been heard (below): no core lock for them.
+        if !frames.is_empty() && frames.iter().all(|f| f.kind == kind::HEARTBEAT_ACK) {
+            s.info
+                .frames
+                .fetch_add(frames.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            frames.clear();
         }
         // A Connect is decided outside the core lock (password hashing, FAILDLAY), before the
         // frames behind it run.
@@ -303,7 +317,7 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
                     _ = q.drained.notified() => Ok(()),
                     _ = &mut killed => Err(not_reading()),
                     _ = tokio::time::sleep(stall) => Err(not_reading()),
-                    _ = shutdown.wait_for(|v| *v) => Err(MqError::new(Reason::Q_MGR_STOPPING, "the queue manager is ending immediately")),
+                    _ = &mut ending => Err(MqError::new(Reason::Q_MGR_STOPPING, "the queue manager is ending immediately")),
                 };
                 q.resume();
                 r?;
@@ -327,10 +341,13 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
             _ = &mut beat => {
                 // The timer is set once per interval, not at every frame: when it fires after
                 // something was heard, it is only moved to an interval after that.
-                let due = heard + idle;
-                if due > tokio::time::Instant::now() && missed == 0 {
-                    beat.as_mut().reset(due);
-                    continue;
+                let now = tokio::time::Instant::now();
+                if missed == 0 {
+                    let due = beat_due(heard + idle, grid);
+                    if due > now {
+                        beat.as_mut().reset(due);
+                        continue;
+                    }
                 }
                 // Nothing heard for a heartbeat interval: the socket is idle, so its read
                 // buffer goes back; then probe. Three silent intervals mean the peer is gone
@@ -345,10 +362,13 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
                 }
                 let mut b = BytesMut::new();
                 ferrymq_proto::encode_request(0, 0, &Request::Heartbeat, &mut b);
+                // Written by this task when the writer is idle, as a batch's replies are.
+                s.tx.hold();
                 s.tx.send(Out::frame(b.freeze(), 0, false)).ok();
-                beat.as_mut().reset(tokio::time::Instant::now() + idle);
+                write_inline(s, wr, &shared.durable, stall, &mut inline_buf).await?;
+                beat.as_mut().reset(beat_due(now + idle, grid));
             }
-            _ = shutdown.wait_for(|v| *v) => {
+            _ = &mut ending => {
                 return Err(MqError::new(Reason::Q_MGR_STOPPING, "the queue manager is ending immediately"));
             }
             _ = &mut killed => {
@@ -356,6 +376,35 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
             }
         }
     }
+}
+
+/// The spacing of the grid heartbeat deadlines are rounded up to: a second, or a sixteenth of a
+/// short interval. Tens of thousands of idle sockets each have a heartbeat timer; at their exact
+/// deadlines, spread over every interval, each one's firing would wake a runtime thread of its
+/// own, while on the grid all that fall due in the same second fire in one wake-up. A heartbeat
+/// is so at most a grid step late, never early.
+fn beat_grid(idle: Duration) -> Duration {
+    (idle / 16).clamp(Duration::from_millis(1), Duration::from_secs(1))
+}
+
+/// `t` rounded up to the heartbeat grid of step `grid`, which every socket of the process shares.
+fn beat_due(t: tokio::time::Instant, grid: Duration) -> tokio::time::Instant {
+    static ORIGIN: std::sync::OnceLock<tokio::time::Instant> = std::sync::OnceLock::new();
+    let origin = *ORIGIN.get_or_init(tokio::time::Instant::now);
+    round_up(t, origin, grid)
+}
+
+/// `t` rounded up to the next point `origin + k * grid` (k ≥ 0).
+fn round_up(
+    t: tokio::time::Instant,
+    origin: tokio::time::Instant,
+    grid: Duration,
+) -> tokio::time::Instant {
+    let since = t.saturating_duration_since(origin).as_nanos();
+    let step = grid.as_nanos().max(1);
+    let k = since.div_ceil(step);
+    let off = u64::try_from(k * step).unwrap_or(u64::MAX);
+    origin + Duration::from_nanos(off)
 }
 
 /// The TLS rules of the socket's channel (SSLCIPH, SSLCAUTH, SSLPEER), at Hello: a refusal is
@@ -651,10 +700,21 @@ async fn write_frames<W: AsyncWrite + Unpin>(
         }
     };
     // A TLS stream may hold records it could not write yet: they must leave now (a no-op on a
-    // plain socket).
-    ok && tokio::time::timeout(stall, wr.flush())
-        .await
-        .is_ok_and(|r| r.is_ok())
+    // plain socket, which sets no timer).
+    ok && flush_or_stall(wr, stall).await
+}
+
+/// Flushes `wr`, failing if the flush fails or makes no progress for `stall`; a flush that is
+/// done at once (always on a plain socket) sets no timer.
+async fn flush_or_stall<W: AsyncWrite + Unpin>(wr: &mut W, stall: Duration) -> bool {
+    let now =
+        std::future::poll_fn(|cx| Poll::Ready(std::pin::Pin::new(&mut *wr).poll_flush(cx))).await;
+    match now {
+        Poll::Ready(r) => r.is_ok(),
+        Poll::Pending => tokio::time::timeout(stall, wr.flush())
+            .await
+            .is_ok_and(|r| r.is_ok()),
+    }
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(
@@ -777,4 +837,59 @@ async fn write_or_stall<W: AsyncWrite + Unpin>(
         off += n;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::time::Instant;
+
+    #[test]
+    fn heartbeat_deadlines_round_up_to_the_grid_never_down() {
+        let o = Instant::now();
+        let s = Duration::from_secs(1);
+        // On a grid point: unchanged.
+        assert_eq!(round_up(o, o, s), o);
+        assert_eq!(round_up(o + 3 * s, o, s), o + 3 * s);
+        // Between two points: the later one, at most a step later.
+        assert_eq!(round_up(o + Duration::from_millis(1), o, s), o + s);
+        assert_eq!(round_up(o + Duration::from_millis(2999), o, s), o + 3 * s);
+        assert_eq!(
+            round_up(o + Duration::from_millis(300_000 + 1), o, s),
+            o + Duration::from_secs(301)
+        );
+        // Before the origin: the origin (a deadline is never moved earlier than asked, and the
+        // origin is taken before any socket's first deadline).
+        assert_eq!(round_up(o, o + s, s), o + s);
+    }
+
+    #[test]
+    fn deadlines_that_fall_due_in_the_same_step_share_one_instant() {
+        let o = Instant::now();
+        let grid = beat_grid(Duration::from_secs(300));
+        let a = round_up(o + Duration::from_millis(300_010), o, grid);
+        let b = round_up(o + Duration::from_millis(300_990), o, grid);
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn the_grid_is_a_second_or_a_sixteenth_of_a_short_interval() {
+        assert_eq!(beat_grid(Duration::from_secs(300)), Duration::from_secs(1));
+        assert_eq!(
+            beat_grid(Duration::from_secs(3600 * 24)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            beat_grid(Duration::from_secs(1)),
+            Duration::from_micros(62_500)
+        );
+        assert_eq!(
+            beat_grid(Duration::from_millis(150)),
+            Duration::from_micros(9_375)
+        );
+        assert_eq!(
+            beat_grid(Duration::from_micros(100)),
+            Duration::from_millis(1)
+        );
+    }
 }
