@@ -398,20 +398,42 @@ fn probe_markdown(probes: &[Probe]) -> String {
         let _ = writeln!(
             md,
             "\n{} persistent: {:.0} log syncs/s ({:.2} ms apart), {:.1} round trips per sync; each of the {} responders \
-             completes one round trip per {:.1} syncs. A round trip has two commits whose answers wait for a sync that \
-             began after them (the requester's put, the responder's get and put), and a responder takes its next request \
-             only once its commit is answered: a commit that arrives while a sync runs waits for that one and the next. \
-             So the persistent rate is about responders ÷ (two sync times), set by the disk's fdatasync latency, not by \
-             the queue manager's CPU.",
+             completes one round trip per {:.1} syncs. {}",
             p.label,
             p.round_trips_per_s * syncs,
             1000.0 / (p.round_trips_per_s * syncs).max(1e-9),
             per_sync,
             p.responders,
-            p.responders as f64 / per_sync
+            p.responders as f64 / per_sync,
+            persistent_limit(p, per_sync)
         );
     }
     md
+}
+
+/// Syncs per responder round trip up to which the responders, waiting for the disk, set the
+/// persistent rate: a round trip needs two (a commit that arrives during a sync waits for that
+/// one and the next), and more means the responders wait for something else.
+const DISK_BOUND_SYNCS: f64 = 3.0;
+
+/// What sets a persistent probe's rate: the responders waiting for the disk, or the CPU.
+fn persistent_limit(p: &Probe, per_sync: f64) -> String {
+    let waits = p.responders as f64 / per_sync;
+    let cpu_pct = (p.user_us + p.sys_us) * p.round_trips_per_s / 1e4;
+    if waits <= DISK_BOUND_SYNCS {
+        "A round trip has two commits whose answers wait for a sync that began after them (the requester's put, \
+         the responder's get and put), and a responder takes its next request only once its commit is answered: a \
+         commit that arrives while a sync runs waits for that one and the next. So the persistent rate is about \
+         responders ÷ (two sync times), set by the disk's fdatasync latency, not by the queue manager's CPU."
+            .to_string()
+    } else {
+        format!(
+            "That is more than the two syncs a round trip's commits need, so the responders are not waiting for the \
+             disk alone: the queue manager used {cpu_pct:.0}% of a core ({:.1} µs per round trip), and its CPU with the \
+             client's on the machine's cores sets the rate.",
+            p.user_us + p.sys_us
+        )
+    }
 }
 
 /// The machine's 1-minute load average, as `uptime` shows it.
@@ -511,6 +533,31 @@ mod tests {
         assert_eq!(others.len(), 1);
         assert_eq!(others[0].responders, 10);
         assert!(keep_best(Vec::new(), &mut others).is_none());
+    }
+
+    #[test]
+    fn a_persistent_probe_names_the_disk_or_the_cpu_as_its_limit() {
+        let probe = |responders: usize, rate: f64| Probe {
+            persistent: true,
+            responders,
+            round_trips_per_s: rate,
+            user_us: 18.0,
+            sys_us: 27.0,
+            ..Default::default()
+        };
+        // 10 responders, 5 round trips per sync: each waits 2 syncs per round trip.
+        let disk = persistent_limit(&probe(10, 9_000.0), 5.0);
+        assert!(
+            disk.contains("set by the disk's fdatasync latency"),
+            "{disk}"
+        );
+        // 30 responders, 5.2 round trips per sync: 5.8 syncs each, the CPU at 100%.
+        let cpu = persistent_limit(&probe(30, 22_294.0), 5.2);
+        assert!(
+            cpu.contains("used 100% of a core (45.0 µs per round trip)"),
+            "{cpu}"
+        );
+        assert!(!cpu.contains("fdatasync latency"), "{cpu}");
     }
 
     #[test]
