@@ -19,7 +19,6 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
 use ferrymq_engine::pubsub::TOPIC_PROPERTY;
 use ferrymq_engine::{ConnId, Engine, GetOutcome, Got};
 use ferrymq_types::objects::ObjectKind;
@@ -287,7 +286,7 @@ fn dead_letter(
         ));
     }
     let qmgr = engine.qmgr_name().to_string();
-    let header = DeadLetterHeader::for_message(
+    let (md, body) = DeadLetterHeader::for_message(
         &got.md,
         reason.code() as i32,
         s.name,
@@ -296,30 +295,13 @@ fn dead_letter(
         "SYSTEM.QPUBSUB",
         now,
     )
-    .encode();
-    let mut body = BytesMut::with_capacity(header.len() + got.body.len());
-    body.extend_from_slice(&header);
-    body.extend_from_slice(&got.body);
-    let md = ferrymq_types::MessageDescriptor {
-        format: dlh::FORMAT.to_string(),
-        encoding: dlh::ENCODING_NATIVE,
-        ..got.md
-    };
+    .wrap(&got.md, &got.body);
     let opts = PutOptions {
         syncpoint: Syncpoint::Yes,
         context: pmo::SET_ALL_CONTEXT,
         ..PutOptions::default()
     };
     engine
-        .put1(
-            s.conn,
-            &dlq,
-            "",
-            &opts,
-            md,
-            got.props,
-            Bytes::from(body),
-            now,
-        )
+        .put1(s.conn, &dlq, "", &opts, md, got.props, body, now)
         .map(|_| ())
 }

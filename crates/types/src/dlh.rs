@@ -92,6 +92,19 @@ impl DeadLetterHeader {
         }
     }
 
+    /// The dead-letter queue's copy of a message with descriptor `md` and body `body`: this
+    /// header then the body, and `md` with the header's format (MQDEAD) and encoding.
+    pub fn wrap(&self, md: &MessageDescriptor, body: &[u8]) -> (MessageDescriptor, bytes::Bytes) {
+        let mut out = self.encode();
+        out.extend_from_slice(body);
+        let md = MessageDescriptor {
+            format: FORMAT.to_string(),
+            encoding: ENCODING_NATIVE,
+            ..md.clone()
+        };
+        (md, bytes::Bytes::from(out))
+    }
+
     /// The 172 bytes of the header (integers little-endian, MQENC_NATIVE on x86 and ARM).
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(LEN_BYTES);
@@ -156,6 +169,25 @@ impl DeadLetterHeader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wrapped_message_is_the_header_then_the_body_under_the_mqdead_format() {
+        let md = MessageDescriptor {
+            format: "MQSTR".into(),
+            priority: 7,
+            ..Default::default()
+        };
+        let h = DeadLetterHeader::for_message(&md, 2051, "Q", "QM", APPL_TYPE_QMGR, "CH", 1);
+        let (dmd, body) = h.wrap(&md, b"payload");
+        assert_eq!(
+            (dmd.format.as_str(), dmd.encoding),
+            (FORMAT, ENCODING_NATIVE)
+        );
+        assert_eq!(dmd.priority, 7, "the rest of the descriptor is kept");
+        let (back, rest) = DeadLetterHeader::parse(&body).unwrap();
+        assert_eq!(rest, b"payload");
+        assert_eq!((back.reason, back.dest_q_name.as_str()), (2051, "Q"));
+    }
 
     #[test]
     fn header_is_172_bytes_in_mq_order_and_round_trips() {

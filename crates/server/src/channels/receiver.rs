@@ -634,7 +634,7 @@ impl Receiver<'_> {
                 ),
             ));
         }
-        let header = DeadLetterHeader::for_message(
+        let (md, dead) = DeadLetterHeader::for_message(
             &xqh.md,
             e.reason.code() as i32,
             &xqh.remote_q,
@@ -643,17 +643,9 @@ impl Receiver<'_> {
             self.name,
             now,
         )
-        .encode();
-        let mut dead = BytesMut::with_capacity(header.len() + data.len());
-        dead.extend_from_slice(&header);
-        dead.extend_from_slice(&data);
-        let md = MessageDescriptor {
-            format: dlh::FORMAT.to_string(),
-            encoding: dlh::ENCODING_NATIVE,
-            ..xqh.md.clone()
-        };
+        .wrap(&xqh.md, &data);
         core.engine
-            .put1(conn, &dlq, "", &opts, md, props, dead.freeze(), now)
+            .put1(conn, &dlq, "", &opts, md, props, dead, now)
             .map(|_| !outside)
             .map_err(|e2| {
                 MqError::new(

@@ -1033,7 +1033,7 @@ fn dead_letter(
         .map(|(x, _)| (x.remote_q, x.remote_qmgr))
         .unwrap_or_default();
     let reason = Reason::MSG_TOO_BIG_FOR_CHANNEL;
-    let header = DeadLetterHeader::for_message(
+    let (md, body) = DeadLetterHeader::for_message(
         &got.md,
         reason.code() as i32,
         &q,
@@ -1042,22 +1042,14 @@ fn dead_letter(
         channel,
         now,
     )
-    .encode();
-    let mut body = BytesMut::with_capacity(header.len() + got.body.len());
-    body.extend_from_slice(&header);
-    body.extend_from_slice(&got.body);
-    let md = ferrymq_types::MessageDescriptor {
-        format: dlh::FORMAT.to_string(),
-        encoding: dlh::ENCODING_NATIVE,
-        ..got.md
-    };
+    .wrap(&got.md, &got.body);
     let opts = PutOptions {
         syncpoint: Syncpoint::Yes,
         context: pmo::SET_ALL_CONTEXT,
         ..Default::default()
     };
     engine
-        .put1(conn, &dlq, "", &opts, md, got.props, body.freeze(), now)
+        .put1(conn, &dlq, "", &opts, md, got.props, body, now)
         .map(|_| ())
         .map_err(|e| {
             MqError::new(
