@@ -66,12 +66,13 @@ impl Ledger {
         }
     }
 
-    /// A put to `object` went out on binding `generation`.
-    pub(super) fn sent(&mut self, generation: u64, object: &str) {
+    /// A put went out on binding `generation`; `object` names what it was put to, asked only
+    /// for the first put of a binding (the only one a status names).
+    pub(super) fn sent(&mut self, generation: u64, object: impl FnOnce() -> String) {
         self.settle(generation);
         self.sent += 1;
         if self.sent_object.is_none() {
-            self.sent_object = Some(object.to_string());
+            self.sent_object = Some(object());
         }
     }
 
@@ -206,7 +207,8 @@ impl Conv {
                 Ok(()) => {
                     self.joined(role);
                     if role == Role::Plain {
-                        let object = match req {
+                        // Only the first put since the last MQSTAT needs its object's name.
+                        let object = || match req {
                             Request::Put { hobj, .. } => self
                                 .handles
                                 .lock()
@@ -224,7 +226,7 @@ impl Conv {
                             }
                             _ => String::new(),
                         };
-                        self.async_puts.lock().sent(b.generation, &object);
+                        self.async_puts.lock().sent(b.generation, object);
                     }
                     return Ok(());
                 }
@@ -253,8 +255,8 @@ mod tests {
     #[test]
     fn puts_counted_by_an_answer_on_their_own_binding_are_settled() {
         let mut l = Ledger::default();
-        l.sent(0, "Q1");
-        l.sent(0, "Q1");
+        l.sent(0, || "Q1".into());
+        l.sent(0, || "Q1".into());
         let mut s = status();
         s.put_success_count = 2;
         l.answered(0, &mut s);
@@ -269,12 +271,12 @@ mod tests {
     #[test]
     fn puts_sent_before_a_reconnect_count_as_failed_with_connection_broken_first() {
         let mut l = Ledger::default();
-        l.sent(0, "A.Q");
-        l.sent(0, "B.Q");
-        l.sent(0, "A.Q");
+        l.sent(0, || "A.Q".into());
+        l.sent(0, || "B.Q".into());
+        l.sent(0, || "A.Q".into());
         // The socket broke; two more went out on the new binding, one of which failed there.
-        l.sent(1, "C.Q");
-        l.sent(1, "C.Q");
+        l.sent(1, || "C.Q".into());
+        l.sent(1, || "C.Q".into());
         let mut s = status();
         s.put_success_count = 1;
         s.put_failure_count = 1;
@@ -286,8 +288,8 @@ mod tests {
         assert_eq!((s.comp_code, s.reason), (2, Reason::CONNECTION_BROKEN));
         assert_eq!(s.object_name, "A.Q");
         // Two breaks before an answer: all of them are unknown.
-        l.sent(1, "D.Q");
-        l.sent(2, "E.Q");
+        l.sent(1, || "D.Q".into());
+        l.sent(2, || "E.Q".into());
         let mut s = status();
         l.answered(3, &mut s);
         assert_eq!(s.put_failure_count, 2);
