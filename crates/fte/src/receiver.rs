@@ -192,7 +192,31 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                 t.checkpointed = true;
                 // A resume: from where this file's data stands here, if it is the same file.
                 let (offset, received) = match t.files.get(&index) {
-                    Some(inc) if inc.ident == ident => (inc.next, inc.next),
+                    Some(inc) if inc.ident == ident => {
+                        // The sender goes on from here and this epoch counts its checkpoint
+                        // interval from here, so here is recorded as a checkpoint before the
+                        // answer: otherwise a crash of this agent later in the epoch would
+                        // resume from a checkpoint older than the resume, and send again what
+                        // came before it as well as a checkpoint's worth after it.
+                        let k = Checkpoint {
+                            index,
+                            offset: inc.next,
+                            ident: inc.ident,
+                        };
+                        let job = Job::Frame {
+                            tid,
+                            reply: reply_to(t),
+                            index,
+                            acked: 0,
+                            offset: Some(inc.next),
+                            checkpoint: Some((inc.file.clone(), k)),
+                        };
+                        if ck.send(job).is_err() {
+                            return crate::err("the checkpointer ended");
+                        }
+                        checkpointer::flush(&ck);
+                        (inc.next, inc.next)
+                    }
                     Some(_) => {
                         drop_file(&ck, tid, t, index);
                         answer(&c, tid, t, "result", index, false, SOURCE_CHANGED, &[]);
