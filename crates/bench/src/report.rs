@@ -75,6 +75,8 @@ struct Scenario {
 struct Sweep {
     scenarios: Vec<Scenario>,
     probes: Vec<report_rtt::Probe>,
+    /// The single-requester runs with the CPUs' wake-up latency bounded.
+    wake: Option<report_rtt::WakeRuns>,
     load: String,
     /// The command that produced the report, as given.
     command: String,
@@ -382,6 +384,7 @@ pub fn main(argv: &[String]) -> Result<(), String> {
             Sweep {
                 scenarios: Vec::new(),
                 probes: Vec::new(),
+                wake: None,
                 load: report_rtt::load_average(),
                 command: command.clone(),
             }
@@ -424,6 +427,7 @@ fn sweep(
     let mut sw = Sweep {
         scenarios: Vec::new(),
         probes: Vec::new(),
+        wake: None,
         load: report_rtt::load_average(),
         command: command.to_string(),
     };
@@ -480,32 +484,7 @@ fn sweep(
                     let counts = report_rtt::responder_counts(req);
                     let (mut mine, mut theirs) = (Vec::new(), Vec::new());
                     for (k, &responders) in counts.iter().enumerate() {
-                        let a = Args {
-                            module: cph::Module::Rr,
-                            qms: qms.names.clone(),
-                            conns: qms
-                                .ports
-                                .iter()
-                                .map(|p| format!("127.0.0.1({p})"))
-                                .collect(),
-                            requesters: req,
-                            responders: responders * nqm,
-                            size,
-                            persistent,
-                            syncpoint: None,
-                            duration: plan.duration,
-                            warmup: plan.warmup,
-                            queues: 10,
-                            request_prefix: "REQUEST".into(),
-                            reply_prefix: "REPLY".into(),
-                            rate: 0,
-                            json: false,
-                            live: false,
-                            server_pids: qms.pids.clone(),
-                            setup: true,
-                            client_threads: 1,
-                            security: Default::default(),
-                        };
+                        let a = rr_args(plan, &qms, req, responders * nqm, size, persistent);
                         let line = |who: &str, r: &RunResult| {
                             format!(
                             "report:   {req:>4} requesters, {:>3} responders{who}: {:>9.0} RT/s  QM CPU {:>5.1}%  client CPU {:>5.1}%  p50 {:.2} ms",
@@ -567,6 +546,9 @@ fn sweep(
                         .map_or(report_rtt::RESPONDERS, |r| r.responders / nqm);
                     sw.probes
                         .extend(probe(plan, &qms, base.as_ref(), persistent, responders)?);
+                    if !persistent {
+                        sw.wake = Some(wake_runs(plan, home, base.as_ref(), &mut progress)?);
+                    }
                 }
                 sw.scenarios.push(s);
                 sw.load = format!(
@@ -581,6 +563,103 @@ fn sweep(
     }
     progress.finish();
     Ok(sw)
+}
+
+/// The reports' request/responder run on the queue managers `q`: `requesters` and `responders`
+/// in all, the plan's window, 10 queue pairs per queue manager, clients over TCP.
+fn rr_args(
+    plan: &Plan,
+    q: &Qms,
+    requesters: usize,
+    responders: usize,
+    size: usize,
+    persistent: bool,
+) -> Args {
+    Args {
+        module: cph::Module::Rr,
+        qms: q.names.clone(),
+        conns: q.ports.iter().map(|p| format!("127.0.0.1({p})")).collect(),
+        requesters,
+        responders,
+        size,
+        persistent,
+        syncpoint: None,
+        duration: plan.duration,
+        warmup: plan.warmup,
+        queues: 10,
+        request_prefix: "REQUEST".into(),
+        reply_prefix: "REPLY".into(),
+        rate: 0,
+        json: false,
+        live: false,
+        server_pids: q.pids.clone(),
+        setup: true,
+        client_threads: 1,
+        security: Default::default(),
+    }
+}
+
+/// The single-requester non-persistent 2 KB run with the CPUs' wake-up latency bounded: this
+/// build on a queue manager of its own started with `TuningParameters:CpuWakeLatencyUs=0` (it
+/// makes the kernel request while messages flow), the baseline (which has no such key) on its
+/// queue manager with the same kernel request held by this program for its run, first. The queue
+/// manager with the key is ended afterwards, and its request with it.
+fn wake_runs(
+    plan: &Plan,
+    home: &Path,
+    base: Option<&Qms>,
+    progress: &mut crate::progress::Progress,
+) -> Result<report_rtt::WakeRuns, String> {
+    let names = ["WAKE0".to_string()];
+    let mine = Qms::start_prepared(home, &names, 16384, &[], &|name| {
+        mq_with(
+            None,
+            home,
+            &[
+                "setmqini",
+                "-m",
+                name,
+                "-s",
+                "TuningParameters",
+                "-k",
+                "CpuWakeLatencyUs",
+                "-v",
+                "0",
+            ],
+        )
+        .map(|_| ())
+    })?;
+    let refused = report_rtt::wake_request_refused(home, &names[0]);
+    let a = rr_args(plan, &mine, 1, report_rtt::RESPONDERS, 2048, false);
+    let line = |who: &str, r: &RunResult| {
+        format!(
+            "report:   1 requester, CPU wake-up latency bounded{who}: p50 {:.3} ms, QM {:.1} µs/RT",
+            r.latency_ms_p50,
+            r.server_cpu_us_per_rt.unwrap_or(0.0)
+        )
+    };
+    let mut w = report_rtt::WakeRuns {
+        now: None,
+        base: None,
+        refused,
+    };
+    let run_base = |w: &mut report_rtt::WakeRuns, progress: &mut crate::progress::Progress| {
+        let Some(b) = base else {
+            return Ok::<(), String>(());
+        };
+        let held = report_rtt::hold_cpu_wake_latency(0);
+        let r = cph::run(&on_qms(&a, b))?;
+        drop(held);
+        progress.println(&line(" (baseline, held by the report)", &r));
+        w.base = Some(r);
+        Ok(())
+    };
+    run_base(&mut w, progress)?;
+    let r = cph::run(&a)?;
+    progress.println(&line(" (TuningParameters:CpuWakeLatencyUs=0)", &r));
+    w.now = Some(r);
+    drop(mine);
+    Ok(w)
 }
 
 /// `a` aimed at the queue managers `q` instead.
@@ -753,7 +832,11 @@ fn write_report(
         })
         .collect();
     md.push_str(&report_rtt::markdown(
-        &pairs, &sw.probes, baseline, &sw.load,
+        &pairs,
+        &sw.probes,
+        sw.wake.as_ref(),
+        baseline,
+        &sw.load,
     ));
     if !sw.probes.is_empty() {
         let json = serde_json::to_string_pretty(&sw.probes).map_err(|e| e.to_string())?;

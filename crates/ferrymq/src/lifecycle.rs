@@ -241,7 +241,10 @@ pub fn strmqm(p: &cli::Strmqm) -> Res {
                     .collect()
             };
             // An open-file limit too low for MaxChannels: said at once, not only in the log.
-            for w in entries(errlog::ids::OPEN_FILES_LOW) {
+            for w in entries(errlog::ids::OPEN_FILES_LOW)
+                .into_iter()
+                .chain(entries(errlog::ids::WAKE_LATENCY_UNAVAILABLE))
+            {
                 eprintln!("strmqm: warning: {w}");
             }
             let note = entries(errlog::ids::RECOVERY_NOTE);

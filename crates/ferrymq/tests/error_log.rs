@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::ConnectOptions;
+use ferrymq_types::options::open;
 use ferrymq_types::Reason;
 use support::{Home, Qm, BIN};
 
@@ -333,4 +334,80 @@ fn a_bad_error_log_setting_is_reported_and_the_default_used() {
             .any(|e| e.1 == "FMQ1007W" && e.2.contains("QMErrorLog:Format=xml")),
         "{text}"
     );
+}
+
+/// The kernel's current CPU latency bound (the least of every request held), in microseconds.
+fn cpu_latency_bound() -> i32 {
+    let mut b = [0u8; 4];
+    std::fs::File::open("/dev/cpu_dma_latency")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .expect("/dev/cpu_dma_latency readable");
+    i32::from_ne_bytes(b)
+}
+
+/// `TuningParameters:CpuWakeLatencyUs`: where this user may make the kernel's CPU latency
+/// request, the queue manager holds it while application requests flow and drops it a quiet
+/// second later; where it may not, strmqm and the error log say so and the queue manager runs.
+#[test]
+fn cpu_wake_latency_is_held_while_requests_flow_dropped_when_quiet_or_refused_with_a_warning() {
+    let home = Home::new();
+    let qm = Qm::create(&home, "EWAKE", &[]);
+    // A value no other holder is likely to use, so the bound read back is this queue manager's.
+    qm.set_ini("TuningParameters", "CpuWakeLatencyUs", "7");
+    let permitted = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/cpu_dma_latency")
+        .is_ok();
+    let out = std::process::Command::new(BIN)
+        .args(["strmqm", "EWAKE"])
+        .env("FERRYMQ_HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let log = || std::fs::read_to_string(qm.dir().join("errors/FMQERR01.LOG")).unwrap();
+    if !permitted {
+        assert!(
+            stderr.contains("warning") && stderr.contains("CpuWakeLatencyUs"),
+            "strmqm says the request cannot be made: {stderr}"
+        );
+        assert!(log().contains("FMQ1015W"), "{}", log());
+        let c = qm.connect_bindings();
+        c.open("SYSTEM.DEFAULT.LOCAL.QUEUE", open::INQUIRE).unwrap();
+        return;
+    }
+    assert!(!stderr.contains("CpuWakeLatencyUs"), "{stderr}");
+    assert!(!log().contains("FMQ1015W"), "{}", log());
+    let idle = cpu_latency_bound();
+    assert!(
+        idle > 7,
+        "another holder bounds the CPU latency to {idle} µs already"
+    );
+    // Requests flowing: the bound is taken within a check or two.
+    let c = qm.connect_bindings();
+    let held = Instant::now();
+    let mut seen = idle;
+    while held.elapsed() < Duration::from_secs(5) {
+        let h = c.open("SYSTEM.DEFAULT.LOCAL.QUEUE", open::INQUIRE).unwrap();
+        c.close(&h, 0).unwrap();
+        seen = cpu_latency_bound();
+        if seen == 7 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(seen, 7, "the bound while requests flow");
+    // Quiet (the connection stays, its heartbeats do not count): dropped after about a second.
+    let quiet = Instant::now();
+    while cpu_latency_bound() == 7 && quiet.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(cpu_latency_bound(), idle, "the bound once quiet");
+    assert!(
+        quiet.elapsed() >= Duration::from_millis(800),
+        "held for a quiet second, not dropped at once ({:?})",
+        quiet.elapsed()
+    );
+    drop(c);
+    qm.end();
 }

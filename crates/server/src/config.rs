@@ -86,6 +86,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "DefaultQFileSize",
             "DefaultQBufferSize",
             "DefaultPQBufferSize",
+            "CpuWakeLatencyUs",
         ],
     ),
 ];
@@ -337,6 +338,9 @@ pub struct QmConfig {
     /// `Channels:MaxConnMemory`); reading its requests pauses at a quarter of this (at most
     /// `CONN_OUTBOUND_PAUSE_BYTES`).
     pub max_conn_memory: u64,
+    /// While application work runs, the bound on every CPU's wake-up latency asked of the kernel
+    /// (qm.ini `TuningParameters:CpuWakeLatencyUs`; none unless set). See `wake_latency`.
+    pub cpu_wake_latency_us: Option<u32>,
     /// Which client (TCP) connections may send MQSC (qm.ini `Channels:RemoteAdmin`).
     pub remote_admin: RemoteAdmin,
     /// The operating-system group whose members hold every authority, as the queue manager's
@@ -713,6 +717,20 @@ impl QmConfig {
                 v
             },
             checkpoint_interval_ms: num(ini, "Log", "CheckpointIntervalMs", 30_000u64)?,
+            cpu_wake_latency_us: match known(ini, "TuningParameters", "CpuWakeLatencyUs") {
+                None => None,
+                Some(v) => match v.trim().parse::<u32>() {
+                    Ok(us) if us <= limits::CPU_WAKE_LATENCY_MAX_US => Some(us),
+                    _ => {
+                        return Err(format!(
+                            "qm.ini TuningParameters:CpuWakeLatencyUs={v}: use microseconds \
+                             from 0 to {} (0: idle CPUs poll while messages flow), or remove \
+                             the key",
+                            limits::CPU_WAKE_LATENCY_MAX_US
+                        ))
+                    }
+                },
+            },
             admin_group: known(ini, "Security", "AdminGroup")
                 .map(|g| g.trim().to_string())
                 .filter(|g| !g.is_empty())
@@ -816,6 +834,19 @@ mod tests {
         let (s, w) = error_log_settings(&ini);
         assert_eq!(s, crate::errlog::Settings::default());
         assert_eq!(w.len(), 2, "{w:?}");
+    }
+
+    #[test]
+    fn cpu_wake_latency_is_off_unless_set_and_a_bad_value_is_named() {
+        let base = "QueueManager:\n   Name=QM1\n";
+        let cfg = |extra: &str| QmConfig::from_ini(&Ini::parse(&format!("{base}{extra}")).unwrap());
+        assert_eq!(cfg("").unwrap().cpu_wake_latency_us, None);
+        let on = cfg("TuningParameters:\n   CpuWakeLatencyUs=0\n").unwrap();
+        assert_eq!(on.cpu_wake_latency_us, Some(0));
+        for bad in ["-1", "fast", "10001"] {
+            let e = cfg(&format!("TuningParameters:\n   CpuWakeLatencyUs={bad}\n")).unwrap_err();
+            assert!(e.contains("CpuWakeLatencyUs") && e.contains("10000"), "{e}");
+        }
     }
 
     #[test]

@@ -29,6 +29,7 @@ mod qpubsub;
 pub mod security;
 pub mod storage;
 mod wait_timer;
+mod wake_latency;
 
 pub use config::{ferrymq_home, Ini, QmConfig, QmPaths};
 pub use qmgr::{create_storage, create_storage_with, dr_recovered_mark, run};

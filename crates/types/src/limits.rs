@@ -41,6 +41,10 @@ pub const CLIENT_ASYNC_PUT_BACKLOG_BYTES: u64 = 1 << 20;
 pub const CONN_MEMORY_DEFAULT_BYTES: u64 = 64 << 20;
 /// The smallest `Channels:MaxConnMemory` accepted: room for a few replies.
 pub const CONN_MEMORY_MIN_BYTES: u64 = 64 << 10;
+
+/// The largest `TuningParameters:CpuWakeLatencyUs` accepted: beyond a few milliseconds the
+/// request changes nothing a round trip would notice.
+pub const CPU_WAKE_LATENCY_MAX_US: u32 = 10_000;
 /// Message bodies up to this size are copied out of the buffer they arrived in when queued, so
 /// that a queued message holds its own bytes and not a whole read buffer or segment.
 pub const BODY_COPY_MAX_BYTES: usize = 256 << 10;

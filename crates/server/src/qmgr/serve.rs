@@ -65,6 +65,9 @@ pub(super) async fn serve(
         .map_err(|e| format!("cannot listen on {}: {e}", sock.display()))?;
     crate::metrics::start(shared.clone()).await?;
     crate::fdlimit::raise_and_check(shared.cfg.max_sockets.min(shared.cfg.max_active));
+    if let Some(w) = crate::wake_latency::start(shared.cfg.cpu_wake_latency_us) {
+        crate::qm_log!(crate::errlog::ids::WAKE_LATENCY_UNAVAILABLE, "{w}");
+    }
     let timer = tokio::spawn(wait_timer::run(shared.clone()));
     let expiry = tokio::spawn(crate::expiry::run(shared.clone()));
     let qpubsub_stop = Arc::new(tokio::sync::Notify::new());
