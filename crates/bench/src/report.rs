@@ -684,28 +684,18 @@ fn probe(
     let mut out = Vec::new();
     let targets = std::iter::once(("this build", qms)).chain(base.map(|b| ("baseline", b)));
     for (label, q) in targets {
-        let a = Args {
-            module: cph::Module::Rr,
-            qms: q.names[..1].to_vec(),
-            conns: vec![format!("127.0.0.1({})", q.ports[0])],
-            requesters: report_rtt::GOAL_REQUESTERS,
+        // The first queue manager's (the probes run where there is one).
+        let mut a = rr_args(
+            plan,
+            q,
+            report_rtt::GOAL_REQUESTERS,
             responders,
-            size: 2048,
+            2048,
             persistent,
-            syncpoint: None,
-            duration: plan.duration,
-            warmup: plan.warmup,
-            queues: 10,
-            request_prefix: "REQUEST".into(),
-            reply_prefix: "REPLY".into(),
-            rate: 0,
-            json: false,
-            live: false,
-            server_pids: q.pids[..1].to_vec(),
-            setup: true,
-            client_threads: 1,
-            security: Default::default(),
-        };
+        );
+        a.qms.truncate(1);
+        a.conns.truncate(1);
+        a.server_pids.truncate(1);
         // The probe counts inside the measured window, a little short of both its ends.
         let margin = (plan.duration / 10).max(Duration::from_millis(100));
         let window = plan.duration.saturating_sub(margin * 2);
