@@ -16,7 +16,7 @@ mod size;
 
 pub use control::ControlCommand;
 pub use error::ProtoError;
-pub use frame::{frame_limit_for, FrameDecoder, RawFrame, FLAG_MORE, HEADER_LEN};
+pub use frame::{frame_limit_for, read_room, FrameDecoder, RawFrame, FLAG_MORE, HEADER_LEN};
 pub use handshake::{
     negotiate, Hello, MAGIC, PRE_HANDSHAKE_FRAME_MAX_BYTES, PROTOCOL_VERSION,
     PROTOCOL_VERSION_ASYNC_PUT, PROTOCOL_VERSION_MIN,

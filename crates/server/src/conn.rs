@@ -141,7 +141,7 @@ async fn read_more<R: AsyncRead + Unpin>(
     buf: &mut BytesMut,
     chunk: &mut usize,
 ) -> Result<bool, MqError> {
-    buf.reserve(*chunk);
+    buf.reserve(ferrymq_proto::read_room(buf, *chunk));
     let room = buf.capacity() - buf.len();
     match rd.read_buf(buf).await {
         Ok(0) => Ok(false),
@@ -465,7 +465,7 @@ fn process(
                 continue;
             }
             let req = match parse_request(&f) {
-                Ok(r) => r,
+                Ok(r) => fit_put_body(r, f.body.len()),
                 Err(e) => {
                     // The stream is still framed correctly, so the peer can be told and kept.
                     let r = Response::Status {
@@ -526,6 +526,44 @@ fn process(
 /// A conversation's Connect: who it runs as (CHLAUTH, CONNAUTH, the effective user), then the
 /// engine connection under the core lock. A refusal is answered on the conversation; the socket
 /// stays, so that the application can try again.
+/// A put's body as the engine should be given it (see [`body_from_frame`]).
+///
+/// [`body_from_frame`]: ferrymq_engine::message::body_from_frame
+fn fit_put_body(req: Request, frame_len: usize) -> Request {
+    use ferrymq_engine::message::body_from_frame;
+    match req {
+        Request::Put {
+            hobj,
+            opts,
+            md,
+            props,
+            body,
+        } => Request::Put {
+            hobj,
+            opts,
+            md,
+            props,
+            body: body_from_frame(body, frame_len),
+        },
+        Request::Put1 {
+            name,
+            qmgr,
+            opts,
+            md,
+            props,
+            body,
+        } => Request::Put1 {
+            name,
+            qmgr,
+            opts,
+            md,
+            props,
+            body: body_from_frame(body, frame_len),
+        },
+        other => other,
+    }
+}
+
 async fn connect(shared: &Arc<Shared>, s: &mut Session, f: RawFrame) {
     let req = match parse_request(&f) {
         Ok(r) => r,
