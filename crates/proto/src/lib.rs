@@ -22,6 +22,6 @@ pub use handshake::{
     PROTOCOL_VERSION_ASYNC_PUT, PROTOCOL_VERSION_MIN,
 };
 pub use message::{
-    encode_request, encode_response, encode_response_split, kind, parse_request, parse_response,
-    PutGroup, Request, Response, SubscribeRequest,
+    encode_request, encode_request_split, encode_response, encode_response_split, kind,
+    parse_request, parse_response, PutGroup, Request, Response, SubscribeRequest,
 };
