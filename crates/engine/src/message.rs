@@ -686,4 +686,42 @@ mod tests {
         let b = big.as_ptr() as usize;
         assert!(p < b || p >= b + big.len());
     }
+
+    #[test]
+    fn a_large_body_that_is_most_of_its_frame_is_kept_and_others_copied() {
+        use ferrymq_types::limits::BODY_COPY_MAX_BYTES;
+        let inside = |body: &Bytes, buf: &Bytes| {
+            let (p, b) = (body.as_ptr() as usize, buf.as_ptr() as usize);
+            p >= b && p < b + buf.len()
+        };
+        // A 256 KiB chunk in its frame (a few hundred bytes of descriptor before it): kept.
+        let frame = Bytes::from(vec![1u8; 400 + (256 << 10)]);
+        let body = body_from_frame(frame.slice(400..), frame.len());
+        assert!(inside(&body, &frame));
+        let m = Message::new(
+            1,
+            MessageDescriptor::default(),
+            Properties::default(),
+            body,
+            None,
+            0,
+        );
+        assert!(inside(&m.body, &frame), "a 256 KiB chunk was copied");
+        // At the limit and below: copied, whatever the frame.
+        let edge = frame.slice(400..400 + BODY_COPY_MAX_BYTES);
+        let m = Message::new(
+            1,
+            MessageDescriptor::default(),
+            Properties::default(),
+            edge,
+            None,
+            0,
+        );
+        assert!(!inside(&m.body, &frame));
+        // A large body beside larger properties: copied, so they are not kept with it.
+        let heavy = Bytes::from(vec![2u8; 3 * (BODY_COPY_MAX_BYTES + 1)]);
+        let body = body_from_frame(heavy.slice(..BODY_COPY_MAX_BYTES + 1), heavy.len());
+        assert!(!inside(&body, &heavy));
+        assert_eq!(body.len(), BODY_COPY_MAX_BYTES + 1);
+    }
 }
