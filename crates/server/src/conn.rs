@@ -718,23 +718,22 @@ async fn write_frames<W: AsyncWrite + Unpin>(
                 .filter(|f| f.len() < LARGE_FRAME_BYTES)
                 .map(|f| f.len())
                 .sum();
-            let mut buf = Vec::with_capacity(small);
-            let mut ok = true;
+            let mut buf = BytesMut::with_capacity(small);
+            let mut pieces = Vec::new();
             for f in frames {
                 if f.len() < LARGE_FRAME_BYTES {
                     buf.extend_from_slice(f);
                     continue;
                 }
                 if !buf.is_empty() {
-                    ok = write_or_stall(wr, &buf, stall).await.is_ok();
-                    buf.clear();
+                    pieces.push(buf.split().freeze());
                 }
-                ok = ok && write_or_stall(wr, f, stall).await.is_ok();
-                if !ok {
-                    break;
-                }
+                pieces.push(f.clone());
             }
-            ok && (buf.is_empty() || write_or_stall(wr, &buf, stall).await.is_ok())
+            if !buf.is_empty() {
+                pieces.push(buf.freeze());
+            }
+            write_all_vectored(wr, &pieces, Some(stall)).await.is_ok()
         }
     };
     // A TLS stream may hold records it could not write yet: they must leave now (a no-op on a
@@ -797,29 +796,29 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             return;
         }
         let stall = Duration::from_millis(stall.load(std::sync::atomic::Ordering::Relaxed));
-        let mut ok = true;
-        if batch.len() == 1 {
+        let ok = if batch.len() == 1 {
             // One frame (most often one reply): written from its own buffer, no copy.
             let f = batch.pop().expect("one frame");
-            ok = write_or_stall(wr, &f, stall).await.is_ok();
-        }
-        for f in batch.drain(..) {
-            if f.len() < LARGE_FRAME_BYTES {
-                buf.extend_from_slice(&f);
-                continue;
+            write_or_stall(wr, &f, stall).await.is_ok()
+        } else {
+            // Runs of small frames are coalesced; large ones stay in their own buffers; all of
+            // it goes out in as few (vectored) writes as the socket takes.
+            let mut pieces = Vec::new();
+            for f in batch.drain(..) {
+                if f.len() < LARGE_FRAME_BYTES {
+                    buf.extend_from_slice(&f);
+                    continue;
+                }
+                if !buf.is_empty() {
+                    pieces.push(buf.split().freeze());
+                }
+                pieces.push(f);
             }
             if !buf.is_empty() {
-                ok = write_or_stall(wr, &buf, stall).await.is_ok();
-                buf.clear();
+                pieces.push(buf.split().freeze());
             }
-            ok = ok && write_or_stall(wr, &f, stall).await.is_ok();
-            if !ok {
-                break;
-            }
-        }
-        if ok && !buf.is_empty() {
-            ok = write_or_stall(wr, &buf, stall).await.is_ok();
-        }
+            write_all_vectored(wr, &pieces, Some(stall)).await.is_ok()
+        };
         if !ok {
             // A peer that takes nothing for a heartbeat interval is not reading: the reader
             // closes the socket and backs out its units of work.
@@ -847,6 +846,69 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         }
     }
     let _ = wr.lock().await.flush().await;
+}
+
+/// Most buffers given to one vectored write.
+const WRITE_SLICES_MAX: usize = 64;
+
+/// Writes all of `bufs` in order in as few (vectored) writes as the socket takes: a message
+/// body written from its own buffer goes out in the same write as the frame head before it.
+/// With `stall`, fails if a write makes no progress for that long (a write that can go at once
+/// sets no timer).
+pub(crate) async fn write_all_vectored<W: AsyncWrite + Unpin, B: AsRef<[u8]>>(
+    wr: &mut W,
+    bufs: &[B],
+    stall: Option<Duration>,
+) -> std::io::Result<()> {
+    let (mut i, mut off) = (0usize, 0usize);
+    loop {
+        while i < bufs.len() && off == bufs[i].as_ref().len() {
+            i += 1;
+            off = 0;
+        }
+        if i == bufs.len() {
+            return Ok(());
+        }
+        let mut slices = Vec::with_capacity((bufs.len() - i).min(WRITE_SLICES_MAX));
+        slices.push(std::io::IoSlice::new(&bufs[i].as_ref()[off..]));
+        for b in bufs[i + 1..].iter().map(|b| b.as_ref()) {
+            if slices.len() == WRITE_SLICES_MAX {
+                break;
+            }
+            if !b.is_empty() {
+                slices.push(std::io::IoSlice::new(b));
+            }
+        }
+        let mut n = match stall {
+            None => wr.write_vectored(&slices).await?,
+            Some(stall) => {
+                let now = std::future::poll_fn(|cx| {
+                    Poll::Ready(std::pin::Pin::new(&mut *wr).poll_write_vectored(cx, &slices))
+                })
+                .await;
+                match now {
+                    Poll::Ready(r) => r?,
+                    Poll::Pending => tokio::time::timeout(stall, wr.write_vectored(&slices))
+                        .await
+                        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??,
+                }
+            }
+        };
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        while n > 0 {
+            let rest = bufs[i].as_ref().len() - off;
+            if n >= rest {
+                n -= rest;
+                i += 1;
+                off = 0;
+            } else {
+                off += n;
+                n = 0;
+            }
+        }
+    }
 }
 
 /// Writes all of `buf`, failing if the socket is broken or a write makes no progress for `stall`.
