@@ -960,12 +960,12 @@ struct Blocks {
 }
 
 impl Blocks {
-    const KEPT: usize = 4;
+    const KEPT: usize = 8;
 
-    /// A buffer of `size` bytes: the oldest one lent when it came back, else a new one.
+    /// A buffer of `size` bytes: the oldest lent one that came back, else a new one.
     fn take(&mut self, size: usize) -> BytesMut {
-        if self.lent.front().is_some_and(|b| b.is_unique()) {
-            if let Some(Ok(mut b)) = self.lent.pop_front().map(Bytes::try_into_mut) {
+        if let Some(at) = self.lent.iter().position(|b| b.is_unique()) {
+            if let Some(Ok(mut b)) = self.lent.remove(at).map(Bytes::try_into_mut) {
                 if b.capacity() >= size {
                     // Its bytes are read over; only a short last chunk leaves room to fill.
                     b.resize(size, 0);
@@ -1022,7 +1022,12 @@ mod tests {
         let c = blocks.take(8);
         assert_eq!(c.as_ptr(), at);
         assert_eq!(&c[..], b"abcde\0\0\0");
-        drop((b, c));
+        // One that came back is found behind one still held.
+        let c = blocks.lend(c);
+        let c_at = c.as_ptr();
+        drop(c);
+        assert_eq!(blocks.take(8).as_ptr(), c_at);
+        drop(b);
         // At most KEPT are remembered.
         let held: Vec<Bytes> = (0..10)
             .map(|_| {
