@@ -90,11 +90,13 @@ impl FrameDecoder {
         // `len` is bounded by `max_frame_bytes` (a u32), so this cannot overflow a usize.
         let total = 4 + len as usize;
         if buf.len() < total {
-            if total > FRAME_OWN_BUFFER_MIN_BYTES && buf.capacity() != total {
-                // A large frame gets an allocation of exactly its size, which it leaves whole
-                // when cut off: its message's body can then be queued as it is (it is most of
-                // that allocation) instead of being copied, and no later frame lands in it.
-                // The bytes of it already read are copied over, as growing the buffer would.
+            if total > FRAME_OWN_BUFFER_MIN_BYTES && buf.capacity() < total {
+                // A large frame the buffer has no room for gets an allocation of exactly its
+                // size, which it leaves whole when cut off: its message's body can then be
+                // queued as it is (it is most of that allocation) instead of being copied, and
+                // no later frame lands in it. The bytes of it already read are copied over, as
+                // growing the buffer would. (A buffer with room is kept: moving it again after
+                // every read of a reader that reserves more would copy the frame many times.)
                 let mut own = BytesMut::with_capacity(total);
                 own.extend_from_slice(buf);
                 *buf = own;
@@ -258,8 +260,8 @@ mod tests {
     fn a_large_frame_is_read_into_a_buffer_of_its_own_size() {
         let body = vec![7u8; FRAME_OWN_BUFFER_MIN_BYTES + 1000];
         let full = frame_bytes(0x06, 0, 1, 1, &body);
-        // The header and part of the body arrive in a larger read buffer.
-        let mut buf = BytesMut::with_capacity(4 * full.len());
+        // The header and part of the body arrive in a read buffer too small for the frame.
+        let mut buf = BytesMut::with_capacity(64 * 1024);
         buf.extend_from_slice(&full[..1000]);
         let mut d = FrameDecoder::new(u32::MAX);
         assert_eq!(d.decode(&mut buf).unwrap(), None);
@@ -285,6 +287,13 @@ mod tests {
             0,
             "nothing after the frame lands in its buffer"
         );
+        // A buffer that already has room for the frame is not moved (a reader reserving more
+        // than `read_room` must not have the frame copied after each read).
+        let mut roomy = BytesMut::with_capacity(4 * full.len());
+        roomy.extend_from_slice(&full[..1000]);
+        let at = roomy.as_ptr();
+        assert_eq!(d.decode(&mut roomy).unwrap(), None);
+        assert_eq!(roomy.as_ptr(), at);
         // A small frame keeps the read buffer.
         let mut small = BytesMut::with_capacity(4096);
         small.extend_from_slice(&frame_bytes(0x06, 0, 1, 1, &[1u8; 2000])[..100]);
