@@ -8,10 +8,11 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use ferrymq_proto::{
-    encode_request, encode_response, frame_limit_for, kind, parse_request, parse_response,
-    FrameDecoder, Hello, ProtoError, RawFrame, Request, Response, PRE_HANDSHAKE_FRAME_MAX_BYTES,
+    encode_request, encode_request_split, encode_response, frame_limit_for, kind, parse_request,
+    parse_response, FrameDecoder, Hello, ProtoError, RawFrame, Request, Response,
+    PRE_HANDSHAKE_FRAME_MAX_BYTES,
 };
 use ferrymq_types::{MqError, Reason};
 use parking_lot::Mutex;
@@ -26,6 +27,9 @@ const WRITE_BATCH_BYTES: usize = 1 << 20;
 const LARGE_FRAME_BYTES: usize = 64 * 1024;
 /// Read buffer growth step.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
+/// A put body at least this large is written from the program's buffer after its frame's
+/// other fields instead of being copied into the frame.
+const SPLIT_BODY_MIN_BYTES: usize = 16 * 1024;
 
 type Reply = oneshot::Sender<Result<Response, MqError>>;
 type StreamTx = mpsc::UnboundedSender<Result<Response, MqError>>;
@@ -44,12 +48,46 @@ pub(crate) struct Negotiated {
 }
 
 enum Out {
-    Frame(BytesMut),
+    /// Frames, and the body of the last of them when it is written from its own buffer right
+    /// after them (see [`encode_split`]).
+    Frame(BytesMut, Option<Bytes>),
     /// A request nothing answers (an asynchronous put), counted in `Socket::unwritten` until
     /// written.
-    Unanswered(BytesMut),
+    Unanswered(BytesMut, Option<Bytes>),
     /// Write what is queued before this, then end the socket.
     Close,
+}
+
+/// One buffer of a write: frames, or a put's body that follows them.
+enum Piece {
+    Frames(BytesMut),
+    Body(Bytes),
+}
+
+impl Piece {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Piece::Frames(f) => f,
+            Piece::Body(b) => b,
+        }
+    }
+}
+
+/// Appends `r` as one frame, except a put body of [`SPLIT_BODY_MIN_BYTES`] or more: that is
+/// returned, to be written right after the frame from the program's own buffer (the bytes on
+/// the wire are the same).
+fn encode_split(conv: u16, req: u32, r: &Request, out: &mut BytesMut) -> Option<Bytes> {
+    let large = matches!(
+        r,
+        Request::Put { body, .. } | Request::Put1 { body, .. } | Request::Put1Topic { body, .. }
+            if body.len() >= SPLIT_BODY_MIN_BYTES
+    );
+    if large {
+        encode_request_split(conv, req, r, out)
+    } else {
+        encode_request(conv, req, r, out);
+        None
+    }
 }
 
 #[derive(Default)]
@@ -323,11 +361,16 @@ impl Socket {
         reqs: &[&Request],
     ) -> Result<Vec<Pending>, CallError> {
         let mut out = BytesMut::new();
+        let mut tail: Option<Bytes> = None;
         let mut ids = Vec::with_capacity(reqs.len());
         // Encoded before taking the lock, so a large body does not hold up the reader.
         for r in reqs {
             let id = self.next_req();
-            encode_request(conv, id, r, &mut out);
+            if let Some(body) = tail.take() {
+                // Only the last frame's body is written from its own buffer.
+                out.extend_from_slice(&body);
+            }
+            tail = encode_split(conv, id, r, &mut out);
             ids.push(id);
         }
         let mut pending = Vec::with_capacity(reqs.len());
@@ -346,7 +389,7 @@ impl Socket {
                 });
             }
         }
-        if self.tx.send(Out::Frame(out)).is_err() {
+        if self.tx.send(Out::Frame(out, tail)).is_err() {
             return Err(CallError::NotSent(self.broken_error()));
         }
         Ok(pending)
@@ -387,7 +430,7 @@ impl Socket {
             key: (conv, id),
             rx,
         };
-        if self.tx.send(Out::Frame(out)).is_err() {
+        if self.tx.send(Out::Frame(out, None)).is_err() {
             return Err(CallError::NotSent(self.broken_error()));
         }
         Ok(stream)
@@ -422,9 +465,10 @@ impl Socket {
             written.await;
         }
         let mut out = BytesMut::new();
-        encode_request(conv, self.next_req(), req, &mut out);
-        self.unwritten.fetch_add(out.len() as u64, Ordering::AcqRel);
-        if self.tx.send(Out::Unanswered(out)).is_err() {
+        let tail = encode_split(conv, self.next_req(), req, &mut out);
+        let len = out.len() + tail.as_ref().map_or(0, |b| b.len());
+        self.unwritten.fetch_add(len as u64, Ordering::AcqRel);
+        if self.tx.send(Out::Unanswered(out, tail)).is_err() {
             return Err(CallError::NotSent(self.broken_error()));
         }
         Ok(())
@@ -434,7 +478,7 @@ impl Socket {
     pub fn send_oneway(&self, conv: u16, req: &Request) {
         let mut out = BytesMut::new();
         encode_request(conv, self.next_req(), req, &mut out);
-        let _ = self.tx.send(Out::Frame(out));
+        let _ = self.tx.send(Out::Frame(out, None));
     }
 
     /// Marks the socket broken and fails every outstanding request and stream with `err`. Idempotent: the
@@ -481,7 +525,7 @@ impl Socket {
             parse_request(&f)?;
             let mut out = BytesMut::new();
             encode_response(f.conv, f.req, &Response::HeartbeatAck, &mut out);
-            let _ = self.tx.send(Out::Frame(out));
+            let _ = self.tx.send(Out::Frame(out, None));
             return Ok(());
         }
         let resp = parse_response(&f)?;
@@ -628,7 +672,7 @@ async fn read_loop(
                 Err(e) => break 'run broken(format!("protocol error from {}: {e}", sock.endpoint)),
             }
         }
-        buf.reserve(READ_CHUNK_BYTES);
+        buf.reserve(ferrymq_proto::read_room(&buf, READ_CHUNK_BYTES));
         tokio::select! {
             _ = stop.wait_for(|s| *s) => return,
             r = rd.read_buf(&mut buf) => match r {
@@ -654,30 +698,34 @@ async fn write_loop(
         };
         let Some(mut item) = first else { return };
         // Everything queued goes out together: a put and its commit, answers to heartbeats.
-        // Small frames are coalesced into one buffer; a large one (a put's body) is written
-        // from its own buffer rather than copied again.
-        let mut batch: Vec<BytesMut> = Vec::new();
+        // Small frames are coalesced into one buffer; a large one, or a put's body sent after
+        // its frame's other fields, is written from its own buffer rather than copied again.
+        let mut batch: Vec<Piece> = Vec::new();
         let mut bytes = 0usize;
         let mut closing = false;
         let mut unanswered = 0u64;
         loop {
-            if let Out::Unanswered(f) = item {
-                unanswered += f.len() as u64;
-                item = Out::Frame(f);
+            if let Out::Unanswered(f, body) = item {
+                unanswered += (f.len() + body.as_ref().map_or(0, |b| b.len())) as u64;
+                item = Out::Frame(f, body);
             }
             match item {
-                Out::Frame(f) => {
+                Out::Frame(f, body) => {
                     bytes += f.len();
                     match batch.last_mut() {
-                        Some(last)
+                        Some(Piece::Frames(last))
                             if f.len() < LARGE_FRAME_BYTES && last.len() < LARGE_FRAME_BYTES =>
                         {
                             last.extend_from_slice(&f)
                         }
-                        _ => batch.push(f),
+                        _ => batch.push(Piece::Frames(f)),
+                    }
+                    if let Some(b) = body {
+                        bytes += b.len();
+                        batch.push(Piece::Body(b));
                     }
                 }
-                Out::Unanswered(_) => unreachable!("turned into a frame above"),
+                Out::Unanswered(..) => unreachable!("turned into a frame above"),
                 Out::Close => {
                     closing = true;
                     break;
@@ -693,8 +741,20 @@ async fn write_loop(
         }
         if !batch.is_empty() {
             let write_all = async {
-                for b in &batch {
-                    wr.write_all(b).await?;
+                let mut i = 0;
+                while i < batch.len() {
+                    match (&batch[i], batch.get(i + 1)) {
+                        // Frames and the body after them in one (vectored) write.
+                        (Piece::Frames(f), Some(Piece::Body(b))) => {
+                            let mut both = bytes::Buf::chain(&f[..], &b[..]);
+                            wr.write_all_buf(&mut both).await?;
+                            i += 2;
+                        }
+                        (p, _) => {
+                            wr.write_all(p.as_slice()).await?;
+                            i += 1;
+                        }
+                    }
                 }
                 Ok::<(), std::io::Error>(())
             };

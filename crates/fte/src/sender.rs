@@ -8,13 +8,13 @@
 //! sent from the offset the receiver answers. It also publishes the transfer log's events and
 //! stops when fteCancelTransfer asks.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::ObjectHandle;
 
@@ -510,6 +510,7 @@ impl Link<'_> {
         let resuming = self.epoch != 0;
         let window = p.outstanding_chunks_max() as u64;
         let mut buf = vec![0u8; p.agent_chunk_size];
+        let mut blocks = Blocks::default();
         for (i, f) in files.iter().enumerate() {
             if self.results[i].is_some() {
                 continue;
@@ -619,10 +620,10 @@ impl Link<'_> {
                 let (block, n) = match conv.as_mut() {
                     None => {
                         // Read whole (read_to_end would read it in growing small pieces).
-                        let mut v = vec![0u8; p.agent_chunk_size];
+                        let mut v = blocks.take(p.agent_chunk_size);
                         let n = read_full(&mut file, &mut v).map_err(rd)?;
                         v.truncate(n);
-                        (Bytes::from(v), n)
+                        (blocks.lend(v), n)
                     }
                     Some(cv) => {
                         let n = read_full(&mut file, &mut buf).map_err(rd)?;
@@ -949,6 +950,43 @@ fn send(
     }
 }
 
+/// The buffers binary chunks are read into, used again once the chunk they held has been
+/// written to the socket (nothing else holds them then) instead of allocating and zeroing
+/// a new one per chunk.
+#[derive(Default)]
+struct Blocks {
+    /// Buffers lent out as chunks, oldest first; at most [`Blocks::KEPT`].
+    lent: VecDeque<Bytes>,
+}
+
+impl Blocks {
+    const KEPT: usize = 8;
+
+    /// A buffer of `size` bytes: the oldest lent one that came back, else a new one.
+    fn take(&mut self, size: usize) -> BytesMut {
+        if let Some(at) = self.lent.iter().position(|b| b.is_unique()) {
+            if let Some(Ok(mut b)) = self.lent.remove(at).map(Bytes::try_into_mut) {
+                if b.capacity() >= size {
+                    // Its bytes are read over; only a short last chunk leaves room to fill.
+                    b.resize(size, 0);
+                    return b;
+                }
+            }
+        }
+        BytesMut::zeroed(size)
+    }
+
+    /// Lends `b` out as a chunk, to be taken again once it comes back.
+    fn lend(&mut self, b: BytesMut) -> Bytes {
+        let b = b.freeze();
+        if self.lent.len() >= Self::KEPT {
+            self.lent.pop_front();
+        }
+        self.lent.push_back(b.clone());
+        b
+    }
+}
+
 fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
@@ -964,6 +1002,42 @@ fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chunk_buffer_is_used_again_only_once_nothing_else_holds_it() {
+        let mut blocks = Blocks::default();
+        let mut a = blocks.take(8);
+        assert_eq!(a.len(), 8);
+        a.copy_from_slice(b"abcdefgh");
+        a.truncate(5);
+        let a = blocks.lend(a);
+        let at = a.as_ptr();
+        // Still held (being written): a new buffer.
+        let b = blocks.take(8);
+        assert_ne!(b.as_ptr(), at);
+        assert_eq!(&b[..], &[0u8; 8]);
+        let b = blocks.lend(b);
+        drop(a);
+        // Back: the same allocation, as long as asked for, what it held unchanged.
+        let c = blocks.take(8);
+        assert_eq!(c.as_ptr(), at);
+        assert_eq!(&c[..], b"abcde\0\0\0");
+        // One that came back is found behind one still held.
+        let c = blocks.lend(c);
+        let c_at = c.as_ptr();
+        drop(c);
+        assert_eq!(blocks.take(8).as_ptr(), c_at);
+        drop(b);
+        // At most KEPT are remembered.
+        let held: Vec<Bytes> = (0..10)
+            .map(|_| {
+                let m = blocks.take(8);
+                blocks.lend(m)
+            })
+            .collect();
+        assert_eq!(blocks.lent.len(), Blocks::KEPT);
+        drop(held);
+    }
 
     #[test]
     fn names_that_would_escape_the_destination_are_refused() {

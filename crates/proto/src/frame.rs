@@ -6,7 +6,7 @@
 //! chosen by the client and echoed by the response).
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use ferrymq_types::limits::FRAME_OVERHEAD_MAX_BYTES;
+use ferrymq_types::limits::{FRAME_OVERHEAD_MAX_BYTES, FRAME_OWN_BUFFER_MIN_BYTES};
 
 use crate::error::ProtoError;
 
@@ -90,8 +90,20 @@ impl FrameDecoder {
         // `len` is bounded by `max_frame_bytes` (a u32), so this cannot overflow a usize.
         let total = 4 + len as usize;
         if buf.len() < total {
-            // One allocation for the rest of the frame instead of growing by read-sized steps.
-            buf.reserve(total - buf.len());
+            if total > FRAME_OWN_BUFFER_MIN_BYTES && buf.capacity() < total {
+                // A large frame the buffer has no room for gets an allocation of exactly its
+                // size, which it leaves whole when cut off: its message's body can then be
+                // queued as it is (it is most of that allocation) instead of being copied, and
+                // no later frame lands in it. The bytes of it already read are copied over, as
+                // growing the buffer would. (A buffer with room is kept: moving it again after
+                // every read of a reader that reserves more would copy the frame many times.)
+                let mut own = BytesMut::with_capacity(total);
+                own.extend_from_slice(buf);
+                *buf = own;
+            } else {
+                // One allocation for the rest of the frame instead of growing by read-sized steps.
+                buf.reserve(total - buf.len());
+            }
             return Ok(None);
         }
         let mut frame = buf.split_to(total);
@@ -108,6 +120,19 @@ impl FrameDecoder {
             body: frame.freeze(),
         }))
     }
+}
+
+/// How much room a reader should make in `buf` before its next read: `chunk`, but no more than
+/// the frame at the front of `buf` still lacks, so that a frame [`FrameDecoder::decode`] gave a
+/// buffer of its own is neither moved again nor followed by other frames in it.
+pub fn read_room(buf: &BytesMut, chunk: usize) -> usize {
+    if buf.len() >= 4 {
+        let total = 4 + u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+        if total > buf.len() {
+            return chunk.min(total - buf.len());
+        }
+    }
+    chunk
 }
 
 /// Writes a header with a placeholder length and returns where the frame starts, for
@@ -229,5 +254,52 @@ mod tests {
         let mut buf = BytesMut::from(&full[..HEADER_LEN]);
         assert_eq!(FrameDecoder::new(10_000).decode(&mut buf).unwrap(), None);
         assert!(buf.capacity() >= full.len(), "capacity {}", buf.capacity());
+    }
+
+    #[test]
+    fn a_large_frame_is_read_into_a_buffer_of_its_own_size() {
+        let body = vec![7u8; FRAME_OWN_BUFFER_MIN_BYTES + 1000];
+        let full = frame_bytes(0x06, 0, 1, 1, &body);
+        // The header and part of the body arrive in a read buffer too small for the frame.
+        let mut buf = BytesMut::with_capacity(64 * 1024);
+        buf.extend_from_slice(&full[..1000]);
+        let mut d = FrameDecoder::new(u32::MAX);
+        assert_eq!(d.decode(&mut buf).unwrap(), None);
+        assert_eq!(buf.capacity(), full.len());
+        assert_eq!(&buf[..], &full[..1000]);
+        // A reader making room for its usual chunk does not grow it.
+        let mut at = 1000;
+        while at < full.len() {
+            let n = read_room(&buf, 64 * 1024).min(full.len() - at);
+            buf.reserve(n);
+            assert_eq!(buf.capacity(), full.len());
+            buf.extend_from_slice(&full[at..at + n]);
+            at += n;
+            if at < full.len() {
+                assert_eq!(d.decode(&mut buf).unwrap(), None);
+            }
+        }
+        let f = d.decode(&mut buf).unwrap().unwrap();
+        assert_eq!(&f.body[..], &body[..]);
+        assert!(buf.is_empty());
+        assert_eq!(
+            buf.capacity(),
+            0,
+            "nothing after the frame lands in its buffer"
+        );
+        // A buffer that already has room for the frame is not moved (a reader reserving more
+        // than `read_room` must not have the frame copied after each read).
+        let mut roomy = BytesMut::with_capacity(4 * full.len());
+        roomy.extend_from_slice(&full[..1000]);
+        let at = roomy.as_ptr();
+        assert_eq!(d.decode(&mut roomy).unwrap(), None);
+        assert_eq!(roomy.as_ptr(), at);
+        // A small frame keeps the read buffer.
+        let mut small = BytesMut::with_capacity(4096);
+        small.extend_from_slice(&frame_bytes(0x06, 0, 1, 1, &[1u8; 2000])[..100]);
+        assert_eq!(d.decode(&mut small).unwrap(), None);
+        assert!(small.capacity() >= 4096);
+        assert_eq!(read_room(&small, 64 * 1024), 2012 - 100);
+        assert_eq!(read_room(&BytesMut::new(), 512), 512);
     }
 }

@@ -520,7 +520,45 @@ fn reason(r: &mut Reader, what: &'static str) -> Result<Reason, DecodeError> {
 /// Appends `r` as one frame on conversation `conv` with request id `req`. Appending lets several
 /// frames (a put and its commit) go out in one write.
 pub fn encode_request(conv: u16, req: u32, r: &Request, out: &mut BytesMut) {
-    out.reserve(r.encoded_len());
+    encode_request_inner(conv, req, r, out, false);
+}
+
+/// Appends `r` as one frame, except the body of a put: that body is returned, and must be
+/// written right after what was appended (the frame's length counts it), so that it goes out
+/// from its own buffer instead of being copied into the frame's. The bytes on the wire are those
+/// of [`encode_request`].
+pub fn encode_request_split(conv: u16, req: u32, r: &Request, out: &mut BytesMut) -> Option<Bytes> {
+    encode_request_inner(conv, req, r, out, true)
+}
+
+/// Writes a put's body, or only its length when the body is sent after the frame (`split`).
+fn put_body(out: &mut BytesMut, body: &Bytes, split: bool) {
+    if split {
+        out.put_u32_le(body.len() as u32);
+    } else {
+        out.put_bytes32(body);
+    }
+}
+
+fn encode_request_inner(
+    conv: u16,
+    req: u32,
+    r: &Request,
+    out: &mut BytesMut,
+    split: bool,
+) -> Option<Bytes> {
+    let tail = match r {
+        Request::Put { body, .. }
+        | Request::Put1 { body, .. }
+        | Request::Put1Topic { body, .. }
+            if split =>
+        {
+            Some(body.clone())
+        }
+        _ => None,
+    };
+    let split = tail.is_some();
+    out.reserve(r.encoded_len() - tail.as_ref().map_or(0, |b| b.len()));
     let start = begin_frame(out, r.kind(), conv, req);
     match r {
         Request::Hello(h) => h.encode(out),
@@ -562,7 +600,7 @@ pub fn encode_request(conv: u16, req: u32, r: &Request, out: &mut BytesMut) {
             opts.encode(out);
             md.encode(out);
             props.encode(out);
-            out.put_bytes32(body);
+            put_body(out, body, split);
         }
         Request::Put1 {
             name,
@@ -577,7 +615,7 @@ pub fn encode_request(conv: u16, req: u32, r: &Request, out: &mut BytesMut) {
             opts.encode(out);
             md.encode(out);
             props.encode(out);
-            out.put_bytes32(body);
+            put_body(out, body, split);
         }
         Request::Get { hobj, opts } | Request::RegisterConsumer { hobj, opts } => {
             out.put_u32_le(*hobj);
@@ -626,7 +664,7 @@ pub fn encode_request(conv: u16, req: u32, r: &Request, out: &mut BytesMut) {
             opts.encode(out);
             md.encode(out);
             props.encode(out);
-            out.put_bytes32(body);
+            put_body(out, body, split);
         }
         Request::Subscribe(s) => {
             out.put_u32_le(s.options);
@@ -646,6 +684,10 @@ pub fn encode_request(conv: u16, req: u32, r: &Request, out: &mut BytesMut) {
         Request::Stat { stat_type } => out.put_u32_le(*stat_type),
     }
     finish_frame(out, start);
+    if let Some(b) = &tail {
+        add_to_frame_len(out, start, b.len());
+    }
+    tail
 }
 
 /// Appends `r` as one frame; `conv` and `req` echo the request being answered.

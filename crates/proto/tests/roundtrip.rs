@@ -5,8 +5,8 @@ mod strategies;
 
 use bytes::{Bytes, BytesMut};
 use ferrymq_proto::{
-    encode_request, encode_response, encode_response_split, kind, parse_request, parse_response,
-    FrameDecoder, Hello, Request, Response,
+    encode_request, encode_request_split, encode_response, encode_response_split, kind,
+    parse_request, parse_response, FrameDecoder, Hello, Request, Response,
 };
 use ferrymq_types::options::{GetOptions, PutOptions};
 use ferrymq_types::{MessageDescriptor, Properties, PropertyValue, Reason};
@@ -60,6 +60,21 @@ proptest! {
         prop_assert_eq!(tail.is_some(), matches!(r, Response::Message { .. }));
         head.extend_from_slice(&tail.unwrap_or_default());
         prop_assert_eq!(&head[..], &response_frame(conv, req, &r)[..]);
+    }
+
+    #[test]
+    fn a_split_request_and_its_body_are_the_same_bytes_as_the_whole_frame(
+        r in request(), conv in any::<u16>(), req in any::<u32>()
+    ) {
+        let conv = conv_for_request(&r, conv);
+        let mut head = BytesMut::new();
+        let tail = encode_request_split(conv, req, &r, &mut head);
+        prop_assert_eq!(
+            tail.is_some(),
+            matches!(r, Request::Put { .. } | Request::Put1 { .. } | Request::Put1Topic { .. })
+        );
+        head.extend_from_slice(&tail.unwrap_or_default());
+        prop_assert_eq!(&head[..], &request_frame(conv, req, &r)[..]);
     }
 
     #[test]

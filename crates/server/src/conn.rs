@@ -141,7 +141,7 @@ async fn read_more<R: AsyncRead + Unpin>(
     buf: &mut BytesMut,
     chunk: &mut usize,
 ) -> Result<bool, MqError> {
-    buf.reserve(*chunk);
+    buf.reserve(ferrymq_proto::read_room(buf, *chunk));
     let room = buf.capacity() - buf.len();
     match rd.read_buf(buf).await {
         Ok(0) => Ok(false),
@@ -471,7 +471,7 @@ fn process(
                 continue;
             }
             let req = match parse_request(&f) {
-                Ok(r) => r,
+                Ok(r) => fit_put_body(r, f.body.len()),
                 Err(e) => {
                     // The stream is still framed correctly, so the peer can be told and kept.
                     let r = Response::Status {
@@ -532,6 +532,44 @@ fn process(
 /// A conversation's Connect: who it runs as (CHLAUTH, CONNAUTH, the effective user), then the
 /// engine connection under the core lock. A refusal is answered on the conversation; the socket
 /// stays, so that the application can try again.
+/// A put's body as the engine should be given it (see [`body_from_frame`]).
+///
+/// [`body_from_frame`]: ferrymq_engine::message::body_from_frame
+fn fit_put_body(req: Request, frame_len: usize) -> Request {
+    use ferrymq_engine::message::body_from_frame;
+    match req {
+        Request::Put {
+            hobj,
+            opts,
+            md,
+            props,
+            body,
+        } => Request::Put {
+            hobj,
+            opts,
+            md,
+            props,
+            body: body_from_frame(body, frame_len),
+        },
+        Request::Put1 {
+            name,
+            qmgr,
+            opts,
+            md,
+            props,
+            body,
+        } => Request::Put1 {
+            name,
+            qmgr,
+            opts,
+            md,
+            props,
+            body: body_from_frame(body, frame_len),
+        },
+        other => other,
+    }
+}
+
 async fn connect(shared: &Arc<Shared>, s: &mut Session, f: RawFrame) {
     let req = match parse_request(&f) {
         Ok(r) => r,
@@ -686,23 +724,22 @@ async fn write_frames<W: AsyncWrite + Unpin>(
                 .filter(|f| f.len() < LARGE_FRAME_BYTES)
                 .map(|f| f.len())
                 .sum();
-            let mut buf = Vec::with_capacity(small);
-            let mut ok = true;
+            let mut buf = BytesMut::with_capacity(small);
+            let mut pieces = Vec::new();
             for f in frames {
                 if f.len() < LARGE_FRAME_BYTES {
                     buf.extend_from_slice(f);
                     continue;
                 }
                 if !buf.is_empty() {
-                    ok = write_or_stall(wr, &buf, stall).await.is_ok();
-                    buf.clear();
+                    pieces.push(buf.split().freeze());
                 }
-                ok = ok && write_or_stall(wr, f, stall).await.is_ok();
-                if !ok {
-                    break;
-                }
+                pieces.push(f.clone());
             }
-            ok && (buf.is_empty() || write_or_stall(wr, &buf, stall).await.is_ok())
+            if !buf.is_empty() {
+                pieces.push(buf.freeze());
+            }
+            write_all_vectored(wr, &pieces, Some(stall)).await.is_ok()
         }
     };
     // A TLS stream may hold records it could not write yet: they must leave now (a no-op on a
@@ -765,29 +802,29 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             return;
         }
         let stall = Duration::from_millis(stall.load(std::sync::atomic::Ordering::Relaxed));
-        let mut ok = true;
-        if batch.len() == 1 {
+        let ok = if batch.len() == 1 {
             // One frame (most often one reply): written from its own buffer, no copy.
             let f = batch.pop().expect("one frame");
-            ok = write_or_stall(wr, &f, stall).await.is_ok();
-        }
-        for f in batch.drain(..) {
-            if f.len() < LARGE_FRAME_BYTES {
-                buf.extend_from_slice(&f);
-                continue;
+            write_or_stall(wr, &f, stall).await.is_ok()
+        } else {
+            // Runs of small frames are coalesced; large ones stay in their own buffers; all of
+            // it goes out in as few (vectored) writes as the socket takes.
+            let mut pieces = Vec::new();
+            for f in batch.drain(..) {
+                if f.len() < LARGE_FRAME_BYTES {
+                    buf.extend_from_slice(&f);
+                    continue;
+                }
+                if !buf.is_empty() {
+                    pieces.push(buf.split().freeze());
+                }
+                pieces.push(f);
             }
             if !buf.is_empty() {
-                ok = write_or_stall(wr, &buf, stall).await.is_ok();
-                buf.clear();
+                pieces.push(buf.split().freeze());
             }
-            ok = ok && write_or_stall(wr, &f, stall).await.is_ok();
-            if !ok {
-                break;
-            }
-        }
-        if ok && !buf.is_empty() {
-            ok = write_or_stall(wr, &buf, stall).await.is_ok();
-        }
+            write_all_vectored(wr, &pieces, Some(stall)).await.is_ok()
+        };
         if !ok {
             // A peer that takes nothing for a heartbeat interval is not reading: the reader
             // closes the socket and backs out its units of work.
@@ -815,6 +852,69 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         }
     }
     let _ = wr.lock().await.flush().await;
+}
+
+/// Most buffers given to one vectored write.
+const WRITE_SLICES_MAX: usize = 64;
+
+/// Writes all of `bufs` in order in as few (vectored) writes as the socket takes: a message
+/// body written from its own buffer goes out in the same write as the frame head before it.
+/// With `stall`, fails if a write makes no progress for that long (a write that can go at once
+/// sets no timer).
+pub(crate) async fn write_all_vectored<W: AsyncWrite + Unpin, B: AsRef<[u8]>>(
+    wr: &mut W,
+    bufs: &[B],
+    stall: Option<Duration>,
+) -> std::io::Result<()> {
+    let (mut i, mut off) = (0usize, 0usize);
+    loop {
+        while i < bufs.len() && off == bufs[i].as_ref().len() {
+            i += 1;
+            off = 0;
+        }
+        if i == bufs.len() {
+            return Ok(());
+        }
+        let mut slices = Vec::with_capacity((bufs.len() - i).min(WRITE_SLICES_MAX));
+        slices.push(std::io::IoSlice::new(&bufs[i].as_ref()[off..]));
+        for b in bufs[i + 1..].iter().map(|b| b.as_ref()) {
+            if slices.len() == WRITE_SLICES_MAX {
+                break;
+            }
+            if !b.is_empty() {
+                slices.push(std::io::IoSlice::new(b));
+            }
+        }
+        let mut n = match stall {
+            None => wr.write_vectored(&slices).await?,
+            Some(stall) => {
+                let now = std::future::poll_fn(|cx| {
+                    Poll::Ready(std::pin::Pin::new(&mut *wr).poll_write_vectored(cx, &slices))
+                })
+                .await;
+                match now {
+                    Poll::Ready(r) => r?,
+                    Poll::Pending => tokio::time::timeout(stall, wr.write_vectored(&slices))
+                        .await
+                        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??,
+                }
+            }
+        };
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        while n > 0 {
+            let rest = bufs[i].as_ref().len() - off;
+            if n >= rest {
+                n -= rest;
+                i += 1;
+                off = 0;
+            } else {
+                off += n;
+                n = 0;
+            }
+        }
+    }
 }
 
 /// Writes all of `buf`, failing if the socket is broken or a write makes no progress for `stall`.

@@ -45,9 +45,14 @@ pub const CONN_MEMORY_MIN_BYTES: u64 = 64 << 10;
 /// The largest `TuningParameters:CpuWakeLatencyUs` accepted: beyond a few milliseconds the
 /// request changes nothing a round trip would notice.
 pub const CPU_WAKE_LATENCY_MAX_US: u32 = 10_000;
+/// A frame larger than this is read into an allocation of exactly its own size (smaller ones
+/// share the socket's read buffer, whose reads are at most this size).
+pub const FRAME_OWN_BUFFER_MIN_BYTES: usize = 64 << 10;
 /// Message bodies up to this size are copied out of the buffer they arrived in when queued, so
-/// that a queued message holds its own bytes and not a whole read buffer or segment.
-pub const BODY_COPY_MAX_BYTES: usize = 256 << 10;
+/// that a queued message holds its own bytes and not a whole read buffer or segment. A larger
+/// body came in a frame larger than [`FRAME_OWN_BUFFER_MIN_BYTES`], which has an allocation of
+/// its own, and is kept as it is when it is most of that frame.
+pub const BODY_COPY_MAX_BYTES: usize = FRAME_OWN_BUFFER_MIN_BYTES;
 /// Most uncommitted messages in one unit of work (MAXUMSGS default).
 pub const UOW_MSGS_MAX: u32 = 10_000;
 /// Longest wait a get may ask for (MQWI_UNLIMITED is -1 on the wire; this bounds finite ones).

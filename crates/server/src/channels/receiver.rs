@@ -463,6 +463,7 @@ impl Receiver<'_> {
                         props,
                         body,
                     } => {
+                        let body = ferrymq_engine::message::body_from_frame(body, f.body.len());
                         match self.put(conn, md, props, body).await {
                             Ok(in_batch) => mid_batch |= in_batch,
                             // The channel stops (it would fail the same way at every retry):
@@ -516,7 +517,7 @@ impl Receiver<'_> {
                     }
                 }
             }
-            buf.reserve(64 * 1024);
+            buf.reserve(ferrymq_proto::read_room(buf, 64 * 1024));
             let far = tokio::time::Instant::now() + Duration::from_secs(24 * 3600);
             let silent_at = silence_max.map(|d| tokio::time::Instant::now() + d);
             tokio::select! {

@@ -29,7 +29,7 @@ use ferrymq_proto::FrameDecoder;
 use ferrymq_types::options::{open, Browse, GetOptions, Syncpoint, Wait};
 use ferrymq_types::{MqError, ObjectKind, Persistence, Reason};
 use parking_lot::Mutex;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::TcpStream;
 use tokio::sync::{watch, Notify};
 
@@ -301,12 +301,8 @@ impl Link<'_> {
     /// Writes the buffers in order, as one stream of frames.
     async fn send_all<B: AsRef<[u8]>>(&mut self, pieces: &[B]) -> Result<(), MqError> {
         let sock = &mut self.sock;
-        let write = async move {
-            for p in pieces {
-                sock.write_all(p.as_ref()).await?;
-            }
-            Ok::<(), std::io::Error>(())
-        };
+        // In as few (vectored) writes as the socket takes: a body goes out with its frame's head.
+        let write = crate::conn::write_all_vectored(sock, pieces, None);
         tokio::time::timeout(self.answer_wait, write)
             .await
             .map_err(|_| {
@@ -363,7 +359,8 @@ impl Link<'_> {
                 {
                     return Ok::<_, MqError>(f);
                 }
-                self.buf.reserve(64 * 1024);
+                self.buf
+                    .reserve(ferrymq_proto::read_room(&self.buf, 64 * 1024));
                 match self.sock.read_buf(&mut self.buf).await {
                     Ok(0) => return Err(broken("the receiver closed the connection")),
                     Ok(_) => {}
