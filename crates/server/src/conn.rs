@@ -716,6 +716,14 @@ async fn write_frames<W: AsyncWrite + Unpin>(
 ) -> bool {
     let ok = match frames {
         [one] => write_or_stall(wr, one, stall).await.is_ok(),
+        _ if frames.iter().all(|f| f.len() < LARGE_FRAME_BYTES) => {
+            // A few small replies (the usual batch): one buffer, one plain write.
+            let mut buf = Vec::with_capacity(frames.iter().map(|f| f.len()).sum());
+            for f in frames {
+                buf.extend_from_slice(f);
+            }
+            write_or_stall(wr, &buf, stall).await.is_ok()
+        }
         _ => {
             // Small buffers are coalesced; a large one (a message body) is written from its
             // own buffer, after what was coalesced before it.
@@ -806,6 +814,15 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             // One frame (most often one reply): written from its own buffer, no copy.
             let f = batch.pop().expect("one frame");
             write_or_stall(wr, &f, stall).await.is_ok()
+        } else if batch.iter().all(|f| f.len() < LARGE_FRAME_BYTES) {
+            // Small frames only (the usual batch): coalesced into the reused buffer, one plain
+            // write.
+            for f in batch.drain(..) {
+                buf.extend_from_slice(&f);
+            }
+            let ok = write_or_stall(wr, &buf, stall).await.is_ok();
+            buf.clear();
+            ok
         } else {
             // Runs of small frames are coalesced; large ones stay in their own buffers; all of
             // it goes out in as few (vectored) writes as the socket takes.
