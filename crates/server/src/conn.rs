@@ -529,47 +529,19 @@ fn process(
     }
 }
 
-/// A conversation's Connect: who it runs as (CHLAUTH, CONNAUTH, the effective user), then the
-/// engine connection under the core lock. A refusal is answered on the conversation; the socket
-/// stays, so that the application can try again.
 /// A put's body as the engine should be given it (see [`body_from_frame`]).
 ///
 /// [`body_from_frame`]: ferrymq_engine::message::body_from_frame
-fn fit_put_body(req: Request, frame_len: usize) -> Request {
-    use ferrymq_engine::message::body_from_frame;
-    match req {
-        Request::Put {
-            hobj,
-            opts,
-            md,
-            props,
-            body,
-        } => Request::Put {
-            hobj,
-            opts,
-            md,
-            props,
-            body: body_from_frame(body, frame_len),
-        },
-        Request::Put1 {
-            name,
-            qmgr,
-            opts,
-            md,
-            props,
-            body,
-        } => Request::Put1 {
-            name,
-            qmgr,
-            opts,
-            md,
-            props,
-            body: body_from_frame(body, frame_len),
-        },
-        other => other,
+fn fit_put_body(mut req: Request, frame_len: usize) -> Request {
+    if let Request::Put { body, .. } | Request::Put1 { body, .. } = &mut req {
+        *body = ferrymq_engine::message::body_from_frame(std::mem::take(body), frame_len);
     }
+    req
 }
 
+/// A conversation's Connect: who it runs as (CHLAUTH, CONNAUTH, the effective user), then the
+/// engine connection under the core lock. A refusal is answered on the conversation; the socket
+/// stays, so that the application can try again.
 async fn connect(shared: &Arc<Shared>, s: &mut Session, f: RawFrame) {
     let req = match parse_request(&f) {
         Ok(r) => r,
