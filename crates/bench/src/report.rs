@@ -638,26 +638,25 @@ fn wake_runs(
             r.server_cpu_us_per_rt.unwrap_or(0.0)
         )
     };
-    let mut w = report_rtt::WakeRuns {
-        now: None,
-        base: None,
-        refused,
+    // Without the request held (no permission) the baseline's run would measure nothing of it:
+    // none is made, and the report shows "-".
+    let held = base.and_then(|_| report_rtt::hold_cpu_wake_latency(0).ok());
+    let base = match base.zip(held) {
+        Some((b, held)) => {
+            let r = cph::run(&on_qms(&a, b))?;
+            drop(held);
+            progress.println(&line(" (baseline, held by the report)", &r));
+            Some(r)
+        }
+        None => None,
     };
-    let run_base = |w: &mut report_rtt::WakeRuns, progress: &mut crate::progress::Progress| {
-        let Some(b) = base else {
-            return Ok::<(), String>(());
-        };
-        let held = report_rtt::hold_cpu_wake_latency(0);
-        let r = cph::run(&on_qms(&a, b))?;
-        drop(held);
-        progress.println(&line(" (baseline, held by the report)", &r));
-        w.base = Some(r);
-        Ok(())
-    };
-    run_base(&mut w, progress)?;
     let r = cph::run(&a)?;
     progress.println(&line(" (TuningParameters:CpuWakeLatencyUs=0)", &r));
-    w.now = Some(r);
+    let w = report_rtt::WakeRuns {
+        now: Some(r),
+        base,
+        refused,
+    };
     drop(mine);
     Ok(w)
 }

@@ -57,6 +57,18 @@ pub(crate) struct Incoming {
     ident: (i64, i64),
 }
 
+impl Incoming {
+    /// The checkpoint of file `index` where its data stands now, with the file to sync first.
+    fn checkpoint(&self, index: i64) -> (Arc<Sink>, Checkpoint) {
+        let k = Checkpoint {
+            index,
+            offset: self.next,
+            ident: self.ident,
+        };
+        (self.file.clone(), k)
+    }
+}
+
 struct Transfer {
     reply_q: String,
     reply_qm: String,
@@ -198,18 +210,13 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                         // answer: otherwise a crash of this agent later in the epoch would
                         // resume from a checkpoint older than the resume, and send again what
                         // came before it as well as a checkpoint's worth after it.
-                        let k = Checkpoint {
-                            index,
-                            offset: inc.next,
-                            ident: inc.ident,
-                        };
                         let job = Job::Frame {
                             tid,
                             reply: reply_to(t),
                             index,
                             acked: 0,
                             offset: Some(inc.next),
-                            checkpoint: Some((inc.file.clone(), k)),
+                            checkpoint: Some(inc.checkpoint(index)),
                         };
                         if ck.send(job).is_err() {
                             return crate::err("the checkpointer ended");
@@ -310,14 +317,7 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                     let checkpoint = (t.chunks % (t.frame * t.checkpoint) == 0)
                         .then(|| t.files.get(&index))
                         .flatten()
-                        .map(|inc| {
-                            let k = Checkpoint {
-                                index,
-                                offset: inc.next,
-                                ident: inc.ident,
-                            };
-                            (inc.file.clone(), k)
-                        });
+                        .map(|inc| inc.checkpoint(index));
                     let job = Job::Frame {
                         tid,
                         reply: reply_to(t),

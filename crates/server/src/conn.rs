@@ -300,12 +300,11 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
         }
         if !frames.is_empty() {
             wait_for_log_room(shared).await;
-            if frames
-                .iter()
-                .any(|f| f.kind != kind::HEARTBEAT && f.kind != kind::HEARTBEAT_ACK)
-            {
-                crate::wake_latency::note_activity();
-            }
+            crate::wake_latency::note_activity_if(|| {
+                frames
+                    .iter()
+                    .any(|f| f.kind != kind::HEARTBEAT && f.kind != kind::HEARTBEAT_ACK)
+            });
             s.tx.hold();
             let r = process(shared, s, &mut frames);
             write_inline(s, wr, &shared.durable, stall, &mut inline_buf).await?;

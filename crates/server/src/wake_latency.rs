@@ -30,11 +30,12 @@ const QUIET_CHECKS: u32 = 10;
 /// Set by every batch of application requests; taken by the holder's next check.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
-/// Notes that application work ran. A load first, so that a busy queue manager's connections do
-/// not all write one cache line.
+/// Notes that application work ran when `is_work()` says so. The flag is read first, so that a
+/// busy queue manager's connections neither look at their frames nor all write one cache line
+/// once it is set (and with the key unset nothing clears it after the first batch).
 #[inline]
-pub fn note_activity() {
-    if !ACTIVE.load(Ordering::Relaxed) {
+pub fn note_activity_if(is_work: impl FnOnce() -> bool) {
+    if !ACTIVE.load(Ordering::Relaxed) && is_work() {
         ACTIVE.store(true, Ordering::Relaxed);
     }
 }
@@ -96,8 +97,13 @@ mod tests {
     #[test]
     fn activity_is_noted_once_and_taken_by_the_next_check() {
         ACTIVE.store(false, Ordering::Relaxed);
-        note_activity();
-        note_activity();
+        note_activity_if(|| false);
+        assert!(
+            !ACTIVE.load(Ordering::Relaxed),
+            "heartbeats only: no activity"
+        );
+        note_activity_if(|| true);
+        note_activity_if(|| panic!("not looked at once noted"));
         assert!(ACTIVE.swap(false, Ordering::Relaxed));
         assert!(!ACTIVE.swap(false, Ordering::Relaxed));
     }
