@@ -1,9 +1,10 @@
 //! A message channel into a DR pair, through the real binary: QM1 sends persistent messages to
-//! DRQM, whose primary is killed with SIGKILL while batches flow; the recovery site takes over
+//! DRQM, whose primary is ended (`endmqm -i`) while batches flow; the recovery site takes over
 //! (`makedrprimary`, `strmqm`) and the sender, whose CONNAME lists both sites, binds to it by
-//! itself. The DR bound is 0 bytes (a reply waits until the secondary has the work), so every
-//! message arrives exactly once, in order: the channel's synchronisation state crossed with the
-//! queues it describes.
+//! itself. A primary that ends in an orderly way hands its secondary the whole stream first, so
+//! every message arrives exactly once, in order: the channel's synchronisation state crossed
+//! with the queues it describes. (A SIGKILL of the main site may take up to the DR bound of
+//! acknowledged work: `dr_disaster` proves that bound.)
 
 mod support;
 

@@ -170,6 +170,7 @@ pub mod ids {
         DR_SHIP_ERROR = 5011 Warning "Shipping to the DR secondary failed; it is retried.";
         DR_SHIP_RESUMED = 5012 Info "The DR secondary holds the stream to a position; what follows it is sent.";
         DR_SHIP_COPY = 5013 Info "A full copy is sent to the DR secondary (the reason is named).";
+        DR_HANDED_OVER = 5014 Info "A DR primary ending in an orderly way waited for its secondary to acknowledge the whole stream; whether it did, or what it lacked when the wait ended, is named.";
         LOG_HELD = 9000 Warning "The error log could not be written for a while; the entries held back follow.";
         LIBRARY_EVENT = 9001 Info "An event of one of FerryMQ's libraries (storage, replication); its level sets the severity.";
     }

@@ -196,9 +196,14 @@ impl DrHandle {
         q.push_back((0, oldest));
     }
 
+    /// The link's state now.
+    pub fn link(&self) -> LinkState {
+        self.st.lock().link
+    }
+
     /// The link's state now, as `dspmq -o dr` names it (DRSTATUS).
     pub fn link_name(&self) -> &'static str {
-        self.st.lock().link.as_str()
+        self.link().as_str()
     }
 
     /// Seconds since the oldest work the secondary has not acknowledged (0 without lag).

@@ -192,6 +192,44 @@ pub async fn run_primary(shared: Arc<Shared>, dr: Arc<DrHandle>, gate: Arc<Gate>
     }
 }
 
+/// A primary ending in an orderly way (`endmqm`, SIGTERM), its applications and channels gone,
+/// waits while its link is up until the secondary has acknowledged the whole stream, for at most
+/// `DR:DisconnectGraceMs`: a planned end or switchover loses no acknowledged work, where only a
+/// disaster may lose up to the bound. Without a link there is nobody to wait for.
+pub async fn hand_over(shared: &Shared) {
+    let (Some(dr), Some(gate)) = (shared.dr.as_ref(), shared.dr_gate.as_ref()) else {
+        return;
+    };
+    let live = |l| matches!(l, LinkState::Normal | LinkState::FullCopy);
+    if !live(dr.link()) {
+        return;
+    }
+    let began = Instant::now();
+    let grace = Duration::from_millis(dr.cfg.disconnect_grace_ms);
+    loop {
+        let lag = gate.lag(dr.acked.load(Ordering::Acquire));
+        if lag.total() == 0 {
+            crate::qm_log!(
+                crate::errlog::ids::DR_HANDED_OVER,
+                "DR: the recovery site holds the whole stream (to position {}) as this queue manager ends",
+                lag.end
+            );
+            return;
+        }
+        if !live(dr.link()) || began.elapsed() >= grace {
+            crate::qm_log!(
+                crate::errlog::ids::DR_HANDED_OVER,
+                "DR: ending with {} bytes of log the recovery site has not acknowledged ({} of them acknowledged to applications); the link is {}",
+                lag.total(),
+                lag.at_risk,
+                dr.link_name()
+            );
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// The bound stays for a grace period after the link is lost (a blip, or a main site whose
 /// network goes down before the rest of it loses no more than the bound), then the site
 /// carries on alone: unless a session has started since `generation` was read.

@@ -161,5 +161,7 @@ pub(super) async fn serve(
     {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // Nothing more is acknowledged now: a DR primary gives its secondary the rest.
+    crate::dr::ship::hand_over(&shared).await;
     Ok(())
 }
