@@ -242,7 +242,8 @@ fn the_dr_sequence_runs_as_written() {
     let main_pid = root.join("main/qmgrs/QMDR/qm.pid");
     script = subst(
         &script,
-        "# the main site is lost:\n",
+        "# the main site is lost (or, for a planned switchover, ended with endmqm: it first hands the\n\
+         # recovery site everything, so nothing acknowledged is lost):\n",
         &format!(
             "for i in $(seq 300); do FERRYMQ_HOME={main} ferrymq dspmq -o dr -m QMDR | grep -q 'LAGBYTES(0)' && break; sleep 0.1; done\n\
              pid=$(cat {pid}); kill -9 $pid; while kill -0 $pid 2>/dev/null; do sleep 0.05; done\n",
