@@ -6,6 +6,8 @@
 mod fte_support;
 mod support;
 
+use std::path::Path;
+
 use bytes::Bytes;
 use ferrymq_types::options::{open, GetOptions, PutOptions, Wait};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties, PropertyValue};
@@ -1168,4 +1170,103 @@ fn ten_thousand_requests_at_once_queue_and_run_max_source_transfers_at_a_time() 
     assert_eq!(started.len(), N - 1);
     let most = started.iter().max().copied().unwrap();
     assert!(most <= 25, "{most} transfers ran at once");
+}
+
+/// An agent writes and reads only inside its sandbox (`sandboxRoot`, with `!` exclusions),
+/// however the path is spelt (`..`, a symbolic link inside it that leads out), and no agent, with a
+/// sandbox or without, touches FerryMQ's own data: a transfer request naming a queue manager's
+/// files is refused with its reason and leaves them as they were.
+#[test]
+fn an_agent_stays_in_its_sandbox_and_out_of_ferrymqs_own_data() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FTQM9", &[]);
+    let work = tempfile::tempdir().unwrap();
+    let (inbox, outside) = (dir(work.path(), "in"), dir(work.path(), "out"));
+    let private = dir(&inbox, "private");
+    std::os::unix::fs::symlink(&outside, inbox.join("link")).unwrap();
+    for a in ["SRC9", "DST9"] {
+        home.ok(&[
+            "fteCreateAgent",
+            "-agentName",
+            a,
+            "-agentQMgr",
+            "FTQM9",
+            "-agentChunkSize",
+            "4096",
+        ]);
+    }
+    let _agents = fte_support::Agents {
+        home: &home,
+        names: vec!["SRC9".into(), "DST9".into()],
+    };
+    let props = home.path().join("mqft/agents/DST9/agent.properties");
+    let mut p = std::fs::read_to_string(&props).unwrap();
+    p.push_str(&format!(
+        "sandboxRoot={}:!{}\n",
+        inbox.display(),
+        private.display()
+    ));
+    std::fs::write(&props, p).unwrap();
+    for a in ["SRC9", "DST9"] {
+        assert!(home.ok(&["fteStartAgent", a]).contains("started"));
+    }
+    let src = work.path().join("data.bin");
+    std::fs::write(&src, data(20_000, 9)).unwrap();
+    let send = |from: &str, to: &str, dst: &Path, src: &Path| {
+        transfer(
+            &home,
+            &[
+                "-sa",
+                from,
+                "-da",
+                to,
+                "-df",
+                dst.to_str().unwrap(),
+                src.to_str().unwrap(),
+            ],
+        )
+    };
+    let ok = inbox.join("ok.bin");
+    let out = send("SRC9", "DST9", &ok, &src);
+    assert!(out.status.success(), "inside the sandbox: {}", text(&out));
+    assert_eq!(std::fs::read(&ok).unwrap(), std::fs::read(&src).unwrap());
+    for (dst, why) in [
+        (outside.join("a.bin"), "outside this agent's sandbox"),
+        (private.join("b.bin"), "excluded from this agent's sandbox"),
+        (inbox.join("../out/c.bin"), "outside this agent's sandbox"),
+        (inbox.join("link/d.bin"), "outside this agent's sandbox"),
+    ] {
+        let out = send("SRC9", "DST9", &dst, &src);
+        assert!(!out.status.success(), "{}: {}", dst.display(), text(&out));
+        assert!(
+            text(&out).contains(why),
+            "{}: {}",
+            dst.display(),
+            text(&out)
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
+    assert!(
+        left.is_empty(),
+        "files written outside the sandbox: {left:?}"
+    );
+    assert!(std::fs::read_dir(&private).unwrap().next().is_none());
+
+    // FerryMQ's own data, to an agent without a sandbox (SRC9) and from one.
+    let qm_dir = home.path().join("qmgrs/FTQM9");
+    let ini = std::fs::read(qm_dir.join("qm.ini")).unwrap();
+    let out = send("DST9", "SRC9", &qm_dir.join("qm.ini"), &ok);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("FerryMQ's own data"), "{}", text(&out));
+    let out = send(
+        "SRC9",
+        "DST9",
+        &inbox.join("ini.copy"),
+        &qm_dir.join("qm.ini"),
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("FerryMQ's own data"), "{}", text(&out));
+    assert_eq!(std::fs::read(qm_dir.join("qm.ini")).unwrap(), ini);
+    assert!(!qm_dir.join("qm.ini.part").exists());
+    assert!(!inbox.join("ini.copy").exists());
 }

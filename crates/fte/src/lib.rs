@@ -16,6 +16,7 @@ mod monitor_queue;
 pub mod props;
 mod receiver;
 pub mod request;
+pub mod sandbox;
 mod sender;
 pub mod state;
 pub mod text;

@@ -24,6 +24,10 @@ pub struct AgentProps {
     pub max_destination_transfers: usize,
     /// How long (seconds) a transfer keeps trying to resume before it fails; -1: for ever.
     pub transfer_recovery_timeout: i64,
+    /// `sandboxRoot`: where the agent may read and write (empty: anywhere but FerryMQ's data).
+    pub sandbox_root: String,
+    /// The sandbox in force: set by [`load`], which knows the home; none for bare properties.
+    pub sandbox: crate::sandbox::Sandbox,
 }
 
 impl AgentProps {
@@ -42,6 +46,8 @@ impl AgentProps {
             max_source_transfers: 25,
             max_destination_transfers: 25,
             transfer_recovery_timeout: -1,
+            sandbox_root: String::new(),
+            sandbox: Default::default(),
         }
     }
 
@@ -77,6 +83,9 @@ impl AgentProps {
             "transferRecoveryTimeout",
             self.transfer_recovery_timeout.to_string(),
         );
+        if !self.sandbox_root.is_empty() {
+            kv("sandboxRoot", self.sandbox_root.clone());
+        }
         s
     }
 
@@ -122,6 +131,10 @@ impl AgentProps {
                         }
                     }
                 }
+                "sandboxRoot" => {
+                    crate::sandbox::parse(v)?;
+                    p.sandbox_root = v.to_string();
+                }
                 // Unknown properties are kept by MQ's agents for other features; ignore them.
                 _ => {}
             }
@@ -151,7 +164,9 @@ pub fn load(home: &Path, agent: &str) -> Result<AgentProps> {
             path.display()
         ))
     })?;
-    AgentProps::parse(&text)
+    let mut p = AgentProps::parse(&text)?;
+    p.sandbox = crate::sandbox::Sandbox::new(home, &p.sandbox_root)?;
+    Ok(p)
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ use ferrymq_types::{MessageDescriptor, MsgId, Persistence, Properties, PropertyV
 use crate::checkpointer::{self, Job, ReplyTo};
 use crate::checksum::{Hasher, Method};
 use crate::props::AgentProps;
+use crate::sandbox::Sandbox;
 use crate::sender::safe_relative;
 use crate::state::Checkpoint;
 use crate::{prop, queues, Result};
@@ -183,7 +184,7 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                 }
                 let ident = (int_prop(&m, prop::SIZE), int_prop(&m, prop::MTIME));
                 if !resume {
-                    match start_file(&m, None) {
+                    match start_file(&m, None, &p.sandbox) {
                         Ok(inc) => {
                             t.files.insert(index, inc);
                         }
@@ -234,7 +235,7 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                         let k = Checkpoint::read(&c, &state, tid).filter(|k| k.index == index);
                         match k {
                             Some(k) if k.ident != ident => {
-                                let _ = start_file(&m, Some(0)).map(|inc| {
+                                let _ = start_file(&m, Some(0), &p.sandbox).map(|inc| {
                                     let _ = std::fs::remove_file(&inc.part);
                                 });
                                 checkpointer::remove(&ck, tid);
@@ -242,7 +243,7 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                                 answer(&c, tid, t, "result", index, false, SOURCE_CHANGED, &[]);
                                 continue;
                             }
-                            Some(k) => match start_file(&m, Some(k.offset)) {
+                            Some(k) => match start_file(&m, Some(k.offset), &p.sandbox) {
                                 Ok(inc) => {
                                     let at = inc.next;
                                     t.files.insert(index, inc);
@@ -254,7 +255,7 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                                     continue;
                                 }
                             },
-                            None => match start_file(&m, None) {
+                            None => match start_file(&m, None, &p.sandbox) {
                                 Ok(inc) => {
                                     t.files.insert(index, inc);
                                     (0, 0)
@@ -396,8 +397,10 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                     }
                     _ => {
                         // Not under way here (this agent restarted): its `.part` still goes.
-                        if let Ok((_, part)) = part_path(&m) {
-                            let _ = std::fs::remove_file(part);
+                        if let Ok((dest, part)) = part_path(&m) {
+                            if p.sandbox.check(&dest, true).is_ok() {
+                                let _ = std::fs::remove_file(part);
+                            }
                         }
                         checkpointer::remove(&ck, tid);
                     }
@@ -453,8 +456,13 @@ fn part_path(m: &Message) -> std::result::Result<(PathBuf, PathBuf), String> {
 
 /// Opens the file's `.part`: a new one, or with `at` the one a checkpoint left, cut to `at` (the
 /// synced part; a `.part` shorter than that starts again from 0).
-fn start_file(m: &Message, at: Option<u64>) -> std::result::Result<Incoming, String> {
+fn start_file(
+    m: &Message,
+    at: Option<u64>,
+    sandbox: &Sandbox,
+) -> std::result::Result<Incoming, String> {
     let (final_path, part) = part_path(m)?;
+    sandbox.check(&final_path, true)?;
     let named = str_prop(m, prop::METHOD);
     let method = if named.is_empty() {
         Method::default()

@@ -29,6 +29,7 @@ use ferrymq_types::{
 use crate::checksum::Hasher;
 use crate::props::AgentProps;
 use crate::request::{Disposition, Exist, Item, Mode, TransferRequest};
+use crate::sandbox::Sandbox;
 use crate::state::Outbound;
 use crate::text::{Converter, Encoding, Eol};
 use crate::translog::{self, Event};
@@ -90,8 +91,9 @@ fn walk(dir: &Path, rel: &str, out: &mut Vec<(PathBuf, String)>) -> Result<()> {
 }
 
 /// The files an item names, each with its name relative to the destination directory.
-fn expand(it: &Item) -> Result<Vec<(PathBuf, String)>> {
+fn expand(it: &Item, sandbox: &Sandbox) -> Result<Vec<(PathBuf, String)>> {
     let src = Path::new(&it.source);
+    sandbox.check(src, false).map_err(FteError)?;
     let name = src
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -127,10 +129,10 @@ fn expand(it: &Item) -> Result<Vec<(PathBuf, String)>> {
     Ok(vec![(src.to_path_buf(), name)])
 }
 
-fn jobs(req: &TransferRequest) -> Result<Vec<FileJob>> {
+fn jobs(req: &TransferRequest, sandbox: &Sandbox) -> Result<Vec<FileJob>> {
     let mut v = Vec::new();
     for (i, it) in req.items.iter().enumerate() {
-        let files = expand(it)?;
+        let files = expand(it, sandbox)?;
         if !it.dest_is_dir && files.len() != 1 {
             return err(format!(
                 "{} names {} files: give a destination directory (-dd)",
@@ -516,6 +518,13 @@ impl Link<'_> {
                 continue;
             }
             let it = &req.items[f.item];
+            // Each file found under a directory or by a wildcard, and again at a resume: a
+            // link inside the sandbox may lead out of it.
+            if let Err(why) = p.sandbox.check(&f.src, false) {
+                self.results[i] = Some((false, why));
+                self.cancel(i, f)?;
+                continue;
+            }
             let opened = std::fs::File::open(&f.src).and_then(|fl| {
                 let m = fl.metadata()?;
                 Ok((fl, m))
@@ -794,7 +803,7 @@ fn send(
     restarted: bool,
     ev: &mut Event,
 ) -> Result<(bool, String)> {
-    let files = jobs(req)?;
+    let files = jobs(req, &p.sandbox)?;
     ev.files = files.len();
     let sizes: Vec<u64> = files
         .iter()
