@@ -87,6 +87,33 @@ fn consumer(conname: String, stop: Arc<AtomicBool>, ledger: Arc<Mutex<Ledger>>) 
     }
 }
 
+/// Waits for the primary's first contact with the secondary, then defines the producers' queue.
+fn linked_with_queue(main: &Home) {
+    wait_for(main, "the primary never reached the secondary", |s| {
+        s.contains("DRSTATUS(Normal)")
+    });
+    let out = main.run_with_input(
+        &["runmqsc", QM],
+        &format!("DEFINE QLOCAL({Q}) MAXDEPTH(100000)\n"),
+    );
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// `n` producer threads putting on `primary` until `stop` (or their first failure).
+fn producers(
+    n: usize,
+    primary: &Qm,
+    stop: &Arc<AtomicBool>,
+    ledger: &Arc<Mutex<Ledger>>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    (0..n)
+        .map(|id| {
+            let (c, s, l) = (primary.conname(), stop.clone(), ledger.clone());
+            std::thread::spawn(move || producer(id, c, s, l))
+        })
+        .collect()
+}
+
 fn dr_status(home: &Home) -> String {
     home.ok(&["dspmq", "-o", "dr", "-m", QM])
 }
@@ -289,22 +316,10 @@ fn a_planned_end_hands_the_secondary_every_acknowledged_put() {
             &format!("127.0.0.1({relay_port})"),
         ],
     );
-    wait_for(&main, "the primary never reached the secondary", |s| {
-        s.contains("DRSTATUS(Normal)")
-    });
-    let out = main.run_with_input(
-        &["runmqsc", QM],
-        &format!("DEFINE QLOCAL({Q}) MAXDEPTH(100000)\n"),
-    );
-    assert!(out.status.success(), "{out:?}");
+    linked_with_queue(&main);
     let stop = Arc::new(AtomicBool::new(false));
     let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let workers: Vec<_> = (0..3)
-        .map(|id| {
-            let (c, s, l) = (primary.conname(), stop.clone(), ledger.clone());
-            std::thread::spawn(move || producer(id, c, s, l))
-        })
-        .collect();
+    let workers = producers(3, &primary, &stop, &ledger);
     std::thread::sleep(Duration::from_secs(1));
     // The end comes while the recovery site lacks acknowledged work.
     let t = Instant::now();
@@ -483,23 +498,11 @@ fn lagbytes_stays_within_the_bound_and_the_bound_survives_makedrprimary() {
             &bound,
         ],
     );
-    wait_for(&main, "the primary never reached the secondary", |s| {
-        s.contains("DRSTATUS(Normal)")
-    });
-    let out = main.run_with_input(
-        &["runmqsc", QM],
-        &format!("DEFINE QLOCAL({Q}) MAXDEPTH(100000)\n"),
-    );
-    assert!(out.status.success(), "{out:?}");
+    linked_with_queue(&main);
 
     let stop = Arc::new(AtomicBool::new(false));
     let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let workers: Vec<_> = (0..4)
-        .map(|id| {
-            let (c, s, l) = (primary.conname(), stop.clone(), ledger.clone());
-            std::thread::spawn(move || producer(id, c, s, l))
-        })
-        .collect();
+    let workers = producers(4, &primary, &stop, &ledger);
     let t = Instant::now();
     let (mut samples, mut pressed, mut max_lag, mut max_held) = (0, 0, 0u64, 0u64);
     while t.elapsed() < Duration::from_secs(5) {
