@@ -1179,27 +1179,27 @@ fn ten_thousand_requests_at_once_queue_and_run_max_source_transfers_at_a_time() 
 #[test]
 fn an_agent_stays_in_its_sandbox_and_out_of_ferrymqs_own_data() {
     let home = Home::new();
-    let _qm = Qm::start(&home, "FTQM9", &[]);
+    let _qm = Qm::start(&home, "FTQM10", &[]);
     let work = tempfile::tempdir().unwrap();
     let (inbox, outside) = (dir(work.path(), "in"), dir(work.path(), "out"));
     let private = dir(&inbox, "private");
     std::os::unix::fs::symlink(&outside, inbox.join("link")).unwrap();
-    for a in ["SRC9", "DST9"] {
+    for a in ["SRC10", "DST10"] {
         home.ok(&[
             "fteCreateAgent",
             "-agentName",
             a,
             "-agentQMgr",
-            "FTQM9",
+            "FTQM10",
             "-agentChunkSize",
             "4096",
         ]);
     }
     let _agents = fte_support::Agents {
         home: &home,
-        names: vec!["SRC9".into(), "DST9".into()],
+        names: vec!["SRC10".into(), "DST10".into()],
     };
-    let props = home.path().join("mqft/agents/DST9/agent.properties");
+    let props = home.path().join("mqft/agents/DST10/agent.properties");
     let mut p = std::fs::read_to_string(&props).unwrap();
     p.push_str(&format!(
         "sandboxRoot={}:!{}\n",
@@ -1207,7 +1207,7 @@ fn an_agent_stays_in_its_sandbox_and_out_of_ferrymqs_own_data() {
         private.display()
     ));
     std::fs::write(&props, p).unwrap();
-    for a in ["SRC9", "DST9"] {
+    for a in ["SRC10", "DST10"] {
         assert!(home.ok(&["fteStartAgent", a]).contains("started"));
     }
     let src = work.path().join("data.bin");
@@ -1227,7 +1227,7 @@ fn an_agent_stays_in_its_sandbox_and_out_of_ferrymqs_own_data() {
         )
     };
     let ok = inbox.join("ok.bin");
-    let out = send("SRC9", "DST9", &ok, &src);
+    let out = send("SRC10", "DST10", &ok, &src);
     assert!(out.status.success(), "inside the sandbox: {}", text(&out));
     assert_eq!(std::fs::read(&ok).unwrap(), std::fs::read(&src).unwrap());
     for (dst, why) in [
@@ -1236,7 +1236,7 @@ fn an_agent_stays_in_its_sandbox_and_out_of_ferrymqs_own_data() {
         (inbox.join("../out/c.bin"), "outside this agent's sandbox"),
         (inbox.join("link/d.bin"), "outside this agent's sandbox"),
     ] {
-        let out = send("SRC9", "DST9", &dst, &src);
+        let out = send("SRC10", "DST10", &dst, &src);
         assert!(!out.status.success(), "{}: {}", dst.display(), text(&out));
         assert!(
             text(&out).contains(why),
@@ -1252,15 +1252,15 @@ fn an_agent_stays_in_its_sandbox_and_out_of_ferrymqs_own_data() {
     );
     assert!(std::fs::read_dir(&private).unwrap().next().is_none());
 
-    // FerryMQ's own data, to an agent without a sandbox (SRC9) and from one.
-    let qm_dir = home.path().join("qmgrs/FTQM9");
+    // FerryMQ's own data, to an agent without a sandbox (SRC10) and from one.
+    let qm_dir = home.path().join("qmgrs/FTQM10");
     let ini = std::fs::read(qm_dir.join("qm.ini")).unwrap();
-    let out = send("DST9", "SRC9", &qm_dir.join("qm.ini"), &ok);
+    let out = send("DST10", "SRC10", &qm_dir.join("qm.ini"), &ok);
     assert!(!out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("FerryMQ's own data"), "{}", text(&out));
     let out = send(
-        "SRC9",
-        "DST9",
+        "SRC10",
+        "DST10",
         &inbox.join("ini.copy"),
         &qm_dir.join("qm.ini"),
     );
@@ -1269,4 +1269,26 @@ fn an_agent_stays_in_its_sandbox_and_out_of_ferrymqs_own_data() {
     assert_eq!(std::fs::read(qm_dir.join("qm.ini")).unwrap(), ini);
     assert!(!qm_dir.join("qm.ini.part").exists());
     assert!(!inbox.join("ini.copy").exists());
+    // Nor does a monitor watch it.
+    let task = work.path().join("task.xml");
+    std::fs::write(
+        &task,
+        monitor_task("SRC10", "DST10", "FTQM10", &inbox, "${FilePath}"),
+    )
+    .unwrap();
+    let out = home.run(&[
+        "fteCreateMonitor",
+        "-ma",
+        "SRC10",
+        "-mn",
+        "LOGS",
+        "-md",
+        qm_dir.join("log").to_str().unwrap(),
+        "-mt",
+        task.to_str().unwrap(),
+        "-tr",
+        "match,*",
+    ]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("FerryMQ's own data"), "{}", text(&out));
 }

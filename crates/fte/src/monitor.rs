@@ -57,7 +57,7 @@ fn io(p: &Path) -> impl Fn(std::io::Error) -> FteError + '_ {
 pub fn create(home: &Path, agent: &str, m: &Monitor, task_xml: &str) -> Result<String> {
     crate::commands::check_name(agent)?;
     crate::commands::check_name(&m.name)?;
-    props::load(home, agent)?;
+    let p = props::load(home, agent)?;
     let probe = substitute(task_xml, "/probe/file.txt", "file.txt");
     TransferRequest::from_xml(&probe)?;
     if let Some(q) = &m.queue {
@@ -66,6 +66,10 @@ pub fn create(home: &Path, agent: &str, m: &Monitor, task_xml: &str) -> Result<S
         }
     } else if !Path::new(&m.directory).is_absolute() {
         return err(format!("{}: give an absolute directory", m.directory));
+    } else {
+        p.sandbox
+            .check(Path::new(&m.directory), false)
+            .map_err(FteError)?;
     }
     let d = dir(home, agent);
     std::fs::create_dir_all(&d).map_err(io(&d))?;
@@ -506,6 +510,10 @@ fn poll(
     let mut ready: Vec<(String, (u64, i64))> = Vec::new();
     // Built once per poll, when a file is first ready to fire.
     let mut writing: Option<HashSet<PathBuf>> = None;
+    // The sandbox as it is now (agent.properties may have changed since the monitor was made).
+    p.sandbox
+        .check(Path::new(&m.directory), false)
+        .map_err(FteError)?;
     let rd = std::fs::read_dir(&m.directory).map_err(io(Path::new(&m.directory)))?;
     for e in rd.filter_map(|e| e.ok()) {
         let name = e.file_name().to_string_lossy().into_owned();
