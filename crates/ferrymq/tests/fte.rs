@@ -1292,3 +1292,62 @@ fn an_agent_stays_in_its_sandbox_and_out_of_ferrymqs_own_data() {
     assert!(!out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("FerryMQ's own data"), "{}", text(&out));
 }
+
+/// An agent started again right after it was killed may find its queue manager still holding
+/// its exclusive queues for the dead connection. It waits for them instead of failing at start:
+/// here a connection of the test holds the agent's command and data queues for a second.
+#[test]
+fn an_agent_started_while_its_queues_are_still_held_waits_for_them() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "FTQM11", &[]);
+    home.ok(&[
+        "fteCreateAgent",
+        "-agentName",
+        "AG11",
+        "-agentQMgr",
+        "FTQM11",
+    ]);
+    let _agents = fte_support::Agents {
+        home: &home,
+        names: vec!["AG11".into()],
+    };
+    let holder = qm.connect_bindings();
+    let held: Vec<_> = ["SYSTEM.FTE.COMMAND.AG11", "SYSTEM.FTE.DATA.AG11"]
+        .iter()
+        .map(|q| holder.open(q, open::INPUT_EXCLUSIVE).unwrap())
+        .collect();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        drop(held);
+        drop(holder);
+    });
+    let t = std::time::Instant::now();
+    let out = home.ok(&["fteStartAgent", "AG11"]);
+    assert!(out.contains("started"), "{out}");
+    assert!(
+        t.elapsed() >= std::time::Duration::from_millis(900),
+        "the agent was ready while its command queue was held"
+    );
+    release.join().unwrap();
+    let list = home.ok(&["fteListAgents"]);
+    assert!(list.contains("AG11") && list.contains("READY"), "{list}");
+    // It serves: a transfer to itself arrives.
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("a.bin");
+    std::fs::write(&src, data(10_000, 3)).unwrap();
+    let dst = work.path().join("b.bin");
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "AG11",
+            "-da",
+            "AG11",
+            "-df",
+            dst.to_str().unwrap(),
+            src.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read(&dst).unwrap(), std::fs::read(&src).unwrap());
+}

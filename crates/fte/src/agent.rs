@@ -122,6 +122,27 @@ pub fn reconnect() -> ! {
     std::process::exit(1)
 }
 
+/// Opens one of the agent's own queues for exclusive input (with `more` options). An agent
+/// started again right after it was killed may find its predecessor's connection still holding
+/// the queue, until its queue manager has noticed the connection's end: it waits for that
+/// (`FTE_EXCLUSIVE_OPEN_WAIT_MS`), rather than failing at start.
+pub(crate) fn open_exclusive(
+    c: &Connection,
+    q: &str,
+    more: u32,
+) -> std::result::Result<ferrymq_client::ObjectHandle, ferrymq_types::MqError> {
+    let deadline =
+        Instant::now() + Duration::from_millis(ferrymq_types::limits::FTE_EXCLUSIVE_OPEN_WAIT_MS);
+    loop {
+        match c.open(q, open::INPUT_EXCLUSIVE | more) {
+            Err(e) if e.reason == Reason::OBJECT_IN_USE && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            r => return r,
+        }
+    }
+}
+
 /// Runs the agent until a stop request arrives (or its queue manager goes away for good).
 pub fn run(home: &Path, agent: &str) -> Result<()> {
     let p = props::load(home, agent)?;
@@ -131,10 +152,7 @@ pub fn run(home: &Path, agent: &str) -> Result<()> {
     } else {
         connect(&p)?
     };
-    let cmd_q = c.open(
-        &queues::command(agent),
-        open::INPUT_EXCLUSIVE | open::BROWSE,
-    )?;
+    let cmd_q = open_exclusive(&c, &queues::command(agent), open::BROWSE)?;
     let state_q = c.open(
         &queues::state(agent),
         open::INPUT_SHARED | open::OUTPUT | open::BROWSE,

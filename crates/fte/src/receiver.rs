@@ -132,7 +132,11 @@ const SOURCE_CHANGED: &str =
      differ): not resumed";
 
 pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
-    let data = mq(c.open(&queues::data(&p.agent_name), open::INPUT_EXCLUSIVE))?;
+    let data = mq(crate::agent::open_exclusive(
+        &c,
+        &queues::data(&p.agent_name),
+        0,
+    ))?;
     let state = mq(c.open(
         &queues::state(&p.agent_name),
         open::INPUT_SHARED | open::OUTPUT | open::BROWSE,

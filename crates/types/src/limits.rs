@@ -209,6 +209,9 @@ pub const FTE_PROGRESS_INTERVAL_MS: u64 = 1_000;
 pub const FTE_RECONNECT_WAIT_MS: u64 = 600_000;
 /// How long fteStartAgent waits for the agent it spawned to be ready.
 pub const FTE_AGENT_START_WAIT_MS: u64 = 30_000;
+/// How long a starting agent waits for its exclusive queues (command, data) to be released by
+/// a predecessor that was killed and whose connection its queue manager has not yet cleared.
+pub const FTE_EXCLUSIVE_OPEN_WAIT_MS: u64 = 10_000;
 
 /// The largest heartbeat interval (HBINT) and disconnect interval (DISCINT) of a channel, in
 /// seconds, and the largest BATCHLIM, in kilobytes, as MQ accepts them.
