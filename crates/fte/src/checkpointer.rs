@@ -1,9 +1,9 @@
 //! The receiving side's writes, checkpoints and acknowledgements, off the thread that takes
 //! chunks: the receiver hands each chunk and each frame (and, every checkpoint interval, the
 //! file to sync and the offset to record) over, in order. A writer thread writes the chunks
-//! in order (and feeds them to their file's checksum) and hands everything else on to the
-//! checkpointer thread once the chunks before it are written, so that syncs and commits do not
-//! hold up the writes. The checkpointer takes whatever has queued up as one batch: it syncs
+//! in order, a hasher thread feeds them to their file's checksum (so one waits for the disk while
+//! the other hashes), and everything else goes on to the checkpointer thread once the chunks
+//! before it are written and hashed, so that syncs and commits do not hold up the writes. The checkpointer takes whatever has queued up as one batch: it syncs
 //! each file whose checkpoint it will record, replaces the checkpoints of every transfer in the
 //! batch (and removes those of files that ended) in one unit of work, commits it, and only then
 //! sends the frames' acknowledgements and hands ended files to the finishers. A transfer with
@@ -83,32 +83,54 @@ pub(crate) fn start(
         .name("fte-checkpointer".into())
         .spawn(move || run(cc, state, ck_rx, finishers))
         .map_err(|e| crate::FteError(format!("thread: {e}")))?;
+    let (hash_tx, hash_rx) = std::sync::mpsc::sync_channel::<Job>(HASH_QUEUE);
+    std::thread::Builder::new()
+        .name("fte-hasher".into())
+        .spawn(move || hash(hash_rx, ck_tx))
+        .map_err(|e| crate::FteError(format!("thread: {e}")))?;
     std::thread::Builder::new()
         .name("fte-writer".into())
-        .spawn(move || write(rx, ck_tx))
+        .spawn(move || write(rx, hash_tx))
         .map_err(|e| crate::FteError(format!("thread: {e}")))?;
     Ok(tx)
 }
 
-/// The writer: writes the chunks in order (and feeds them to their file's checksum) and hands
-/// every other job on to the checkpointer once the chunks before it are written, so that its
-/// syncs and commits do not hold up the writes.
-fn write(rx: Receiver<Job>, ck: SyncSender<Job>) {
+/// The writer: writes the chunks in order and hands them, and every other job in between, on
+/// to the hasher. A direct write waits for the disk; meanwhile the hasher works on the chunks
+/// before it.
+fn write(rx: Receiver<Job>, hash: SyncSender<Job>) {
     let mut aligned = Aligned::default();
     while let Ok(j) = rx.recv() {
+        if let Job::Write { sink, offset, body } = &j {
+            // (Not held while writing: the hasher takes it to hash this file's earlier chunks.)
+            let written = || sink.written.lock().unwrap_or_else(|e| e.into_inner());
+            if written().error.is_some() {
+                continue;
+            }
+            if let Err(e) = write_at(sink, &mut aligned, body, *offset) {
+                written().error = Some(e.to_string());
+                continue;
+            }
+        }
+        if hash.send(j).is_err() {
+            return;
+        }
+    }
+}
+
+/// The hasher: feeds the written chunks to their file's checksum, in order, and hands every
+/// other job on to the checkpointer once the chunks before it are written and hashed, so that
+/// its syncs and commits do not hold up the writes, and a file's end reaches the finishers
+/// with its whole checksum.
+fn hash(rx: Receiver<Job>, ck: SyncSender<Job>) {
+    while let Ok(j) = rx.recv() {
         match j {
-            Job::Write { sink, offset, body } => {
+            Job::Write { sink, body, .. } => {
                 let mut w = sink.written.lock().unwrap_or_else(|e| e.into_inner());
-                if w.error.is_some() {
-                    continue;
-                }
-                match write_at(&sink, &mut aligned, &body, offset) {
-                    Ok(()) => {
-                        if let Some(h) = w.hasher.as_mut() {
-                            h.update(&body);
-                        }
+                if w.error.is_none() {
+                    if let Some(h) = w.hasher.as_mut() {
+                        h.update(&body);
                     }
-                    Err(e) => w.error = Some(e.to_string()),
                 }
             }
             other => {
@@ -119,6 +141,10 @@ fn write(rx: Receiver<Job>, ck: SyncSender<Job>) {
         }
     }
 }
+
+/// Jobs between the writer and the hasher: a few chunks, so that each works while the other
+/// waits, without holding many chunks in memory.
+const HASH_QUEUE: usize = 8;
 
 /// The alignment direct I/O needs of the buffer, the offset and the length (the page size,
 /// which covers devices of 512-byte and of 4 KiB blocks).
