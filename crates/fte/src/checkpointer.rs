@@ -1,9 +1,10 @@
 //! The receiving side's writes, checkpoints and acknowledgements, off the thread that takes
 //! chunks: the receiver hands each chunk and each frame (and, every checkpoint interval, the
 //! file to sync and the offset to record) over, in order. A writer thread writes the chunks
-//! in order, a hasher thread feeds them to their file's checksum (so one waits for the disk while
-//! the other hashes), and everything else goes on to the checkpointer thread once the chunks
-//! before it are written and hashed, so that syncs and commits do not hold up the writes. The checkpointer takes whatever has queued up as one batch: it syncs
+//! in order, a hasher thread feeds them to their file's checksum (so one waits for the disk
+//! while the other hashes), and everything else goes on to the checkpointer thread once the
+//! chunks before it are written and hashed, so that syncs and commits do not hold up the
+//! writes. The checkpointer takes whatever has queued up as one batch: it syncs
 //! each file whose checkpoint it will record, replaces the checkpoints of every transfer in the
 //! batch (and removes those of files that ended) in one unit of work, commits it, and only then
 //! sends the frames' acknowledgements and hands ended files to the finishers. A transfer with
