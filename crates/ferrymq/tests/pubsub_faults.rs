@@ -1,0 +1,422 @@
+//! Publish/subscribe under SIGKILL with a ledger: publishers publish persistent messages (one at
+//! a time outside syncpoint, or several in a unit of work that is committed or backed out) to
+//! four durable subscriptions (two wildcards, one topic, one selector) while their subscribers
+//! get under syncpoint and commit, and the queue manager is killed with SIGKILL at random
+//! moments and restarted, ten times. Afterwards every subscription holds each publication it
+//! matches exactly once (got and committed, or still queued): no acknowledged publication lost,
+//! none delivered twice, nothing backed out visible, and a publication whose put was interrupted
+//! reached either every subscription it matches or none of them.
+
+mod support;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use ferrymq_client::blocking::Connection;
+use ferrymq_client::{ConnectOptions, SubscriptionOptions};
+use ferrymq_types::options::{open, GetOptions, PutOptions, Syncpoint, Wait};
+use ferrymq_types::{MessageDescriptor, Persistence, Properties, PropertyValue, Reason};
+use rand::{Rng, SeedableRng};
+use support::{Home, Qm};
+
+const KILLS: usize = 10;
+const PUBLISHERS: usize = 3;
+
+/// The durable subscriptions: name, topic string, selector, and which publications they match
+/// (publisher id, sequence number).
+struct Sub {
+    name: &'static str,
+    topic: &'static str,
+    selector: Option<&'static str>,
+    matches: fn(usize, u64) -> bool,
+}
+
+const SUBS: [Sub; 4] = [
+    Sub {
+        name: "LOAD.ALL",
+        topic: "load/#",
+        selector: None,
+        matches: |_, _| true,
+    },
+    Sub {
+        name: "LOAD.LEVEL",
+        topic: "load/+",
+        selector: None,
+        matches: |_, _| true,
+    },
+    Sub {
+        name: "LOAD.P1",
+        topic: "load/p1",
+        selector: None,
+        matches: |p, _| p == 1,
+    },
+    Sub {
+        name: "LOAD.ODD",
+        topic: "load/#",
+        selector: Some("parity = 1"),
+        matches: |_, n| n % 2 == 1,
+    },
+];
+
+#[derive(Default)]
+struct Ledger {
+    /// Publications whose put (outside syncpoint) or commit returned.
+    acked: Vec<String>,
+    /// The put or the commit was interrupted: in every matching subscription, or in none.
+    in_doubt: Vec<String>,
+    /// Put under syncpoint and backed out: never seen.
+    backed_out: Vec<String>,
+    /// Refused because a matching subscription's queue was full: never seen.
+    refused: Vec<String>,
+    /// Per subscription: got under syncpoint and the commit returned.
+    consumed: HashMap<&'static str, Vec<String>>,
+    /// Per subscription: got, but the commit was interrupted (consumed or still queued).
+    consumed_in_doubt: HashMap<&'static str, Vec<String>>,
+}
+
+fn connect_retrying(name: &str, conname: &str, stop: &AtomicBool) -> Option<Connection> {
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(60) {
+        if stop.load(Ordering::Acquire) {
+            return None;
+        }
+        if let Ok(c) = Connection::connect(ConnectOptions::client(name, conname).unwrap()) {
+            return Some(c);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("could not reconnect within 60 s");
+}
+
+fn body(id: usize, n: u64) -> String {
+    format!("p{id}-{n}")
+}
+
+fn parse(body: &str) -> (usize, u64) {
+    let (p, n) = body[1..].split_once('-').expect("publication body");
+    (p.parse().unwrap(), n.parse().unwrap())
+}
+
+fn publication(n: u64) -> (MessageDescriptor, Properties) {
+    let mut props = Properties::default();
+    props.set("parity", PropertyValue::Int((n % 2) as i64));
+    let md = MessageDescriptor {
+        persistence: Persistence::Persistent,
+        ..Default::default()
+    };
+    (md, props)
+}
+
+fn publisher(id: usize, name: &str, conname: &str, stop: &AtomicBool, ledger: &Mutex<Ledger>) {
+    let mut n = 0u64;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x9B5 + id as u64);
+    let topic = format!("load/p{id}");
+    'outer: while !stop.load(Ordering::Acquire) {
+        let Some(c) = connect_retrying(name, conname, stop) else {
+            break;
+        };
+        let Ok(h) = c.open_topic("", &topic, open::OUTPUT) else {
+            continue;
+        };
+        while !stop.load(Ordering::Acquire) {
+            if rng.gen_ratio(1, 3) {
+                // A unit of work of 1-5 publications, committed or (one time in four) backed out.
+                let sp = PutOptions {
+                    syncpoint: Syncpoint::Yes,
+                    ..Default::default()
+                };
+                let count = rng.gen_range(1..=5);
+                let back_out = rng.gen_ratio(1, 4);
+                let mut uow = Vec::new();
+                for _ in 0..count {
+                    let b = body(id, n);
+                    n += 1;
+                    let (md, props) = publication(n - 1);
+                    uow.push(b.clone());
+                    if let Err(e) = c.put(&h, &md, &props, Bytes::from(b), &sp) {
+                        // Not committed: the queue manager backs the unit of work out when the
+                        // connection goes.
+                        ledger.lock().unwrap().backed_out.extend(uow);
+                        if e.reason == Reason::Q_FULL {
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                        continue 'outer;
+                    }
+                }
+                if back_out {
+                    // A backout that fails leaves the unit of work to be backed out by the
+                    // queue manager: never visible either way.
+                    ledger.lock().unwrap().backed_out.extend(uow);
+                    if c.backout().is_err() {
+                        continue 'outer;
+                    }
+                    continue;
+                }
+                match c.commit() {
+                    Ok(()) => ledger.lock().unwrap().acked.extend(uow),
+                    Err(_) => {
+                        ledger.lock().unwrap().in_doubt.extend(uow);
+                        continue 'outer;
+                    }
+                }
+            } else {
+                let b = body(id, n);
+                n += 1;
+                let (md, props) = publication(n - 1);
+                match c.put(
+                    &h,
+                    &md,
+                    &props,
+                    Bytes::from(b.clone()),
+                    &PutOptions::default(),
+                ) {
+                    Ok(_) => ledger.lock().unwrap().acked.push(b),
+                    Err(e) if e.reason == Reason::Q_FULL => {
+                        // A subscription's queue is full: the publication went to nobody.
+                        ledger.lock().unwrap().refused.push(b);
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    Err(_) => {
+                        ledger.lock().unwrap().in_doubt.push(b);
+                        continue 'outer;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn durable(sub: &Sub) -> SubscriptionOptions {
+    SubscriptionOptions {
+        topic: sub.topic.into(),
+        name: Some(sub.name.into()),
+        durable: true,
+        resume: true,
+        create: true,
+        selector: sub.selector.map(str::to_string),
+        ..Default::default()
+    }
+}
+
+fn subscriber(
+    sub: &'static Sub,
+    name: &str,
+    conname: &str,
+    stop: &AtomicBool,
+    ledger: &Mutex<Ledger>,
+) {
+    let opts = GetOptions {
+        syncpoint: Syncpoint::Yes,
+        wait: Wait::Ms(50),
+        ..GetOptions::any()
+    };
+    'outer: while !stop.load(Ordering::Acquire) {
+        let Some(c) = connect_retrying(name, conname, stop) else {
+            break;
+        };
+        // Resuming can meet the subscription still held by the connection the kill cut (the
+        // queue manager clears it as it notices): try again.
+        let Ok(s) = c.subscribe(&durable(sub)) else {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        };
+        let q = s.queue.as_ref().expect("a managed queue");
+        while !stop.load(Ordering::Acquire) {
+            match c.get(q, &opts) {
+                Ok(m) => {
+                    let b = String::from_utf8(m.body.to_vec()).unwrap();
+                    match c.commit() {
+                        Ok(()) => ledger
+                            .lock()
+                            .unwrap()
+                            .consumed
+                            .entry(sub.name)
+                            .or_default()
+                            .push(b),
+                        Err(_) => {
+                            ledger
+                                .lock()
+                                .unwrap()
+                                .consumed_in_doubt
+                                .entry(sub.name)
+                                .or_default()
+                                .push(b);
+                            continue 'outer;
+                        }
+                    }
+                }
+                Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => {}
+                Err(_) => continue 'outer,
+            }
+        }
+    }
+}
+
+#[test]
+fn durable_subscribers_get_every_acknowledged_publication_once_across_sigkills() {
+    let home = Home::new();
+    // A small log, so checkpoints and the log's wrap happen during the run too.
+    let qm = Qm::create(&home, "PSKILL", &["-lp", "2", "-lf", "256"]);
+    qm.set_ini("Log", "CheckpointIntervalMs", "200");
+    qm.restart();
+    {
+        // The subscriptions exist before anything is published.
+        let c = qm.connect();
+        for s in &SUBS {
+            c.subscribe(&durable(s)).unwrap();
+        }
+    }
+    let (name, conname) = (qm.name.clone(), qm.conname());
+    let stop = AtomicBool::new(false);
+    let ledger = Mutex::new(Ledger::default());
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5EB5);
+    std::thread::scope(|s| {
+        for id in 0..PUBLISHERS {
+            let (name, conname, stop, ledger) = (&name, &conname, &stop, &ledger);
+            s.spawn(move || publisher(id, name, conname, stop, ledger));
+        }
+        for sub in &SUBS {
+            let (name, conname, stop, ledger) = (&name, &conname, &stop, &ledger);
+            s.spawn(move || subscriber(sub, name, conname, stop, ledger));
+        }
+        for round in 0..KILLS {
+            std::thread::sleep(Duration::from_millis(rng.gen_range(200..700)));
+            let before = ledger.lock().unwrap().acked.len();
+            qm.kill9();
+            std::thread::sleep(Duration::from_millis(rng.gen_range(0..50)));
+            qm.restart();
+            eprintln!("round {round}: killed and restarted with {before} acknowledged publications so far");
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        stop.store(true, Ordering::Release);
+    });
+    let l = ledger.into_inner().unwrap();
+
+    // What each subscription still holds.
+    let c = qm.connect();
+    let mut remaining: HashMap<&str, Vec<String>> = HashMap::new();
+    for sub in &SUBS {
+        let s = c.subscribe(&durable(sub)).unwrap();
+        let q = s.queue.as_ref().unwrap();
+        let left = remaining.entry(sub.name).or_default();
+        loop {
+            match c.get(q, &GetOptions::any()) {
+                Ok(m) => left.push(String::from_utf8(m.body.to_vec()).unwrap()),
+                Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => break,
+                Err(e) => panic!("draining {}: {e}", sub.name),
+            }
+        }
+    }
+
+    let acked: HashSet<&str> = l.acked.iter().map(String::as_str).collect();
+    let in_doubt: HashSet<&str> = l.in_doubt.iter().map(String::as_str).collect();
+    let never: HashSet<&str> = l
+        .backed_out
+        .iter()
+        .chain(l.refused.iter())
+        .map(String::as_str)
+        .collect();
+    assert!(
+        l.acked.len() >= 300,
+        "too little load to prove anything: {} acknowledged publications",
+        l.acked.len()
+    );
+    assert!(
+        l.in_doubt.len() <= KILLS * PUBLISHERS * 5,
+        "{} publications in doubt for {KILLS} kills: calls are failing for other reasons",
+        l.in_doubt.len()
+    );
+    // Per in-doubt publication: the subscriptions it reached.
+    let mut reached: HashMap<&str, Vec<&str>> = HashMap::new();
+    let empty = Vec::new();
+    for sub in &SUBS {
+        let consumed = l.consumed.get(sub.name).unwrap_or(&empty);
+        let consumed_in_doubt: HashSet<&str> = l
+            .consumed_in_doubt
+            .get(sub.name)
+            .unwrap_or(&empty)
+            .iter()
+            .map(String::as_str)
+            .collect();
+        let left = &remaining[sub.name];
+        assert!(
+            !consumed.is_empty(),
+            "{}: the subscriber made no progress",
+            sub.name
+        );
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for b in consumed.iter().chain(left.iter()) {
+            *seen.entry(b.as_str()).or_default() += 1;
+        }
+        for (b, k) in &seen {
+            assert_eq!(*k, 1, "{}: {b} delivered {k} times", sub.name);
+            assert!(
+                !never.contains(b),
+                "{}: {b}, backed out or refused, became visible",
+                sub.name
+            );
+            assert!(
+                acked.contains(b) || in_doubt.contains(b),
+                "{}: {b} was never published",
+                sub.name
+            );
+            let (p, n) = parse(b);
+            assert!((sub.matches)(p, n), "{}: {b} does not match it", sub.name);
+        }
+        for b in seen.keys().chain(consumed_in_doubt.iter()) {
+            if in_doubt.contains(b) {
+                reached.entry(b).or_default().push(sub.name);
+            }
+        }
+        let lost: Vec<&&str> = acked
+            .iter()
+            .filter(|b| {
+                let (p, n) = parse(b);
+                (sub.matches)(p, n) && !seen.contains_key(**b) && !consumed_in_doubt.contains(**b)
+            })
+            .collect();
+        assert!(
+            lost.is_empty(),
+            "{}: {} acknowledged publications lost, e.g. {:?}",
+            sub.name,
+            lost.len(),
+            &lost[..lost.len().min(5)]
+        );
+        eprintln!(
+            "{}: {} consumed, {} consumed in doubt, {} left",
+            sub.name,
+            consumed.len(),
+            consumed_in_doubt.len(),
+            left.len()
+        );
+    }
+    // All copies or none: an interrupted publication reached every subscription it matches.
+    for (b, subs) in &reached {
+        let (p, n) = parse(b);
+        let want: Vec<&str> = SUBS
+            .iter()
+            .filter(|s| (s.matches)(p, n))
+            .map(|s| s.name)
+            .collect();
+        let mut got = subs.clone();
+        got.sort_unstable();
+        got.dedup();
+        let mut want = want;
+        want.sort_unstable();
+        assert_eq!(
+            got, want,
+            "in-doubt publication {b} reached only some subscriptions"
+        );
+    }
+    eprintln!(
+        "{} acknowledged, {} in doubt ({} of them delivered), {} backed out, {} refused (queue full)",
+        l.acked.len(),
+        l.in_doubt.len(),
+        reached.len(),
+        l.backed_out.len(),
+        l.refused.len()
+    );
+}
