@@ -274,8 +274,8 @@ pub fn markdown(r: &Results) -> String {
          time, from /proc (Server CPU: the queue manager(s), {QM_SRC} + {QM_DST} in bindings mode). \
          After each row every destination file's SHA-256 is checked against its source's (a wrong \
          or missing file fails the run). The baseline is `cp -r` of the same files to the same disk \
-         followed by `sync`, timed together, in the same run (the faster of a run before and a run after \
-         that file size's rows). The seed's columns are its times for \
+         followed by `sync`, timed together, in the same run (the fastest of two runs before and two after \
+         that file size's rows, each pair just after an unrecorded run). The seed's columns are its times for \
          1000 MB in the same configuration (its files were sent in text mode, on other hardware): \
          compare by ratio, not by absolute figure.\n"
     );
@@ -320,7 +320,9 @@ pub fn markdown(r: &Results) -> String {
     let _ = writeln!(md, "\n## Baseline: cp + sync\n");
     let _ = writeln!(
         md,
-        "Measured before and after each file size's rows; the faster run is the baseline.\n"
+        "Measured twice before and twice after each file size's rows, each pair just after an \
+         unrecorded copy; the fastest run is the baseline (the same copy can take twice as long by \
+         the state of the disk underneath, so one run can flatter the transfers).\n"
     );
     let _ = writeln!(
         md,
