@@ -78,6 +78,14 @@ struct CreateAgent {
         default_value = "SYSTEM.DEF.SVRCONN"
     )]
     channel: String,
+    /// Client mode: the queue manager's other instances, host(port)[,host(port)...], tried in
+    /// turn after the first at every connect (agentQMgrStandby)
+    #[arg(long = "agentQMgrStandby", value_name = "HOST(PORT),...")]
+    standby: Option<String>,
+    /// The MQMFTCredentials.xml holding the user id and password for the agent's queue manager
+    /// (agentQMgrAuthenticationCredentialsFile; readable by its owner only)
+    #[arg(long = "credentialsFile", value_name = "FILE")]
+    credentials_file: Option<PathBuf>,
     /// agentChunkSize: bytes of file per message (default 262144)
     #[arg(long = "agentChunkSize", value_name = "BYTES")]
     chunk_size: Option<usize>,
@@ -253,7 +261,10 @@ pub fn run(name: &str, rest: &[String]) -> Res {
                 "ferrymq fteCreateAgent",
                 Some("Create a file transfer agent: its queues and agent.properties"),
                 "Examples:\n  ferrymq fteCreateAgent -agentName AGENT1 -agentQMgr QM1\n  \
-                 ferrymq fteCreateAgent -agentName AGENT1 -agentQMgr QM1 -p   # print the MQSC",
+                 ferrymq fteCreateAgent -agentName AGENT1 -agentQMgr QM1 -p   # print the MQSC\n  \
+                 ferrymq fteCreateAgent -agentName AGENT1 -agentQMgr QM1 -agentQMgrHost host1 \\\n      \
+                 -agentQMgrPort 1414 -agentQMgrStandby 'host2(1414),host3(1414)' \\\n      \
+                 -credentialsFile ~/MQMFTCredentials.xml   # client mode, an HA group",
                 &args,
             )?
             else {
@@ -263,6 +274,16 @@ pub fn run(name: &str, rest: &[String]) -> Res {
             p.agent_qmgr_host = a.host;
             p.agent_qmgr_port = a.port;
             p.agent_qmgr_channel = a.channel;
+            if let Some(v) = a.standby {
+                p.agent_qmgr_standby = v;
+            }
+            if let Some(f) = a.credentials_file {
+                // The agent runs from its own directory: the path must not depend on where the
+                // command ran.
+                let f =
+                    std::path::absolute(&f).map_err(|e| other(format!("{}: {e}", f.display())))?;
+                p.credentials_file = f.to_string_lossy().into_owned();
+            }
             if let Some(v) = a.chunk_size {
                 p.agent_chunk_size = v;
             }

@@ -24,16 +24,49 @@ use crate::{err, prop, queues, Result};
 /// How long one get of the agent's loops waits before it looks again (it ends no sooner).
 const POLL_MS: u64 = 500;
 
+/// Connects to the agent's queue manager as its properties say: in bindings mode, or in client
+/// mode through agentQMgrHost and then each agentQMgrStandby instance, with the user id and
+/// password of the credentials file's entry for the queue manager, if there is one.
 pub fn connect(p: &AgentProps) -> Result<Connection> {
     let mut opts = match &p.agent_qmgr_host {
-        Some(h) => ConnectOptions::client(&p.agent_qmgr, &format!("{h}({})", p.agent_qmgr_port))?,
+        Some(h) => {
+            let mut list = format!("{h}({})", p.agent_qmgr_port);
+            if !p.agent_qmgr_standby.is_empty() {
+                list.push(',');
+                list.push_str(&p.agent_qmgr_standby);
+            }
+            let mut o = ConnectOptions::client(&p.agent_qmgr, &list)?;
+            o.channel = p.agent_qmgr_channel.clone();
+            o
+        }
         None => ConnectOptions::bindings(&p.agent_qmgr),
     };
-    if p.agent_qmgr_host.is_some() {
-        opts.channel = p.agent_qmgr_channel.clone();
+    if !p.credentials_file.is_empty() {
+        let path = Path::new(&p.credentials_file);
+        if let Some(c) =
+            crate::credentials::load(path, &p.agent_qmgr, &crate::credentials::os_user())?
+        {
+            opts.user = c.user;
+            opts.password = c.password;
+        }
     }
     opts.app_name = format!("fteAgent {}", p.agent_name);
-    Ok(Connection::connect(opts)?)
+    Connection::connect(opts).map_err(|e| {
+        if e.reason == Reason::NOT_AUTHORIZED {
+            crate::FteError(format!(
+                "{e} (agent {}: the user id and password come from \
+                 agentQMgrAuthenticationCredentialsFile{})",
+                p.agent_name,
+                if p.credentials_file.is_empty() {
+                    ", which is not set".to_string()
+                } else {
+                    format!(" = {}", p.credentials_file)
+                }
+            ))
+        } else {
+            e.into()
+        }
+    })
 }
 
 pub fn pid_file(home: &Path, agent: &str) -> PathBuf {

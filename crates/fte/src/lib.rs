@@ -11,6 +11,7 @@ pub mod agent;
 mod checkpointer;
 pub mod checksum;
 pub mod commands;
+pub mod credentials;
 pub mod monitor;
 mod monitor_queue;
 pub mod props;

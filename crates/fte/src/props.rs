@@ -15,6 +15,13 @@ pub struct AgentProps {
     pub agent_qmgr_host: Option<String>,
     pub agent_qmgr_port: u16,
     pub agent_qmgr_channel: String,
+    /// `agentQMgrStandby`: in client mode, the other instances of the agent's queue manager
+    /// (`host(port)`, comma-separated: MQ names one standby, an HA group has two), tried after
+    /// agentQMgrHost in turn at every connect and reconnect.
+    pub agent_qmgr_standby: String,
+    /// `agentQMgrAuthenticationCredentialsFile`: the MQMFTCredentials.xml whose entry for the
+    /// agent's queue manager gives the user id and password it connects with (empty: none).
+    pub credentials_file: String,
     pub coordination_qmgr: String,
     pub agent_chunk_size: usize,
     pub agent_window_size: usize,
@@ -38,6 +45,8 @@ impl AgentProps {
             agent_qmgr_host: None,
             agent_qmgr_port: 1414,
             agent_qmgr_channel: "SYSTEM.DEF.SVRCONN".into(),
+            agent_qmgr_standby: String::new(),
+            credentials_file: String::new(),
             coordination_qmgr: qmgr.to_string(),
             agent_chunk_size: 256 * 1024,
             agent_window_size: 10,
@@ -65,6 +74,15 @@ impl AgentProps {
             kv("agentQMgrHost", h.clone());
             kv("agentQMgrPort", self.agent_qmgr_port.to_string());
             kv("agentQMgrChannel", self.agent_qmgr_channel.clone());
+            if !self.agent_qmgr_standby.is_empty() {
+                kv("agentQMgrStandby", self.agent_qmgr_standby.clone());
+            }
+        }
+        if !self.credentials_file.is_empty() {
+            kv(
+                "agentQMgrAuthenticationCredentialsFile",
+                self.credentials_file.clone(),
+            );
         }
         kv("coordinationQMgr", self.coordination_qmgr.clone());
         kv("agentChunkSize", self.agent_chunk_size.to_string());
@@ -114,6 +132,11 @@ impl AgentProps {
                 "agentQMgrHost" => p.agent_qmgr_host = Some(v.to_string()),
                 "agentQMgrPort" => p.agent_qmgr_port = num(1, 65_535)? as u16,
                 "agentQMgrChannel" => p.agent_qmgr_channel = v.to_string(),
+                "agentQMgrStandby" => {
+                    check_standby(v)?;
+                    p.agent_qmgr_standby = v.to_string();
+                }
+                "agentQMgrAuthenticationCredentialsFile" => p.credentials_file = v.to_string(),
                 "coordinationQMgr" => p.coordination_qmgr = v.to_string(),
                 "agentChunkSize" => p.agent_chunk_size = num(1, FTE_CHUNK_SIZE_MAX_BYTES)?,
                 "agentWindowSize" => p.agent_window_size = num(1, FTE_OUTSTANDING_CHUNKS_MAX)?,
@@ -147,6 +170,23 @@ impl AgentProps {
 }
 
 /// `<home>/mqft`.
+/// `agentQMgrStandby`: one or more `host(port)`, comma-separated.
+pub fn check_standby(v: &str) -> Result<()> {
+    for a in v.split(',') {
+        let a = a.trim();
+        let ok = a
+            .strip_suffix(')')
+            .and_then(|x| x.split_once('('))
+            .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p > 0));
+        if !ok {
+            return err(format!(
+                "agentQMgrStandby={v}: '{a}' is not host(port); give one or more, comma-separated"
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub fn mqft_dir(home: &Path) -> PathBuf {
     home.join("mqft")
 }
@@ -180,5 +220,14 @@ mod tests {
         assert_eq!(p.outstanding_chunks_max(), 50);
         assert_eq!(AgentProps::parse(&p.to_text()).unwrap(), p);
         assert!(AgentProps::parse("agentName=A\nagentQMgr=Q\nagentChunkSize=0\n").is_err());
+        let mut c = AgentProps::new("AGENT1", "QM1");
+        c.agent_qmgr_host = Some("10.0.0.1".into());
+        c.agent_qmgr_standby = "10.0.0.2(1414), host3(1415)".into();
+        c.credentials_file = "/etc/mqft/MQMFTCredentials.xml".into();
+        assert_eq!(AgentProps::parse(&c.to_text()).unwrap(), c);
+        for bad in ["h", "h(0)", "(1414)", "h(1414),", "h(x)"] {
+            let e = AgentProps::parse(&format!("agentQMgrStandby={bad}\n")).unwrap_err();
+            assert!(e.0.contains("host(port)"), "{bad}: {e:?}");
+        }
     }
 }

@@ -1,0 +1,282 @@
+//! Agents in client mode: two agents on another "host" (their own `$FERRYMQ_HOME`) reach an HA
+//! group of three instances through agentQMgrHost and the agentQMgrStandby list; the active
+//! instance is killed (SIGKILL) in the middle of a file, the agents find the new active instance
+//! by themselves and the transfer resumes from its checkpoint and arrives whole. And an agent
+//! whose queue manager requires a password connects with the entry of its credentials file
+//! (MQMFTCredentials.xml), is refused with the reason without it, and will not use a credentials
+//! file that other users may read.
+
+mod fte_support;
+mod support;
+
+use std::time::Duration;
+
+use fte_support::{data, dir, part_of, resumes_and_resent, wait_until, Agents};
+use support::ha::HaGroup;
+use support::{mqsc, Home, Qm};
+
+const CHUNK: usize = 64 * 1024;
+const SIZE: usize = 24 * 1024 * 1024 + 4_321;
+const INTERVAL: usize = 3;
+/// Sent again at most per resume: what the receiver had beyond its last checkpoint
+/// (agentFrameSize 2 × agentCheckpointInterval chunks) and the window in flight (2 × 2 chunks).
+const RESENT_MAX_BYTES: u64 = ((2 * INTERVAL + 2 * 2) * CHUNK) as u64;
+
+/// fteCreateAgent in client mode for each of `names`, with `extra` flags, then fteStartAgent.
+fn client_agents<'h>(
+    home: &'h Home,
+    qm: &str,
+    port: u16,
+    extra: &[&str],
+    names: &[&str],
+) -> Agents<'h> {
+    let (chunk, interval, port) = (CHUNK.to_string(), INTERVAL.to_string(), port.to_string());
+    for a in names {
+        let mut args = vec![
+            "fteCreateAgent",
+            "-agentName",
+            a,
+            "-agentQMgr",
+            qm,
+            "-agentQMgrHost",
+            "127.0.0.1",
+            "-agentQMgrPort",
+            &port,
+            "-agentChunkSize",
+            &chunk,
+            "-agentWindowSize",
+            "2",
+            "-agentFrameSize",
+            "2",
+            "-agentCheckpointInterval",
+            &interval,
+        ];
+        args.extend_from_slice(extra);
+        home.ok(&args);
+    }
+    let guard = Agents {
+        home,
+        names: names.iter().map(|s| s.to_string()).collect(),
+    };
+    for a in names {
+        let out = home.ok(&["fteStartAgent", a]);
+        assert!(out.contains("started"), "{out}");
+    }
+    guard
+}
+
+/// The line of the sending agent's log that ends the transfer.
+fn result_in_log(home: &Home, agent: &str, secs: u64) -> String {
+    let mut result = String::new();
+    wait_until(
+        "the transfer's result in the sending agent's log",
+        secs,
+        || {
+            let log = fte_support::agent_log(home, agent);
+            match log
+                .lines()
+                .find(|l| l.contains("transfer complete") || l.contains("transfer failed"))
+            {
+                Some(l) => {
+                    result = l.to_string();
+                    true
+                }
+                None => false,
+            }
+        },
+    );
+    result
+}
+
+#[test]
+fn client_agents_follow_an_ha_group_through_their_standby_list_and_resume_after_a_failover() {
+    let g = HaGroup::start("FTHA", &[]);
+    let first = g.wait_active(Duration::from_secs(30));
+    // agentQMgrHost names the active instance; the standby list names the other two.
+    let others: Vec<String> = (0..3)
+        .filter(|i| *i != first)
+        .map(|i| format!("127.0.0.1({})", g.ports[i]))
+        .collect();
+    let standby = others.join(",");
+    let host = Home::new();
+    let _a = client_agents(
+        &host,
+        "FTHA",
+        g.ports[first],
+        &["-agentQMgrStandby", &standby],
+        &["SRC", "DST"],
+    );
+    let props =
+        std::fs::read_to_string(host.path().join("mqft/agents/SRC/agent.properties")).unwrap();
+    assert!(
+        props.contains(&format!("agentQMgrStandby={standby}")),
+        "{props}"
+    );
+
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("big.bin");
+    let body = data(SIZE, 7);
+    std::fs::write(&src, &body).unwrap();
+    let dst = dir(work.path(), "in").join("big.bin");
+    host.ok(&[
+        "fteCreateTransfer",
+        "-sa",
+        "SRC",
+        "-sm",
+        "FTHA",
+        "-da",
+        "DST",
+        "-dm",
+        "FTHA",
+        "-df",
+        dst.to_str().unwrap(),
+        src.to_str().unwrap(),
+    ]);
+    let part = part_of(&dst);
+    wait_until("a quarter of the file at the destination", 60, || {
+        std::fs::metadata(&part).is_ok_and(|m| m.len() >= SIZE as u64 / 4)
+    });
+    assert!(!dst.exists(), "the transfer ended before the failover");
+    g.kill9(first);
+    let t = std::time::Instant::now();
+    let next = g.wait_active(Duration::from_secs(30));
+    eprintln!("failover: instance {first} to {next} in {:?}", t.elapsed());
+    assert_ne!(next, first);
+
+    let result = result_in_log(&host, "SRC", 150);
+    eprintln!("result: {result}");
+    assert!(result.contains("transfer complete"), "{result}");
+    assert!(
+        std::fs::read(&dst).unwrap() == body,
+        "the destination differs from the source"
+    );
+    assert!(!part.exists());
+    let names: Vec<_> = std::fs::read_dir(dst.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let (resumes, resent) = resumes_and_resent(&result);
+    assert!(resumes >= 1, "{result}");
+    assert!(resent <= resumes * RESENT_MAX_BYTES, "{result}");
+    // Both agents came back on the new active instance by themselves.
+    for a in ["SRC", "DST"] {
+        let log = fte_support::agent_log(&host, a);
+        assert!(log.contains("reconnecting"), "{a}: {log}");
+    }
+}
+
+const PASSWORD: &str = "Fte-Agent-Pa55";
+
+fn credentials(path: &std::path::Path, qm: &str, password: &str, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(
+        path,
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <tns:mqmftCredentials xmlns:tns=\"http://wmqfte.ibm.com/MQMFTCredentials\">\n\
+             <tns:qmgr name=\"{qm}\" mqUserId=\"fteuser\" mqPassword=\"{password}\"/>\n\
+             </tns:mqmftCredentials>\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn a_client_agent_connects_with_its_credentials_file_and_not_without_a_safe_one() {
+    let home = Home::new();
+    // fteCreateAgent defines the agent's queues over its own (client) connection.
+    let qm = Qm::start_remote_admin(&home, "FTCRED", &[]);
+    mqsc(
+        &home,
+        "FTCRED",
+        "DEFINE AUTHINFO(FTE.IDPW) AUTHTYPE(IDPWOS) CHCKCLNT(REQUIRED) FAILDLAY(0)\n\
+         ALTER QMGR CONNAUTH(FTE.IDPW)\n\
+         REFRESH SECURITY TYPE(CONNAUTH)\n",
+    );
+    let out = home.run_with_input(
+        &[
+            "setmqusr",
+            "-m",
+            "FTCRED",
+            "-u",
+            "fteuser",
+            "-g",
+            "mqm",
+            "--password-stdin",
+        ],
+        &format!("{PASSWORD}\n"),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let host = Home::new();
+    let port = qm.port.to_string();
+    let work = tempfile::tempdir().unwrap();
+    let creds = work.path().join("MQMFTCredentials.xml");
+    let create = |agent: &str, extra: &[&str]| {
+        let mut args = vec![
+            "fteCreateAgent",
+            "-agentName",
+            agent,
+            "-agentQMgr",
+            "FTCRED",
+            "-agentQMgrHost",
+            "127.0.0.1",
+            "-agentQMgrPort",
+            &port,
+        ];
+        args.extend_from_slice(extra);
+        host.run(&args)
+    };
+
+    // No credentials: refused, and the reason says where they would come from.
+    let o = create("NOCRED", &[]);
+    let t = fte_support::text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(
+        t.contains("2035") && t.contains("agentQMgrAuthenticationCredentialsFile"),
+        "{t}"
+    );
+    // A credentials file others may read: refused before it is used.
+    credentials(&creds, "FTCRED", PASSWORD, 0o644);
+    let o = create("OPEN", &["-credentialsFile", creds.to_str().unwrap()]);
+    let t = fte_support::text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(t.contains("chmod 600"), "{t}");
+    // A wrong password: refused.
+    credentials(&creds, "FTCRED", "wrong-password", 0o600);
+    let o = create("WRONG", &["-credentialsFile", creds.to_str().unwrap()]);
+    assert!(!o.status.success(), "{}", fte_support::text(&o));
+
+    // The right entry: both agents are made and started, and a file crosses.
+    credentials(&creds, "FTCRED", PASSWORD, 0o600);
+    let _a = client_agents(
+        &host,
+        "FTCRED",
+        qm.port,
+        &["-credentialsFile", creds.to_str().unwrap()],
+        &["CSRC", "CDST"],
+    );
+    let src = work.path().join("small.bin");
+    let body = data(3 * CHUNK + 17, 9);
+    std::fs::write(&src, &body).unwrap();
+    let dst = dir(work.path(), "in").join("small.bin");
+    let out = host.ok(&[
+        "fteCreateTransfer",
+        "-w",
+        "60",
+        "-sa",
+        "CSRC",
+        "-sm",
+        "FTCRED",
+        "-da",
+        "CDST",
+        "-dm",
+        "FTCRED",
+        "-df",
+        dst.to_str().unwrap(),
+        src.to_str().unwrap(),
+    ]);
+    assert!(out.contains("complete"), "{out}");
+    assert!(std::fs::read(&dst).unwrap() == body);
+}
