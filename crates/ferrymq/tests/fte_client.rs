@@ -11,7 +11,9 @@ mod support;
 
 use std::time::Duration;
 
-use fte_support::{data, dir, part_of, resumes_and_resent, wait_until, Agents};
+use fte_support::{
+    agents_with, data, dir, part_of, resumes_and_resent, wait_result, wait_until, Agents,
+};
 use support::ha::HaGroup;
 use support::{mqsc, Home, Qm};
 
@@ -22,7 +24,8 @@ const INTERVAL: usize = 3;
 /// (agentFrameSize 2 × agentCheckpointInterval chunks) and the window in flight (2 × 2 chunks).
 const RESENT_MAX_BYTES: u64 = ((2 * INTERVAL + 2 * 2) * CHUNK) as u64;
 
-/// fteCreateAgent in client mode for each of `names`, with `extra` flags, then fteStartAgent.
+/// fteCreateAgent in client mode on 127.0.0.1(`port`) for each of `names`, with `extra` flags,
+/// then fteStartAgent.
 fn client_agents<'h>(
     home: &'h Home,
     qm: &str,
@@ -30,62 +33,10 @@ fn client_agents<'h>(
     extra: &[&str],
     names: &[&str],
 ) -> Agents<'h> {
-    let (chunk, interval, port) = (CHUNK.to_string(), INTERVAL.to_string(), port.to_string());
-    for a in names {
-        let mut args = vec![
-            "fteCreateAgent",
-            "-agentName",
-            a,
-            "-agentQMgr",
-            qm,
-            "-agentQMgrHost",
-            "127.0.0.1",
-            "-agentQMgrPort",
-            &port,
-            "-agentChunkSize",
-            &chunk,
-            "-agentWindowSize",
-            "2",
-            "-agentFrameSize",
-            "2",
-            "-agentCheckpointInterval",
-            &interval,
-        ];
-        args.extend_from_slice(extra);
-        home.ok(&args);
-    }
-    let guard = Agents {
-        home,
-        names: names.iter().map(|s| s.to_string()).collect(),
-    };
-    for a in names {
-        let out = home.ok(&["fteStartAgent", a]);
-        assert!(out.contains("started"), "{out}");
-    }
-    guard
-}
-
-/// The line of the sending agent's log that ends the transfer.
-fn result_in_log(home: &Home, agent: &str, secs: u64) -> String {
-    let mut result = String::new();
-    wait_until(
-        "the transfer's result in the sending agent's log",
-        secs,
-        || {
-            let log = fte_support::agent_log(home, agent);
-            match log
-                .lines()
-                .find(|l| l.contains("transfer complete") || l.contains("transfer failed"))
-            {
-                Some(l) => {
-                    result = l.to_string();
-                    true
-                }
-                None => false,
-            }
-        },
-    );
-    result
+    let port = port.to_string();
+    let mut flags = vec!["-agentQMgrHost", "127.0.0.1", "-agentQMgrPort", &port];
+    flags.extend_from_slice(extra);
+    agents_with(home, qm, names, CHUNK, INTERVAL, &flags)
 }
 
 #[test]
@@ -143,7 +94,12 @@ fn client_agents_follow_an_ha_group_through_their_standby_list_and_resume_after_
     eprintln!("failover: instance {first} to {next} in {:?}", t.elapsed());
     assert_ne!(next, first);
 
-    let result = result_in_log(&host, "SRC", 150);
+    let result = wait_result(
+        &host,
+        "SRC",
+        "the transfer's result in the sending agent's log",
+        150,
+    );
     eprintln!("result: {result}");
     assert!(result.contains("transfer complete"), "{result}");
     assert!(

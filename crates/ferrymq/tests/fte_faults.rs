@@ -105,14 +105,6 @@ fn same_as_source(path: &Path, seed: u8) -> bool {
     }
 }
 
-/// The sending agent's result line for the transfer, once there is one.
-fn result_line(home: &Home) -> Option<String> {
-    fte_support::agent_log(home, "SRC")
-        .lines()
-        .find(|l| l.contains("transfer complete") || l.contains("transfer failed"))
-        .map(str::to_string)
-}
-
 fn part_len(dst: &Path) -> u64 {
     std::fs::metadata(part_of(dst)).map_or(0, |m| m.len())
 }
@@ -198,10 +190,10 @@ fn a_200_mb_transfer_survives_ten_random_faults_of_agents_queue_managers_and_the
         wait_until(
             &format!("progress before fault {n} ({fault:?}; seed {seed})"),
             60,
-            || part_len(&dst) >= from + more || result_line(&home).is_some(),
+            || part_len(&dst) >= from + more || fte_support::result_line(&home, "SRC").is_some(),
         );
         std::thread::sleep(Duration::from_millis(pause));
-        if let Some(r) = result_line(&home) {
+        if let Some(r) = fte_support::result_line(&home, "SRC") {
             panic!(
                 "the transfer ended after {done:?}, before fault {n} ({fault:?}; seed {seed}): {r}"
             );
@@ -241,17 +233,11 @@ fn a_200_mb_transfer_survives_ten_random_faults_of_agents_queue_managers_and_the
         done.push(*fault);
     }
 
-    let mut result = String::new();
-    wait_until(
+    let result = fte_support::wait_result(
+        &home,
+        "SRC",
         &format!("the transfer's result in the sending agent's log (seed {seed})"),
         150,
-        || match result_line(&home) {
-            Some(r) => {
-                result = r;
-                true
-            }
-            None => false,
-        },
     );
     eprintln!("result: {result}");
     assert!(

@@ -165,23 +165,11 @@ fn the_queue_manager_killed_mid_file_and_restarted_the_agents_reconnect_and_resu
     wait_mid(&f.dst);
     qm.kill9();
     qm.restart();
-    let mut result = String::new();
-    wait_until(
+    let result = fte_support::wait_result(
+        &home,
+        "SRC",
         "the transfer's result in the sending agent's log",
         150,
-        || {
-            let log = fte_support::agent_log(&home, "SRC");
-            match log
-                .lines()
-                .find(|l| l.contains("transfer complete") || l.contains("transfer failed"))
-            {
-                Some(l) => {
-                    result = l.to_string();
-                    true
-                }
-                None => false,
-            }
-        },
     );
     check_arrived(&f, &result);
 }

@@ -12,14 +12,14 @@ mod support;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
-use ferrymq_client::blocking::Connection;
-use ferrymq_client::{ConnectOptions, SubscriptionOptions};
+use ferrymq_client::SubscriptionOptions;
 use ferrymq_types::options::{open, GetOptions, PutOptions, Syncpoint, Wait};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties, PropertyValue, Reason};
 use rand::{Rng, SeedableRng};
+use support::workload::{connect_retrying, Target};
 use support::{Home, Qm};
 
 const KILLS: usize = 10;
@@ -77,20 +77,6 @@ struct Ledger {
     consumed_in_doubt: HashMap<&'static str, Vec<String>>,
 }
 
-fn connect_retrying(name: &str, conname: &str, stop: &AtomicBool) -> Option<Connection> {
-    let t = Instant::now();
-    while t.elapsed() < Duration::from_secs(60) {
-        if stop.load(Ordering::Acquire) {
-            return None;
-        }
-        if let Ok(c) = Connection::connect(ConnectOptions::client(name, conname).unwrap()) {
-            return Some(c);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("could not reconnect within 60 s");
-}
-
 fn body(id: usize, n: u64) -> String {
     format!("p{id}-{n}")
 }
@@ -110,12 +96,12 @@ fn publication(n: u64) -> (MessageDescriptor, Properties) {
     (md, props)
 }
 
-fn publisher(id: usize, name: &str, conname: &str, stop: &AtomicBool, ledger: &Mutex<Ledger>) {
+fn publisher(id: usize, qm: &Target, stop: &AtomicBool, ledger: &Mutex<Ledger>) {
     let mut n = 0u64;
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x9B5 + id as u64);
     let topic = format!("load/p{id}");
     'outer: while !stop.load(Ordering::Acquire) {
-        let Some(c) = connect_retrying(name, conname, stop) else {
+        let Some(c) = connect_retrying(qm, stop) else {
             break;
         };
         let Ok(h) = c.open_topic("", &topic, open::OUTPUT) else {
@@ -201,20 +187,14 @@ fn durable(sub: &Sub) -> SubscriptionOptions {
     }
 }
 
-fn subscriber(
-    sub: &'static Sub,
-    name: &str,
-    conname: &str,
-    stop: &AtomicBool,
-    ledger: &Mutex<Ledger>,
-) {
+fn subscriber(sub: &'static Sub, qm: &Target, stop: &AtomicBool, ledger: &Mutex<Ledger>) {
     let opts = GetOptions {
         syncpoint: Syncpoint::Yes,
         wait: Wait::Ms(50),
         ..GetOptions::any()
     };
     'outer: while !stop.load(Ordering::Acquire) {
-        let Some(c) = connect_retrying(name, conname, stop) else {
+        let Some(c) = connect_retrying(qm, stop) else {
             break;
         };
         // Resuming can meet the subscription still held by the connection the kill cut (the
@@ -269,18 +249,21 @@ fn durable_subscribers_get_every_acknowledged_publication_once_across_sigkills()
             c.subscribe(&durable(s)).unwrap();
         }
     }
-    let (name, conname) = (qm.name.clone(), qm.conname());
+    let target = Target {
+        name: qm.name.clone(),
+        conname: qm.conname(),
+    };
     let stop = AtomicBool::new(false);
     let ledger = Mutex::new(Ledger::default());
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x5EB5);
     std::thread::scope(|s| {
         for id in 0..PUBLISHERS {
-            let (name, conname, stop, ledger) = (&name, &conname, &stop, &ledger);
-            s.spawn(move || publisher(id, name, conname, stop, ledger));
+            let (target, stop, ledger) = (&target, &stop, &ledger);
+            s.spawn(move || publisher(id, target, stop, ledger));
         }
         for sub in &SUBS {
-            let (name, conname, stop, ledger) = (&name, &conname, &stop, &ledger);
-            s.spawn(move || subscriber(sub, name, conname, stop, ledger));
+            let (target, stop, ledger) = (&target, &stop, &ledger);
+            s.spawn(move || subscriber(sub, target, stop, ledger));
         }
         for round in 0..KILLS {
             std::thread::sleep(Duration::from_millis(rng.gen_range(200..700)));

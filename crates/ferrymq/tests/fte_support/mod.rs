@@ -47,10 +47,22 @@ pub fn agents_checkpointing<'h>(
     chunk: usize,
     interval: usize,
 ) -> Agents<'h> {
+    agents_with(home, qm, names, chunk, interval, &[])
+}
+
+/// As [`agents_checkpointing`], with `extra` fteCreateAgent flags (client mode, credentials).
+pub fn agents_with<'h>(
+    home: &'h Home,
+    qm: &str,
+    names: &[&str],
+    chunk: usize,
+    interval: usize,
+    extra: &[&str],
+) -> Agents<'h> {
     let chunk = chunk.to_string();
     let interval = interval.to_string();
     for a in names {
-        home.ok(&[
+        let mut args = vec![
             "fteCreateAgent",
             "-agentName",
             a,
@@ -64,7 +76,9 @@ pub fn agents_checkpointing<'h>(
             "2",
             "-agentCheckpointInterval",
             &interval,
-        ]);
+        ];
+        args.extend_from_slice(extra);
+        home.ok(&args);
     }
     let guard = Agents {
         home,
@@ -116,6 +130,27 @@ pub fn agent_log(home: &Home, agent: &str) -> String {
         .join(agent)
         .join("agent.log");
     std::fs::read_to_string(f).unwrap_or_default()
+}
+
+/// The line of `agent`'s log that ends a transfer (complete or failed), once there is one.
+pub fn result_line(home: &Home, agent: &str) -> Option<String> {
+    agent_log(home, agent)
+        .lines()
+        .find(|l| l.contains("transfer complete") || l.contains("transfer failed"))
+        .map(str::to_string)
+}
+
+/// Waits (bounded by `secs`) for [`result_line`]; `what` names the wait in a failure.
+pub fn wait_result(home: &Home, agent: &str, what: &str, secs: u64) -> String {
+    let mut result = String::new();
+    wait_until(what, secs, || match result_line(home, agent) {
+        Some(r) => {
+            result = r;
+            true
+        }
+        None => false,
+    });
+    result
 }
 
 /// `<path>.part`.

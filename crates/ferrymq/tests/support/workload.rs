@@ -37,7 +37,9 @@ pub struct Ledger {
     pub in_doubt_gets: Vec<String>,
 }
 
-fn connect_retrying(qm: &Target, stop: &AtomicBool) -> Option<Connection> {
+/// Connects to `qm`, trying again every 20 ms for up to a minute (the queue manager may be
+/// restarting); `None` once `stop` is set.
+pub fn connect_retrying(qm: &Target, stop: &AtomicBool) -> Option<Connection> {
     let t = Instant::now();
     while t.elapsed() < Duration::from_secs(60) {
         if stop.load(Ordering::Acquire) {
