@@ -236,3 +236,104 @@ fn a_client_agent_connects_with_its_credentials_file_and_not_without_a_safe_one(
     assert!(out.contains("complete"), "{out}");
     assert!(std::fs::read(&dst).unwrap() == body);
 }
+
+#[test]
+fn a_client_agent_speaks_tls_with_its_trust_store_and_key_store() {
+    let home = Home::new();
+    let qm = Qm::create(&home, "FTTLS", &[]);
+    qm.set_ini("Channels", "RemoteAdmin", "yes");
+    let certs = home.path().join("certs");
+    home.ok(&[
+        "mkdevcerts",
+        "--dir",
+        certs.to_str().unwrap(),
+        "-m",
+        "FTTLS",
+        "--client",
+        "agent",
+    ]);
+    qm.restart();
+    // agentSslKeyStore: the agent's certificate and key in one PEM file.
+    let store = certs.join("agent-store.pem");
+    let pem = [
+        std::fs::read_to_string(certs.join("agent.pem")).unwrap(),
+        std::fs::read_to_string(certs.join("agent.key")).unwrap(),
+    ]
+    .concat();
+    std::fs::write(&store, pem).unwrap();
+
+    // The agents' queues are made while the channel still takes plain connections.
+    let host = Home::new();
+    let port = qm.port.to_string();
+    for a in ["TSRC", "TDST", "PLAIN"] {
+        host.ok(&[
+            "fteCreateAgent",
+            "-agentName",
+            a,
+            "-agentQMgr",
+            "FTTLS",
+            "-agentQMgrHost",
+            "127.0.0.1",
+            "-agentQMgrPort",
+            &port,
+        ]);
+    }
+    for a in ["TSRC", "TDST"] {
+        let f = host
+            .path()
+            .join("mqft/agents")
+            .join(a)
+            .join("agent.properties");
+        let mut text = std::fs::read_to_string(&f).unwrap();
+        text.push_str(&format!(
+            "agentSslCipherSpec=ANY_TLS12_OR_HIGHER\nagentSslTrustStore={}\nagentSslKeyStore={}\n",
+            certs.join("ca.pem").display(),
+            store.display()
+        ));
+        std::fs::write(&f, text).unwrap();
+    }
+    mqsc(
+        &home,
+        "FTTLS",
+        "ALTER CHANNEL(SYSTEM.DEF.SVRCONN) CHLTYPE(SVRCONN) SSLCIPH(ANY_TLS12_OR_HIGHER) SSLCAUTH(REQUIRED)\n",
+    );
+    let _a = Agents {
+        home: &host,
+        names: vec!["TSRC".into(), "TDST".into(), "PLAIN".into()],
+    };
+    // Without TLS the agent is refused, and says why.
+    let o = host.run(&["fteStartAgent", "PLAIN"]);
+    let t = fte_support::text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(
+        t.contains("SSLCIPH") && t.contains("agentSslCipherSpec"),
+        "{t}"
+    );
+    for a in ["TSRC", "TDST"] {
+        let out = host.ok(&["fteStartAgent", a]);
+        assert!(out.contains("started"), "{out}");
+    }
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("tls.bin");
+    let body = data(2 * 256 * 1024 + 99, 5);
+    std::fs::write(&src, &body).unwrap();
+    let dst = dir(work.path(), "in").join("tls.bin");
+    let out = host.ok(&[
+        "fteCreateTransfer",
+        "-w",
+        "60",
+        "-sa",
+        "TSRC",
+        "-sm",
+        "FTTLS",
+        "-da",
+        "TDST",
+        "-dm",
+        "FTTLS",
+        "-df",
+        dst.to_str().unwrap(),
+        src.to_str().unwrap(),
+    ]);
+    assert!(out.contains("complete"), "{out}");
+    assert!(std::fs::read(&dst).unwrap() == body);
+}

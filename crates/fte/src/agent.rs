@@ -37,6 +37,16 @@ pub fn connect(p: &AgentProps) -> Result<Connection> {
             }
             let mut o = ConnectOptions::client(&p.agent_qmgr, &list)?;
             o.channel = p.agent_qmgr_channel.clone();
+            if !p.ssl_cipher_spec.is_empty() {
+                let key = (!p.ssl_key_store.is_empty()).then(|| PathBuf::from(&p.ssl_key_store));
+                o.tls = Some(ferrymq_client::TlsOptions {
+                    ca_file: PathBuf::from(&p.ssl_trust_store),
+                    cert_file: key.clone(),
+                    key_file: key,
+                    cipher: Some(p.ssl_cipher_spec.clone()),
+                    server_name: None,
+                });
+            }
             o
         }
         None => ConnectOptions::bindings(&p.agent_qmgr),
@@ -62,6 +72,12 @@ pub fn connect(p: &AgentProps) -> Result<Connection> {
                 } else {
                     format!(" = {}", p.credentials_file)
                 }
+            ))
+        } else if e.reason == Reason::SSL_INITIALIZATION_ERROR {
+            crate::FteError(format!(
+                "{e} (agent {}: TLS comes from agentSslCipherSpec, agentSslTrustStore and \
+                 agentSslKeyStore in its agent.properties)",
+                p.agent_name
             ))
         } else {
             e.into()

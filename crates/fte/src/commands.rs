@@ -157,6 +157,7 @@ pub fn start_agent(home: &Path, exe: &Path, agent: &str) -> Result<String> {
         .open(&out_path)
         .map_err(io(&out_path))?;
     let err_out = out.try_clone().map_err(io(&out_path))?;
+    let log_start = out.metadata().map(|m| m.len()).unwrap_or(0);
     let mut child = std::process::Command::new(exe)
         .args(["fte", "agent", agent])
         .env("FERRYMQ_HOME", home)
@@ -169,7 +170,8 @@ pub fn start_agent(home: &Path, exe: &Path, agent: &str) -> Result<String> {
     while Instant::now() < deadline {
         if let Ok(Some(status)) = child.try_wait() {
             return err(format!(
-                "agent {agent} ended at start ({status}); see {}",
+                "agent {agent} ended at start ({status}){}; see {}",
+                said_since(&out_path, log_start),
                 out_path.display()
             ));
         }
@@ -184,6 +186,22 @@ pub fn start_agent(home: &Path, exe: &Path, agent: &str) -> Result<String> {
         FTE_AGENT_START_WAIT_MS / 1000,
         out_path.display()
     ))
+}
+
+/// What an agent wrote to its log from `from` on (its last 2 KiB at most), as `: TEXT`, for the
+/// command that started it: why it ended.
+fn said_since(log: &Path, from: u64) -> String {
+    const MAX: usize = 2048;
+    let text = std::fs::read(log).unwrap_or_default();
+    let new = text.get(from as usize..).unwrap_or_default();
+    let tail = &new[new.len().saturating_sub(MAX)..];
+    let t = String::from_utf8_lossy(tail);
+    let t = t.trim();
+    if t.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", t.replace('\n', " / "))
+    }
 }
 
 /// The priority of cancel and stop requests: the agent serves them ahead of the transfer

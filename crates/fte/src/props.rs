@@ -22,6 +22,15 @@ pub struct AgentProps {
     /// `agentQMgrAuthenticationCredentialsFile`: the MQMFTCredentials.xml whose entry for the
     /// agent's queue manager gives the user id and password it connects with (empty: none).
     pub credentials_file: String,
+    /// `agentSslCipherSpec`: in client mode, TLS with this CipherSpec (an SSLCIPH value such as
+    /// `ANY_TLS12_OR_HIGHER`); empty: no TLS.
+    pub ssl_cipher_spec: String,
+    /// `agentSslTrustStore`: the CA certificates (PEM) the queue manager's certificate must
+    /// chain to; needed with agentSslCipherSpec.
+    pub ssl_trust_store: String,
+    /// `agentSslKeyStore`: the agent's own certificate chain and private key, in one PEM file,
+    /// for channels that ask for a client certificate (empty: none).
+    pub ssl_key_store: String,
     pub coordination_qmgr: String,
     pub agent_chunk_size: usize,
     pub agent_window_size: usize,
@@ -47,6 +56,9 @@ impl AgentProps {
             agent_qmgr_channel: "SYSTEM.DEF.SVRCONN".into(),
             agent_qmgr_standby: String::new(),
             credentials_file: String::new(),
+            ssl_cipher_spec: String::new(),
+            ssl_trust_store: String::new(),
+            ssl_key_store: String::new(),
             coordination_qmgr: qmgr.to_string(),
             agent_chunk_size: 256 * 1024,
             agent_window_size: 10,
@@ -76,6 +88,15 @@ impl AgentProps {
             kv("agentQMgrChannel", self.agent_qmgr_channel.clone());
             if !self.agent_qmgr_standby.is_empty() {
                 kv("agentQMgrStandby", self.agent_qmgr_standby.clone());
+            }
+            for (k, v) in [
+                ("agentSslCipherSpec", &self.ssl_cipher_spec),
+                ("agentSslTrustStore", &self.ssl_trust_store),
+                ("agentSslKeyStore", &self.ssl_key_store),
+            ] {
+                if !v.is_empty() {
+                    kv(k, v.clone());
+                }
             }
         }
         if !self.credentials_file.is_empty() {
@@ -137,6 +158,9 @@ impl AgentProps {
                     p.agent_qmgr_standby = v.to_string();
                 }
                 "agentQMgrAuthenticationCredentialsFile" => p.credentials_file = v.to_string(),
+                "agentSslCipherSpec" => p.ssl_cipher_spec = v.to_string(),
+                "agentSslTrustStore" => p.ssl_trust_store = v.to_string(),
+                "agentSslKeyStore" => p.ssl_key_store = v.to_string(),
                 "coordinationQMgr" => p.coordination_qmgr = v.to_string(),
                 "agentChunkSize" => p.agent_chunk_size = num(1, FTE_CHUNK_SIZE_MAX_BYTES)?,
                 "agentWindowSize" => p.agent_window_size = num(1, FTE_OUTSTANDING_CHUNKS_MAX)?,
@@ -164,6 +188,12 @@ impl AgentProps {
         }
         if p.agent_name.is_empty() || p.agent_qmgr.is_empty() {
             return err("agent.properties: agentName and agentQMgr are required");
+        }
+        if !p.ssl_cipher_spec.is_empty() && p.ssl_trust_store.is_empty() {
+            return err(
+                "agent.properties: agentSslCipherSpec needs agentSslTrustStore (the CA \
+                 certificates, PEM, that the queue manager's certificate must chain to)",
+            );
         }
         Ok(p)
     }
@@ -224,7 +254,13 @@ mod tests {
         c.agent_qmgr_host = Some("10.0.0.1".into());
         c.agent_qmgr_standby = "10.0.0.2(1414), host3(1415)".into();
         c.credentials_file = "/etc/mqft/MQMFTCredentials.xml".into();
+        c.ssl_cipher_spec = "ANY_TLS12_OR_HIGHER".into();
+        c.ssl_trust_store = "/etc/mqft/ca.pem".into();
+        c.ssl_key_store = "/etc/mqft/agent1.pem".into();
         assert_eq!(AgentProps::parse(&c.to_text()).unwrap(), c);
+        let e = AgentProps::parse("agentName=A\nagentQMgr=Q\nagentSslCipherSpec=ANY_TLS12\n")
+            .unwrap_err();
+        assert!(e.0.contains("agentSslTrustStore"), "{e:?}");
         for bad in ["h", "h(0)", "(1414)", "h(1414),", "h(x)"] {
             let e = AgentProps::parse(&format!("agentQMgrStandby={bad}\n")).unwrap_err();
             assert!(e.0.contains("host(port)"), "{bad}: {e:?}");
