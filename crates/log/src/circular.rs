@@ -221,6 +221,7 @@ impl RecoveryLog {
             state: Mutex::new(State {
                 buf: Vec::new(),
                 buf_start: tail,
+                appends: 0,
                 shutdown: false,
             }),
             work: Condvar::new(),
@@ -313,6 +314,7 @@ impl RecoveryLog {
                 });
             }
             encode_into(&mut st.buf, lsn, kind, parts, len as u32);
+            st.appends = st.appends.saturating_add(1);
             lsn + rec_len
         };
         Ok(end)

@@ -7,8 +7,8 @@
 //! reallocated in steady state), writes the bytes at their ring positions,
 //! fdatasyncs (in `Fsync` mode) every file it touched, then publishes the new
 //! durable LSN. All appends that arrived while the previous sync was running
-//! therefore share the next one. When work came during a sync, the writer yields the CPU once
-//! before it takes the next batch, so the appenders its sync released get to append first.
+//! therefore share the next one. When several records came during a sync, the writer yields the
+//! CPU once before it takes the next batch, so the appenders its sync released append first.
 //!
 //! The writer never has unsynced bytes in two sync windows at once (it syncs
 //! before crossing a window boundary); recovery depends on that to tell a torn
@@ -45,6 +45,8 @@ pub(crate) struct State {
     pub buf: Vec<u8>,
     /// LSN of `buf[0]`; `buf_start + buf.len()` is the end LSN.
     pub buf_start: Lsn,
+    /// Records framed into `buf` since the writer last took it.
+    pub appends: u32,
     pub shutdown: bool,
 }
 
@@ -232,11 +234,12 @@ pub(crate) fn run(shared: Arc<Shared>) {
     let mut batch: Vec<u8> = Vec::new();
     let mut last_write = Instant::now();
     loop {
-        // Work that came during the last sync means a busy log: the waiters that sync released
-        // are runnable now, so let them have the CPU first, and what they append in answer joins
-        // the next batch instead of following it in a sync of its own (fewer syncs per commit,
-        // shorter waits). A lone committer finds nothing waiting and is not delayed.
-        if !shared.state.lock().buf.is_empty() {
+        // Several records that came during the last sync mean several committers at work: the
+        // waiters that sync released are runnable now, so let them have the CPU first, and what
+        // they append in answer joins the next batch instead of following it in a sync of its
+        // own (fewer syncs per commit, shorter waits). A lone committer's one record goes at
+        // once: yielding would only make it wait for whoever runs first.
+        if shared.state.lock().appends >= 2 {
             std::thread::yield_now();
         }
         let start = {
@@ -261,6 +264,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 }
             }
             std::mem::swap(&mut st.buf, &mut batch);
+            st.appends = 0;
             let start = st.buf_start;
             st.buf_start += batch.len() as u64;
             start
