@@ -81,7 +81,8 @@ enum Cmd {
         #[command(subcommand)]
         module: ferrymq_bench::cph::CphCmd,
     },
-    /// Benchmark reports: tables, charts and JSON (standalone, HA, DR, channels, pubsub, mft)
+    /// Benchmark reports: tables, charts and JSON (standalone, HA, DR, channels, pubsub, mft,
+    /// connections)
     #[command(after_help = EXAMPLES_REPORT)]
     Report {
         #[command(subcommand)]
