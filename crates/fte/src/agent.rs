@@ -53,9 +53,11 @@ pub fn connect(p: &AgentProps) -> Result<Connection> {
     };
     if !p.credentials_file.is_empty() {
         let path = Path::new(&p.credentials_file);
-        if let Some(c) =
-            crate::credentials::load(path, &p.agent_qmgr, &crate::credentials::os_user())?
-        {
+        if let Some(c) = crate::credentials::load(
+            path,
+            &p.agent_qmgr,
+            &ferrymq_security::users::os::current_user(),
+        )? {
             opts.user = c.user;
             opts.password = c.password;
         }

@@ -59,26 +59,6 @@ pub fn load(path: &Path, qmgr: &str, os_user: &str) -> Result<Option<Credential>
     }))
 }
 
-/// The name of the user this process runs as (its effective uid in the password file), or the
-/// uid in decimal.
-pub fn os_user() -> String {
-    use std::os::unix::fs::MetadataExt;
-    // /proc/self belongs to the process's effective user.
-    let uid = match std::fs::metadata("/proc/self") {
-        Ok(m) => m.uid().to_string(),
-        Err(_) => return std::env::var("USER").unwrap_or_default(),
-    };
-    std::fs::read_to_string("/etc/passwd")
-        .ok()
-        .and_then(|t| {
-            t.lines().find_map(|l| {
-                let f: Vec<&str> = l.split(':').collect();
-                (f.len() > 2 && f[2] == uid).then(|| f[0].to_string())
-            })
-        })
-        .unwrap_or(uid)
-}
-
 #[derive(Debug)]
 struct Entry {
     qmgr: String,

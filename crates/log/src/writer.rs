@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::control::Control;
@@ -239,11 +239,11 @@ pub(crate) fn run(shared: Arc<Shared>) {
         // they append in answer joins the next batch instead of following it in a sync of its
         // own (fewer syncs per commit, shorter waits). A lone committer's one record goes at
         // once: yielding would only make it wait for whoever runs first.
-        if shared.state.lock().appends >= 2 {
-            std::thread::yield_now();
-        }
         let start = {
             let mut st = shared.state.lock();
+            if st.appends >= 2 {
+                MutexGuard::unlocked(&mut st, std::thread::yield_now);
+            }
             while st.buf.is_empty() && !st.shutdown {
                 shared.work.wait(&mut st);
             }
