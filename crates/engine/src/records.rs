@@ -119,12 +119,34 @@ pub struct DrMark {
     pub pos: u64,
 }
 
+/// Where each put's head ends in a commit record's head buffer (a request/reply commit has one
+/// or two puts: kept on the stack).
+pub type CommitEnds = smallvec::SmallVec<[usize; 4]>;
+
+/// The slices of a commit record [`Record::encode_commit_heads`] laid out: each put's head
+/// followed by its body, then the rest of `head` (the gets).
+pub fn commit_parts<'a>(
+    puts: &[(&str, &'a Message)],
+    head: &'a [u8],
+    ends: &[usize],
+) -> smallvec::SmallVec<[&'a [u8]; 9]> {
+    let mut parts = smallvec::SmallVec::with_capacity(puts.len() * 2 + 1);
+    let mut from = 0;
+    for ((_, m), &end) in puts.iter().zip(ends) {
+        parts.push(&head[from..end]);
+        parts.push(&m.body[..]);
+        from = end;
+    }
+    parts.push(&head[from..]);
+    parts
+}
+
 /// Encodes the part of a put record that precedes the body, so the body can be handed to the log
 /// as a separate slice instead of being copied twice.
 pub fn put_head(queue: &str, msg: &Message, out: &mut BytesMut) {
     out.put_str16(queue);
     out.put_u64_le(msg.seq);
-    msg.md().encode(out);
+    msg.md_ref().encode(out);
     msg.props().encode(out);
     out.put_u64_le(msg.expires_at_ms().unwrap_or(0));
     out.put_u32_le(msg.body.len() as u32);
@@ -185,6 +207,28 @@ impl Record {
         out.put_u32_le(gets.len() as u32);
         for g in gets {
             encode_get(g, out);
+        }
+    }
+
+    /// The record [`encode_commit`](Self::encode_commit) writes, as the parts to hand the log:
+    /// `head` (already holding whatever precedes the commit, such as a channel's sync update) gets
+    /// everything but the message bodies, which are referred to where the messages keep them, so
+    /// the log copies each body once. `ends` receives where each put's head ends in `head`; see
+    /// [`commit_parts`] for the slices in order.
+    pub fn encode_commit_heads(
+        puts: &[(&str, &Message)],
+        gets: &[GetRec],
+        head: &mut BytesMut,
+        ends: &mut CommitEnds,
+    ) {
+        head.put_u32_le(puts.len() as u32);
+        for (q, m) in puts {
+            put_head(q, m, head);
+            ends.push(head.len());
+        }
+        head.put_u32_le(gets.len() as u32);
+        for g in gets {
+            encode_get(g, head);
         }
     }
 
@@ -451,6 +495,38 @@ mod tests {
             )]),
             expires_at_ms: Some(99),
             body: Bytes::from(vec![seq as u8; 100]),
+        }
+    }
+
+    #[test]
+    fn a_commit_in_parts_is_the_commit_record() {
+        let msg = |seq: u64, len: usize| {
+            let p = sample_put(seq);
+            Message::new(
+                seq,
+                p.md,
+                p.props,
+                Bytes::from(vec![seq as u8; len]),
+                Some(99),
+                0,
+            )
+        };
+        let (a, b) = (msg(1, 2048), msg(2, 0));
+        let gets = vec![GetRec {
+            queue: "Q2".into(),
+            seq: 7,
+            rank: 3,
+        }];
+        for (puts, gets) in [
+            (vec![("Q1", &a), ("QUEUE.TWO", &b)], gets.clone()),
+            (vec![], gets.clone()),
+            (vec![("Q1", &a)], vec![]),
+        ] {
+            let mut whole = BytesMut::from(&b"prefix"[..]);
+            Record::encode_commit(&puts, &gets, &mut whole);
+            let (mut head, mut ends) = (BytesMut::from(&b"prefix"[..]), CommitEnds::new());
+            Record::encode_commit_heads(&puts, &gets, &mut head, &mut ends);
+            assert_eq!(commit_parts(&puts, &head, &ends).concat(), &whole[..]);
         }
     }
 

@@ -66,9 +66,8 @@ impl Engine {
             .max()
             .unwrap_or(0);
         if !puts.is_empty() || !gets.is_empty() || sync.is_some() {
-            let mut buf = BytesMut::with_capacity(
-                puts.iter().map(|(_, m)| m.body.len() + 256).sum::<usize>() + 64,
-            );
+            // The bodies go to the log from the messages, not through a copy of the record.
+            let mut buf = BytesMut::with_capacity(puts.len() * 256 + gets.len() * 32 + 64);
             let k = match sync {
                 Some(u) => {
                     crate::channel::encode_sync(u, &mut buf);
@@ -76,8 +75,12 @@ impl Engine {
                 }
                 None => kind::COMMIT,
             };
-            Record::encode_commit(&puts, &gets, &mut buf);
-            match self.log.append(k, &[&buf]) {
+            let mut ends = crate::records::CommitEnds::new();
+            Record::encode_commit_heads(&puts, &gets, &mut buf, &mut ends);
+            let appended = self
+                .log
+                .append(k, &crate::records::commit_parts(&puts, &buf, &ends));
+            match appended {
                 Ok(l) => lsn = lsn.max(l),
                 Err(e) => {
                     self.forget(reports);

@@ -159,11 +159,7 @@ impl MessageDescriptor {
     /// Whether any group or segment field differs from its default (the encoding then carries
     /// them).
     pub fn has_group_fields(&self) -> bool {
-        self.group_id != ID_NONE
-            || self.msg_seq_number != 1
-            || self.offset != 0
-            || self.msg_flags != 0
-            || self.original_length != ORIGINAL_LENGTH_UNDEFINED
+        self.as_ref().has_group_fields()
     }
 
     /// MQ's GroupStatus of a got message (`status::*`).
@@ -208,34 +204,140 @@ impl MessageDescriptor {
     }
 }
 
-impl Codec for MessageDescriptor {
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_slice(&self.msg_id);
-        out.put_slice(&self.correl_id);
+/// A descriptor's fields borrowed from wherever they are kept, encoded exactly as the owned
+/// [`MessageDescriptor`] is (its codec goes through this one): the engine logs a queued message's
+/// descriptor from the message itself, without rebuilding six strings per logged message.
+#[derive(Clone, Copy, Debug)]
+pub struct DescriptorRef<'a> {
+    pub msg_id: &'a MsgId,
+    pub correl_id: &'a MsgId,
+    pub persistence: Persistence,
+    pub priority: i32,
+    pub expiry: i32,
+    pub msg_type: i32,
+    pub format: &'a str,
+    pub reply_to_q: &'a str,
+    pub reply_to_qmgr: &'a str,
+    pub backout_count: u32,
+    pub put_time_ms: u64,
+    pub user_id: &'a str,
+    pub appl_identity: &'a str,
+    pub put_appl_name: &'a str,
+    pub encoding: i32,
+    pub ccsid: i32,
+    pub feedback: i32,
+    pub report: i32,
+    pub group_id: &'a MsgId,
+    pub msg_seq_number: i32,
+    pub offset: i32,
+    pub msg_flags: i32,
+    pub original_length: i32,
+}
+
+impl DescriptorRef<'_> {
+    /// See [`MessageDescriptor::has_group_fields`].
+    pub fn has_group_fields(&self) -> bool {
+        *self.group_id != ID_NONE
+            || self.msg_seq_number != 1
+            || self.offset != 0
+            || self.msg_flags != 0
+            || self.original_length != ORIGINAL_LENGTH_UNDEFINED
+    }
+
+    /// An owned copy.
+    pub fn to_descriptor(&self) -> MessageDescriptor {
+        MessageDescriptor {
+            msg_id: *self.msg_id,
+            correl_id: *self.correl_id,
+            persistence: self.persistence,
+            priority: self.priority,
+            expiry: self.expiry,
+            msg_type: self.msg_type,
+            format: self.format.to_string(),
+            reply_to_q: self.reply_to_q.to_string(),
+            reply_to_qmgr: self.reply_to_qmgr.to_string(),
+            backout_count: self.backout_count,
+            put_time_ms: self.put_time_ms,
+            user_id: self.user_id.to_string(),
+            appl_identity: self.appl_identity.to_string(),
+            put_appl_name: self.put_appl_name.to_string(),
+            encoding: self.encoding,
+            ccsid: self.ccsid,
+            feedback: self.feedback,
+            report: self.report,
+            group_id: *self.group_id,
+            msg_seq_number: self.msg_seq_number,
+            offset: self.offset,
+            msg_flags: self.msg_flags,
+            original_length: self.original_length,
+        }
+    }
+
+    /// Writes the descriptor as [`MessageDescriptor`]'s codec does.
+    pub fn encode(&self, out: &mut BytesMut) {
+        out.put_slice(self.msg_id);
+        out.put_slice(self.correl_id);
         let group = self.has_group_fields();
         out.put_i32_le(self.persistence.to_i32() | if group { EXT_GROUP } else { 0 });
         out.put_i32_le(self.priority);
         out.put_i32_le(self.expiry);
         out.put_i32_le(self.msg_type);
-        out.put_str16(&self.format);
-        out.put_str16(&self.reply_to_q);
-        out.put_str16(&self.reply_to_qmgr);
+        out.put_str16(self.format);
+        out.put_str16(self.reply_to_q);
+        out.put_str16(self.reply_to_qmgr);
         out.put_u32_le(self.backout_count);
         out.put_u64_le(self.put_time_ms);
-        out.put_str16(&self.user_id);
-        out.put_str16(&self.appl_identity);
-        out.put_str16(&self.put_appl_name);
+        out.put_str16(self.user_id);
+        out.put_str16(self.appl_identity);
+        out.put_str16(self.put_appl_name);
         out.put_i32_le(self.encoding);
         out.put_i32_le(self.ccsid);
         out.put_i32_le(self.feedback);
         out.put_i32_le(self.report);
         if group {
-            out.put_slice(&self.group_id);
+            out.put_slice(self.group_id);
             out.put_i32_le(self.msg_seq_number);
             out.put_i32_le(self.offset);
             out.put_i32_le(self.msg_flags);
             out.put_i32_le(self.original_length);
         }
+    }
+}
+
+impl MessageDescriptor {
+    /// This descriptor, borrowed.
+    pub fn as_ref(&self) -> DescriptorRef<'_> {
+        DescriptorRef {
+            msg_id: &self.msg_id,
+            correl_id: &self.correl_id,
+            persistence: self.persistence,
+            priority: self.priority,
+            expiry: self.expiry,
+            msg_type: self.msg_type,
+            format: &self.format,
+            reply_to_q: &self.reply_to_q,
+            reply_to_qmgr: &self.reply_to_qmgr,
+            backout_count: self.backout_count,
+            put_time_ms: self.put_time_ms,
+            user_id: &self.user_id,
+            appl_identity: &self.appl_identity,
+            put_appl_name: &self.put_appl_name,
+            encoding: self.encoding,
+            ccsid: self.ccsid,
+            feedback: self.feedback,
+            report: self.report,
+            group_id: &self.group_id,
+            msg_seq_number: self.msg_seq_number,
+            offset: self.offset,
+            msg_flags: self.msg_flags,
+            original_length: self.original_length,
+        }
+    }
+}
+
+impl Codec for MessageDescriptor {
+    fn encode(&self, out: &mut BytesMut) {
+        self.as_ref().encode(out)
     }
     fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let msg_id = r.fixed::<24>("msg_id")?;
