@@ -55,7 +55,12 @@ impl Waiters {
     pub fn add(&mut self, mut w: Waiter) -> u64 {
         self.next_id += 1;
         w.id = self.next_id;
-        let qw = self.per_queue.entry(w.queue.clone()).or_default();
+        // Looked up before inserting: the queue's name is copied only for its first waiter.
+        if !self.per_queue.contains_key(&w.queue) {
+            self.per_queue
+                .insert(w.queue.clone(), QueueWaiters::default());
+        }
+        let qw = self.per_queue.get_mut(&w.queue).expect("inserted above");
         if w.sel.searches_groups {
             qw.any.push_back(w.id);
         } else if let Some(id) = w.sel.msg_id {
