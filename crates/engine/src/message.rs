@@ -547,16 +547,21 @@ mod tests {
         assert!(size <= 152, "Message is {size} bytes");
     }
 
-    #[test]
-    fn an_empty_descriptor_text_takes_no_box_and_round_trips() {
-        let md = MessageDescriptor {
+    /// A descriptor with no text fields: a message of it keeps no text box.
+    fn plain_md() -> MessageDescriptor {
+        MessageDescriptor {
             msg_id: [1; 24],
             correl_id: [2; 24],
             persistence: Persistence::Persistent,
             priority: 4,
             put_time_ms: 77,
             ..Default::default()
-        };
+        }
+    }
+
+    #[test]
+    fn an_empty_descriptor_text_takes_no_box_and_round_trips() {
+        let md = plain_md();
         let m = Message::new(1, md.clone(), Properties::default(), Bytes::new(), None, 0);
         assert!(m.text.is_none());
         assert_eq!(m.md(), md);
@@ -609,14 +614,7 @@ mod tests {
     #[test]
     fn the_borrowed_descriptor_encodes_as_the_owned_one() {
         use ferrymq_types::codec::Codec;
-        let base = MessageDescriptor {
-            msg_id: [1; 24],
-            correl_id: [2; 24],
-            persistence: Persistence::Persistent,
-            priority: 4,
-            put_time_ms: 77,
-            ..Default::default()
-        };
+        let base = plain_md();
         let texts = MessageDescriptor {
             format: "MQSTR".into(),
             reply_to_q: "REPLY1".into(),

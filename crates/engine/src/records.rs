@@ -119,6 +119,26 @@ pub struct DrMark {
     pub pos: u64,
 }
 
+/// A commit record's layout, written once for both its forms: `after_head` runs after each put's
+/// head and writes its body ([`Record::encode_commit`]) or notes where the head ended
+/// ([`Record::encode_commit_heads`]).
+fn encode_commit_with(
+    puts: &[(&str, &Message)],
+    gets: &[GetRec],
+    out: &mut BytesMut,
+    mut after_head: impl FnMut(&mut BytesMut, &Message),
+) {
+    out.put_u32_le(puts.len() as u32);
+    for (q, m) in puts {
+        put_head(q, m, out);
+        after_head(out, m);
+    }
+    out.put_u32_le(gets.len() as u32);
+    for g in gets {
+        encode_get(g, out);
+    }
+}
+
 /// Where each put's head ends in a commit record's head buffer (a request/reply commit has one
 /// or two puts: kept on the stack).
 pub type CommitEnds = smallvec::SmallVec<[usize; 4]>;
@@ -199,15 +219,7 @@ fn decode_get(r: &mut Reader) -> Result<GetRec, DecodeError> {
 impl Record {
     /// Encodes a commit from the messages it puts and the messages it gets.
     pub fn encode_commit(puts: &[(&str, &Message)], gets: &[GetRec], out: &mut BytesMut) {
-        out.put_u32_le(puts.len() as u32);
-        for (q, m) in puts {
-            put_head(q, m, out);
-            out.put_slice(&m.body);
-        }
-        out.put_u32_le(gets.len() as u32);
-        for g in gets {
-            encode_get(g, out);
-        }
+        encode_commit_with(puts, gets, out, |out, m| out.put_slice(&m.body));
     }
 
     /// The record [`encode_commit`](Self::encode_commit) writes, as the parts to hand the log:
@@ -221,15 +233,7 @@ impl Record {
         head: &mut BytesMut,
         ends: &mut CommitEnds,
     ) {
-        head.put_u32_le(puts.len() as u32);
-        for (q, m) in puts {
-            put_head(q, m, head);
-            ends.push(head.len());
-        }
-        head.put_u32_le(gets.len() as u32);
-        for g in gets {
-            encode_get(g, head);
-        }
+        encode_commit_with(puts, gets, head, |head, _| ends.push(head.len()));
     }
 
     /// Encodes a publication (`kind::PUBLISH`): `shared` once, the copies of it as `(queue,

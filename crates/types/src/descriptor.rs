@@ -159,7 +159,7 @@ impl MessageDescriptor {
     /// Whether any group or segment field differs from its default (the encoding then carries
     /// them).
     pub fn has_group_fields(&self) -> bool {
-        self.as_ref().has_group_fields()
+        self.borrowed().has_group_fields()
     }
 
     /// MQ's GroupStatus of a got message (`status::*`).
@@ -306,7 +306,7 @@ impl DescriptorRef<'_> {
 
 impl MessageDescriptor {
     /// This descriptor, borrowed.
-    pub fn as_ref(&self) -> DescriptorRef<'_> {
+    pub fn borrowed(&self) -> DescriptorRef<'_> {
         DescriptorRef {
             msg_id: &self.msg_id,
             correl_id: &self.correl_id,
@@ -337,7 +337,7 @@ impl MessageDescriptor {
 
 impl Codec for MessageDescriptor {
     fn encode(&self, out: &mut BytesMut) {
-        self.as_ref().encode(out)
+        self.borrowed().encode(out)
     }
     fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let msg_id = r.fixed::<24>("msg_id")?;
