@@ -99,7 +99,8 @@ pub struct Conn {
     /// PutApplName widths: the context every default put writes into its message.
     pub ctx_user: String,
     pub ctx_app: String,
-    pub handles: AHashMap<u32, Handle>,
+    /// Boxed, so that the table's spare slots are a pointer wide, not a `Handle`.
+    pub handles: AHashMap<u32, Box<Handle>>,
     pub next_hobj: u32,
     pub max_handles: u32,
     pub uow: Uow,

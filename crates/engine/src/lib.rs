@@ -137,7 +137,9 @@ pub struct Engine {
     attrs: QmgrAttrs,
     queues: AHashMap<String, Queue>,
     objects: BTreeMap<(ObjectKind, String), ObjectDef>,
-    conns: AHashMap<ConnId, Conn>,
+    /// Boxed: a map of tens of thousands of connections holds a pointer per slot, not a `Conn`
+    /// (the table's spare slots would otherwise each be a `Conn` wide).
+    conns: AHashMap<ConnId, Box<Conn>>,
     next_conn: ConnId,
     next_seq: u64,
     id_counter: u64,
@@ -219,7 +221,12 @@ impl Engine {
         self.next_conn += 1;
         self.conns.insert(
             id,
-            Conn::new(id, user.to_string(), app.to_string(), self.cfg.max_handles),
+            Box::new(Conn::new(
+                id,
+                user.to_string(),
+                app.to_string(),
+                self.cfg.max_handles,
+            )),
         );
         id
     }
@@ -276,7 +283,7 @@ impl Engine {
     }
 
     fn conn_mut(&mut self, conn: ConnId) -> Result<&mut Conn, MqError> {
-        self.conns.get_mut(&conn).ok_or_else(|| {
+        self.conns.get_mut(&conn).map(|c| &mut **c).ok_or_else(|| {
             MqError::new(
                 Reason::HCONN_ERROR,
                 format!("connection {conn} is not connected"),
@@ -298,7 +305,7 @@ impl Engine {
                 format!("connection {conn} is not connected"),
             )
         })?;
-        c.handles.get(&hobj).ok_or_else(|| {
+        c.handles.get(&hobj).map(|h| &**h).ok_or_else(|| {
             MqError::new(
                 Reason::HOBJ_ERROR,
                 format!("object handle {hobj} is not open on this connection"),

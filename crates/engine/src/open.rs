@@ -264,7 +264,7 @@ impl Engine {
         }
         c.handles.insert(
             hobj,
-            Handle {
+            Box::new(Handle {
                 queue: queue.clone(),
                 opened_name: def.name.clone(),
                 alias,
@@ -277,7 +277,7 @@ impl Engine {
                 topic: None,
                 publications: 0,
                 last_publication_ms: 0,
-            },
+            }),
         );
         Ok((hobj, queue, lsn))
     }
@@ -298,7 +298,7 @@ impl Engine {
         c.next_hobj = c.next_hobj.wrapping_add(1).max(1);
         c.handles.insert(
             hobj,
-            Handle {
+            Box::new(Handle {
                 queue: xmitq.clone(),
                 opened_name: opened.to_string(),
                 alias: via,
@@ -311,7 +311,7 @@ impl Engine {
                 topic: None,
                 publications: 0,
                 last_publication_ms: 0,
-            },
+            }),
         );
         if options & open::OUTPUT != 0 {
             if let Some(q) = self.queues.get_mut(&xmitq) {

@@ -15,6 +15,19 @@ const QUEUE: &str = "CONN.Q";
 /// a local connection ending): far fewer than any leak of the connections' sockets.
 const SLACK: usize = 3;
 
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// What an idle client connection may cost the queue manager in resident memory (issue 25's
+/// bound): its task, its engine connection and handle, no buffers held while it is quiet.
+const RSS_PER_IDLE_CONNECTION_MAX: u64 = 8 * 1024;
+
 fn fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
 }
@@ -70,6 +83,7 @@ fn five_thousand_connections_from_several_addresses_connect_stay_and_close_witho
     mqsc(&home, "CONN5K", &format!("DEFINE QLOCAL({QUEUE})\n"));
     let pid = qm.pid().unwrap();
     let before = fds(pid);
+    let rss_before = rss_kib(pid);
     let rt = runtime();
     let (conns, errors, first) = rt.block_on(async {
         let tasks: Vec<_> = plans(&qm, 5000, 4)
@@ -94,9 +108,15 @@ fn five_thousand_connections_from_several_addresses_connect_stay_and_close_witho
         held + SLACK >= before + 5000,
         "the queue manager holds {held} descriptors, {before} before 5,000 connections"
     );
+    // Quiet for a few seconds, each gives its read buffer back: what is left is the connection.
+    std::thread::sleep(Duration::from_secs(3));
+    let per_conn = (rss_kib(pid).saturating_sub(rss_before)) * 1024 / 5000;
+    assert!(
+        per_conn <= RSS_PER_IDLE_CONNECTION_MAX,
+        "{per_conn} bytes of queue manager RSS per idle connection (at most {RSS_PER_IDLE_CONNECTION_MAX})"
+    );
     // They stay: a while later every one still works (a Disconnect answered each), and the
     // queue manager serves a new client meanwhile.
-    std::thread::sleep(Duration::from_secs(1));
     let c = qm.connect();
     c.disconnect().unwrap();
     rt.block_on(async {

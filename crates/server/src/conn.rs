@@ -36,6 +36,10 @@ pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// for a heartbeat interval: tens of thousands of idle sockets hold almost nothing.
 const READ_CHUNK_MIN_BYTES: usize = 512;
 const READ_CHUNK_MAX_BYTES: usize = 64 * 1024;
+/// How long a socket keeps its read buffer after a read that had to allocate it, if it is empty
+/// by then (rounded up to the heartbeat grid): tens of thousands of mostly idle sockets must not
+/// each hold one, while a busy socket pays for a new one about once a second.
+const READ_BUF_KEEP: Duration = Duration::from_secs(1);
 const WRITE_BATCH_BYTES: usize = 1 << 20;
 /// Frames at least this large are written from their own buffer, not copied into the batch.
 const LARGE_FRAME_BYTES: usize = 64 * 1024;
@@ -201,53 +205,59 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
         ))
         .await;
     }
-    let Request::Hello(h) = parse_request(&hello).map_err(proto)? else {
-        return Err(MqError::new(
-            Reason::HEADER_ERROR,
-            "the first frame must be Hello",
-        ));
-    };
-    if !s.bindings {
-        check_channel(shared, s, &h.channel)?;
-    }
-    let cfg = &shared.cfg;
-    // A client socket runs as the channel its Hello names; that channel's limits bound what is
-    // negotiated. A bindings connection has no channel.
-    let (max_msg, binding) = {
-        let core = shared.core.lock();
-        let b = if s.bindings {
-            None
-        } else {
-            Some(crate::connsec::bind_channel(
-                &core,
-                &h.channel,
-                &s.info.conname,
-            )?)
+    // The handshake's values end here: locals alive across the loop's waits below are part of
+    // every idle socket's task.
+    let heartbeat_ms = {
+        let hello = hello;
+        let Request::Hello(h) = parse_request(&hello).map_err(proto)? else {
+            return Err(MqError::new(
+                Reason::HEADER_ERROR,
+                "the first frame must be Hello",
+            ));
         };
-        (core.engine.attrs().max_msg_len, b)
+        if !s.bindings {
+            check_channel(shared, s, &h.channel)?;
+        }
+        let cfg = &shared.cfg;
+        // A client socket runs as the channel its Hello names; that channel's limits bound what is
+        // negotiated. A bindings connection has no channel.
+        let (max_msg, binding) = {
+            let core = shared.core.lock();
+            let b = if s.bindings {
+                None
+            } else {
+                Some(crate::connsec::bind_channel(
+                    &core,
+                    &h.channel,
+                    &s.info.conname,
+                )?)
+            };
+            (core.engine.attrs().max_msg_len, b)
+        };
+        let (srv_max, srv_hb, srv_cnv) = match &binding {
+            Some(b) => b.bound(max_msg, cfg.heartbeat_ms, cfg.sharecnv),
+            None => (max_msg, cfg.heartbeat_ms, cfg.sharecnv),
+        };
+        let (version, max_msg_len, heartbeat_ms, sharecnv) =
+            negotiate(&h, srv_max, srv_hb, srv_cnv).map_err(proto)?;
+        if let Some(b) = &binding {
+            s.info.state.lock().channel = b.name.clone();
+        }
+        s.channel = binding;
+        s.sharecnv = sharecnv;
+        s.version = version;
+        dec.set_max_frame_bytes(ferrymq_proto::frame_limit_for(max_msg_len));
+        let ok = Response::HelloOk {
+            version,
+            max_msg_len,
+            heartbeat_ms,
+            sharecnv,
+            qmgr_name: cfg.name.clone(),
+            server_id: format!("ferrymq {}", env!("CARGO_PKG_VERSION")),
+        };
+        s.tx.reply(0, 0, &ok, 0);
+        heartbeat_ms
     };
-    let (srv_max, srv_hb, srv_cnv) = match &binding {
-        Some(b) => b.bound(max_msg, cfg.heartbeat_ms, cfg.sharecnv),
-        None => (max_msg, cfg.heartbeat_ms, cfg.sharecnv),
-    };
-    let (version, max_msg_len, heartbeat_ms, sharecnv) =
-        negotiate(&h, srv_max, srv_hb, srv_cnv).map_err(proto)?;
-    if let Some(b) = &binding {
-        s.info.state.lock().channel = b.name.clone();
-    }
-    s.channel = binding;
-    s.sharecnv = sharecnv;
-    s.version = version;
-    dec.set_max_frame_bytes(ferrymq_proto::frame_limit_for(max_msg_len));
-    let ok = Response::HelloOk {
-        version,
-        max_msg_len,
-        heartbeat_ms,
-        sharecnv,
-        qmgr_name: cfg.name.clone(),
-        server_id: format!("ferrymq {}", env!("CARGO_PKG_VERSION")),
-    };
-    s.tx.reply(0, 0, &ok, 0);
 
     stall.store(stall_ms(heartbeat_ms), std::sync::atomic::Ordering::Relaxed);
     let stall = Duration::from_millis(stall_ms(heartbeat_ms));
@@ -335,6 +345,9 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
         if !frames.is_empty() {
             continue;
         }
+        // A read into an empty buffer allocates one: it goes back once the socket has been
+        // quiet for a moment (below), not a heartbeat interval later.
+        let fresh = buf.capacity() == 0;
         tokio::select! {
             r = read_more(rd, &mut buf, &mut chunk) => {
                 if !r? {
@@ -342,8 +355,27 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
                 }
                 missed = 0;
                 heard = tokio::time::Instant::now();
+                if fresh {
+                    let due = beat_due(heard + READ_BUF_KEEP, grid);
+                    if due < beat.deadline() {
+                        beat.as_mut().reset(due);
+                    }
+                }
             }
             _ = &mut beat => {
+                // Quiet since the timer was set: what the socket holds for reading and running
+                // frames goes back (an idle socket keeps no buffer), unless a frame is half read.
+                if buf.is_empty() && buf.capacity() > 0 {
+                    buf = BytesMut::new();
+                    chunk = READ_CHUNK_MIN_BYTES;
+                }
+                if frames.is_empty() && frames.capacity() > 0 {
+                    frames = VecDeque::new();
+                }
+                if inline_buf.is_empty() && inline_buf.capacity() > 0 {
+                    inline_buf = Vec::new();
+                }
+                s.tx.shrink_idle();
                 // The timer is set once per interval, not at every frame: when it fires after
                 // something was heard, it is only moved to an interval after that.
                 let now = tokio::time::Instant::now();
@@ -354,13 +386,8 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
                         continue;
                     }
                 }
-                // Nothing heard for a heartbeat interval: the socket is idle, so its read
-                // buffer goes back; then probe. Three silent intervals mean the peer is gone
-                // and its units of work must be backed out.
-                if buf.is_empty() {
-                    buf = BytesMut::new();
-                    chunk = READ_CHUNK_MIN_BYTES;
-                }
+                // Nothing heard for a heartbeat interval: probe. Three silent intervals mean the
+                // peer is gone and its units of work must be backed out.
                 missed += 1;
                 if missed >= 3 {
                     return Err(MqError::new(Reason::CONNECTION_BROKEN, "peer missed three heartbeats"));
@@ -661,7 +688,9 @@ async fn write_inline<W: AsyncWrite + Unpin>(
     if frames == 0 {
         return Ok(());
     }
-    let ok = write_frames(&mut *w, batch, stall).await;
+    // Boxed: the reader's task waits in many places for an idle socket's whole life, and each
+    // wait's room is as large as the largest (this write's).
+    let ok = Box::pin(write_frames(&mut *w, batch, stall)).await;
     batch.clear();
     if batch.capacity() > 64 {
         *batch = Vec::new();
@@ -733,7 +762,8 @@ async fn flush_or_stall<W: AsyncWrite + Unpin>(wr: &mut W, stall: Duration) -> b
         std::future::poll_fn(|cx| Poll::Ready(std::pin::Pin::new(&mut *wr).poll_flush(cx))).await;
     match now {
         Poll::Ready(r) => r.is_ok(),
-        Poll::Pending => tokio::time::timeout(stall, wr.flush())
+        // Boxed (see `write_or_stall`).
+        Poll::Pending => Box::pin(tokio::time::timeout(stall, wr.flush()))
             .await
             .is_ok_and(|r| r.is_ok()),
     }
@@ -750,96 +780,116 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     // its own buffer rather than copied again.
     let mut batch: Vec<bytes::Bytes> = Vec::new();
     let mut buf = BytesMut::new();
+    // Each wake-up's work is boxed: this task waits in `ready` for nearly all of an idle socket's
+    // life, and should be no larger than that wait while it does.
     while rx.ready().await {
-        // Frames are taken only under the write lock (the reader takes the ones it writes
-        // itself under it too), so they leave in queue order whoever writes them.
-        let mut guard = wr.lock().await;
-        let wr = &mut *guard;
-        let Some(first) = rx.try_recv() else {
-            // The reader wrote them.
-            continue;
-        };
-        let mut need = first.wait_lsn;
-        let mut close = first.close;
-        let mut bytes = first.len();
-        let mut frames = 1u64;
-        first.push_to(&mut batch);
-        while bytes < WRITE_BATCH_BYTES {
-            match rx.try_recv() {
-                Some(o) => {
-                    need = need.max(o.wait_lsn);
-                    close |= o.close;
-                    bytes += o.len();
-                    frames += 1;
-                    o.push_to(&mut batch);
-                }
-                None => break,
-            }
-        }
-        if need > durable.get() && durable.wait(need).await.is_err() {
-            // The log stopped: nothing more may be acknowledged.
-            return;
-        }
-        let stall = Duration::from_millis(stall.load(std::sync::atomic::Ordering::Relaxed));
-        let ok = if batch.len() == 1 {
-            // One frame (most often one reply): written from its own buffer, no copy.
-            let f = batch.pop().expect("one frame");
-            write_or_stall(wr, &f, stall).await.is_ok()
-        } else if batch.iter().all(|f| f.len() < LARGE_FRAME_BYTES) {
-            // Small frames only (the usual batch): coalesced into the reused buffer, one plain
-            // write.
-            for f in batch.drain(..) {
-                buf.extend_from_slice(&f);
-            }
-            let ok = write_or_stall(wr, &buf, stall).await.is_ok();
-            buf.clear();
-            ok
-        } else {
-            // Runs of small frames are coalesced; large ones stay in their own buffers; all of
-            // it goes out in as few (vectored) writes as the socket takes.
-            let mut pieces = Vec::new();
-            for f in batch.drain(..) {
-                if f.len() < LARGE_FRAME_BYTES {
-                    buf.extend_from_slice(&f);
-                    continue;
-                }
-                if !buf.is_empty() {
-                    pieces.push(buf.split().freeze());
-                }
-                pieces.push(f);
-            }
-            if !buf.is_empty() {
-                pieces.push(buf.split().freeze());
-            }
-            write_all_vectored(wr, &pieces, Some(stall)).await.is_ok()
-        };
-        if !ok {
-            // A peer that takes nothing for a heartbeat interval is not reading: the reader
-            // closes the socket and backs out its units of work.
-            q.kill();
-            return;
-        }
-        // A TLS stream may hold records it could not write yet: they must leave now, not with
-        // the next batch (a no-op on a plain socket).
-        if tokio::time::timeout(stall, wr.flush())
-            .await
-            .map_or(true, |r| r.is_err())
-        {
-            q.kill();
-            return;
-        }
-        q.written(frames, bytes as u64);
-        buf.clear();
-        if buf.capacity() > LARGE_FRAME_BYTES {
-            // A burst's batch buffer is not kept for an idle socket.
-            buf = BytesMut::new();
-        }
-        if close {
-            let _ = wr.shutdown().await;
+        let more = Box::pin(write_ready(
+            &wr, &mut rx, &durable, &q, &stall, &mut batch, &mut buf,
+        ))
+        .await;
+        if !more {
             return;
         }
     }
     let _ = wr.lock().await.flush().await;
+}
+
+/// Writes what is ready in `rx` (once the log is durable as far as it needs); false when the
+/// writer is done (the socket closed, broke or stalled, or the log stopped).
+async fn write_ready<W: AsyncWrite + Unpin>(
+    wr_lock: &tokio::sync::Mutex<W>,
+    rx: &mut crate::core::OutRx,
+    durable: &crate::lsn::LsnWatch,
+    q: &OutQueue,
+    stall_ms: &std::sync::atomic::AtomicU64,
+    batch: &mut Vec<bytes::Bytes>,
+    buf: &mut BytesMut,
+) -> bool {
+    // Frames are taken only under the write lock (the reader takes the ones it writes
+    // itself under it too), so they leave in queue order whoever writes them.
+    let mut guard = wr_lock.lock().await;
+    let wr = &mut *guard;
+    let Some(first) = rx.try_recv() else {
+        // The reader wrote them.
+        return true;
+    };
+    let mut need = first.wait_lsn;
+    let mut close = first.close;
+    let mut bytes = first.len();
+    let mut frames = 1u64;
+    first.push_to(batch);
+    while bytes < WRITE_BATCH_BYTES {
+        match rx.try_recv() {
+            Some(o) => {
+                need = need.max(o.wait_lsn);
+                close |= o.close;
+                bytes += o.len();
+                frames += 1;
+                o.push_to(batch);
+            }
+            None => break,
+        }
+    }
+    if need > durable.get() && durable.wait(need).await.is_err() {
+        // The log stopped: nothing more may be acknowledged.
+        return false;
+    }
+    let stall = Duration::from_millis(stall_ms.load(std::sync::atomic::Ordering::Relaxed));
+    let ok = if batch.len() == 1 {
+        // One frame (most often one reply): written from its own buffer, no copy.
+        let f = batch.pop().expect("one frame");
+        write_or_stall(wr, &f, stall).await.is_ok()
+    } else if batch.iter().all(|f| f.len() < LARGE_FRAME_BYTES) {
+        // Small frames only (the usual batch): coalesced into the reused buffer, one plain
+        // write.
+        for f in batch.drain(..) {
+            buf.extend_from_slice(&f);
+        }
+        let ok = write_or_stall(wr, buf, stall).await.is_ok();
+        buf.clear();
+        ok
+    } else {
+        // Runs of small frames are coalesced; large ones stay in their own buffers; all of
+        // it goes out in as few (vectored) writes as the socket takes.
+        let mut pieces = Vec::new();
+        for f in batch.drain(..) {
+            if f.len() < LARGE_FRAME_BYTES {
+                buf.extend_from_slice(&f);
+                continue;
+            }
+            if !buf.is_empty() {
+                pieces.push(buf.split().freeze());
+            }
+            pieces.push(f);
+        }
+        if !buf.is_empty() {
+            pieces.push(buf.split().freeze());
+        }
+        write_all_vectored(wr, &pieces, Some(stall)).await.is_ok()
+    };
+    if !ok {
+        // A peer that takes nothing for a heartbeat interval is not reading: the reader
+        // closes the socket and backs out its units of work.
+        q.kill();
+        return false;
+    }
+    // A TLS stream may hold records it could not write yet: they must leave now, not with
+    // the next batch (a no-op on a plain socket).
+    if !flush_or_stall(wr, stall).await {
+        q.kill();
+        return false;
+    }
+    q.written(frames, bytes as u64);
+    buf.clear();
+    if buf.capacity() > LARGE_FRAME_BYTES {
+        // A burst's batch buffer is not kept for an idle socket.
+        *buf = BytesMut::new();
+    }
+    if close {
+        let _ = wr.shutdown().await;
+        return false;
+    }
+    true
 }
 
 /// Most buffers given to one vectored write.
@@ -882,9 +932,12 @@ pub(crate) async fn write_all_vectored<W: AsyncWrite + Unpin, B: AsRef<[u8]>>(
                 .await;
                 match now {
                     Poll::Ready(r) => r?,
-                    Poll::Pending => tokio::time::timeout(stall, wr.write_vectored(&slices))
-                        .await
-                        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??,
+                    // Boxed (see `write_or_stall`).
+                    Poll::Pending => {
+                        Box::pin(tokio::time::timeout(stall, wr.write_vectored(&slices)))
+                            .await
+                            .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??
+                    }
                 }
             }
         };
@@ -920,7 +973,9 @@ async fn write_or_stall<W: AsyncWrite + Unpin>(
         .await;
         let n = match now {
             Poll::Ready(r) => r.map_err(|_| ())?,
-            Poll::Pending => tokio::time::timeout(stall, wr.write(&buf[off..]))
+            // Boxed: a socket that takes the bytes at once (nearly always) needs no timer, and
+            // every idle socket's task would otherwise carry room for one.
+            Poll::Pending => Box::pin(tokio::time::timeout(stall, wr.write(&buf[off..])))
                 .await
                 .map_err(|_| ())?
                 .map_err(|_| ())?,

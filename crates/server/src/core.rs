@@ -246,6 +246,14 @@ impl Outbox {
     /// Queues a frame; never blocks. A frame that takes a queue already holding other frames
     /// past the hard cap marks the socket to be closed (one frame alone may exceed it: a single
     /// reply carrying a message larger than the cap must still be sendable).
+    /// Gives back the queue's room when nothing waits in it: an idle socket keeps none.
+    pub fn shrink_idle(&self) {
+        let mut st = self.tx.state.lock();
+        if st.frames.is_empty() && st.frames.capacity() > 0 {
+            st.frames = std::collections::VecDeque::new();
+        }
+    }
+
     pub fn send(&self, o: Out) -> Result<(), SendError<Out>> {
         let n = o.len() as u64;
         let before = self.q.queued.fetch_add(FRAME_UNIT + n, Ordering::SeqCst);

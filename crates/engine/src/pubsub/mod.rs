@@ -235,7 +235,7 @@ impl Engine {
         c.next_hobj = c.next_hobj.wrapping_add(1).max(1);
         c.handles.insert(
             hobj,
-            Handle {
+            Box::new(Handle {
                 queue: String::new(),
                 opened_name: if object.is_empty() {
                     full.clone()
@@ -252,7 +252,7 @@ impl Engine {
                 topic: Some(Arc::from(full.as_str())),
                 publications: 0,
                 last_publication_ms: 0,
-            },
+            }),
         );
         Ok((hobj, full))
     }
