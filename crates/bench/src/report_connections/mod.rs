@@ -6,8 +6,9 @@
 //! every 100 s, made by lean driver processes (`driver`). For each N: the time until all are
 //! connected and the connections per second, the queue manager's RSS and descriptors per
 //! connection, its CPU while connecting and while they idle, and the rate of a request/responder
-//! workload beside them against the same workload without them, in the same run. Then the queue
-//! manager's memory across ten cycles of connecting and closing. Writes README.md (tables),
+//! workload beside them against the same workload without them, in the same run; each N on a
+//! queue manager started for it. Then, on the last N's queue manager, its memory across ten
+//! cycles of connecting and closing. Writes README.md (tables),
 //! SVG charts and runs.json to DIR.
 
 use std::io::{BufRead, BufReader, Write};
@@ -221,17 +222,23 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
         rows: Vec::new(),
         cycles: None,
     };
-    let qms = Qms::start_with(home, 1, 16384)?;
-    let (name, port, pid) = (qms.names[0].clone(), qms.ports[0], qms.pids[0]);
-    crate::qm::mq_input(
-        home,
-        &["runmqsc", &name],
-        &format!("DEFINE QLOCAL({QUEUE}) MAXDEPTH(999999999)\n"),
-    )?;
-    let rr = |d: Duration| -> Result<f64, String> {
+    // Each count, and the cycles, on a queue manager of its own: memory an earlier count's
+    // connections freed would otherwise be reused by the next count's, and its RSS per
+    // connection would be measured low.
+    let fresh = || -> Result<(Qms, String, u16, u32), String> {
+        let qms = Qms::start_with(home, 1, 16384)?;
+        let (name, port, pid) = (qms.names[0].clone(), qms.ports[0], qms.pids[0]);
+        crate::qm::mq_input(
+            home,
+            &["runmqsc", &name],
+            &format!("DEFINE QLOCAL({QUEUE}) MAXDEPTH(999999999)\n"),
+        )?;
+        Ok((qms, name, port, pid))
+    };
+    let rr = |name: &str, port: u16, pid: u32, d: Duration| -> Result<f64, String> {
         let a = Args {
             module: cph::Module::Rr,
-            qms: vec![name.clone()],
+            qms: vec![name.to_string()],
             conns: vec![format!("127.0.0.1({port})")],
             requesters: r.rr_requesters,
             responders: 10,
@@ -253,8 +260,14 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
         };
         Ok(cph::run(&a)?.round_trips_per_s)
     };
+    // The last count's queue manager stays for the cycles: they measure growth from a
+    // queue manager that has already held many connections, not its first warming up.
+    let mut last = None;
     for &n in &o.counts {
         eprintln!("report: {n} connections");
+        drop(last.take());
+        let (qms, name, port, pid) = fresh()?;
+        let rr = |d: Duration| rr(&name, port, pid, d);
         let rr_without = rr(o.rr_duration)?;
         let b0 = crate::cpu::mark(pid).ok_or("cannot read the queue manager's CPU")?;
         std::thread::sleep(o.idle);
@@ -306,9 +319,14 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
         };
         eprintln!("report:   {}", render::line(&row));
         r.rows.push(row);
+        last = Some((qms, name, port, pid));
     }
     if o.cycle_conns > 0 {
         let n = o.cycle_conns;
+        let (qms, name, port, pid) = match last.take() {
+            Some(q) => q,
+            None => fresh()?,
+        };
         eprintln!("report: 10 cycles of {n} connections opened and closed");
         let mut c = Cycles {
             connections: n,
@@ -332,6 +350,7 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
             );
         }
         r.cycles = Some(c);
+        drop(qms);
     }
     Ok(r)
 }

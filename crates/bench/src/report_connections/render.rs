@@ -48,9 +48,11 @@ pub fn markdown(r: &Results) -> String {
          limit ({} here) less {} for the queue manager's own files. Heartbeats: {}. Idle CPU is \
          the queue manager's over a window with only the held connections (their puts \
          included), beside the same window just before they were made; RSS and descriptors per connection are the queue manager's growth from \
-         before the connections to after. The request/responder rate ({} requesters, {} B \
+         before the connections to after. Each count runs on a queue manager of its own, \
+         started for it, so that no count reuses memory an earlier count's connections freed (the \
+         connect/close cycles then run on the last count's). The request/responder rate ({} requesters, {} B \
          non-persistent) is measured without the connections, beside them, and without them again \
-         once they are closed, on the same queue manager in the same run; beside/without is \
+         once they are closed, on that count's queue manager in the same run; beside/without is \
          against the mean of the two rates without.\n",
         r.drivers,
         r.put_interval_s,
