@@ -776,17 +776,11 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     q: Arc<OutQueue>,
     stall: Arc<std::sync::atomic::AtomicU64>,
 ) {
-    // Small frames are coalesced into one write; a large one (a message reply) is written from
-    // its own buffer rather than copied again.
     let mut batch: Vec<bytes::Bytes> = Vec::new();
-    let mut buf = BytesMut::new();
     // Each wake-up's work is boxed: this task waits in `ready` for nearly all of an idle socket's
     // life, and should be no larger than that wait while it does.
     while rx.ready().await {
-        let more = Box::pin(write_ready(
-            &wr, &mut rx, &durable, &q, &stall, &mut batch, &mut buf,
-        ))
-        .await;
+        let more = Box::pin(write_ready(&wr, &mut rx, &durable, &q, &stall, &mut batch)).await;
         if !more {
             return;
         }
@@ -803,7 +797,6 @@ async fn write_ready<W: AsyncWrite + Unpin>(
     q: &OutQueue,
     stall_ms: &std::sync::atomic::AtomicU64,
     batch: &mut Vec<bytes::Bytes>,
-    buf: &mut BytesMut,
 ) -> bool {
     // Frames are taken only under the write lock (the reader takes the ones it writes
     // itself under it too), so they leave in queue order whoever writes them.
@@ -835,56 +828,16 @@ async fn write_ready<W: AsyncWrite + Unpin>(
         return false;
     }
     let stall = Duration::from_millis(stall_ms.load(std::sync::atomic::Ordering::Relaxed));
-    let ok = if batch.len() == 1 {
-        // One frame (most often one reply): written from its own buffer, no copy.
-        let f = batch.pop().expect("one frame");
-        write_or_stall(wr, &f, stall).await.is_ok()
-    } else if batch.iter().all(|f| f.len() < LARGE_FRAME_BYTES) {
-        // Small frames only (the usual batch): coalesced into the reused buffer, one plain
-        // write.
-        for f in batch.drain(..) {
-            buf.extend_from_slice(&f);
-        }
-        let ok = write_or_stall(wr, buf, stall).await.is_ok();
-        buf.clear();
-        ok
-    } else {
-        // Runs of small frames are coalesced; large ones stay in their own buffers; all of
-        // it goes out in as few (vectored) writes as the socket takes.
-        let mut pieces = Vec::new();
-        for f in batch.drain(..) {
-            if f.len() < LARGE_FRAME_BYTES {
-                buf.extend_from_slice(&f);
-                continue;
-            }
-            if !buf.is_empty() {
-                pieces.push(buf.split().freeze());
-            }
-            pieces.push(f);
-        }
-        if !buf.is_empty() {
-            pieces.push(buf.split().freeze());
-        }
-        write_all_vectored(wr, &pieces, Some(stall)).await.is_ok()
-    };
+    // Coalesced as the reader's batches are (`write_frames`).
+    let ok = write_frames(wr, batch, stall).await;
+    batch.clear();
     if !ok {
         // A peer that takes nothing for a heartbeat interval is not reading: the reader
         // closes the socket and backs out its units of work.
         q.kill();
         return false;
     }
-    // A TLS stream may hold records it could not write yet: they must leave now, not with
-    // the next batch (a no-op on a plain socket).
-    if !flush_or_stall(wr, stall).await {
-        q.kill();
-        return false;
-    }
     q.written(frames, bytes as u64);
-    buf.clear();
-    if buf.capacity() > LARGE_FRAME_BYTES {
-        // A burst's batch buffer is not kept for an idle socket.
-        *buf = BytesMut::new();
-    }
     if close {
         let _ = wr.shutdown().await;
         return false;

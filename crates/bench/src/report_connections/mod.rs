@@ -222,9 +222,8 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
         rows: Vec::new(),
         cycles: None,
     };
-    // Each count, and the cycles, on a queue manager of its own: memory an earlier count's
-    // connections freed would otherwise be reused by the next count's, and its RSS per
-    // connection would be measured low.
+    // Each count on a queue manager of its own: memory an earlier count's connections freed
+    // would otherwise be reused by the next count's, and its RSS per connection measured low.
     let fresh = || -> Result<(Qms, String, u16, u32), String> {
         let qms = Qms::start_with(home, 1, 16384)?;
         let (name, port, pid) = (qms.names[0].clone(), qms.ports[0], qms.pids[0]);
