@@ -4,8 +4,10 @@
 //! Each connection is a small task; heartbeats from the queue manager are answered.
 //!
 //! It talks to the report over its standard streams: it prints `connected N ERRORS SECONDS
-//! FIRST_ERROR` once every connection has been tried, then waits for a line on its standard input
-//! (or its end), disconnects every conversation, closes every socket and prints `closed`.
+//! FIRST_ERROR` once every connection has been tried, then reads lines on its standard input:
+//! `quiet` stops the puts (the connections stay, answering the queue manager's heartbeats),
+//! `count` prints `heartbeats N` (heartbeats answered so far), and anything else or the input's
+//! end disconnects every conversation, closes every socket and prints `closed`.
 
 use std::io::{BufRead, Write};
 use std::net::{IpAddr, SocketAddr};
@@ -28,6 +30,20 @@ const IN_FLIGHT_MAX: usize = 256;
 const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// The small body each connection puts.
 const BODY_BYTES: usize = 64;
+
+/// Heartbeats from the queue manager answered so far, over every connection of this driver.
+static HEARTBEATS: AtomicU64 = AtomicU64::new(0);
+
+/// What the held connections are told to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// A put every interval.
+    Put,
+    /// No puts: nothing but the queue manager's heartbeats and their answers.
+    Quiet,
+    /// Disconnect and close.
+    Stop,
+}
 
 /// What one driver process is asked to do.
 #[derive(Debug, Clone)]
@@ -88,7 +104,7 @@ pub fn run(p: Plan) -> Result<(), String> {
         let started = Instant::now();
         let (made, errors, first) = connect_all(&p).await;
         let secs = started.elapsed().as_secs_f64();
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let (mode_tx, mode_rx) = tokio::sync::watch::channel(Mode::Put);
         let n = made.len().max(1);
         let held: Vec<_> = made
             .into_iter()
@@ -96,7 +112,7 @@ pub fn run(p: Plan) -> Result<(), String> {
             .map(|(i, c)| {
                 // Puts spread over the interval, so that they do not all come at once.
                 let offset = p.put_interval.mul_f64(i as f64 / n as f64);
-                tokio::spawn(hold(c, p.put_interval, offset, stop_rx.clone()))
+                tokio::spawn(hold(c, p.put_interval, offset, mode_rx.clone()))
             })
             .collect();
         println!(
@@ -105,13 +121,27 @@ pub fn run(p: Plan) -> Result<(), String> {
             first.unwrap_or_default().replace('\n', " ")
         );
         let _ = std::io::stdout().flush();
-        // Wait for the report's word (a line, or the end of the input).
-        let _ = tokio::task::spawn_blocking(|| {
+        // The report's words, until one to close (or the end of the input).
+        let _ = tokio::task::spawn_blocking(move || loop {
             let mut line = String::new();
-            let _ = std::io::stdin().lock().read_line(&mut line);
+            if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            match line.trim() {
+                "quiet" => {
+                    let _ = mode_tx.send(Mode::Quiet);
+                }
+                "count" => {
+                    println!("heartbeats {}", HEARTBEATS.load(Ordering::Relaxed));
+                    let _ = std::io::stdout().flush();
+                }
+                _ => {
+                    let _ = mode_tx.send(Mode::Stop);
+                    return;
+                }
+            }
         })
         .await;
-        let _ = stop_tx.send(true);
         for h in held {
             let _ = h.await;
         }
@@ -223,6 +253,7 @@ impl Conn {
         loop {
             while let Some(f) = self.dec.decode(&mut self.buf).map_err(|e| e.to_string())? {
                 if f.kind == kind::HEARTBEAT {
+                    HEARTBEATS.fetch_add(1, Ordering::Relaxed);
                     let mut out = BytesMut::new();
                     encode_response(0, f.req, &Response::HeartbeatAck, &mut out);
                     self.s
@@ -253,19 +284,20 @@ impl Conn {
     }
 }
 
-/// Holds a connection: a put every `interval` (the first after `offset`), replies and heartbeats
-/// read, until told to stop; then a Disconnect and a clean close.
+/// Holds a connection: a put every `interval` (the first after `offset`) until told to be quiet,
+/// replies and heartbeats read, until told to stop; then a Disconnect and a clean close.
 async fn hold(
     mut c: Conn,
     interval: Duration,
     offset: Duration,
-    mut stop: tokio::sync::watch::Receiver<bool>,
+    mut mode: tokio::sync::watch::Receiver<Mode>,
 ) {
     let mut next = tokio::time::Instant::now() + offset;
     let body = bytes::Bytes::from(vec![b'x'; BODY_BYTES]);
+    let mut putting = true;
     loop {
         tokio::select! {
-            _ = tokio::time::sleep_until(next) => {
+            _ = tokio::time::sleep_until(next), if putting => {
                 next += interval;
                 let put = Request::Put {
                     hobj: c.hobj,
@@ -288,7 +320,13 @@ async fn hold(
                     c.buf = BytesMut::new();
                 }
             }
-            _ = stop.changed() => break,
+            r = mode.changed() => {
+                let m = *mode.borrow_and_update();
+                if r.is_err() || m == Mode::Stop {
+                    break;
+                }
+                putting = m == Mode::Put;
+            }
         }
     }
     close(c).await;

@@ -5,11 +5,14 @@
 //! the TIME_WAIT sockets of the one before), each connecting, opening a queue and putting one message
 //! every 100 s, made by lean driver processes (`driver`). For each N: the time until all are
 //! connected and the connections per second, the queue manager's RSS and descriptors per
-//! connection, its CPU while connecting and while they idle, and the rate of a request/responder
-//! workload beside them against the same workload without them, in the same run; each N on a
-//! queue manager started for it. Then, on the last N's queue manager, its memory across ten
-//! cycles of connecting and closing. Writes README.md (tables),
-//! SVG charts and runs.json to DIR.
+//! connection, its CPU while connecting and while they idle with their puts, and the rate of a
+//! request/responder workload beside them against the same workload without them, in the same
+//! run; each N on a queue manager started for it. At the largest N (unless `--quick` or
+//! `--skip-heartbeats`), the drivers then stop putting and the queue manager's CPU is measured
+//! over one whole heartbeat interval of connections that only answer heartbeats (the default
+//! interval, 300 s: the phase takes one and a half). Then, on the last N's queue manager, its
+//! memory across ten cycles of connecting and closing. Writes README.md (tables), SVG charts and
+//! runs.json to DIR.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -48,6 +51,9 @@ pub struct ConnectionsArgs {
     /// Seconds between the puts of each connection
     #[arg(long, value_name = "S", default_value = "100")]
     pub put_interval_s: u64,
+    /// Leave out the heartbeat phase (one and a half heartbeat intervals, 450 s by default)
+    #[arg(long)]
+    pub skip_heartbeats: bool,
     /// Directory to write the report to (default docs/results/DATE-connections[-quick])
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     pub out: Option<PathBuf>,
@@ -92,6 +98,29 @@ pub struct Row {
     pub rr_without_per_s: f64,
     pub rr_without_after_per_s: f64,
     pub rr_with_per_s: f64,
+    /// The connections with nothing but heartbeats (measured at the largest count only).
+    pub heartbeats: Option<HeartbeatPhase>,
+}
+
+/// The held connections once their puts stopped: nothing but the queue manager's heartbeats
+/// (sent after an interval without a word from the client) and the drivers' answers.
+///
+/// The puts had spread the connections' last words over one put interval, so their first
+/// heartbeats fall in the interval after `heartbeat − put` seconds of quiet and the next ones a
+/// heartbeat interval later. The window starts half a heartbeat interval after the puts stopped
+/// and lasts one whole interval: it holds every connection's first heartbeat and none of its
+/// second (the put interval being under half the heartbeat interval), so the CPU over it is the
+/// steady cost of heartbeating every connection once per interval.
+#[derive(Debug, Clone, Serialize)]
+pub struct HeartbeatPhase {
+    pub heartbeat_s: f64,
+    /// From the drivers' going quiet to the window's start.
+    pub quiet_before_s: f64,
+    pub window_s: f64,
+    /// The queue manager's CPU over the window, percent of one core.
+    pub qm_cpu_pct: f64,
+    /// Heartbeats the drivers answered in the window (one per connection expected).
+    pub answered: u64,
 }
 
 /// The queue manager's memory after each cycle of connecting and closing.
@@ -126,6 +155,9 @@ struct Opts {
     drivers: usize,
     put_interval: Duration,
     idle: Duration,
+    /// The queue manager's heartbeat interval, and whether to measure a phase of it.
+    heartbeat: Duration,
+    heartbeat_phase: bool,
     rr_duration: Duration,
     rr_warmup: Duration,
     cycle_conns: usize,
@@ -170,6 +202,8 @@ pub fn main(argv: &[String]) -> Result<(), String> {
         drivers: a.drivers.clamp(1, 64),
         put_interval: Duration::from_secs(a.put_interval_s.max(1)),
         idle: Duration::from_secs(if a.quick { 5 } else { 20 }),
+        heartbeat: Duration::from_millis(ferrymq_types::limits::HEARTBEAT_DEFAULT_MS as u64),
+        heartbeat_phase: !a.quick && !a.skip_heartbeats,
         rr_duration: Duration::from_secs(if a.quick { 3 } else { 8 }),
         rr_warmup: Duration::from_secs(1),
         cycle_conns: if a.quick { 1000 } else { 5000 }.min(cap),
@@ -285,6 +319,11 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
         let i1 = crate::cpu::mark(pid).ok_or("cannot read the queue manager's CPU")?;
         let (rss1, fds1) = (rss_bytes(pid), fd_count(pid));
         let rr_with = rr(o.rr_duration)?;
+        let heartbeats = if o.heartbeat_phase && Some(&n) == o.counts.last() {
+            Some(heartbeat_phase(o, &mut drivers, pid)?)
+        } else {
+            None
+        };
         drivers.close()?;
         wait_fds(pid, fds0)?;
         let rr_without_after = rr(o.rr_duration)?;
@@ -315,6 +354,7 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
             rr_without_per_s: rr_without,
             rr_without_after_per_s: rr_without_after,
             rr_with_per_s: rr_with,
+            heartbeats,
         };
         eprintln!("report:   {}", render::line(&row));
         r.rows.push(row);
@@ -352,6 +392,42 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
         drop(qms);
     }
     Ok(r)
+}
+
+/// Tells the drivers to stop putting, waits half a heartbeat interval and measures the queue
+/// manager's CPU and the heartbeats answered over one whole interval (see [`HeartbeatPhase`]).
+fn heartbeat_phase(o: &Opts, d: &mut Drivers, pid: u32) -> Result<HeartbeatPhase, String> {
+    if o.put_interval >= o.heartbeat / 2 {
+        return Err(format!(
+            "the heartbeat phase needs puts more often than every half heartbeat interval ({} s)",
+            o.heartbeat.as_secs() / 2
+        ));
+    }
+    let (before, window) = (o.heartbeat / 2, o.heartbeat);
+    eprintln!(
+        "report:   puts stopped; heartbeats only, measured from {} s to {} s from now",
+        before.as_secs(),
+        (before + window).as_secs()
+    );
+    d.quiet()?;
+    std::thread::sleep(before);
+    let h0 = d.heartbeats()?;
+    let c0 = crate::cpu::mark(pid).ok_or("cannot read the queue manager's CPU")?;
+    std::thread::sleep(window);
+    let c1 = crate::cpu::mark(pid).ok_or("cannot read the queue manager's CPU")?;
+    let h1 = d.heartbeats()?;
+    let p = HeartbeatPhase {
+        heartbeat_s: o.heartbeat.as_secs_f64(),
+        quiet_before_s: before.as_secs_f64(),
+        window_s: window.as_secs_f64(),
+        qm_cpu_pct: crate::cpu::pct(c0, c1),
+        answered: h1.saturating_sub(h0),
+    };
+    eprintln!(
+        "report:   heartbeats only: QM CPU {:.3}% over {:.0} s, {} heartbeats answered",
+        p.qm_cpu_pct, p.window_s, p.answered
+    );
+    Ok(p)
 }
 
 /// Steps of driver processes started so far in this run: each step's drivers connect from
@@ -415,6 +491,29 @@ impl Drivers {
             }
         }
         Ok((connected, errors, first))
+    }
+
+    /// Tells every driver to stop putting; the connections stay.
+    fn quiet(&mut self) -> Result<(), String> {
+        for (_, stdin, _) in &mut self.children {
+            writeln!(stdin, "quiet").map_err(|e| format!("a connection driver: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Heartbeats the drivers have answered so far, all together.
+    fn heartbeats(&mut self) -> Result<u64, String> {
+        let mut n = 0;
+        for (_, stdin, out) in &mut self.children {
+            writeln!(stdin, "count").map_err(|e| format!("a connection driver: {e}"))?;
+            let line = read_line(out)?;
+            n += line
+                .trim_end()
+                .strip_prefix("heartbeats ")
+                .and_then(|v| v.parse::<u64>().ok())
+                .ok_or_else(|| format!("a connection driver said: {line}"))?;
+        }
+        Ok(n)
     }
 
     /// Tells every driver to close its connections and waits for them to end.
