@@ -8,9 +8,10 @@
 //! connection, its CPU while connecting and while they idle with their puts, and the rate of a
 //! request/responder workload beside them against the same workload without them, in the same
 //! run; each N on a queue manager started for it. At the largest N (unless `--quick` or
-//! `--skip-heartbeats`), the drivers then stop putting and the queue manager's CPU is measured
-//! over one whole heartbeat interval of connections that only answer heartbeats (the default
-//! interval, 300 s: the phase takes one and a half). Then, on the last N's queue manager, its
+//! `--skip-heartbeats`), as many connections again put for one interval, then stop putting, and
+//! the queue manager's CPU is measured over one whole heartbeat interval of connections that only
+//! answer heartbeats (the default interval, 300 s: the phase takes one put interval and one and a
+//! half heartbeat intervals, 550 s). Then, on the last N's queue manager, its
 //! memory across ten cycles of connecting and closing. Writes README.md (tables), SVG charts and
 //! runs.json to DIR.
 
@@ -51,7 +52,8 @@ pub struct ConnectionsArgs {
     /// Seconds between the puts of each connection
     #[arg(long, value_name = "S", default_value = "100")]
     pub put_interval_s: u64,
-    /// Leave out the heartbeat phase (one and a half heartbeat intervals, 450 s by default)
+    /// Leave out the heartbeat phase (a put interval and one and a half heartbeat intervals,
+    /// 550 s by default)
     #[arg(long)]
     pub skip_heartbeats: bool,
     /// Directory to write the report to (default docs/results/DATE-connections[-quick])
@@ -319,14 +321,27 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
         let i1 = crate::cpu::mark(pid).ok_or("cannot read the queue manager's CPU")?;
         let (rss1, fds1) = (rss_bytes(pid), fd_count(pid));
         let rr_with = rr(o.rr_duration)?;
-        let heartbeats = if o.heartbeat_phase && Some(&n) == o.counts.last() {
-            Some(heartbeat_phase(o, &mut drivers, pid)?)
-        } else {
-            None
-        };
         drivers.close()?;
         wait_fds(pid, fds0)?;
         let rr_without_after = rr(o.rr_duration)?;
+        // After the request/responder runs, so that the three stay close together in time: as
+        // many connections again, their puts for one interval (which spreads their last words
+        // over it, as idle clients' are), then heartbeats only.
+        let heartbeats = if o.heartbeat_phase && Some(&n) == o.counts.last() {
+            let mut drivers = Drivers::start(o, &name, port, n)?;
+            drivers.wait_connected()?;
+            eprintln!(
+                "report:   connected again; their puts for {} s, then heartbeats only",
+                o.put_interval.as_secs()
+            );
+            std::thread::sleep(o.put_interval);
+            let h = heartbeat_phase(o, &mut drivers, pid)?;
+            drivers.close()?;
+            wait_fds(pid, fds0)?;
+            Some(h)
+        } else {
+            None
+        };
         let per = |a: f64| {
             if connected == 0 {
                 0.0

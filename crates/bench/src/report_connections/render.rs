@@ -50,8 +50,9 @@ pub fn markdown(r: &Results) -> String {
          limit ({} here) less {} for the queue manager's own files. Heartbeats: {}. Idle CPU with \
          puts is the queue manager's over a window with only the held connections and their \
          puts, beside the same window just before they were made. Idle CPU with heartbeats only \
-         (at the largest count; not in `--quick`): the drivers stop putting, and half a \
-         heartbeat interval later the queue manager's CPU is taken over one whole interval, \
+         (at the largest count; not in `--quick`): once the request/responder runs are done, as \
+         many connections are made again and put for one put interval; then the drivers stop \
+         putting, and half a heartbeat interval later the queue manager's CPU is taken over one whole interval, \
          which holds every connection's first heartbeat and none of its second (their last \
          puts were spread over one put interval, under half the heartbeat interval): the \
          steady cost of idle connections. RSS and descriptors per connection are the queue manager's growth from \
@@ -198,7 +199,7 @@ fn goals(r: &Results) -> String {
         None => {
             let _ = writeln!(
                 md,
-                "- idle CPU, heartbeats only (goal < {GOAL_IDLE_CPU_PCT_PER_20K:.0}% of a core for 20,000): not measured in this run (`--quick` or `--skip-heartbeats`; the phase takes one and a half heartbeat intervals)"
+                "- idle CPU, heartbeats only (goal < {GOAL_IDLE_CPU_PCT_PER_20K:.0}% of a core for 20,000): not measured in this run (`--quick` or `--skip-heartbeats`; the phase takes a put interval and one and a half heartbeat intervals)"
             );
         }
     }
