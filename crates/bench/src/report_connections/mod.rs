@@ -115,6 +115,8 @@ pub struct Row {
 /// steady cost of heartbeating every connection once per interval.
 #[derive(Debug, Clone, Serialize)]
 pub struct HeartbeatPhase {
+    /// The connections made for the phase.
+    pub connections: usize,
     pub heartbeat_s: f64,
     /// From the drivers' going quiet to the window's start.
     pub quiet_before_s: f64,
@@ -180,6 +182,15 @@ pub fn main(argv: &[String]) -> Result<(), String> {
             put_interval: Duration::from_secs(a.put_interval_s.max(1)),
         });
     }
+    let heartbeat = Duration::from_millis(ferrymq_types::limits::HEARTBEAT_DEFAULT_MS as u64);
+    let heartbeat_phase = !a.quick && !a.skip_heartbeats;
+    if heartbeat_phase && Duration::from_secs(a.put_interval_s) >= heartbeat / 2 {
+        return Err(format!(
+            "the heartbeat phase needs puts more often than every half heartbeat interval ({} s); \
+             give a shorter --put-interval-s or --skip-heartbeats",
+            heartbeat.as_secs() / 2
+        ));
+    }
     let cap = limit.saturating_sub(FDS_SPARE) as usize;
     let counts: Vec<usize> = match &a.counts {
         Some(v) => v
@@ -204,8 +215,8 @@ pub fn main(argv: &[String]) -> Result<(), String> {
         drivers: a.drivers.clamp(1, 64),
         put_interval: Duration::from_secs(a.put_interval_s.max(1)),
         idle: Duration::from_secs(if a.quick { 5 } else { 20 }),
-        heartbeat: Duration::from_millis(ferrymq_types::limits::HEARTBEAT_DEFAULT_MS as u64),
-        heartbeat_phase: !a.quick && !a.skip_heartbeats,
+        heartbeat,
+        heartbeat_phase,
         rr_duration: Duration::from_secs(if a.quick { 3 } else { 8 }),
         rr_warmup: Duration::from_secs(1),
         cycle_conns: if a.quick { 1000 } else { 5000 }.min(cap),
@@ -329,13 +340,13 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
         // over it, as idle clients' are), then heartbeats only.
         let heartbeats = if o.heartbeat_phase && Some(&n) == o.counts.last() {
             let mut drivers = Drivers::start(o, &name, port, n)?;
-            drivers.wait_connected()?;
+            let (connections, _, _) = drivers.wait_connected()?;
             eprintln!(
                 "report:   connected again; their puts for {} s, then heartbeats only",
                 o.put_interval.as_secs()
             );
             std::thread::sleep(o.put_interval);
-            let h = heartbeat_phase(o, &mut drivers, pid)?;
+            let h = heartbeat_phase(o, &mut drivers, pid, connections)?;
             drivers.close()?;
             wait_fds(pid, fds0)?;
             Some(h)
@@ -409,15 +420,15 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
     Ok(r)
 }
 
-/// Tells the drivers to stop putting, waits half a heartbeat interval and measures the queue
-/// manager's CPU and the heartbeats answered over one whole interval (see [`HeartbeatPhase`]).
-fn heartbeat_phase(o: &Opts, d: &mut Drivers, pid: u32) -> Result<HeartbeatPhase, String> {
-    if o.put_interval >= o.heartbeat / 2 {
-        return Err(format!(
-            "the heartbeat phase needs puts more often than every half heartbeat interval ({} s)",
-            o.heartbeat.as_secs() / 2
-        ));
-    }
+/// Tells the drivers (holding `connections`) to stop putting, waits half a heartbeat interval
+/// and measures the queue manager's CPU and the heartbeats answered over one whole interval (see
+/// [`HeartbeatPhase`]; `main` checked that the puts came often enough for it).
+fn heartbeat_phase(
+    o: &Opts,
+    d: &mut Drivers,
+    pid: u32,
+    connections: usize,
+) -> Result<HeartbeatPhase, String> {
     let (before, window) = (o.heartbeat / 2, o.heartbeat);
     eprintln!(
         "report:   puts stopped; heartbeats only, measured from {} s to {} s from now",
@@ -432,6 +443,7 @@ fn heartbeat_phase(o: &Opts, d: &mut Drivers, pid: u32) -> Result<HeartbeatPhase
     let c1 = crate::cpu::mark(pid).ok_or("cannot read the queue manager's CPU")?;
     let h1 = d.heartbeats()?;
     let p = HeartbeatPhase {
+        connections,
         heartbeat_s: o.heartbeat.as_secs_f64(),
         quiet_before_s: before.as_secs_f64(),
         window_s: window.as_secs_f64(),
