@@ -405,8 +405,10 @@ fn probe_markdown(probes: &[Probe]) -> String {
         "A separate window at {GOAL_REQUESTERS} requesters per binary and persistence, counted in the queue manager's process: \
          user and kernel CPU from /proc/PID/stat (10 ms ticks), thread switches summed over its threads from /proc/PID/task/*/status, \
          system calls by `perf stat` on its tracepoints (which cost the process some CPU of their own, so these windows' CPU is a little \
-         above the goal rows'). Per round trip = count ÷ (rate × window). One round trip is four exchanges on two sockets \
-         (the requester's put+commit+get in one write and its two answers, the responder's put+commit+get in one write and its answers); \
+         above the goal rows'). Per round trip = count ÷ (rate × window). One round trip is two requests on two sockets \
+         (the requester's put+commit+get in one write, the responder's put+commit+get in one write) and their answers: \
+         on a protocol version 3 build the put's and commit's answers wait for the get's and leave in its write, \
+         on an older one they leave in a write of their own; \
          the kernel's share is mostly loopback TCP: a send runs the receiver's TCP input too.\n"
     );
     let mut kinds: Vec<String> = Vec::new();

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use ferrymq_proto::{
     encode_request, encode_request_split, encode_response, frame_limit_for, kind, parse_request,
-    parse_response, FrameDecoder, Hello, ProtoError, RawFrame, Request, Response,
-    PRE_HANDSHAKE_FRAME_MAX_BYTES,
+    parse_response, FrameDecoder, Hello, ProtoError, RawFrame, Request, Response, FLAG_LATER,
+    PRE_HANDSHAKE_FRAME_MAX_BYTES, PROTOCOL_VERSION_ANSWER_LATER,
 };
 use ferrymq_types::{MqError, Reason};
 use parking_lot::Mutex;
@@ -354,7 +354,9 @@ impl Socket {
     }
 
     /// Sends `reqs` on conversation `conv` in one write (pipelined) and returns one [`Pending`]
-    /// per request, in order.
+    /// per request, in order. The caller waits for all of them: every request but the last goes
+    /// with `FLAG_LATER` where the server takes it, so the server may write all the answers
+    /// once, when the last is ready (a put and commit whose get waits for a reply).
     pub fn start(
         self: &Arc<Self>,
         conv: u16,
@@ -363,14 +365,20 @@ impl Socket {
         let mut out = BytesMut::new();
         let mut tail: Option<Bytes> = None;
         let mut ids = Vec::with_capacity(reqs.len());
+        let later = self.params.version >= PROTOCOL_VERSION_ANSWER_LATER;
         // Encoded before taking the lock, so a large body does not hold up the reader.
-        for r in reqs {
+        for (i, r) in reqs.iter().enumerate() {
             let id = self.next_req();
             if let Some(body) = tail.take() {
                 // Only the last frame's body is written from its own buffer.
                 out.extend_from_slice(&body);
             }
+            let start = out.len();
             tail = encode_split(conv, id, r, &mut out);
+            if later && i + 1 < reqs.len() {
+                // The header's flags byte (after the length and the kind).
+                out[start + 5] |= FLAG_LATER;
+            }
             ids.push(id);
         }
         let mut pending = Vec::with_capacity(reqs.len());

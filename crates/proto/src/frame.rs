@@ -15,6 +15,12 @@ pub const HEADER_LEN: usize = 12;
 /// Flag bit 0: more segments of this message follow. Reserved for segmenting messages larger than a
 /// frame; nothing sends it yet, and `parse_*` refuse it until reassembly exists.
 pub const FLAG_MORE: u8 = 0x01;
+/// Flag bit 1, on a request (protocol version 3 on): its answer may wait until the answer to a
+/// later request of the same write leaves, and go in the same write. A client sets it on every
+/// request of a call but the last when it waits for all of the call's answers anyway (put,
+/// commit and get in one call): the server then writes the call's answers once, when the last
+/// is ready, instead of once for the first ones and again for the last.
+pub const FLAG_LATER: u8 = 0x02;
 /// Header bytes counted by `len` (everything after the length field itself).
 const LEN_COUNTED_HEADER: u32 = (HEADER_LEN - 4) as u32;
 
@@ -82,7 +88,7 @@ impl FrameDecoder {
             return Ok(None);
         }
         let flags = buf[5];
-        if flags & !FLAG_MORE != 0 {
+        if flags & !(FLAG_MORE | FLAG_LATER) != 0 {
             return Err(ProtoError::BadHeader(format!(
                 "reserved flag bits set: 0x{flags:02x}"
             )));
@@ -228,6 +234,18 @@ mod tests {
                 .flags,
             FLAG_MORE
         );
+    }
+
+    #[test]
+    fn the_later_flag_passes_the_decoder_and_other_bits_do_not() {
+        let mut buf = frame_bytes(0x06, FLAG_LATER, 1, 1, b"x");
+        let f = FrameDecoder::new(64).decode(&mut buf).unwrap().unwrap();
+        assert_eq!(f.flags, FLAG_LATER);
+        let mut buf = frame_bytes(0x06, 0x04, 1, 1, b"x");
+        assert!(matches!(
+            FrameDecoder::new(64).decode(&mut buf),
+            Err(ProtoError::BadHeader(_))
+        ));
     }
 
     #[test]

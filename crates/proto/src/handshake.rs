@@ -8,10 +8,13 @@ use ferrymq_types::limits::{HEARTBEAT_DEFAULT_MS, MSG_LEN_MAX_BYTES, SHARECNV_DE
 use crate::error::ProtoError;
 
 /// Newest protocol version this build speaks. Version 2 adds asynchronous put response: the
-/// put flag asking for no answer, MQSTAT, and the DEFPRESP byte of `Opened`.
-pub const PROTOCOL_VERSION: u16 = 2;
+/// put flag asking for no answer, MQSTAT, and the DEFPRESP byte of `Opened`. Version 3 adds the
+/// request flag `LATER` ([`crate::FLAG_LATER`]).
+pub const PROTOCOL_VERSION: u16 = 3;
 /// The first version with asynchronous put response.
 pub const PROTOCOL_VERSION_ASYNC_PUT: u16 = 2;
+/// The first version whose servers take the request flag `LATER`.
+pub const PROTOCOL_VERSION_ANSWER_LATER: u16 = 3;
 /// Oldest protocol version this build still speaks.
 pub const PROTOCOL_VERSION_MIN: u16 = 1;
 /// First bytes of `Hello` and `HelloOk` bodies, so that a FerryMQ peer connected to the wrong port

@@ -16,10 +16,12 @@ mod size;
 
 pub use control::ControlCommand;
 pub use error::ProtoError;
-pub use frame::{frame_limit_for, read_room, FrameDecoder, RawFrame, FLAG_MORE, HEADER_LEN};
+pub use frame::{
+    frame_limit_for, read_room, FrameDecoder, RawFrame, FLAG_LATER, FLAG_MORE, HEADER_LEN,
+};
 pub use handshake::{
     negotiate, Hello, MAGIC, PRE_HANDSHAKE_FRAME_MAX_BYTES, PROTOCOL_VERSION,
-    PROTOCOL_VERSION_ASYNC_PUT, PROTOCOL_VERSION_MIN,
+    PROTOCOL_VERSION_ANSWER_LATER, PROTOCOL_VERSION_ASYNC_PUT, PROTOCOL_VERSION_MIN,
 };
 pub use message::{
     encode_request, encode_request_split, encode_response, encode_response_split, kind,

@@ -11,7 +11,9 @@ use ferrymq_types::options::{GetOptions, PutOptions};
 use ferrymq_types::{MessageDescriptor, MsgId, Properties, Reason};
 
 use crate::error::ProtoError;
-use crate::frame::{add_to_frame_len, begin_frame, finish_frame, RawFrame, FLAG_MORE, HEADER_LEN};
+use crate::frame::{
+    add_to_frame_len, begin_frame, finish_frame, RawFrame, FLAG_LATER, FLAG_MORE, HEADER_LEN,
+};
 use crate::handshake::{check_magic, Hello, MAGIC};
 use crate::size;
 
@@ -810,14 +812,15 @@ fn encode_response_inner(
 }
 
 /// Refuses segmented frames: `MORE` is reserved and a peer setting it now is not speaking our
-/// version of the protocol. (The decoder already refused every other flag bit.)
-fn check_unsegmented(f: &RawFrame) -> Result<(), ProtoError> {
+/// version of the protocol. (The decoder already refused every other flag bit.) `LATER` is a
+/// request's hint to the server's writer, allowed on requests only.
+fn check_unsegmented(f: &RawFrame, allowed: u8) -> Result<(), ProtoError> {
     if f.flags & FLAG_MORE != 0 {
         return Err(ProtoError::BadHeader(
             "segmented frames (MORE flag) are not supported".into(),
         ));
     }
-    if f.flags != 0 {
+    if f.flags & !allowed != 0 {
         return Err(ProtoError::BadHeader(format!(
             "reserved flag bits set: 0x{:02x}",
             f.flags
@@ -840,7 +843,7 @@ fn check_conv_zero(f: &RawFrame, name: &str) -> Result<(), ProtoError> {
 /// Interprets a frame from a client. Bodies are zero-copy slices of the frame; every byte of the
 /// frame must be consumed, since trailing bytes mean the peer and we disagree on the layout.
 pub fn parse_request(f: &RawFrame) -> Result<Request, ProtoError> {
-    check_unsegmented(f)?;
+    check_unsegmented(f, FLAG_LATER)?;
     let name = request_name(f.kind).ok_or(ProtoError::UnknownKind(f.kind))?;
     let mut r = Reader::new(f.body.clone());
     let req = if f.kind == kind::HELLO {
@@ -974,7 +977,7 @@ fn decode_request(k: u8, r: &mut Reader) -> Result<Request, DecodeError> {
 
 /// Interprets a frame from a server, with the same rules as [`parse_request`].
 pub fn parse_response(f: &RawFrame) -> Result<Response, ProtoError> {
-    check_unsegmented(f)?;
+    check_unsegmented(f, 0)?;
     let name = response_name(f.kind).ok_or(ProtoError::UnknownKind(f.kind))?;
     let mut r = Reader::new(f.body.clone());
     if f.kind == kind::HELLO_OK {

@@ -6,7 +6,8 @@ mod strategies;
 use bytes::{BufMut, Bytes, BytesMut};
 use ferrymq_proto::{
     encode_request, encode_response, kind, parse_request, parse_response, FrameDecoder, Hello,
-    ProtoError, RawFrame, Request, Response, FLAG_MORE, HEADER_LEN, PRE_HANDSHAKE_FRAME_MAX_BYTES,
+    ProtoError, RawFrame, Request, Response, FLAG_LATER, FLAG_MORE, HEADER_LEN,
+    PRE_HANDSHAKE_FRAME_MAX_BYTES,
 };
 use ferrymq_types::options::PutOptions;
 use ferrymq_types::{MessageDescriptor, Properties, Reason};
@@ -138,7 +139,8 @@ fn a_length_shorter_than_the_header_is_refused() {
 
 #[test]
 fn reserved_flag_bits_are_refused_by_the_decoder() {
-    for bit in 1..8 {
+    // Bit 0 is MORE, bit 1 LATER.
+    for bit in 2..8 {
         let mut buf = raw(kind::COMMIT, 1 << bit, 1, b"");
         let err = FrameDecoder::new(1024).decode(&mut buf).unwrap_err();
         let ProtoError::BadHeader(m) = &err else {
@@ -153,6 +155,21 @@ fn the_more_flag_is_refused_by_the_parsers_until_segmentation_exists() {
     let mut buf = raw(kind::COMMIT, FLAG_MORE, 1, b"");
     let f = FrameDecoder::new(1024).decode(&mut buf).unwrap().unwrap();
     assert!(matches!(parse_request(&f), Err(ProtoError::BadHeader(_))));
+}
+
+#[test]
+fn the_later_flag_is_taken_on_requests_and_refused_on_responses() {
+    let mut buf = raw(kind::COMMIT, FLAG_LATER, 1, b"");
+    let f = FrameDecoder::new(1024).decode(&mut buf).unwrap().unwrap();
+    assert_eq!(parse_request(&f), Ok(Request::Commit));
+    let f = RawFrame {
+        kind: kind::HEARTBEAT_ACK,
+        flags: FLAG_LATER,
+        conv: 0,
+        req: 1,
+        body: Bytes::new(),
+    };
+    assert!(matches!(parse_response(&f), Err(ProtoError::BadHeader(_))));
 }
 
 #[test]

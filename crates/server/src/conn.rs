@@ -20,7 +20,9 @@ use std::time::Duration;
 
 use ahash::AHashMap;
 use bytes::BytesMut;
-use ferrymq_proto::{kind, negotiate, parse_request, FrameDecoder, RawFrame, Request, Response};
+use ferrymq_proto::{
+    kind, negotiate, parse_request, FrameDecoder, RawFrame, Request, Response, FLAG_LATER,
+};
 use ferrymq_types::{limits, MqError, Reason};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -515,7 +517,8 @@ fn process(
             };
             match dispatch::handle(&mut core, shared, s, f.conv, f.req, req, now) {
                 Action::Reply(r, lsn) => {
-                    s.tx.reply(f.conv, f.req, &r, lsn);
+                    // A request sent with LATER: its answer leaves with the next one due.
+                    s.tx.answer(f.conv, f.req, &r, lsn, f.flags & FLAG_LATER != 0);
                 }
                 Action::Nothing => {}
                 Action::Wait { deadline_ms } => {

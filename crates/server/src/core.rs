@@ -22,6 +22,9 @@ pub struct Out {
     pub wait_lsn: Lsn,
     /// Close the socket after writing this.
     pub close: bool,
+    /// The answer to a request sent with `FLAG_LATER`: it may wait in the queue until a frame
+    /// that is not `later` is queued behind it, and leave in the same write.
+    pub later: bool,
 }
 
 /// The sending side of one socket's outbound queue. Anything may send to it without blocking —
@@ -47,6 +50,8 @@ pub struct OutChan {
 #[derive(Debug, Default)]
 struct OutState {
     frames: std::collections::VecDeque<Out>,
+    /// Queued frames that are not `later`: while there are none, queued frames wait.
+    due: usize,
     senders: usize,
     writer_gone: bool,
     /// The socket's reader is running a batch of frames and writes what they produced itself
@@ -81,14 +86,16 @@ impl OutRx {
             let ready = self.0.ready.notified();
             {
                 let mut st = self.0.state.lock();
-                if !st.frames.is_empty() {
+                // Answers that may wait do, until one that may not is queued behind them (or
+                // nobody can queue one any more).
+                if st.due > 0 || (st.senders == 0 && !st.frames.is_empty()) {
                     return true;
                 }
                 if st.senders == 0 {
                     return false;
                 }
                 // An idle socket keeps no queue storage from a burst.
-                if st.frames.capacity() > OUT_IDLE_SLOTS {
+                if st.frames.is_empty() && st.frames.capacity() > OUT_IDLE_SLOTS {
                     st.frames = Default::default();
                 }
             }
@@ -98,7 +105,12 @@ impl OutRx {
 
     /// The next frame if one is queued.
     pub fn try_recv(&mut self) -> Option<Out> {
-        self.0.state.lock().frames.pop_front()
+        let mut st = self.0.state.lock();
+        let o = st.frames.pop_front()?;
+        if !o.later {
+            st.due -= 1;
+        }
+        Some(o)
     }
 }
 
@@ -107,6 +119,7 @@ impl Drop for OutRx {
         let mut st = self.0.state.lock();
         st.writer_gone = true;
         st.frames.clear();
+        st.due = 0;
     }
 }
 
@@ -225,6 +238,7 @@ impl Out {
             tail: Bytes::new(),
             wait_lsn,
             close,
+            later: false,
         }
     }
 
@@ -267,9 +281,14 @@ impl Outbox {
                 self.q.queued.fetch_sub(FRAME_UNIT + n, Ordering::SeqCst);
                 return Err(SendError(o));
             }
+            let later = o.later;
             st.frames.push_back(o);
-            if st.held {
-                // The reader writes it (or wakes the writer) when its batch ends.
+            if !later {
+                st.due += 1;
+            }
+            if st.held || later {
+                // The reader writes it (or wakes the writer) when its batch ends; an answer
+                // that may wait leaves with the next one that may not.
                 return Ok(());
             }
         }
@@ -288,18 +307,24 @@ impl Outbox {
     /// lock), when every queued frame may leave now — the log is durable up to `durable` for all
     /// of them, and none closes the socket — they are moved to `out`, with their count and bytes
     /// returned. Otherwise all stay queued and wake the writer task: a batch with a reply that
-    /// waits for the log leaves in one write once it is durable, rather than in two.
+    /// waits for the log leaves in one write once it is durable, rather than in two. When every
+    /// queued frame is an answer that may wait (`later`), they stay queued and nobody is woken:
+    /// they leave with the next frame that may not wait.
     pub fn take_ready(&self, take: bool, durable: Lsn, out: &mut Vec<Bytes>) -> (u64, u64) {
         let (mut frames, mut bytes) = (0u64, 0u64);
         let rest = {
             let mut st = self.tx.state.lock();
             st.held = false;
+            if st.due == 0 {
+                return (0, 0);
+            }
             if take && st.frames.iter().all(|o| o.wait_lsn <= durable && !o.close) {
                 for o in st.frames.drain(..) {
                     frames += 1;
                     bytes += o.len() as u64;
                     o.push_to(out);
                 }
+                st.due = 0;
             }
             !st.frames.is_empty()
         };
@@ -312,6 +337,12 @@ impl Outbox {
     /// Queues the response `r` to request `req` of conversation `conv`, written once the log is
     /// durable up to `wait_lsn` (0: at once). A closed socket has nobody to tell: dropped.
     pub fn reply(&self, conv: u16, req: u32, r: &Response, wait_lsn: Lsn) {
+        self.answer(conv, req, r, wait_lsn, false);
+    }
+
+    /// [`Outbox::reply`] to a request that came with `FLAG_LATER` when `later`: the answer may
+    /// wait for the next one that may not, and leave with it.
+    pub fn answer(&self, conv: u16, req: u32, r: &Response, wait_lsn: Lsn, later: bool) {
         let mut b = BytesMut::new();
         // A large message body is written from the buffer it is queued in, not copied.
         let tail = match r {
@@ -328,6 +359,7 @@ impl Outbox {
             tail,
             wait_lsn,
             close: false,
+            later,
         });
     }
 }
@@ -453,6 +485,7 @@ mod tests {
             tail: Bytes::new(),
             wait_lsn,
             close,
+            later: false,
         }
     }
 
@@ -499,6 +532,51 @@ mod tests {
         assert_eq!(tx.take_ready(false, 0, &mut got), (0, 0));
         assert!(got.is_empty());
         assert_eq!(rx.try_recv().map(|o| o.frame[0]), Some(8));
+    }
+
+    fn later(tag: u8) -> Out {
+        Out {
+            later: true,
+            ..out(tag, 0, false)
+        }
+    }
+
+    /// Answers that may wait (LATER) stay queued, without waking the writer, until a frame that
+    /// may not is queued behind them; then all leave together, in order.
+    #[tokio::test]
+    async fn answers_sent_later_wait_for_the_next_frame_due() {
+        let q = Arc::new(OutQueue::new(1 << 20, 1 << 30));
+        let (tx, mut rx) = out_channel(q);
+        // At the end of the reader's batch: nothing to write, nobody woken.
+        tx.hold();
+        tx.send(later(1)).unwrap();
+        tx.send(later(2)).unwrap();
+        let mut got = Vec::new();
+        assert_eq!(tx.take_ready(true, 0, &mut got), (0, 0));
+        assert!(got.is_empty());
+        let wait = tokio::time::timeout(std::time::Duration::from_millis(100), rx.ready()).await;
+        assert!(
+            wait.is_err(),
+            "the writer was woken for answers that may wait"
+        );
+        // Sent outside a batch (a delivery to the waiting get): the writer wakes for all three.
+        tx.send(out(3, 0, false)).unwrap();
+        assert!(rx.ready().await);
+        let order: Vec<u8> = std::iter::from_fn(|| rx.try_recv().map(|o| o.frame[0])).collect();
+        assert_eq!(order, vec![1, 2, 3]);
+        // In one batch with a frame due, the reader writes them all at once.
+        tx.hold();
+        tx.send(later(4)).unwrap();
+        tx.send(out(5, 0, false)).unwrap();
+        let mut got = Vec::new();
+        assert_eq!(tx.take_ready(true, 0, &mut got), (2, 20));
+        assert_eq!(got.iter().map(|b| b[0]).collect::<Vec<_>>(), vec![4, 5]);
+        // Once nobody can send any more, what waits is written.
+        tx.send(later(6)).unwrap();
+        drop(tx);
+        assert!(rx.ready().await);
+        assert_eq!(rx.try_recv().map(|o| o.frame[0]), Some(6));
+        assert!(!rx.ready().await);
     }
 
     /// While the reader holds a batch, sends do not wake the writer task; ending the batch with
