@@ -234,3 +234,49 @@ fn an_answer_sent_later_leaves_with_the_next_one_and_without_the_flag_at_once() 
         }
     }
 }
+
+/// Answers sent later that fill the socket's queue past the pause bound leave at once: the queue
+/// manager stops reading the socket there, so the request that would release them is not read
+/// until they have left (waiting for it would leave both sides waiting on each other).
+#[test]
+fn answers_sent_later_that_fill_the_queue_leave_without_a_release() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "QMLATER2", &[]);
+    support::mqsc(&home, "QMLATER2", &format!("DEFINE QLOCAL({QUEUE})\n"));
+    let mut c = Raw::open(qm.port);
+    let other = qm.connect();
+    let h = other.open(QUEUE, open::OUTPUT).unwrap();
+    // Three 600 KB messages: their answers pass the 1 MiB pause bound.
+    for n in 0..3u8 {
+        let md = MessageDescriptor {
+            correl_id: [10 + n; 24],
+            ..Default::default()
+        };
+        let body = Bytes::from(vec![n; 600 * 1024]);
+        other
+            .put(
+                &h,
+                &md,
+                &Properties::default(),
+                body,
+                &PutOptions::default(),
+            )
+            .unwrap();
+    }
+    let mut reqs: Vec<_> = (0..3u8).map(|n| (1, c.get(10 + n, 0), true)).collect();
+    reqs.push((1, Request::Commit, false));
+    c.write(&reqs);
+    for n in 0..3u8 {
+        match c.next(Duration::from_secs(20)) {
+            Some(Response::Message { md, body, .. }) => {
+                assert_eq!(md.correl_id, [10 + n; 24]);
+                assert_eq!(body.len(), 600 * 1024);
+            }
+            other => panic!("get {n}: {other:?}"),
+        }
+    }
+    assert!(matches!(
+        c.next(Duration::from_secs(20)),
+        Some(Response::Status { reason, .. }) if reason == Reason::NONE
+    ));
+}
