@@ -10,6 +10,8 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use ferrymq_client::blocking::Connection;
+use ferrymq_client::ObjectHandle;
 use ferrymq_proto::{
     encode_request, kind, parse_response, FrameDecoder, Hello, Request, Response, FLAG_LATER,
     PROTOCOL_VERSION_ANSWER_LATER,
@@ -19,6 +21,7 @@ use ferrymq_types::{MessageDescriptor, Properties, Reason};
 use support::{Home, Qm};
 
 const QUEUE: &str = "LATER.Q";
+const ANSWER_WITHIN: Duration = Duration::from_secs(10);
 
 /// A raw client socket after Hello, Connect and one Open for output and input.
 struct Raw {
@@ -114,6 +117,32 @@ impl Raw {
         }
     }
 
+    /// Expects the next answer (within 10 s) to be a `PutOk`.
+    fn put_ok(&mut self) {
+        let r = self.next(ANSWER_WITHIN);
+        assert!(matches!(r, Some(Response::PutOk { .. })), "a put: {r:?}");
+    }
+
+    /// Expects the next answer (within 10 s) to be a `Status` with `want`.
+    fn status(&mut self, want: Reason) {
+        let r = self.next(ANSWER_WITHIN);
+        assert!(
+            matches!(&r, Some(Response::Status { reason, .. }) if *reason == want),
+            "want {want:?}: {r:?}"
+        );
+    }
+
+    /// Expects the next answer (within 10 s) to be a message with CorrelId `correl`; its body.
+    fn message(&mut self, correl: u8) -> Bytes {
+        match self.next(ANSWER_WITHIN) {
+            Some(Response::Message { md, body, .. }) => {
+                assert_eq!(md.correl_id, [correl; 24]);
+                body
+            }
+            other => panic!("message {correl}: {other:?}"),
+        }
+    }
+
     /// The next response within `within`, or None if none came.
     fn next(&mut self, within: Duration) -> Option<Response> {
         let end = Instant::now() + within;
@@ -140,6 +169,17 @@ impl Raw {
     }
 }
 
+/// Puts `body` with CorrelId `correl` through another client's connection.
+fn put_correl(other: &Connection, h: &ObjectHandle, correl: u8, body: Bytes) {
+    let md = MessageDescriptor {
+        correl_id: [correl; 24],
+        ..Default::default()
+    };
+    other
+        .put(h, &md, &Properties::default(), body, &PutOptions::default())
+        .unwrap();
+}
+
 #[test]
 fn an_answer_sent_later_leaves_with_the_next_one_and_without_the_flag_at_once() {
     let home = Home::new();
@@ -148,21 +188,7 @@ fn an_answer_sent_later_leaves_with_the_next_one_and_without_the_flag_at_once() 
     let mut c = Raw::open(qm.port);
     let other = qm.connect();
     let h = other.open(QUEUE, open::OUTPUT).unwrap();
-    let reply = |correl: u8| {
-        let md = MessageDescriptor {
-            correl_id: [correl; 24],
-            ..Default::default()
-        };
-        other
-            .put(
-                &h,
-                &md,
-                &Properties::default(),
-                Bytes::from_static(b"reply"),
-                &PutOptions::default(),
-            )
-            .unwrap();
-    };
+    let reply = |correl: u8| put_correl(&other, &h, correl, Bytes::from_static(b"reply"));
 
     // Without the flag: the put and the commit are answered at once, while the get waits.
     let (put, get) = (c.put(1), c.get(2, 20_000));
@@ -171,19 +197,10 @@ fn an_answer_sent_later_leaves_with_the_next_one_and_without_the_flag_at_once() 
         (1, Request::Commit, false),
         (1, get, false),
     ]);
-    assert!(matches!(
-        c.next(Duration::from_secs(10)),
-        Some(Response::PutOk { .. })
-    ));
-    assert!(matches!(
-        c.next(Duration::from_secs(10)),
-        Some(Response::Status { reason, .. }) if reason == Reason::NONE
-    ));
+    c.put_ok();
+    c.status(Reason::NONE);
     reply(2);
-    assert!(matches!(
-        c.next(Duration::from_secs(10)),
-        Some(Response::Message { .. })
-    ));
+    c.message(2);
 
     // With it on the put and the commit: nothing comes while the get waits, then all three
     // answers, in order, once the reply is put.
@@ -192,47 +209,28 @@ fn an_answer_sent_later_leaves_with_the_next_one_and_without_the_flag_at_once() 
     let early = c.next(Duration::from_millis(700));
     assert!(early.is_none(), "answered before the get: {early:?}");
     reply(4);
-    assert!(matches!(
-        c.next(Duration::from_secs(10)),
-        Some(Response::PutOk { .. })
-    ));
-    assert!(matches!(
-        c.next(Duration::from_secs(10)),
-        Some(Response::Status { reason, .. }) if reason == Reason::NONE
-    ));
-    match c.next(Duration::from_secs(10)) {
-        Some(Response::Message { md, .. }) => assert_eq!(md.correl_id, [4; 24]),
-        other => panic!("the get: {other:?}"),
-    }
+    c.put_ok();
+    c.status(Reason::NONE);
+    c.message(4);
 
     // A get whose wait runs out releases them too, with its own answer.
     let (put, get) = (c.put(5), c.get(6, 500));
     let sent = Instant::now();
     c.write(&[(1, put, true), (1, get, false)]);
-    assert!(matches!(
-        c.next(Duration::from_secs(10)),
-        Some(Response::PutOk { .. })
-    ));
+    c.put_ok();
     let waited = sent.elapsed();
     assert!(
         waited >= Duration::from_millis(400),
         "the put was answered {waited:?} after it was sent, before the get's wait ran out"
     );
-    assert!(matches!(
-        c.next(Duration::from_secs(10)),
-        Some(Response::Status { reason, .. }) if reason == Reason::NO_MSG_AVAILABLE
-    ));
+    c.status(Reason::NO_MSG_AVAILABLE);
 
     // The messages put under the flag were committed like any other: the two the client put
     // (correl 1 was committed, 3 too; 5's unit of work is still open) and nothing lost.
     let (get1, get3) = (c.get(1, 0), c.get(3, 0));
     c.write(&[(1, get1, true), (1, get3, false)]);
-    for want in [1u8, 3] {
-        match c.next(Duration::from_secs(10)) {
-            Some(Response::Message { md, .. }) => assert_eq!(md.correl_id, [want; 24]),
-            other => panic!("message {want}: {other:?}"),
-        }
-    }
+    c.message(1);
+    c.message(3);
 }
 
 /// Answers sent later that fill the socket's queue past the pause bound leave at once: the queue
@@ -248,35 +246,13 @@ fn answers_sent_later_that_fill_the_queue_leave_without_a_release() {
     let h = other.open(QUEUE, open::OUTPUT).unwrap();
     // Three 600 KB messages: their answers pass the 1 MiB pause bound.
     for n in 0..3u8 {
-        let md = MessageDescriptor {
-            correl_id: [10 + n; 24],
-            ..Default::default()
-        };
-        let body = Bytes::from(vec![n; 600 * 1024]);
-        other
-            .put(
-                &h,
-                &md,
-                &Properties::default(),
-                body,
-                &PutOptions::default(),
-            )
-            .unwrap();
+        put_correl(&other, &h, 10 + n, Bytes::from(vec![n; 600 * 1024]));
     }
     let mut reqs: Vec<_> = (0..3u8).map(|n| (1, c.get(10 + n, 0), true)).collect();
     reqs.push((1, Request::Commit, false));
     c.write(&reqs);
     for n in 0..3u8 {
-        match c.next(Duration::from_secs(20)) {
-            Some(Response::Message { md, body, .. }) => {
-                assert_eq!(md.correl_id, [10 + n; 24]);
-                assert_eq!(body.len(), 600 * 1024);
-            }
-            other => panic!("get {n}: {other:?}"),
-        }
+        assert_eq!(c.message(10 + n), vec![n; 600 * 1024]);
     }
-    assert!(matches!(
-        c.next(Duration::from_secs(20)),
-        Some(Response::Status { reason, .. }) if reason == Reason::NONE
-    ));
+    c.status(Reason::NONE);
 }
