@@ -680,7 +680,7 @@ async fn read_loop(
                 Err(e) => break 'run broken(format!("protocol error from {}: {e}", sock.endpoint)),
             }
         }
-        buf.reserve(ferrymq_proto::read_room(&buf, READ_CHUNK_BYTES));
+        buf.reserve(dec.read_room(&buf, READ_CHUNK_BYTES));
         tokio::select! {
             _ = stop.wait_for(|s| *s) => return,
             r = rd.read_buf(&mut buf) => match r {

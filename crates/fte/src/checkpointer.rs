@@ -151,13 +151,19 @@ const HASH_QUEUE: usize = 8;
 /// which covers devices of 512-byte and of 4 KiB blocks).
 const DIRECT_ALIGN: usize = 4096;
 
-/// The writer's buffer for direct writes: a chunk's aligned part is copied here (a copy within
-/// the process, of a buffer that stays hot) and goes to the disk from it.
+/// The writer's buffer for direct writes of chunks that are not aligned in memory: a chunk's
+/// aligned part is copied here (a copy within the process, of a buffer that stays hot) and goes
+/// to the disk from it. A chunk whose whole blocks the client received at an aligned address (it
+/// places a large frame so that it ends on one, see `ferrymq_proto::FRAME_END_ALIGN`) goes to
+/// the disk from where it is.
 #[derive(Default)]
 struct Aligned(Vec<u8>);
 
 impl Aligned {
-    fn holding(&mut self, data: &[u8]) -> &[u8] {
+    fn holding<'a>(&'a mut self, data: &'a [u8]) -> &'a [u8] {
+        if (data.as_ptr() as usize).is_multiple_of(DIRECT_ALIGN) {
+            return data;
+        }
         if self.0.len() < data.len() + DIRECT_ALIGN {
             self.0 = vec![0; data.len() + DIRECT_ALIGN];
         }
@@ -490,7 +496,7 @@ mod tests {
         let bytes = |n: usize, seed: u8| -> Vec<u8> {
             (0..n).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect()
         };
-        let mut want = vec![0u8; 40_000];
+        let mut want = vec![0u8; 49_152];
         let mut aligned = Aligned::default();
         // A chunk of whole blocks and a tail; an odd chunk after it (text mode's lengths); a
         // chunk at an aligned offset again, past a gap; a last, short chunk.
@@ -504,6 +510,15 @@ mod tests {
             write_at(&sink, &mut aligned, &body, offset as u64).unwrap();
             want[offset..offset + len].copy_from_slice(&body);
         }
+        // A chunk already aligned in memory is written from where it is, not copied.
+        let body = bytes(8192, 5);
+        let mut placing = Aligned::default();
+        let block = placing.holding(&body);
+        let mut other = Aligned::default();
+        assert_eq!(other.holding(block).as_ptr(), block.as_ptr());
+        assert!(other.0.is_empty(), "an aligned chunk is not copied");
+        write_at(&sink, &mut other, block, 40_960).unwrap();
+        want[40_960..40_960 + 8192].copy_from_slice(&body);
         assert_eq!(std::fs::read(&path).unwrap(), want);
     }
 }

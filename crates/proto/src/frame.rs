@@ -47,13 +47,18 @@ pub struct RawFrame {
 #[derive(Debug, Clone)]
 pub struct FrameDecoder {
     max_frame_bytes: u32,
+    /// The last frame cut off was over [`FRAME_OWN_BUFFER_MIN_BYTES`] (see [`Self::read_room`]).
+    after_large: bool,
 }
 
 impl FrameDecoder {
     /// A decoder refusing frames whose `len` exceeds `max_frame_bytes`. Start a connection with
     /// [`crate::PRE_HANDSHAKE_FRAME_MAX_BYTES`] so an unauthenticated peer cannot make us allocate.
     pub fn new(max_frame_bytes: u32) -> Self {
-        FrameDecoder { max_frame_bytes }
+        FrameDecoder {
+            max_frame_bytes,
+            after_large: false,
+        }
     }
 
     /// Raises or lowers the limit, e.g. to [`frame_limit_for`] the negotiated `max_msg_len`.
@@ -63,6 +68,20 @@ impl FrameDecoder {
 
     pub fn max_frame_bytes(&self) -> u32 {
         self.max_frame_bytes
+    }
+
+    /// How much room a reader should make in `buf` before its next read: [`read_room`], except
+    /// that after a large frame, with nothing of the next one read yet, only
+    /// [`AFTER_LARGE_READ_BYTES`]. Large frames tend to follow each other (a file's chunks, a
+    /// channel's batch), and a large frame's first read is copied into the frame's own buffer
+    /// once its header says how large it is: a small first read keeps that copy small. It costs
+    /// no extra read: the rest of a large frame takes one read either way.
+    pub fn read_room(&self, buf: &BytesMut, chunk: usize) -> usize {
+        if self.after_large && buf.is_empty() {
+            chunk.min(AFTER_LARGE_READ_BYTES)
+        } else {
+            read_room(buf, chunk)
+        }
     }
 
     /// Takes one complete frame off the front of `buf` (zero-copy), or returns `Ok(None)` when more
@@ -103,9 +122,7 @@ impl FrameDecoder {
                 // no later frame lands in it. The bytes of it already read are copied over, as
                 // growing the buffer would. (A buffer with room is kept: moving it again after
                 // every read of a reader that reserves more would copy the frame many times.)
-                let mut own = BytesMut::with_capacity(total);
-                own.extend_from_slice(buf);
-                *buf = own;
+                *buf = own_buffer(total, buf);
             } else {
                 // One allocation for the rest of the frame instead of growing by read-sized steps.
                 buf.reserve(total - buf.len());
@@ -113,6 +130,12 @@ impl FrameDecoder {
             return Ok(None);
         }
         let mut frame = buf.split_to(total);
+        self.after_large = total > FRAME_OWN_BUFFER_MIN_BYTES;
+        if self.after_large && buf.is_empty() {
+            // Nothing of the next frame is here yet: its first read goes into a small buffer of
+            // its own (see `read_room`), not into what is left of this one's.
+            *buf = BytesMut::new();
+        }
         frame.advance(4);
         let kind = frame.get_u8();
         let flags = frame.get_u8();
@@ -126,6 +149,29 @@ impl FrameDecoder {
             body: frame.freeze(),
         }))
     }
+}
+
+/// The first read after a large frame (see [`FrameDecoder::read_room`]).
+pub const AFTER_LARGE_READ_BYTES: usize = 4096;
+
+/// A large frame's buffer ends on a multiple of this many bytes, so a body at the end of the
+/// frame whose length is a multiple of it (a file's chunk) starts on one too: it can be written
+/// to a file opened for direct I/O as it is, without being copied into an aligned buffer first.
+pub const FRAME_END_ALIGN: usize = 4096;
+
+/// An allocation for a large frame of `total` bytes holding `have` (its bytes already read):
+/// exactly the frame's size, placed so that the frame ends on a multiple of [`FRAME_END_ALIGN`].
+fn own_buffer(total: usize, have: &[u8]) -> BytesMut {
+    let mut own = BytesMut::with_capacity(total + FRAME_END_ALIGN);
+    let end = own.as_ptr() as usize + total;
+    let pad = (FRAME_END_ALIGN - end % FRAME_END_ALIGN) % FRAME_END_ALIGN;
+    // Capacity past the frame's end is cut off (nothing read later lands after the frame), and
+    // the padding before its start skipped.
+    drop(own.split_off(pad + total));
+    own.resize(pad, 0);
+    own.advance(pad);
+    own.extend_from_slice(have);
+    own
 }
 
 /// How much room a reader should make in `buf` before its next read: `chunk`, but no more than
@@ -275,6 +321,50 @@ mod tests {
     }
 
     #[test]
+    fn large_frames_end_aligned_and_a_small_frame_after_them_reads_as_usual() {
+        let mut d = FrameDecoder::new(u32::MAX);
+        let mut buf = BytesMut::new();
+        for (i, first) in [4096usize, 700, 65_536, 13].into_iter().enumerate() {
+            // A chunk-like body (a multiple of the alignment) after a few bytes of other fields.
+            let mut payload = vec![9u8; 37];
+            payload.extend(std::iter::repeat_n(i as u8, 256 << 10));
+            let full = frame_bytes(0x06, 0, 1, i as u32, &payload);
+            let mut at = 0;
+            let f = loop {
+                if let Some(f) = d.decode(&mut buf).unwrap() {
+                    break f;
+                }
+                let n = if at == 0 {
+                    first
+                } else {
+                    d.read_room(&buf, 64 * 1024)
+                };
+                let n = n.min(full.len() - at);
+                buf.reserve(n);
+                buf.extend_from_slice(&full[at..at + n]);
+                at += n;
+            };
+            assert_eq!(at, full.len());
+            assert_eq!(&f.body[..], &payload[..]);
+            let chunk = f.body.slice(37..);
+            assert_eq!(
+                chunk.as_ptr() as usize % FRAME_END_ALIGN,
+                0,
+                "first read {first}"
+            );
+        }
+        // Small frames after a large one: the small first read, then reads as before.
+        assert_eq!(d.read_room(&buf, 64 * 1024), AFTER_LARGE_READ_BYTES);
+        let small = frame_bytes(0x06, 0, 1, 9, &[1u8; 100]);
+        buf.reserve(d.read_room(&buf, 64 * 1024));
+        buf.extend_from_slice(&small[..50]);
+        assert_eq!(d.decode(&mut buf).unwrap(), None);
+        buf.extend_from_slice(&small[50..]);
+        assert_eq!(d.decode(&mut buf).unwrap().unwrap().req, 9);
+        assert_eq!(d.read_room(&buf, 64 * 1024), 64 * 1024);
+    }
+
+    #[test]
     fn a_large_frame_is_read_into_a_buffer_of_its_own_size() {
         let body = vec![7u8; FRAME_OWN_BUFFER_MIN_BYTES + 1000];
         let full = frame_bytes(0x06, 0, 1, 1, &body);
@@ -299,7 +389,17 @@ mod tests {
         }
         let f = d.decode(&mut buf).unwrap().unwrap();
         assert_eq!(&f.body[..], &body[..]);
+        assert_eq!(
+            (f.body.as_ptr() as usize + f.body.len()) % FRAME_END_ALIGN,
+            0,
+            "a large frame ends on an aligned address"
+        );
         assert!(buf.is_empty());
+        // The next frame's first read is small: a large frame's bytes read before its header
+        // was seen are copied into its own buffer.
+        assert_eq!(d.read_room(&buf, 64 * 1024), AFTER_LARGE_READ_BYTES);
+        assert_eq!(d.read_room(&buf, 512), 512);
+        assert_eq!(read_room(&buf, 64 * 1024), 64 * 1024);
         assert_eq!(
             buf.capacity(),
             0,

@@ -17,7 +17,8 @@ mod size;
 pub use control::ControlCommand;
 pub use error::ProtoError;
 pub use frame::{
-    frame_limit_for, read_room, FrameDecoder, RawFrame, FLAG_LATER, FLAG_MORE, HEADER_LEN,
+    frame_limit_for, read_room, FrameDecoder, RawFrame, AFTER_LARGE_READ_BYTES, FLAG_LATER,
+    FLAG_MORE, FRAME_END_ALIGN, HEADER_LEN,
 };
 pub use handshake::{
     negotiate, Hello, MAGIC, PRE_HANDSHAKE_FRAME_MAX_BYTES, PROTOCOL_VERSION,

@@ -145,9 +145,10 @@ fn stall_ms(heartbeat_ms: u32) -> u64 {
 async fn read_more<R: AsyncRead + Unpin>(
     rd: &mut R,
     buf: &mut BytesMut,
+    dec: &FrameDecoder,
     chunk: &mut usize,
 ) -> Result<bool, MqError> {
-    buf.reserve(ferrymq_proto::read_room(buf, *chunk));
+    buf.reserve(dec.read_room(buf, *chunk));
     let room = buf.capacity() - buf.len();
     match rd.read_buf(buf).await {
         Ok(0) => Ok(false),
@@ -182,7 +183,7 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
             if let Some(f) = dec.decode(&mut buf).map_err(proto)? {
                 return Ok::<RawFrame, MqError>(f);
             }
-            if !read_more(rd, &mut buf, &mut chunk).await? {
+            if !read_more(rd, &mut buf, &dec, &mut chunk).await? {
                 return Err(MqError::new(
                     Reason::CONNECTION_BROKEN,
                     "peer closed before the handshake",
@@ -351,7 +352,7 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
         // quiet for a moment (below), not a heartbeat interval later.
         let fresh = buf.capacity() == 0;
         tokio::select! {
-            r = read_more(rd, &mut buf, &mut chunk) => {
+            r = read_more(rd, &mut buf, &dec, &mut chunk) => {
                 if !r? {
                     return Ok(());
                 }

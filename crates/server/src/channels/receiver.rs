@@ -517,7 +517,7 @@ impl Receiver<'_> {
                     }
                 }
             }
-            buf.reserve(ferrymq_proto::read_room(buf, 64 * 1024));
+            buf.reserve(dec.read_room(buf, 64 * 1024));
             let far = tokio::time::Instant::now() + Duration::from_secs(24 * 3600);
             let silent_at = silence_max.map(|d| tokio::time::Instant::now() + d);
             tokio::select! {

@@ -359,8 +359,7 @@ impl Link<'_> {
                 {
                     return Ok::<_, MqError>(f);
                 }
-                self.buf
-                    .reserve(ferrymq_proto::read_room(&self.buf, 64 * 1024));
+                self.buf.reserve(self.dec.read_room(&self.buf, 64 * 1024));
                 match self.sock.read_buf(&mut self.buf).await {
                     Ok(0) => return Err(broken("the receiver closed the connection")),
                     Ok(_) => {}
