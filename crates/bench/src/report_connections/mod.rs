@@ -56,6 +56,11 @@ pub struct ConnectionsArgs {
     /// 550 s by default)
     #[arg(long)]
     pub skip_heartbeats: bool,
+    /// At the largest count: times the request/responder rate is measured beside the
+    /// connections, each followed by a measurement without them (the connections are closed,
+    /// then made again for the next)
+    #[arg(long, value_name = "N")]
+    pub rr_pairs: Option<usize>,
     /// Directory to write the report to (default docs/results/DATE-connections[-quick])
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     pub out: Option<PathBuf>,
@@ -95,11 +100,13 @@ pub struct Row {
     pub fds_after: usize,
     pub fds_per_conn: f64,
     /// Request/responder round trips per second without the connections: before they are
-    /// made, and again once they are closed; beside them is compared with the mean of the two,
-    /// so drift in the machine's load over the step counts against neither.
-    pub rr_without_per_s: f64,
-    pub rr_without_after_per_s: f64,
-    pub rr_with_per_s: f64,
+    /// made, and again each time they are closed.
+    pub rr_without_per_s: Vec<f64>,
+    /// The same beside them, each time they are held: once, and at the largest count as many
+    /// times as `--rr-pairs` asks (the connections made again between). The mean beside them is
+    /// compared with the mean without, so drift in the machine's load over the step (on a shared
+    /// host, bursts of CPU taken by other guests last seconds) counts against neither.
+    pub rr_with_per_s: Vec<f64>,
     /// The connections with nothing but heartbeats (measured at the largest count only).
     pub heartbeats: Option<HeartbeatPhase>,
 }
@@ -164,6 +171,8 @@ struct Opts {
     heartbeat_phase: bool,
     rr_duration: Duration,
     rr_warmup: Duration,
+    /// Beside/without pairs of request/responder measurements at the largest count.
+    rr_pairs: usize,
     cycle_conns: usize,
     command: String,
 }
@@ -219,6 +228,10 @@ pub fn main(argv: &[String]) -> Result<(), String> {
         heartbeat_phase,
         rr_duration: Duration::from_secs(if a.quick { 3 } else { 8 }),
         rr_warmup: Duration::from_secs(1),
+        rr_pairs: a
+            .rr_pairs
+            .unwrap_or(if a.quick { 1 } else { 3 })
+            .clamp(1, 20),
         cycle_conns: if a.quick { 1000 } else { 5000 }.min(cap),
         command: std::iter::once("ferrymq-bench report connections")
             .chain(argv.iter().map(String::as_str))
@@ -331,10 +344,30 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
         std::thread::sleep(o.idle);
         let i1 = crate::cpu::mark(pid).ok_or("cannot read the queue manager's CPU")?;
         let (rss1, fds1) = (rss_bytes(pid), fd_count(pid));
-        let rr_with = rr(o.rr_duration)?;
+        let mut rr_with = vec![rr(o.rr_duration)?];
         drivers.close()?;
         wait_fds(pid, fds0)?;
-        let rr_without_after = rr(o.rr_duration)?;
+        let mut rr_without = vec![rr_without, rr(o.rr_duration)?];
+        // More pairs at the largest count, where the goal is judged: the mean of several
+        // measurements each way, taken in turn, is what the machine's bursts disturb least.
+        let pairs = if Some(&n) == o.counts.last() {
+            o.rr_pairs
+        } else {
+            1
+        };
+        for i in 1..pairs {
+            eprintln!(
+                "report:   request/responder beside and without them, {}/{pairs}",
+                i + 1
+            );
+            let mut again = Drivers::start(o, &name, port, n)?;
+            again.wait_connected()?;
+            std::thread::sleep(Duration::from_secs(1));
+            rr_with.push(rr(o.rr_duration)?);
+            again.close()?;
+            wait_fds(pid, fds0)?;
+            rr_without.push(rr(o.rr_duration)?);
+        }
         // After the request/responder runs, so that the three stay close together in time: as
         // many connections again, their puts for one interval (which spreads their last words
         // over it, as idle clients' are), then heartbeats only.
@@ -378,7 +411,6 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
             fds_after: fds1,
             fds_per_conn: per(fds1 as f64 - fds0 as f64),
             rr_without_per_s: rr_without,
-            rr_without_after_per_s: rr_without_after,
             rr_with_per_s: rr_with,
             heartbeats,
         };
