@@ -41,9 +41,44 @@ pub fn pct(a: Mark, b: Mark) -> f64 {
     }
 }
 
+/// The machine's CPU time so far from /proc/stat, in clock ticks: (stolen by the hypervisor,
+/// all). On a virtual machine, stolen time is when a CPU had work but the host ran another
+/// guest: a window with much of it measured the neighbours, not us.
+pub fn machine_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal
+    let steal = *f.get(7)?;
+    Some((steal, f.iter().sum()))
+}
+
+/// Percent of the machine's CPU time stolen between two [`machine_ticks`] readings.
+pub fn steal_pct(a: (u64, u64), b: (u64, u64)) -> f64 {
+    let all = b.1.saturating_sub(a.1);
+    if all == 0 {
+        0.0
+    } else {
+        b.0.saturating_sub(a.0) as f64 / all as f64 * 100.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steal_is_a_share_of_all_ticks_between_two_readings() {
+        assert_eq!(steal_pct((10, 1000), (60, 1200)), 25.0);
+        assert_eq!(steal_pct((10, 1000), (10, 1000)), 0.0);
+        let now = machine_ticks().expect("/proc/stat has a cpu line");
+        assert!(now.0 <= now.1);
+    }
 
     #[test]
     fn a_busy_loop_shows_up_as_cpu_time() {

@@ -107,6 +107,10 @@ pub struct Row {
     /// compared with the mean without, so drift in the machine's load over the step (on a shared
     /// host, bursts of CPU taken by other guests last seconds) counts against neither.
     pub rr_with_per_s: Vec<f64>,
+    /// The machine's CPU time stolen by the hypervisor over each of those measurements
+    /// (percent; same order): a measurement with much of it timed the host's other guests.
+    pub rr_without_steal_pct: Vec<f64>,
+    pub rr_with_steal_pct: Vec<f64>,
     /// The connections with nothing but heartbeats (measured at the largest count only).
     pub heartbeats: Option<HeartbeatPhase>,
 }
@@ -294,7 +298,7 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
         )?;
         Ok((qms, name, port, pid))
     };
-    let rr = |name: &str, port: u16, pid: u32, d: Duration| -> Result<f64, String> {
+    let rr = |name: &str, port: u16, pid: u32, d: Duration| -> Result<(f64, f64), String> {
         let a = Args {
             module: cph::Module::Rr,
             qms: vec![name.to_string()],
@@ -317,7 +321,10 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
             client_threads: 1,
             security: Default::default(),
         };
-        Ok(cph::run(&a)?.round_trips_per_s)
+        let t0 = crate::cpu::machine_ticks().unwrap_or_default();
+        let rate = cph::run(&a)?.round_trips_per_s;
+        let t1 = crate::cpu::machine_ticks().unwrap_or_default();
+        Ok((rate, crate::cpu::steal_pct(t0, t1)))
     };
     // The last count's queue manager stays for the cycles: they measure growth from a
     // queue manager that has already held many connections, not its first warming up.
@@ -410,8 +417,10 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
             fds_before: fds0,
             fds_after: fds1,
             fds_per_conn: per(fds1 as f64 - fds0 as f64),
-            rr_without_per_s: rr_without,
-            rr_with_per_s: rr_with,
+            rr_without_per_s: rr_without.iter().map(|x| x.0).collect(),
+            rr_with_per_s: rr_with.iter().map(|x| x.0).collect(),
+            rr_without_steal_pct: rr_without.iter().map(|x| x.1).collect(),
+            rr_with_steal_pct: rr_with.iter().map(|x| x.1).collect(),
             heartbeats,
         };
         eprintln!("report:   {}", render::line(&row));
