@@ -737,7 +737,8 @@ fn write_report(
         "Produced by `{}` with ferrymq {} on {} CPU cores (client and queue managers share them). \
          Workload (the ferrymq-bench crate's docs, as the seed reports count it): requesters put a request under syncpoint and commit, then get the reply by CorrelId; \
          responders get under syncpoint, put the reply and commit: {} per queue manager, and from {} requesters on also {} (the faster run of each step is kept, for both persistences and the baseline alike; the tables name the count). Requesters connect over TCP (SHARECNV 1). \
-         CPU is percent of one core. Latency is the median round trip at that load; the 1-requester row is the single-requester latency.\n",
+         CPU is percent of one core. Latency is the median round trip at that load; the 1-requester row is the single-requester latency. \
+         Machine CPU stolen is the share of the machine's CPU time the hypervisor gave to other guests during the run (from /proc/stat): a rate measured with much of it is the host's as much as ours.\n",
         if sw.command.is_empty() {
             format!(
                 "ferrymq-bench report standalone{}",
@@ -788,15 +789,15 @@ fn write_report(
         let file = format!("chart-{i}.svg");
         std::fs::write(out_dir.join(&file), svg_chart(s)).map_err(|e| e.to_string())?;
         let _ = writeln!(md, "\n## {}\n\n![{}]({file})\n", s.name, s.name);
-        let _ = writeln!(md, "| Requesters | Responders | Rate (RT/s) | QM CPU% | Client CPU% | p50 (ms) | p99 (ms) | QM CPU µs/RT | Client CPU µs/RT |");
-        let _ = writeln!(md, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(md, "| Requesters | Responders | Rate (RT/s) | QM CPU% | Client CPU% | p50 (ms) | p99 (ms) | QM CPU µs/RT | Client CPU µs/RT | Machine CPU stolen (%) |");
+        let _ = writeln!(md, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         let mut rows: Vec<(&RunResult, bool)> = s.runs.iter().map(|r| (r, true)).collect();
         rows.extend(s.other_runs.iter().map(|r| (r, false)));
         rows.sort_by_key(|(r, _)| (r.threads, r.responders));
         for (r, kept) in rows {
             let _ = writeln!(
                 md,
-                "| {} | {}{} | {:.0} | {:.1} | {:.1} | {:.3} | {:.3} | {:.1} | {:.1} |",
+                "| {} | {}{} | {:.0} | {:.1} | {:.1} | {:.3} | {:.3} | {:.1} | {:.1} | {:.0} |",
                 r.threads,
                 r.responders,
                 if kept { "" } else { " (not kept)" },
@@ -806,7 +807,8 @@ fn write_report(
                 r.latency_ms_p50,
                 r.latency_ms_p99,
                 r.server_cpu_us_per_rt.unwrap_or(0.0),
-                r.client_cpu_us_per_rt
+                r.client_cpu_us_per_rt,
+                r.machine_steal_pct
             );
         }
     }

@@ -535,6 +535,7 @@ mod tests {
             latency_ms_p50: p50,
             latency_ms_p99: p50,
             latency_ms_max: p50,
+            machine_steal_pct: 0.0,
             threads,
             responders: 10,
             msg_size: 2048,

@@ -31,6 +31,10 @@ pub struct RunResult {
     pub latency_ms_p50: f64,
     pub latency_ms_p99: f64,
     pub latency_ms_max: f64,
+    /// The share of the machine's CPU time the hypervisor gave to other guests over the window
+    /// (steal, from /proc/stat; 0 where there is none to read). A rate measured with much of it
+    /// timed the host's other guests as much as FerryMQ.
+    pub machine_steal_pct: f64,
     pub threads: usize,
     pub responders: usize,
     pub msg_size: usize,
@@ -74,6 +78,10 @@ impl RunResult {
         println!(
             "  client CPU    {:>10.1} % of a core, {:.1} us per round trip",
             self.client_cpu_pct, self.client_cpu_us_per_rt
+        );
+        println!(
+            "  machine       {:>10.1} % of its CPU time stolen by the hypervisor",
+            self.machine_steal_pct
         );
         println!(
             "  latency       p50 {:.3} ms   p99 {:.3} ms   max {:.3} ms",
@@ -277,6 +285,7 @@ async fn run_async(a: &Args) -> Result<RunResult, String> {
     // Measurement window.
     let s0 = server_marks(&pids).filter(|m| m.len() == want);
     let c0 = cpu::mark(me).ok_or("cannot read this process's CPU time")?;
+    let m0 = cpu::machine_ticks().unwrap_or_default();
     let n0 = sh.done.load(Ordering::Relaxed);
     sh.hist.lock().unwrap().reset();
     sh.measuring.store(true, Ordering::Relaxed);
@@ -300,6 +309,7 @@ async fn run_async(a: &Args) -> Result<RunResult, String> {
     let n1 = sh.done.load(Ordering::Relaxed);
     let wall = t0.elapsed().as_secs_f64();
     let c1 = cpu::mark(me).ok_or("cannot read this process's CPU time")?;
+    let m1 = cpu::machine_ticks().unwrap_or_default();
     let s1 = server_marks(&pids).filter(|m| m.len() == want);
     sh.stop.store(true, Ordering::Relaxed);
     for t in tasks {
@@ -345,6 +355,7 @@ async fn run_async(a: &Args) -> Result<RunResult, String> {
         latency_ms_p50: ms(h.value_at_quantile(0.5)),
         latency_ms_p99: ms(h.value_at_quantile(0.99)),
         latency_ms_max: ms(h.max()),
+        machine_steal_pct: cpu::steal_pct(m0, m1),
         threads: a.requesters,
         responders,
         msg_size: a.size,

@@ -321,10 +321,8 @@ fn run(o: &Opts, home: &Path, limit: u64) -> Result<Results, String> {
             client_threads: 1,
             security: Default::default(),
         };
-        let t0 = crate::cpu::machine_ticks().unwrap_or_default();
-        let rate = cph::run(&a)?.round_trips_per_s;
-        let t1 = crate::cpu::machine_ticks().unwrap_or_default();
-        Ok((rate, crate::cpu::steal_pct(t0, t1)))
+        let run = cph::run(&a)?;
+        Ok((run.round_trips_per_s, run.machine_steal_pct))
     };
     // The last count's queue manager stays for the cycles: they measure growth from a
     // queue manager that has already held many connections, not its first warming up.

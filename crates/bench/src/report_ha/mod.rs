@@ -418,6 +418,7 @@ pub(crate) mod tests {
             latency_ms_p50: 1.5,
             latency_ms_p99: 3.0,
             latency_ms_max: 9.0,
+            machine_steal_pct: 0.0,
             threads,
             responders: 10,
             msg_size: 2048,
