@@ -49,12 +49,11 @@ fn mean(v: &[f64]) -> f64 {
 /// out of the ratio while each side has a measurement under it.
 const STEAL_MAX_PCT: f64 = 10.0;
 
-/// The rates of one side that the ratio counts: those measured with under [`STEAL_MAX_PCT`]
-/// stolen, or all when `all`.
-fn counted(v: &[f64], steal: &[f64], all: bool) -> Vec<f64> {
+/// The rates of one side measured with under [`STEAL_MAX_PCT`] stolen.
+fn quiet(v: &[f64], steal: &[f64]) -> Vec<f64> {
     v.iter()
         .enumerate()
-        .filter(|(i, _)| all || steal.get(*i).is_none_or(|s| *s < STEAL_MAX_PCT))
+        .filter(|(i, _)| steal.get(*i).is_none_or(|s| *s < STEAL_MAX_PCT))
         .map(|(_, x)| *x)
         .collect()
 }
@@ -62,8 +61,8 @@ fn counted(v: &[f64], steal: &[f64], all: bool) -> Vec<f64> {
 /// The rates the ratio counts, (beside, without): those measured with under [`STEAL_MAX_PCT`]
 /// of the machine stolen, unless a side has none such, when every one counts.
 fn counted_rates(r: &Row) -> (Vec<f64>, Vec<f64>) {
-    let with = counted(&r.rr_with_per_s, &r.rr_with_steal_pct, false);
-    let without = counted(&r.rr_without_per_s, &r.rr_without_steal_pct, false);
+    let with = quiet(&r.rr_with_per_s, &r.rr_with_steal_pct);
+    let without = quiet(&r.rr_without_per_s, &r.rr_without_steal_pct);
     if with.is_empty() || without.is_empty() {
         (r.rr_with_per_s.clone(), r.rr_without_per_s.clone())
     } else {
@@ -263,19 +262,18 @@ fn goals(r: &Results) -> String {
         projected(x.connected),
         per_put_us(r, x)
     );
+    let (with, without) = counted_rates(x);
+    let ratio = ratio_pct(x);
     let _ = writeln!(
         md,
-        "- request/responder beside them {:.0}% of the rate without them (goal ≥ {GOAL_RR_BESIDE_PCT:.0}%): {} (means of {} of {} measurements beside them and {} of {} without; {})",
-        ratio_pct(x),
-        verdict(ratio_pct(x) >= GOAL_RR_BESIDE_PCT),
-        counted_rates(x).0.len(),
+        "- request/responder beside them {ratio:.0}% of the rate without them (goal ≥ {GOAL_RR_BESIDE_PCT:.0}%): {} (means of {} of {} measurements beside them and {} of {} without; {})",
+        verdict(ratio >= GOAL_RR_BESIDE_PCT),
+        with.len(),
         x.rr_with_per_s.len(),
-        counted_rates(x).1.len(),
+        without.len(),
         x.rr_without_per_s.len(),
-        if counted_rates(x).0.len() + counted_rates(x).1.len()
-            == x.rr_with_per_s.len() + x.rr_without_per_s.len()
-        {
-            format!("none left out for more than {STEAL_MAX_PCT:.0}% of the machine stolen")
+        if with.len() + without.len() == x.rr_with_per_s.len() + x.rr_without_per_s.len() {
+            "every one counted".to_string()
         } else {
             format!("those with more than {STEAL_MAX_PCT:.0}% of the machine stolen are left out")
         }
