@@ -420,4 +420,57 @@ mod tests {
         assert_eq!(read_room(&small, 64 * 1024), 2012 - 100);
         assert_eq!(read_room(&BytesMut::new(), 512), 512);
     }
+
+    /// A body size: mostly small, some around the own-buffer threshold, some chunk-sized.
+    fn body_len() -> impl proptest::strategy::Strategy<Value = usize> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => 0usize..2_000,
+            2 => (FRAME_OWN_BUFFER_MIN_BYTES - 64)..(FRAME_OWN_BUFFER_MIN_BYTES + 64),
+            2 => (200usize << 10)..(300 << 10),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Whatever sizes the frames and the socket's reads have, a reader that reads what
+        /// `read_room` asks for (or less, as a socket may) gets every frame back whole and in
+        /// order, and nothing is left over.
+        #[test]
+        fn any_mix_of_frames_and_read_sizes_decodes_exactly(
+            lens in proptest::collection::vec(body_len(), 1..12),
+            reads in proptest::collection::vec(1usize..70_000, 1..40),
+            chunk in proptest::sample::select(vec![512usize, 4096, 16 << 10, 64 << 10]),
+        ) {
+            let mut stream = Vec::new();
+            let mut bodies = Vec::new();
+            for (i, len) in lens.iter().enumerate() {
+                let body: Vec<u8> = (0..*len).map(|j| (i * 31 + j) as u8).collect();
+                stream.extend_from_slice(&frame_bytes(0x06, 0, 1, i as u32, &body));
+                bodies.push(body);
+            }
+            let mut d = FrameDecoder::new(u32::MAX);
+            let mut buf = BytesMut::new();
+            let mut got = Vec::new();
+            let (mut at, mut k) = (0usize, 0usize);
+            while at < stream.len() {
+                let room = d.read_room(&buf, chunk);
+                proptest::prop_assert!(room > 0);
+                buf.reserve(room);
+                let n = room.min(reads[k % reads.len()]).min(stream.len() - at);
+                k += 1;
+                buf.extend_from_slice(&stream[at..at + n]);
+                at += n;
+                while let Some(f) = d.decode(&mut buf).unwrap() {
+                    got.push(f);
+                }
+            }
+            proptest::prop_assert!(buf.is_empty(), "{} bytes left over", buf.len());
+            proptest::prop_assert_eq!(got.len(), bodies.len());
+            for (i, (f, body)) in got.iter().zip(&bodies).enumerate() {
+                proptest::prop_assert_eq!(f.req, i as u32);
+                proptest::prop_assert_eq!(&f.body[..], &body[..]);
+            }
+        }
+    }
 }
