@@ -40,7 +40,11 @@ struct Waiters {
 /// nothing more will become durable through it.
 pub struct LsnSender {
     inner: Arc<Inner>,
+    relay: Option<Relay>,
 }
+
+/// Hands a batch of satisfied waiters to be woken elsewhere (see [`LsnSender::set_relay`]).
+pub type Relay = Box<dyn Fn(Vec<Waker>) + Send + Sync>;
 
 /// A waiting side (cheap to clone).
 #[derive(Clone)]
@@ -59,6 +63,7 @@ pub fn channel(start: u64) -> (LsnSender, LsnWatch) {
     (
         LsnSender {
             inner: inner.clone(),
+            relay: None,
         },
         LsnWatch { inner },
     )
@@ -80,9 +85,23 @@ impl LsnSender {
             let later = w.by_need.split_off(&(lsn + 1, 0));
             std::mem::replace(&mut w.by_need, later)
         };
-        for (_, waker) in ready {
-            waker.wake();
+        match &self.relay {
+            Some(relay) if ready.len() > 1 => relay(ready.into_values().collect()),
+            _ => {
+                for (_, waker) in ready {
+                    waker.wake();
+                }
+            }
         }
+    }
+
+    /// Has `relay` wake the waiters an advance satisfies whenever there are several of them,
+    /// instead of the advancing thread. A thread outside an async runtime that wakes its tasks
+    /// one by one can pay a worker's unpark for each (the worker runs the task, parks, and is
+    /// unparked again by the next wake); handing them to a task on the runtime costs one, and
+    /// the rest are scheduled from a worker, where they queue locally.
+    pub fn set_relay(&mut self, relay: Relay) {
+        self.relay = Some(relay);
     }
 
     /// The position now.
@@ -236,6 +255,40 @@ mod tests {
         for t in tasks.drain(2..) {
             assert_eq!(t.await.unwrap(), Err(Closed));
         }
+    }
+
+    #[tokio::test]
+    async fn a_relay_wakes_several_satisfied_waiters_and_a_lone_one_is_woken_at_once() {
+        let (mut tx, rx) = channel(0);
+        let relayed = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = relayed.clone();
+        tx.set_relay(Box::new(move |wakers: Vec<Waker>| {
+            seen.lock().unwrap().push(wakers.len());
+            tokio::spawn(async move {
+                for w in wakers {
+                    w.wake();
+                }
+            });
+        }));
+        let mut tasks = Vec::new();
+        for need in [5u64, 6, 7, 30] {
+            let rx = rx.clone();
+            tasks.push(tokio::spawn(async move { rx.wait(need).await }));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        tx.advance(10);
+        let last = tasks.pop().unwrap();
+        for t in tasks {
+            assert_eq!(t.await.unwrap(), Ok(()));
+        }
+        assert_eq!(*relayed.lock().unwrap(), vec![3]);
+        tx.advance(30);
+        assert_eq!(last.await.unwrap(), Ok(()));
+        assert_eq!(
+            *relayed.lock().unwrap(),
+            vec![3],
+            "one waiter is not relayed"
+        );
     }
 
     #[tokio::test]
