@@ -342,7 +342,7 @@ fn run_instance(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
         let (o, r) = replicated::Raft::open(paths, &cfg, &rt, max_lag)?;
         (o, Log::Raft(r))
     } else {
-        let (o, r) = standalone::Ring::open(paths, &cfg, max_lag, Some(rt.handle()))?;
+        let (o, r) = standalone::Ring::open(paths, &cfg, max_lag, rt.handle())?;
         (o, Log::Ring(r))
     };
     let (end_tx, end_rx) = watch::channel(None);

@@ -99,19 +99,17 @@ impl Ring {
         paths: &QmPaths,
         cfg: &QmConfig,
         max_lag: Option<u64>,
-        rt: Option<&tokio::runtime::Handle>,
+        rt: &tokio::runtime::Handle,
     ) -> Result<(Opened, Ring), String> {
         let (mut durable_tx, durable_rx) = crate::lsn::channel(0);
-        if let Some(rt) = rt {
-            let rt = rt.clone();
-            durable_tx.set_relay(Box::new(move |wakers| {
-                rt.spawn(async move {
-                    for w in wakers {
-                        w.wake();
-                    }
-                });
-            }));
-        }
+        let rt = rt.clone();
+        durable_tx.set_relay(Box::new(move |wakers| {
+            rt.spawn(async move {
+                for w in wakers {
+                    w.wake();
+                }
+            });
+        }));
         let (ckpt_tx, ckpt_rx) = std_mpsc::sync_channel::<()>(1);
         let pressure_tx = ckpt_tx.clone();
         let gate = max_lag.map(|max| Gate::new(Meter::Ring, max, 0));
