@@ -337,8 +337,9 @@ fn objects_and_the_queue_manager_keep_their_creation_and_alteration_times_across
         }
     }
 
-    // An ALTER a second later moves ALTDATE/ALTTIME, never CRDATE/CRTIME.
-    wait_past(&defined[0].1[1]);
+    // An ALTER a second later moves ALTDATE/ALTTIME, never CRDATE/CRTIME. (The script's
+    // definitions may span a second boundary: wait past the second they all ended in.)
+    wait_past(&clock_time());
     let alters = "ALTER QLOCAL(D.LQ) MAXDEPTH(11)\nALTER QALIAS(D.AQ) DEFPRTY(3)\n\
                   ALTER QMODEL(D.MQ) MAXDEPTH(12)\nALTER QREMOTE(D.RQ) RNAME(Y)\n\
                   ALTER CHANNEL(D.SVRCONN) CHLTYPE(SVRCONN) DESCR('x')\n\
@@ -375,8 +376,7 @@ fn objects_and_the_queue_manager_keep_their_creation_and_alteration_times_across
 
     // A crash right after the changes: replay restores the recorded times, not the clock's
     // time at replay; so does the checkpoint a controlled end writes.
-    wait_past(&altered[0].1[3]);
-    wait_past(&created.1);
+    wait_past(&clock_time());
     qm.kill9();
     qm.restart();
     assert_eq!(object_times(&home, "DATES"), altered, "after kill -9");
