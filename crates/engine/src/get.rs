@@ -248,6 +248,11 @@ impl Engine {
             q.locked += 1;
             q.stats.last_get_ms = now_ms;
             c.uow.gets.push((queue.to_string(), key, entry));
+            // Answered at once, even if the message's put is not durable yet: what the getter
+            // does with it stays inside this unit of work, whose commit waits for the put's
+            // record (a later position in the one ordered log), and a crash before that takes
+            // the put and the unit of work back together.
+            lsn = 0;
         } else {
             // A confirm-on-delivery report is logged with the get, in one commit record.
             let report = self.report_for(&entry.msg, Event::Delivered, now_ms);

@@ -6,8 +6,10 @@
 //! the same persistent state, which is what restart, HA replicas and DR sites do.
 //!
 //! Replies that reveal durable state come with a log position (`wait_lsn`): the server must not send
-//! the reply before the log is durable up to it, so an application never sees a message or an
-//! outcome that a crash could take back.
+//! the reply before the log is durable up to it, so an application never keeps a message or an
+//! outcome that a crash could take back. A get under syncpoint is answered at once: what the
+//! application does with the message stays in its unit of work, whose commit waits for the put's
+//! record too (earlier in the one ordered log), so a crash takes both back together.
 
 mod admin;
 pub mod batch;

@@ -58,7 +58,7 @@ impl Engine {
             )
             .collect();
         let gets = self.persistent_gets(&uow);
-        // Replies to the gets already waited for the messages' own put records.
+        // The gets were answered without waiting for the messages' put records: the commit waits.
         let mut lsn = uow
             .gets
             .iter()

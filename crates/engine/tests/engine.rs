@@ -1341,3 +1341,87 @@ fn a_replaced_engine_never_repeats_the_objects_version_of_the_one_it_replaces() 
     assert_ne!(b.objects_version(), c.objects_version());
     assert_ne!(a.objects_version(), b.objects_version());
 }
+
+/// A get under syncpoint reveals nothing a crash could keep: it is answered without waiting for
+/// the message's put record, and the unit of work's commit waits for it (and for its own record,
+/// later in the log). A browse and a get outside syncpoint hand the message out for good, so they
+/// wait for the put's record (and the get for its own).
+#[test]
+fn a_get_under_syncpoint_is_answered_at_once_and_its_commit_waits_for_the_put() {
+    let (mut e, _) = engine();
+    let producer = e.connect("u", "producer");
+    let hp = open_io(&mut e, producer, "Q1");
+    put(&mut e, producer, hp, "a", true, true);
+    put(&mut e, producer, hp, "b", true, true);
+    let put_lsn = e.commit(producer, 1000).unwrap();
+    assert!(put_lsn > 0, "a persistent commit is logged");
+
+    let consumer = e.connect("u", "consumer");
+    let hc = open_io(&mut e, consumer, "Q1");
+    let browse = GetOptions {
+        browse: Browse::First,
+        ..GetOptions::any()
+    };
+    match e.get(consumer, hc, &browse, 1, 1000).unwrap() {
+        GetOutcome::Got(_, lsn) => assert_eq!(lsn, put_lsn, "a browse waits for the put"),
+        GetOutcome::Waiting(_) => panic!("the message is there"),
+    }
+    let in_uow = GetOptions {
+        syncpoint: Syncpoint::Yes,
+        ..GetOptions::any()
+    };
+    match e.get(consumer, hc, &in_uow, 1, 1000).unwrap() {
+        GetOutcome::Got(g, lsn) => {
+            assert_eq!(body(&g), "a");
+            assert_eq!(lsn, 0, "a get under syncpoint is answered at once");
+        }
+        GetOutcome::Waiting(_) => panic!("the message is there"),
+    }
+    let commit_lsn = e.commit(consumer, 1000).unwrap();
+    assert!(
+        commit_lsn > put_lsn,
+        "the commit ({commit_lsn}) waits for the get's record, after the put's ({put_lsn})"
+    );
+
+    match e.get(consumer, hc, &GetOptions::any(), 1, 1000).unwrap() {
+        GetOutcome::Got(g, lsn) => {
+            assert_eq!(body(&g), "b");
+            assert!(
+                lsn > commit_lsn,
+                "a get outside syncpoint waits for its own record ({lsn})"
+            );
+        }
+        GetOutcome::Waiting(_) => panic!("the message is there"),
+    }
+
+    // A getter waiting under syncpoint is pushed the next message at once too; its unit of work
+    // with nothing else in it still commits no earlier than the put.
+    let waiting = GetOptions {
+        wait: Wait::Ms(60_000),
+        ..in_uow
+    };
+    assert!(matches!(
+        e.get(consumer, hc, &waiting, 7, 1000).unwrap(),
+        GetOutcome::Waiting(_)
+    ));
+    let c_put = e
+        .put(
+            producer,
+            hp,
+            &PutOptions::default(),
+            md(true),
+            Properties::default(),
+            Bytes::from_static(b"c"),
+            1000,
+        )
+        .unwrap()
+        .wait_lsn;
+    assert!(
+        c_put > commit_lsn,
+        "a persistent put outside syncpoint is logged"
+    );
+    let d = e.take_deliveries();
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].wait_lsn, 0, "the push under syncpoint does not wait");
+    assert!(e.commit(consumer, 1000).unwrap() > c_put);
+}
