@@ -736,7 +736,7 @@ fn write_report(
         md,
         "Produced by `{}` with ferrymq {} on {} CPU cores (client and queue managers share them). \
          Workload (the ferrymq-bench crate's docs, as the seed reports count it): requesters put a request under syncpoint and commit, then get the reply by CorrelId; \
-         responders get under syncpoint, put the reply and commit: {} per queue manager, and from {} requesters on also {} (the faster run of each step is kept, for both persistences and the baseline alike; the tables name the count). Requesters connect over TCP (SHARECNV 1). \
+         responders get under syncpoint, put the reply and commit: {} per queue manager, and from {} requesters on also {} and {} (the fastest run of each step is kept, for both persistences and the baseline alike; the tables name the count). Requesters connect over TCP (SHARECNV 1). \
          CPU is percent of one core. Latency is the median round trip at that load; the 1-requester row is the single-requester latency. \
          Machine CPU stolen is the share of the machine's CPU time the hypervisor gave to other guests during the run (from /proc/stat): a rate measured with much of it is the host's as much as ours.\n",
         if sw.command.is_empty() {
@@ -751,7 +751,8 @@ fn write_report(
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         report_rtt::RESPONDERS,
         report_rtt::GOAL_REQUESTERS,
-        report_rtt::MORE_RESPONDERS,
+        report_rtt::MORE_RESPONDERS[0],
+        report_rtt::MORE_RESPONDERS[1],
     );
     if !scenarios.is_empty() {
         let _ = writeln!(md, "## Summary (the seeds' layout)\n");
