@@ -611,4 +611,48 @@ mod tests {
         let nots = format!("{}size = 1", "NOT ".repeat(200));
         assert!(Selector::parse(&nots).is_err());
     }
+
+    /// Pieces of the grammar and of what is not in it, put together at random.
+    fn piece() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            prop::sample::select(vec![
+                "(", ")", "AND", "or", "NOT", "=", "<>", "<", ">", "<=", ">=", "LIKE", "IN", "IS",
+                "NULL", "ESCAPE", "TRUE", "false", ",", "colour", "size", "weight", "urgent",
+                "missing", "'red'", "'r%'", "'_e%'", "'it''s'", "'!'", "'%%%_%'", "'", "''", "1",
+                "-2.5E3", "+10", "1e400", "9999999999999999999999", ".", "$x.y", "!", "é", "\u{0}",
+                "BETWEEN", "*",
+            ])
+            .prop_map(str::to_string),
+            "[ -~]{0,6}",
+            any::<String>(),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// Whatever a subscriber sends as a selector is parsed or refused with
+        /// MQRC_SELECTOR_SYNTAX_ERROR, and a parsed one evaluates against any publication: a
+        /// selector can never take the queue manager down.
+        #[test]
+        fn any_selector_text_is_parsed_or_refused_and_evaluates(
+            parts in proptest::collection::vec(piece(), 0..24),
+            glue in proptest::sample::select(vec![" ", "", "  "]),
+        ) {
+            let text = parts.join(glue);
+            match Selector::parse(&text) {
+                Ok(sel) => {
+                    let _ = sel.matches(&props());
+                    let _ = sel.matches(&Properties::default());
+                }
+                Err(e) => proptest::prop_assert_eq!(
+                    e.reason,
+                    ferrymq_types::Reason::SELECTOR_SYNTAX_ERROR,
+                    "{}: {}",
+                    text,
+                    e
+                ),
+            }
+        }
+    }
 }
