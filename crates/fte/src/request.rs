@@ -326,6 +326,68 @@ mod tests {
         assert!(TransferRequest::from_xml("<request/>").is_err());
     }
 
+    fn sample() -> TransferRequest {
+        TransferRequest {
+            source_agent: "A1".into(),
+            source_qmgr: "QM1".into(),
+            dest_agent: "B1".into(),
+            dest_qmgr: "QM2".into(),
+            job_name: Some("job".into()),
+            items: vec![Item {
+                source: "/data/a.txt".into(),
+                recursive: false,
+                disposition: Disposition::Leave,
+                dest_is_dir: false,
+                dest: "/in/a.txt".into(),
+                exist: Exist::Error,
+                mode: Mode::Binary,
+                checksum: Method::Md5,
+                source_encoding: String::new(),
+                dest_encoding: String::new(),
+                dest_eol: String::new(),
+            }],
+        }
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+        /// A request message is whatever an application put on the command queue: a valid
+        /// request cut, spliced or salted with markup, or any text at all, is read or refused
+        /// with a reason, never a panic that would take the agent down.
+        #[test]
+        fn any_damaged_request_xml_is_read_or_refused(
+            cut in 0usize..2000,
+            at in 0usize..2000,
+            insert in prop_oneof![
+                prop::sample::select(vec![
+                    "<", ">", "</item>", "<item>", "<item/>", "\"", "&", "&amp;", "&#0;",
+                    "&#x110000;", "<!--", "<![CDATA[", "<?xml ?>", "<managedTransfer>",
+                    "<transferSet>", "<item mode='text' checksumMethod='x'/>", "=", "'",
+                ])
+                .prop_map(str::to_string),
+                ".{0,40}",
+            ],
+            whole in prop::option::of(".{0,200}"),
+        ) {
+            let text = match whole {
+                Some(w) => w,
+                None => {
+                    let xml = sample().to_xml();
+                    let mut b: Vec<char> = xml.chars().collect();
+                    let at = at % (b.len() + 1);
+                    b.splice(at..at, insert.chars());
+                    let cut = cut % (b.len() + 1);
+                    b[..cut].iter().chain(b[cut..].iter().skip(1)).collect::<String>()
+                }
+            };
+            if let Err(e) = TransferRequest::from_xml(&text) {
+                prop_assert!(!e.to_string().is_empty());
+            }
+        }
+    }
+
     #[test]
     fn an_item_without_a_checksum_method_takes_the_default_it_is_read_with() {
         let mut req = TransferRequest {
