@@ -190,185 +190,38 @@ fn consumed_messages_stay_consumed_after_msgdlvsq_changed_under_them() {
 /// commit returned is there; and nothing appears that was never put.
 #[test]
 fn responders_consume_and_reply_in_one_unit_of_work_across_sigkills() {
-    use ferrymq_types::options::{open, GetOptions, PutOptions, Syncpoint, Wait};
-    use ferrymq_types::{MessageDescriptor, Persistence, Properties, Reason};
-    use std::collections::HashMap;
-    use support::workload::connect_retrying;
+    use support::workload::rr;
 
     const ROUNDS: usize = 10;
-    const REQUESTERS: usize = 2;
     let home = Home::new();
     let qm = Qm::create(&home, "QRESPOND", &["-lp", "2", "-lf", "256"]);
     qm.set_ini("Log", "CheckpointIntervalMs", "300");
     qm.restart();
-    support::mqsc(
-        &home,
-        &qm.name,
-        "DEFINE QLOCAL(REQ) MAXDEPTH(100000)\nDEFINE QLOCAL(REP) MAXDEPTH(100000)\n",
-    );
+    support::mqsc(&home, &qm.name, rr::DEFINE);
     let target = Target {
         name: qm.name.clone(),
         conname: qm.conname(),
     };
-    let persistent = MessageDescriptor {
-        persistence: Persistence::Persistent,
-        ..Default::default()
-    };
-    #[derive(Default)]
-    struct Book {
-        acked: Vec<String>,
-        in_doubt_puts: Vec<String>,
-        answered: Vec<String>,
-        in_doubt_answers: Vec<String>,
-    }
-    let book = Mutex::new(Book::default());
+    let book = Mutex::new(rr::Book::default());
     let stop = AtomicBool::new(false);
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x5E5);
     std::thread::scope(|s| {
-        for id in 0..REQUESTERS {
-            let (target, stop, book, md) = (&target, &stop, &book, &persistent);
-            s.spawn(move || {
-                let mut n = 0u64;
-                'conn: while let Some(c) = connect_retrying(target, stop) {
-                    let Ok(h) = c.open("REQ", open::OUTPUT) else {
-                        continue;
-                    };
-                    while !stop.load(Ordering::Acquire) {
-                        let body = format!("R{id}-{n}");
-                        n += 1;
-                        match c.put_commit(&h, md, &Properties::default(), body.clone().into()) {
-                            Ok(_) => book.lock().unwrap().acked.push(body),
-                            Err(_) => {
-                                book.lock().unwrap().in_doubt_puts.push(body);
-                                continue 'conn;
-                            }
-                        }
-                    }
-                }
-            });
+        for id in 0..rr::REQUESTERS {
+            let (target, stop, book) = (&target, &stop, &book);
+            s.spawn(move || rr::requester(id, target, stop, book));
         }
-        for _ in 0..2 {
-            let (target, stop, book, md) = (&target, &stop, &book, &persistent);
-            s.spawn(move || {
-                let get = GetOptions {
-                    syncpoint: Syncpoint::Yes,
-                    wait: Wait::Ms(50),
-                    ..GetOptions::any()
-                };
-                let put = PutOptions {
-                    syncpoint: Syncpoint::Yes,
-                    ..Default::default()
-                };
-                'conn: while let Some(c) = connect_retrying(target, stop) {
-                    let (Ok(req), Ok(rep)) = (
-                        c.open("REQ", open::INPUT_SHARED),
-                        c.open("REP", open::OUTPUT),
-                    ) else {
-                        continue;
-                    };
-                    while !stop.load(Ordering::Acquire) {
-                        let m = match c.get(&req, &get) {
-                            Ok(m) => m,
-                            Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => continue,
-                            Err(_) => continue 'conn,
-                        };
-                        let body = String::from_utf8(m.body.to_vec()).unwrap();
-                        let done = c
-                            .put(&rep, md, &Properties::default(), m.body, &put)
-                            .and_then(|_| c.commit());
-                        let mut b = book.lock().unwrap();
-                        match done {
-                            Ok(()) => b.answered.push(body),
-                            Err(_) => {
-                                b.in_doubt_answers.push(body);
-                                continue 'conn;
-                            }
-                        }
-                    }
-                }
-            });
+        for _ in 0..rr::RESPONDERS {
+            s.spawn(|| rr::responder(&target, &stop, &book));
         }
         for round in 0..ROUNDS {
             std::thread::sleep(Duration::from_millis(rng.gen_range(150..500)));
             qm.kill9();
             std::thread::sleep(Duration::from_millis(rng.gen_range(0..50)));
             qm.restart();
-            let b = book.lock().unwrap();
-            eprintln!(
-                "round {round}: {} requests acknowledged, {} answered so far",
-                b.acked.len(),
-                b.answered.len()
-            );
+            eprintln!("round {round}: {}", book.lock().unwrap().progress());
         }
         std::thread::sleep(Duration::from_millis(300));
         stop.store(true, Ordering::Release);
     });
-
-    let c = qm.connect();
-    let drain = |q: &str| {
-        let h = c.open(q, open::INPUT_EXCLUSIVE).unwrap();
-        let mut seen: HashMap<String, usize> = HashMap::new();
-        loop {
-            match c.get(&h, &GetOptions::any()) {
-                Ok(m) => {
-                    *seen
-                        .entry(String::from_utf8(m.body.to_vec()).unwrap())
-                        .or_default() += 1
-                }
-                Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => return seen,
-                Err(e) => panic!("draining {q}: {e}"),
-            }
-        }
-    };
-    let (queued, replies) = (drain("REQ"), drain("REP"));
-    let b = book.into_inner().unwrap();
-    for (body, n) in queued.iter().chain(replies.iter()) {
-        assert_eq!(*n, 1, "{body} found {n} times on one queue");
-        assert!(
-            b.acked.contains(body) || b.in_doubt_puts.contains(body),
-            "{body} was never put"
-        );
-    }
-    for body in queued.keys() {
-        assert!(
-            !replies.contains_key(body),
-            "{body} is both still queued and answered: the get and the reply's put were not one unit of work"
-        );
-    }
-    for body in &b.answered {
-        assert!(
-            replies.contains_key(body),
-            "{body}'s reply was committed and is gone"
-        );
-    }
-    let lost: Vec<&String> = b
-        .acked
-        .iter()
-        .filter(|a| !queued.contains_key(*a) && !replies.contains_key(*a))
-        .collect();
-    assert!(
-        lost.is_empty(),
-        "{} acknowledged requests neither queued nor answered, e.g. {:?}",
-        lost.len(),
-        &lost[..lost.len().min(5)]
-    );
-    assert!(
-        b.in_doubt_puts.len() <= ROUNDS * REQUESTERS * 2,
-        "{} puts in doubt for {ROUNDS} kills",
-        b.in_doubt_puts.len()
-    );
-    eprintln!(
-        "{} requests acknowledged ({} in doubt), {} answered ({} in doubt); {} left queued, {} replies",
-        b.acked.len(),
-        b.in_doubt_puts.len(),
-        b.answered.len(),
-        b.in_doubt_answers.len(),
-        queued.len(),
-        replies.len()
-    );
-    assert!(
-        b.answered.len() >= 200,
-        "too little work to prove anything: {} answered",
-        b.answered.len()
-    );
+    rr::check(&target, book.into_inner().unwrap(), ROUNDS);
 }

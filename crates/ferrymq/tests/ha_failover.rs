@@ -198,3 +198,48 @@ fn sethapreferred_moves_the_active_role_without_losing_messages() {
         "clearing the preference moves nothing"
     );
 }
+
+/// Request/responder across failovers: responders get each request under syncpoint (answered
+/// before the request's put is replicated to a majority), put the reply under the same unit of
+/// work and commit, while the active instance is killed six times. Each request ends up queued
+/// or answered, never both and never twice, and every reply whose commit returned is there.
+#[test]
+fn responders_consume_and_reply_in_one_unit_of_work_across_failovers() {
+    use support::workload::rr;
+
+    const ROUNDS: usize = 6;
+    let g = HaGroup::start("QHARR", &["-lp", "3", "-lf", "512"]);
+    let active = g.wait_active(Duration::from_secs(30));
+    support::mqsc(&g.homes[active], &g.name, rr::DEFINE);
+    let target = Target {
+        name: g.name.clone(),
+        conname: g.conname(),
+    };
+    let book = Mutex::new(rr::Book::default());
+    let stop = AtomicBool::new(false);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x4A22);
+    std::thread::scope(|s| {
+        for id in 0..rr::REQUESTERS {
+            let (target, stop, book) = (&target, &stop, &book);
+            s.spawn(move || rr::requester(id, target, stop, book));
+        }
+        for _ in 0..rr::RESPONDERS {
+            s.spawn(|| rr::responder(&target, &stop, &book));
+        }
+        for round in 0..ROUNDS {
+            std::thread::sleep(Duration::from_millis(rng.gen_range(300..900)));
+            let active = g.wait_active(Duration::from_secs(30));
+            g.kill9(active);
+            let next = g.wait_active(Duration::from_secs(30));
+            assert_ne!(next, active, "the killed instance cannot be active");
+            g.start_instance(active);
+            eprintln!(
+                "failover {round}: killed instance {active}, instance {next} active; {}",
+                book.lock().unwrap().progress()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        stop.store(true, Ordering::Release);
+    });
+    rr::check(&target, book.into_inner().unwrap(), ROUNDS);
+}

@@ -1,7 +1,8 @@
 //! The crash workload shared by the fault-injection tests: producers putting persistent messages
 //! (committed, or under syncpoint and backed out) and consumers getting them under syncpoint,
 //! each reconnecting whenever a call fails, with a ledger of what each call's outcome promises;
-//! and the checker that drains the queue and holds the ledger to those promises.
+//! and the checker that drains the queue and holds the ledger to those promises. [`rr`] is the
+//! request/responder variant: a get and a reply's put in one unit of work.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -221,4 +222,187 @@ pub fn check(qm: &Target, ledger: Ledger, kills: usize, producers: usize) -> (us
         remaining.len()
     );
     (l.acked.len(), l.consumed.len())
+}
+
+/// The request/responder crash workload: requesters put and commit persistent requests on `REQ`;
+/// responders get each under syncpoint, put it back as the reply on `REP` under the same unit of
+/// work and commit. The checker holds the two queues and the book to what the calls promised.
+pub mod rr {
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+
+    use ferrymq_client::blocking::Connection;
+    use ferrymq_types::options::{open, GetOptions, PutOptions, Syncpoint, Wait};
+    use ferrymq_types::{Properties, Reason};
+
+    use super::{connect_retrying, persistent, Target};
+
+    pub const REQUESTERS: usize = 2;
+    pub const RESPONDERS: usize = 2;
+    /// The queues, defined once by the test.
+    pub const DEFINE: &str =
+        "DEFINE QLOCAL(REQ) MAXDEPTH(100000)\nDEFINE QLOCAL(REP) MAXDEPTH(100000)\n";
+
+    #[derive(Default)]
+    pub struct Book {
+        /// The request's put_commit returned: it is queued or answered, exactly once.
+        pub acked: Vec<String>,
+        /// The request's put or commit was interrupted: found once at most.
+        pub in_doubt_puts: Vec<String>,
+        /// The responder's commit returned: its reply is there.
+        pub answered: Vec<String>,
+        /// The responder's put or commit was interrupted: answered or still queued, not both.
+        pub in_doubt_answers: Vec<String>,
+    }
+
+    impl Book {
+        pub fn progress(&self) -> String {
+            format!(
+                "{} requests acknowledged, {} answered so far",
+                self.acked.len(),
+                self.answered.len()
+            )
+        }
+    }
+
+    pub fn requester(id: usize, qm: &Target, stop: &AtomicBool, book: &Mutex<Book>) {
+        let mut n = 0u64;
+        'conn: while let Some(c) = connect_retrying(qm, stop) {
+            let Ok(h) = c.open("REQ", open::OUTPUT) else {
+                continue;
+            };
+            while !stop.load(Ordering::Acquire) {
+                let body = format!("R{id}-{n}");
+                n += 1;
+                match c.put_commit(
+                    &h,
+                    &persistent(),
+                    &Properties::default(),
+                    body.clone().into(),
+                ) {
+                    Ok(_) => book.lock().unwrap().acked.push(body),
+                    Err(_) => {
+                        book.lock().unwrap().in_doubt_puts.push(body);
+                        continue 'conn;
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn responder(qm: &Target, stop: &AtomicBool, book: &Mutex<Book>) {
+        let get = GetOptions {
+            syncpoint: Syncpoint::Yes,
+            wait: Wait::Ms(50),
+            ..GetOptions::any()
+        };
+        let put = PutOptions {
+            syncpoint: Syncpoint::Yes,
+            ..Default::default()
+        };
+        'conn: while let Some(c) = connect_retrying(qm, stop) {
+            let (Ok(req), Ok(rep)) = (
+                c.open("REQ", open::INPUT_SHARED),
+                c.open("REP", open::OUTPUT),
+            ) else {
+                continue;
+            };
+            while !stop.load(Ordering::Acquire) {
+                let m = match c.get(&req, &get) {
+                    Ok(m) => m,
+                    Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => continue,
+                    Err(_) => continue 'conn,
+                };
+                let body = String::from_utf8(m.body.to_vec()).unwrap();
+                let done = c
+                    .put(&rep, &persistent(), &Properties::default(), m.body, &put)
+                    .and_then(|_| c.commit());
+                let mut b = book.lock().unwrap();
+                match done {
+                    Ok(()) => b.answered.push(body),
+                    Err(_) => {
+                        b.in_doubt_answers.push(body);
+                        continue 'conn;
+                    }
+                }
+            }
+        }
+    }
+
+    fn drain(c: &Connection, q: &str) -> HashMap<String, usize> {
+        let h = c.open(q, open::INPUT_EXCLUSIVE).unwrap();
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        loop {
+            match c.get(&h, &GetOptions::any()) {
+                Ok(m) => {
+                    *seen
+                        .entry(String::from_utf8(m.body.to_vec()).unwrap())
+                        .or_default() += 1
+                }
+                Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => return seen,
+                Err(e) => panic!("draining {q}: {e}"),
+            }
+        }
+    }
+
+    /// Drains both queues and checks the book: each request still queued or answered, never
+    /// both and never twice; every answer whose commit returned there; nothing that was never
+    /// put; no more calls in doubt than `kills` explain; enough work to mean something.
+    pub fn check(qm: &Target, b: Book, kills: usize) {
+        let c = Connection::connect(
+            ferrymq_client::ConnectOptions::client(&qm.name, &qm.conname).unwrap(),
+        )
+        .expect("connect to drain");
+        let (queued, replies) = (drain(&c, "REQ"), drain(&c, "REP"));
+        for (body, n) in queued.iter().chain(replies.iter()) {
+            assert_eq!(*n, 1, "{body} found {n} times on one queue");
+            assert!(
+                b.acked.contains(body) || b.in_doubt_puts.contains(body),
+                "{body} was never put"
+            );
+        }
+        for body in queued.keys() {
+            assert!(
+                !replies.contains_key(body),
+                "{body} is both still queued and answered: the get and the reply's put were not one unit of work"
+            );
+        }
+        for body in &b.answered {
+            assert!(
+                replies.contains_key(body),
+                "{body}'s reply was committed and is gone"
+            );
+        }
+        let lost: Vec<&String> = b
+            .acked
+            .iter()
+            .filter(|a| !queued.contains_key(*a) && !replies.contains_key(*a))
+            .collect();
+        assert!(
+            lost.is_empty(),
+            "{} acknowledged requests neither queued nor answered, e.g. {:?}",
+            lost.len(),
+            &lost[..lost.len().min(5)]
+        );
+        assert!(
+            b.in_doubt_puts.len() <= kills * REQUESTERS * 2,
+            "{} puts in doubt for {kills} kills: calls are failing for other reasons",
+            b.in_doubt_puts.len()
+        );
+        eprintln!(
+            "{} requests acknowledged ({} in doubt), {} answered ({} in doubt); {} left queued, {} replies",
+            b.acked.len(),
+            b.in_doubt_puts.len(),
+            b.answered.len(),
+            b.in_doubt_answers.len(),
+            queued.len(),
+            replies.len()
+        );
+        assert!(
+            b.answered.len() >= 200,
+            "too little work to prove anything: {} answered",
+            b.answered.len()
+        );
+    }
 }
