@@ -202,17 +202,8 @@ fn responders_consume_and_reply_in_one_unit_of_work_across_sigkills() {
         name: qm.name.clone(),
         conname: qm.conname(),
     };
-    let book = Mutex::new(rr::Book::default());
-    let stop = AtomicBool::new(false);
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x5E5);
-    std::thread::scope(|s| {
-        for id in 0..rr::REQUESTERS {
-            let (target, stop, book) = (&target, &stop, &book);
-            s.spawn(move || rr::requester(id, target, stop, book));
-        }
-        for _ in 0..rr::RESPONDERS {
-            s.spawn(|| rr::responder(&target, &stop, &book));
-        }
+    rr::run(&target, ROUNDS, |book| {
         for round in 0..ROUNDS {
             std::thread::sleep(Duration::from_millis(rng.gen_range(150..500)));
             qm.kill9();
@@ -220,8 +211,5 @@ fn responders_consume_and_reply_in_one_unit_of_work_across_sigkills() {
             qm.restart();
             eprintln!("round {round}: {}", book.lock().unwrap().progress());
         }
-        std::thread::sleep(Duration::from_millis(300));
-        stop.store(true, Ordering::Release);
     });
-    rr::check(&target, book.into_inner().unwrap(), ROUNDS);
 }

@@ -215,17 +215,8 @@ fn responders_consume_and_reply_in_one_unit_of_work_across_failovers() {
         name: g.name.clone(),
         conname: g.conname(),
     };
-    let book = Mutex::new(rr::Book::default());
-    let stop = AtomicBool::new(false);
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x4A22);
-    std::thread::scope(|s| {
-        for id in 0..rr::REQUESTERS {
-            let (target, stop, book) = (&target, &stop, &book);
-            s.spawn(move || rr::requester(id, target, stop, book));
-        }
-        for _ in 0..rr::RESPONDERS {
-            s.spawn(|| rr::responder(&target, &stop, &book));
-        }
+    rr::run(&target, ROUNDS, |book| {
         for round in 0..ROUNDS {
             std::thread::sleep(Duration::from_millis(rng.gen_range(300..900)));
             let active = g.wait_active(Duration::from_secs(30));
@@ -238,8 +229,5 @@ fn responders_consume_and_reply_in_one_unit_of_work_across_failovers() {
                 book.lock().unwrap().progress()
             );
         }
-        std::thread::sleep(Duration::from_millis(500));
-        stop.store(true, Ordering::Release);
     });
-    rr::check(&target, book.into_inner().unwrap(), ROUNDS);
 }

@@ -330,6 +330,35 @@ pub mod rr {
         }
     }
 
+    /// Sets the stop flag when dropped, so a fault step that panics still ends the workers.
+    struct StopOnDrop<'a>(&'a AtomicBool);
+
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Release);
+        }
+    }
+
+    /// Runs the requesters and responders against `qm` while `faults` injects `kills` faults
+    /// (it gets the book to report progress), then stops them and [`check`]s the outcome.
+    pub fn run(qm: &Target, kills: usize, faults: impl FnOnce(&Mutex<Book>)) {
+        let book = Mutex::new(Book::default());
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let _stop = StopOnDrop(&stop);
+            for id in 0..REQUESTERS {
+                let (stop, book) = (&stop, &book);
+                s.spawn(move || requester(id, qm, stop, book));
+            }
+            for _ in 0..RESPONDERS {
+                s.spawn(|| responder(qm, &stop, &book));
+            }
+            faults(&book);
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        });
+        check(qm, book.into_inner().unwrap(), kills);
+    }
+
     fn drain(c: &Connection, q: &str) -> HashMap<String, usize> {
         let h = c.open(q, open::INPUT_EXCLUSIVE).unwrap();
         let mut seen: HashMap<String, usize> = HashMap::new();
@@ -349,7 +378,7 @@ pub mod rr {
     /// Drains both queues and checks the book: each request still queued or answered, never
     /// both and never twice; every answer whose commit returned there; nothing that was never
     /// put; no more calls in doubt than `kills` explain; enough work to mean something.
-    pub fn check(qm: &Target, b: Book, kills: usize) {
+    fn check(qm: &Target, b: Book, kills: usize) {
         let c = Connection::connect(
             ferrymq_client::ConnectOptions::client(&qm.name, &qm.conname).unwrap(),
         )
