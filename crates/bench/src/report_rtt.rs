@@ -547,6 +547,7 @@ mod tests {
             duration_s: 1.0,
             warmup_s: 1.0,
             errors: 0,
+            queue_full_waits: 0,
             first_error: None,
             version: String::new(),
         }

@@ -439,3 +439,51 @@ fn the_mft_report_transfers_every_file_in_both_topologies_and_checks_it() {
         .count();
     assert_eq!(ours, 0, "processes of the report are still running");
 }
+
+#[test]
+fn a_sender_that_fills_its_queue_says_so_instead_of_a_silent_zero_rate() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "QFULL", &[]);
+    let made = home.run_with_input(
+        &["runmqsc", "QFULL"],
+        "DEFINE QLOCAL(REQUEST0) MAXDEPTH(5)\n",
+    );
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stdout)
+    );
+    let args = [
+        "cph",
+        "sender",
+        "--qm",
+        "QFULL",
+        "--queues",
+        "1",
+        "--duration-s",
+        "0.5",
+        "--warmup-s",
+        "0.2",
+        "--quiet",
+    ];
+    let mut json = args.to_vec();
+    json.push("--json");
+    let out = run_bench(&home, &json);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    // Five puts fit; every later one finds the queue full and backs off (not an error).
+    assert!(v["queue_full_waits"].as_u64().unwrap() > 10, "{v}");
+    assert_eq!(v["errors"].as_u64(), Some(0), "{v}");
+    let out = run_bench(&home, &args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("found the queue full (MQRC_Q_FULL 2053)"),
+        "{text}"
+    );
+    let shown = home.run_with_input(&["runmqsc", "QFULL"], "DIS QL(REQUEST0) CURDEPTH\n");
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("CURDEPTH(5)"));
+}

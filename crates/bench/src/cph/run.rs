@@ -46,6 +46,8 @@ pub struct RunResult {
     pub duration_s: f64,
     pub warmup_s: f64,
     pub errors: u64,
+    /// Puts that found the queue full and waited to try again (not errors: the sender backs off).
+    pub queue_full_waits: u64,
     pub first_error: Option<String>,
     pub version: String,
 }
@@ -87,6 +89,12 @@ impl RunResult {
             "  latency       p50 {:.3} ms   p99 {:.3} ms   max {:.3} ms",
             self.latency_ms_p50, self.latency_ms_p99, self.latency_ms_max
         );
+        if self.queue_full_waits > 0 {
+            println!(
+                "  queue full    {:>10} puts found the queue full (MQRC_Q_FULL 2053) and waited 1 ms: the receivers fell behind, or none is running",
+                self.queue_full_waits
+            );
+        }
         if self.errors > 0 {
             println!(
                 "  errors        {} (first: {})",
@@ -372,6 +380,7 @@ async fn run_async(a: &Args) -> Result<RunResult, String> {
         duration_s: wall,
         warmup_s: a.warmup.as_secs_f64(),
         errors: sh.errors.load(Ordering::Relaxed),
+        queue_full_waits: sh.full_waits.load(Ordering::Relaxed),
         first_error,
         version: format!("ferrymq {}", env!("CARGO_PKG_VERSION")),
     })

@@ -23,6 +23,9 @@ pub struct Shared {
     /// Completed units (round trips, or messages for one-sided modules).
     pub done: AtomicU64,
     pub errors: AtomicU64,
+    /// Puts that found the queue full (MQRC_Q_FULL) and waited 1 ms to try again: a sender
+    /// ahead of its receivers, or with none.
+    pub full_waits: AtomicU64,
     pub first_error: Mutex<Option<String>>,
     /// Latency in microseconds, recorded inside the window.
     pub hist: Mutex<Histogram<u64>>,
@@ -38,6 +41,7 @@ impl Shared {
             measuring: AtomicBool::new(false),
             done: AtomicU64::new(0),
             errors: AtomicU64::new(0),
+            full_waits: AtomicU64::new(0),
             first_error: Mutex::new(None),
             hist: Mutex::new(Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid bounds")),
             pace,
@@ -232,6 +236,7 @@ pub async fn simple(
                         Ok((id, _)) => Some(id),
                         // A sender running ahead of its receivers fills the queue: back off.
                         Err(e) if e.reason == Reason::Q_FULL => {
+                            sh.full_waits.fetch_add(1, Ordering::Relaxed);
                             tokio::time::sleep(Duration::from_millis(1)).await;
                             continue;
                         }

@@ -429,6 +429,7 @@ pub(crate) mod tests {
             duration_s: 3.0,
             warmup_s: 1.0,
             errors: 0,
+            queue_full_waits: 0,
             first_error: None,
             version: "test".into(),
         }
