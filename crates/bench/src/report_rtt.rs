@@ -352,7 +352,8 @@ pub(crate) fn markdown(
              run. On a virtual machine whose idle CPUs halt, each of a round trip's four \
              hand-offs between processes otherwise pays for waking a halted CPU. The cost while \
              held: idle CPUs spin (CPU taken from other guests on a shared host), which is why \
-             the key is off by default.{}",
+             the key is off by default.{}{}",
+            idle_setting().map(|t| format!(" {t}")).unwrap_or_default(),
             match &w.refused {
                 Some(why) => format!(" **This build's request was refused**: {why}"),
                 None => String::new(),
@@ -517,6 +518,33 @@ pub(crate) fn load_average() -> String {
         .ok()
         .and_then(|l| l.split_whitespace().next().map(str::to_string))
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// How this machine's idle CPUs wait, from sysfs: the cpuidle driver and, for a virtual machine's
+/// `haltpoll` driver, how long an idle CPU polls before it halts (`guest_halt_poll_ns`; 0 means it
+/// halts at once, so every wake-up of an idle CPU goes through the hypervisor). None where sysfs
+/// says nothing.
+fn idle_setting() -> Option<String> {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|t| t.trim().to_string())
+    };
+    let driver = read("/sys/devices/system/cpu/cpuidle/current_driver")?;
+    let mut t = format!("This machine's CPU idle driver is `{driver}`");
+    if let Some(ns) = read("/sys/module/haltpoll/parameters/guest_halt_poll_ns") {
+        t.push_str(&format!(
+            ", with `guest_halt_poll_ns` {ns}{}",
+            if ns == "0" {
+                ": an idle CPU halts at once instead of polling first (the kernel's default \
+                 polls up to 200000 ns), which is what makes these wake-ups slow here"
+            } else {
+                ""
+            }
+        ));
+    }
+    t.push('.');
+    Some(t)
 }
 
 #[cfg(test)]
@@ -690,5 +718,25 @@ mod tests {
         assert!((q.sys_us - 50.0).abs() < 1e-9);
         assert_eq!(q.syscalls, Some(2.0));
         assert_eq!(q.by_syscall, vec![("sendto".to_string(), 1.0)]);
+    }
+
+    #[test]
+    fn the_idle_setting_names_the_driver_sysfs_shows_and_its_poll_time() {
+        let driver = std::fs::read_to_string("/sys/devices/system/cpu/cpuidle/current_driver");
+        match (idle_setting(), driver) {
+            (Some(t), Ok(d)) => {
+                assert!(t.contains(&format!("`{}`", d.trim())), "{t}");
+                if let Ok(ns) =
+                    std::fs::read_to_string("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
+                {
+                    assert!(
+                        t.contains(&format!("`guest_halt_poll_ns` {}", ns.trim())),
+                        "{t}"
+                    );
+                }
+            }
+            (None, Err(_)) => {}
+            (t, d) => panic!("idle setting {t:?} against sysfs {d:?}"),
+        }
     }
 }
