@@ -172,3 +172,63 @@ fn persistent_messages_survive_a_controlled_restart_and_non_persistent_do_not() 
         "kept\n"
     );
 }
+
+/// The queue manager's threads named `ferrymq-io`, from /proc.
+fn io_threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|c| c.trim() == "ferrymq-io")
+        .count()
+}
+
+#[test]
+fn io_threads_are_two_by_default_and_as_many_as_qm_ini_says() {
+    use bytes::Bytes;
+    use ferrymq_types::options::{open, GetOptions, PutOptions};
+    use ferrymq_types::{MessageDescriptor, Properties};
+
+    let home = Home::new();
+    let qm = Qm::start(&home, "QIO", &[]);
+    assert_eq!(io_threads(qm.pid().unwrap()), 2);
+    home.ok(&["endmqm", "-w", "QIO"]);
+    qm.set_ini("TuningParameters", "IoThreads", "1");
+    qm.restart();
+    assert_eq!(io_threads(qm.pid().unwrap()), 1);
+    // One thread serves client and bindings connections alike.
+    let (a, b) = (qm.connect(), qm.connect_bindings());
+    let q = "SYSTEM.DEFAULT.LOCAL.QUEUE";
+    let put = a.open(q, open::OUTPUT).unwrap();
+    a.put(
+        &put,
+        &MessageDescriptor::default(),
+        &Properties::default(),
+        Bytes::from_static(b"one thread"),
+        &PutOptions::default(),
+    )
+    .unwrap();
+    let get = b.open(q, open::INPUT_SHARED).unwrap();
+    let m = b.get(&get, &GetOptions::any()).unwrap();
+    assert_eq!(&m.body[..], b"one thread");
+    drop((a, b));
+    // A value out of range is refused when set, and says why.
+    home.ok(&["endmqm", "-w", "QIO"]);
+    let out = home.run(&[
+        "setmqini",
+        "-m",
+        "QIO",
+        "-s",
+        "TuningParameters",
+        "-k",
+        "IoThreads",
+        "-v",
+        "0",
+    ]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("IoThreads=0"), "{text}");
+}

@@ -87,6 +87,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "DefaultQBufferSize",
             "DefaultPQBufferSize",
             "CpuWakeLatencyUs",
+            "IoThreads",
         ],
     ),
 ];
@@ -341,6 +342,11 @@ pub struct QmConfig {
     /// While application work runs, the bound on every CPU's wake-up latency asked of the kernel
     /// (qm.ini `TuningParameters:CpuWakeLatencyUs`; none unless set). See `wake_latency`.
     pub cpu_wake_latency_us: Option<u32>,
+    /// Worker threads of the I/O runtime that serves every socket (qm.ini
+    /// `TuningParameters:IoThreads`, 1 to `limits::IO_THREADS_MAX`, default 2). The engine is one
+    /// lock, so a queue manager is about one core of work; a second thread overlaps socket reads
+    /// and writes, and on a machine with few cores costs contention on that lock instead.
+    pub io_threads: usize,
     /// Which client (TCP) connections may send MQSC (qm.ini `Channels:RemoteAdmin`).
     pub remote_admin: RemoteAdmin,
     /// The operating-system group whose members hold every authority, as the queue manager's
@@ -731,6 +737,22 @@ impl QmConfig {
                     }
                 },
             },
+            io_threads: match num(
+                ini,
+                "TuningParameters",
+                "IoThreads",
+                limits::IO_THREADS_DEFAULT,
+            )? {
+                n @ 1..=limits::IO_THREADS_MAX => n,
+                n => {
+                    return Err(format!(
+                        "qm.ini TuningParameters:IoThreads={n}: use 1 to {} threads, or remove the \
+                         key (default {})",
+                        limits::IO_THREADS_MAX,
+                        limits::IO_THREADS_DEFAULT
+                    ))
+                }
+            },
             admin_group: known(ini, "Security", "AdminGroup")
                 .map(|g| g.trim().to_string())
                 .filter(|g| !g.is_empty())
@@ -834,6 +856,19 @@ mod tests {
         let (s, w) = error_log_settings(&ini);
         assert_eq!(s, crate::errlog::Settings::default());
         assert_eq!(w.len(), 2, "{w:?}");
+    }
+
+    #[test]
+    fn io_threads_default_to_two_and_a_value_out_of_range_is_named() {
+        let base = "QueueManager:\n   Name=QM1\n";
+        let cfg = |extra: &str| QmConfig::from_ini(&Ini::parse(&format!("{base}{extra}")).unwrap());
+        assert_eq!(cfg("").unwrap().io_threads, 2);
+        let one = cfg("TuningParameters:\n   IoThreads=1\n").unwrap();
+        assert_eq!(one.io_threads, 1);
+        for bad in ["0", "17", "two", "-1"] {
+            let e = cfg(&format!("TuningParameters:\n   IoThreads={bad}\n")).unwrap_err();
+            assert!(e.contains("IoThreads"), "{e}");
+        }
     }
 
     #[test]

@@ -45,6 +45,11 @@ pub const CONN_MEMORY_MIN_BYTES: u64 = 64 << 10;
 /// The largest `TuningParameters:CpuWakeLatencyUs` accepted: beyond a few milliseconds the
 /// request changes nothing a round trip would notice.
 pub const CPU_WAKE_LATENCY_MAX_US: u32 = 10_000;
+
+/// Worker threads of a queue manager's I/O runtime (qm.ini `TuningParameters:IoThreads`): the
+/// default, and the most it takes (the engine is one lock; more threads only contend for it).
+pub const IO_THREADS_DEFAULT: usize = 2;
+pub const IO_THREADS_MAX: usize = 16;
 /// A frame larger than this is read into an allocation of exactly its own size (smaller ones
 /// share the socket's read buffer, whose reads are at most this size).
 pub const FRAME_OWN_BUFFER_MIN_BYTES: usize = 64 << 10;

@@ -337,7 +337,7 @@ fn run_instance(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
         .as_ref()
         .filter(|d| !d.is_secondary())
         .map(|d| d.cfg.max_lag_bytes);
-    let rt = io_runtime()?;
+    let rt = io_runtime(cfg.io_threads)?;
     let (opened, mut log) = if cfg.ha.is_some() {
         let (o, r) = replicated::Raft::open(paths, &cfg, &rt, max_lag)?;
         (o, Log::Raft(r))
@@ -415,10 +415,10 @@ fn run_instance(paths: &QmPaths, cfg: QmConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// The queue manager's I/O runtime: two worker threads (one queue manager is about one core of
-/// work; the second overlaps socket reads and writes).
-fn io_runtime() -> Result<tokio::runtime::Runtime, String> {
-    runtime(2, "ferrymq-io", "I/O")
+/// The queue manager's I/O runtime: `TuningParameters:IoThreads` worker threads, two by default
+/// (one queue manager is about one core of work; the second overlaps socket reads and writes).
+fn io_runtime(threads: usize) -> Result<tokio::runtime::Runtime, String> {
+    runtime(threads, "ferrymq-io", "I/O")
 }
 
 /// The Raft runtime of an HA instance: one thread of its own for openraft's core, replication
