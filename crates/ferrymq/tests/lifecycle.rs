@@ -184,10 +184,6 @@ fn io_threads(pid: u32) -> usize {
 
 #[test]
 fn io_threads_are_two_by_default_and_as_many_as_qm_ini_says() {
-    use bytes::Bytes;
-    use ferrymq_types::options::{open, GetOptions, PutOptions};
-    use ferrymq_types::{MessageDescriptor, Properties};
-
     let home = Home::new();
     let qm = Qm::start(&home, "QIO", &[]);
     assert_eq!(io_threads(qm.pid().unwrap()), 2);
@@ -198,18 +194,8 @@ fn io_threads_are_two_by_default_and_as_many_as_qm_ini_says() {
     // One thread serves client and bindings connections alike.
     let (a, b) = (qm.connect(), qm.connect_bindings());
     let q = "SYSTEM.DEFAULT.LOCAL.QUEUE";
-    let put = a.open(q, open::OUTPUT).unwrap();
-    a.put(
-        &put,
-        &MessageDescriptor::default(),
-        &Properties::default(),
-        Bytes::from_static(b"one thread"),
-        &PutOptions::default(),
-    )
-    .unwrap();
-    let get = b.open(q, open::INPUT_SHARED).unwrap();
-    let m = b.get(&get, &GetOptions::any()).unwrap();
-    assert_eq!(&m.body[..], b"one thread");
+    support::chan::put_to(&a, q, b"one thread");
+    assert_eq!(support::chan::get_wait(&b, q), b"one thread");
     drop((a, b));
     // A value out of range is refused when set, and says why.
     home.ok(&["endmqm", "-w", "QIO"]);

@@ -47,7 +47,7 @@ pub const CONN_MEMORY_MIN_BYTES: u64 = 64 << 10;
 pub const CPU_WAKE_LATENCY_MAX_US: u32 = 10_000;
 
 /// Worker threads of a queue manager's I/O runtime (qm.ini `TuningParameters:IoThreads`): the
-/// default, and the most it takes (the engine is one lock; more threads only contend for it).
+/// default, and the most it takes (the engine is one lock: past two, threads mostly wait for it).
 pub const IO_THREADS_DEFAULT: usize = 2;
 pub const IO_THREADS_MAX: usize = 16;
 /// A frame larger than this is read into an allocation of exactly its own size (smaller ones
