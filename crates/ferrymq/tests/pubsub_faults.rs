@@ -5,7 +5,9 @@
 //! moments and restarted, ten times. Afterwards every subscription holds each publication it
 //! matches exactly once (got and committed, or still queued): no acknowledged publication lost,
 //! none delivered twice, nothing backed out visible, and a publication whose put was interrupted
-//! reached either every subscription it matches or none of them.
+//! reached either every subscription it matches or none of them. The same load and count run
+//! against a high-availability group of three instances whose active instance is killed six
+//! times: the subscriptions and their publications go over with the replicated log.
 
 mod support;
 
@@ -23,6 +25,7 @@ use support::workload::{connect_retrying, Target};
 use support::{Home, Qm};
 
 const KILLS: usize = 10;
+const FAILOVERS: usize = 6;
 const PUBLISHERS: usize = 3;
 
 /// The durable subscriptions: name, topic string, selector, and which publications they match
@@ -75,6 +78,15 @@ struct Ledger {
     consumed: HashMap<&'static str, Vec<String>>,
     /// Per subscription: got, but the commit was interrupted (consumed or still queued).
     consumed_in_doubt: HashMap<&'static str, Vec<String>>,
+}
+
+/// Sets the flag when dropped, also while unwinding.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
 }
 
 fn body(id: usize, n: u64) -> String {
@@ -242,36 +254,74 @@ fn durable_subscribers_get_every_acknowledged_publication_once_across_sigkills()
     let qm = Qm::create(&home, "PSKILL", &["-lp", "2", "-lf", "256"]);
     qm.set_ini("Log", "CheckpointIntervalMs", "200");
     qm.restart();
-    {
-        // The subscriptions exist before anything is published.
-        let c = qm.connect();
-        for s in &SUBS {
-            c.subscribe(&durable(s)).unwrap();
-        }
-    }
     let target = Target {
         name: qm.name.clone(),
         conname: qm.conname(),
     };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5EB5);
+    publish_and_count_across(&target, KILLS, || {
+        std::thread::sleep(Duration::from_millis(rng.gen_range(200..700)));
+        qm.kill9();
+        std::thread::sleep(Duration::from_millis(rng.gen_range(0..50)));
+        qm.restart();
+        "killed and restarted".to_string()
+    });
+}
+
+/// The same load and the same count on a high-availability group of three instances: the
+/// active instance is killed with SIGKILL, another takes over with the subscriptions, their
+/// queued publications and the retained ones from the replicated log, and the killed one is
+/// started again and rejoins as a replica.
+#[test]
+fn durable_subscribers_get_every_acknowledged_publication_once_across_failovers() {
+    // A small ring, so snapshots and log reuse happen during the run too.
+    let g = support::ha::HaGroup::start("PSHAKILL", &["-lp", "3", "-lf", "512"]);
+    let target = Target {
+        name: g.name.clone(),
+        conname: g.conname(),
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5EB6);
+    publish_and_count_across(&target, FAILOVERS, || {
+        std::thread::sleep(Duration::from_millis(rng.gen_range(300..900)));
+        let active = g.wait_active(Duration::from_secs(30));
+        g.kill9(active);
+        let killed = std::time::Instant::now();
+        let next = g.wait_active(Duration::from_secs(30));
+        assert_ne!(next, active, "the killed instance cannot be active");
+        let took = killed.elapsed().as_millis();
+        g.start_instance(active);
+        format!("killed instance {active}; instance {next} active after {took} ms")
+    });
+}
+
+/// Publishers and subscribers run against `target` while `fault` strikes `rounds` times (each
+/// call waits a while, injects one fault and says what it did), then every subscription's
+/// deliveries are counted against the ledger.
+fn publish_and_count_across(target: &Target, rounds: usize, mut fault: impl FnMut() -> String) {
+    {
+        // The subscriptions exist before anything is published.
+        let c = connect_retrying(target, &AtomicBool::new(false)).expect("a connection");
+        for s in &SUBS {
+            c.subscribe(&durable(s)).unwrap();
+        }
+    }
     let stop = AtomicBool::new(false);
     let ledger = Mutex::new(Ledger::default());
-    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5EB5);
     std::thread::scope(|s| {
         for id in 0..PUBLISHERS {
-            let (target, stop, ledger) = (&target, &stop, &ledger);
+            let (stop, ledger) = (&stop, &ledger);
             s.spawn(move || publisher(id, target, stop, ledger));
         }
         for sub in &SUBS {
-            let (target, stop, ledger) = (&target, &stop, &ledger);
+            let (stop, ledger) = (&stop, &ledger);
             s.spawn(move || subscriber(sub, target, stop, ledger));
         }
-        for round in 0..KILLS {
-            std::thread::sleep(Duration::from_millis(rng.gen_range(200..700)));
+        // A fault that fails its assertion still stops the workers, so the panic is reported.
+        let _stop = StopOnDrop(&stop);
+        for round in 0..rounds {
+            let what = fault();
             let before = ledger.lock().unwrap().acked.len();
-            qm.kill9();
-            std::thread::sleep(Duration::from_millis(rng.gen_range(0..50)));
-            qm.restart();
-            eprintln!("round {round}: killed and restarted with {before} acknowledged publications so far");
+            eprintln!("round {round}: {what}, with {before} acknowledged publications so far");
         }
         std::thread::sleep(Duration::from_millis(500));
         stop.store(true, Ordering::Release);
@@ -279,7 +329,7 @@ fn durable_subscribers_get_every_acknowledged_publication_once_across_sigkills()
     let l = ledger.into_inner().unwrap();
 
     // What each subscription still holds.
-    let c = qm.connect();
+    let c = connect_retrying(target, &AtomicBool::new(false)).expect("a connection");
     let mut remaining: HashMap<&str, Vec<String>> = HashMap::new();
     for sub in &SUBS {
         let s = c.subscribe(&durable(sub)).unwrap();
@@ -308,8 +358,8 @@ fn durable_subscribers_get_every_acknowledged_publication_once_across_sigkills()
         l.acked.len()
     );
     assert!(
-        l.in_doubt.len() <= KILLS * PUBLISHERS * 5,
-        "{} publications in doubt for {KILLS} kills: calls are failing for other reasons",
+        l.in_doubt.len() <= rounds * PUBLISHERS * 5,
+        "{} publications in doubt for {rounds} faults: calls are failing for other reasons",
         l.in_doubt.len()
     );
     // Per in-doubt publication: the subscriptions it reached.
