@@ -37,6 +37,7 @@ fn log_cfg(dir: &Path) -> LogConfig {
         primary_files: 2,
         file_pages: 2048,
         durability: Durability::OsBuffered,
+        direct_writes: false,
     }
 }
 

@@ -218,3 +218,101 @@ fn io_threads_are_two_by_default_and_as_many_as_qm_ini_says() {
     assert!(!out.status.success(), "{text}");
     assert!(text.contains("IoThreads=0"), "{text}");
 }
+
+/// Whether a file in `dir` can be opened for direct I/O at all.
+fn direct_io_allowed(dir: &std::path::Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let p = dir.join("direct-probe");
+    std::fs::write(&p, [0u8; 4096]).unwrap();
+    let ok = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&p)
+        .is_ok();
+    std::fs::remove_file(&p).unwrap();
+    ok
+}
+
+/// How many of the process's open recovery-log ring files (`log/S*.LOG`) carry `O_DIRECT`, and
+/// how many do not.
+fn ring_handles(pid: u32) -> (usize, usize) {
+    let (mut direct, mut buffered) = (0, 0);
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+    {
+        let Ok(target) = std::fs::read_link(fd.path()) else {
+            continue;
+        };
+        let t = target.to_string_lossy();
+        if !(t.contains("/log/S") && t.ends_with(".LOG")) {
+            continue;
+        }
+        let info = std::fs::read_to_string(format!(
+            "/proc/{pid}/fdinfo/{}",
+            fd.file_name().to_string_lossy()
+        ))
+        .unwrap_or_default();
+        let flags = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|f| i64::from_str_radix(f.trim(), 8).ok())
+            .unwrap_or(0);
+        if flags & i64::from(libc::O_DIRECT) != 0 {
+            direct += 1;
+        } else {
+            buffered += 1;
+        }
+    }
+    (direct, buffered)
+}
+
+/// Under the default `fsync` durability the recovery log is written with `O_DIRECT | O_DSYNC`
+/// where the filesystem allows it, and through the page cache with `Log:DirectWrites=no`; the
+/// error log's start-up line says which, and a persistent message put before a SIGKILL is there
+/// after the restart either way.
+#[test]
+fn the_recovery_log_is_written_directly_unless_qm_ini_says_no_and_survives_kill_9_either_way() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "QDIO", &[]);
+    let direct = direct_io_allowed(&qm.dir());
+    let q = "SYSTEM.DEFAULT.LOCAL.QUEUE";
+    let errors = || std::fs::read_to_string(qm.dir().join("errors/FMQERR01.LOG")).unwrap();
+    let last_start = |text: &str| {
+        text.lines()
+            .rfind(|l| l.contains("recovered in"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    for (setting, want) in [(None, direct), (Some("no"), false), (Some("yes"), direct)] {
+        if let Some(v) = setting {
+            qm.set_ini("Log", "DirectWrites", v);
+            qm.restart();
+        }
+        let line = last_start(&errors());
+        let (direct_fds, _) = ring_handles(qm.pid().unwrap());
+        if want {
+            assert!(
+                line.contains("log writes direct (O_DIRECT|O_DSYNC)"),
+                "{line}"
+            );
+            assert!(direct_fds > 0, "no ring file is open with O_DIRECT");
+        } else {
+            assert!(
+                line.contains("log writes buffered with fdatasync"),
+                "{line}"
+            );
+            assert_eq!(direct_fds, 0, "a ring file is open with O_DIRECT");
+        }
+        let body = format!("before the kill, DirectWrites={setting:?}");
+        let c = qm.connect();
+        support::chan::put_to(&c, q, body.as_bytes());
+        drop(c);
+        qm.kill9();
+        qm.restart();
+        let c = qm.connect();
+        assert_eq!(support::chan::get_wait(&c, q), body.as_bytes());
+        drop(c);
+        home.ok(&["endmqm", "-w", "QDIO"]);
+    }
+}

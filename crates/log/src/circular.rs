@@ -25,7 +25,7 @@ use crate::recovery::{
     read_record_at, scan, write_filler, DamagePolicy, DiscardedSpan, Found, RingReader, SpanKind,
     FILLER_KIND,
 };
-use crate::ring::{Geometry, RingFiles};
+use crate::ring::{Geometry, RingFiles, WriteMode};
 use crate::tail::TailCache;
 use crate::writer::{self, Shared, State, WaitState};
 use crate::Lsn;
@@ -39,6 +39,9 @@ pub struct LogConfig {
     /// Size of each ring file in 4 KiB pages.
     pub file_pages: u32,
     pub durability: Durability,
+    /// Under `fsync` durability, write the ring with `O_DIRECT | O_DSYNC`
+    /// where the filesystem allows it (see [`RecoveryLog::write_mode`]).
+    pub direct_writes: bool,
 }
 
 /// One record read back from the log.
@@ -204,13 +207,15 @@ impl RecoveryLog {
                 geo.capacity
             )));
         }
-        let files = RingFiles::open(&cfg.dir, geo)?;
+        // Direct writes only where each write must be durable anyway.
+        let direct = cfg.direct_writes && cfg.durability == Durability::Fsync;
+        let files = RingFiles::open(&cfg.dir, geo, direct)?;
         let out = scan(&files, ctl.checkpoint_lsn, policy)?;
         for s in out.spans.iter().filter(|s| s.kind == SpanKind::Skipped) {
-            write_filler(&files, s.from, s.to)?;
+            write_filler(&files, s.from, s.to, ctl.checkpoint_lsn..out.tail)?;
         }
         if out.scrub_end > out.tail {
-            files.zero_range(out.tail, out.scrub_end)?;
+            files.zero_range(out.tail, out.scrub_end, ctl.checkpoint_lsn..out.tail)?;
         }
         let tail = out.tail;
         let shared = Arc::new(Shared {
@@ -423,8 +428,15 @@ impl RecoveryLog {
         self.shared.geo.max_payload()
     }
 
-    /// Number of fdatasync calls made so far (observability, and the proof
-    /// that group commit shares syncs).
+    /// How the ring is written: directly, or through the page cache with
+    /// `fdatasync` (asked for, or where the filesystem refuses direct I/O).
+    pub fn write_mode(&self) -> WriteMode {
+        self.shared.files.write_mode()
+    }
+
+    /// Number of syncs made so far: `fdatasync` calls, or direct writes,
+    /// each durable on its own (observability, and the proof that group
+    /// commit shares syncs).
     pub fn sync_count(&self) -> u64 {
         self.shared.sync_count.load(Ordering::Relaxed)
     }

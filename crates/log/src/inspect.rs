@@ -59,7 +59,10 @@ impl LogDump {
 fn open_ring(dir: &Path) -> Result<(RingFiles, Geometry, Lsn), LogError> {
     let ctl = control::read(dir)?;
     let geo = Geometry::new(ctl.primary_files, ctl.file_pages)?;
-    let files = RingFiles::open(dir, geo)?;
+    // Direct reads where the filesystem allows them: a dump taken while the
+    // queue manager runs then puts no page of the ring in the page cache under
+    // its direct writes.
+    let files = RingFiles::open(dir, geo, true)?;
     Ok((files, geo, ctl.checkpoint_lsn))
 }
 
@@ -155,14 +158,14 @@ fn next_valid_anywhere(
 /// queue manager must not be running.
 pub fn salvage(dir: &Path) -> Result<Vec<(Lsn, Lsn)>, LogError> {
     let d = dump(dir)?;
-    let (files, _, _) = open_ring(dir)?;
+    let (files, _, checkpoint) = open_ring(dir)?;
     let mut done = Vec::new();
     for e in d.damaged() {
         let to = e.lsn + e.len;
         if to > d.end_lsn || e.len < HEADER_LEN as u64 {
             continue; // the tail: recovery cuts it
         }
-        write_filler(&files, e.lsn, to)?;
+        write_filler(&files, e.lsn, to, checkpoint..d.end_lsn)?;
         done.push((e.lsn, to));
     }
     Ok(done)

@@ -31,6 +31,7 @@ pub use error::LogError;
 /// Bytes a record occupies in the log beyond its payload.
 pub use record::HEADER_LEN as RECORD_HEADER_LEN;
 pub use recovery::{DamagePolicy, DiscardedSpan, SpanKind};
+pub use ring::WriteMode;
 pub use segments::{SegmentScan, SegmentStore, StoreLoc};
 
 /// A position in the infinite logical byte stream of the recovery log; the

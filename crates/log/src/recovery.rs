@@ -426,7 +426,14 @@ pub(crate) fn scan(
 /// Overwrites `[from, to)` (at least a header long) with valid records of
 /// the log's own filler kind — as few as the largest payload allows — and
 /// syncs them.
-pub(crate) fn write_filler(files: &RingFiles, from: Lsn, to: Lsn) -> Result<(), LogError> {
+/// `live`: from the checkpoint to the end of the log (see
+/// [`RingFiles::write_span`]).
+pub(crate) fn write_filler(
+    files: &RingFiles,
+    from: Lsn,
+    to: Lsn,
+    live: std::ops::Range<Lsn>,
+) -> Result<(), LogError> {
     let h = HEADER_LEN as u64;
     if to < from + h {
         return Err(LogError::Invalid(format!(
@@ -448,7 +455,7 @@ pub(crate) fn write_filler(files: &RingFiles, from: Lsn, to: Lsn) -> Result<(), 
         pos += n;
     }
     let mut touched = vec![false; files.file_count()];
-    files.write_span(from, &buf, &mut touched)?;
+    files.write_span(from, &buf, &mut touched, live)?;
     for (i, t) in touched.iter().enumerate() {
         if *t {
             files.sync(i)?;

@@ -176,8 +176,12 @@ impl Shared {
             let window_end = (pos / w + 1) * w;
             let piece_end = batch.len().min((window_end - start) as usize);
             touched.fill(false);
-            self.files
-                .write_span(pos, &batch[off..piece_end], &mut touched)?;
+            // Live: the checkpoint up to this write; nothing after it yet.
+            let live = self.checkpoint.load(Ordering::Acquire)..pos;
+            let durable_writes =
+                self.files
+                    .write_span(pos, &batch[off..piece_end], &mut touched, live)?;
+            self.sync_count.fetch_add(durable_writes, Ordering::Relaxed);
             if self.durability == Durability::Fsync {
                 for (i, t) in touched.iter().enumerate() {
                     if *t {

@@ -372,3 +372,69 @@ fn a_sync_gap_gives_way_once_enough_bytes_wait() {
     let (_log, rec) = open(&cfg);
     assert_eq!(rec.records.len(), 41);
 }
+
+/// Whether a file in `dir` can be opened for direct I/O at all.
+fn direct_io_allowed(dir: &std::path::Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let p = dir.join("probe");
+    std::fs::write(&p, [0u8; 4096]).unwrap();
+    let ok = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&p)
+        .is_ok();
+    std::fs::remove_file(&p).unwrap();
+    ok
+}
+
+/// Appends a few hundred records, reopens, and checks they all come back and
+/// that the log is written the way it says.
+/// Returns the syncs (fdatasyncs or direct writes) the appends took.
+fn round_trip_in(
+    dir: &std::path::Path,
+    cfg: ferrymq_log::LogConfig,
+    want: ferrymq_log::WriteMode,
+) -> u64 {
+    let (log, _) = create_open(&cfg);
+    assert_eq!(log.write_mode(), want, "{}", dir.display());
+    let mut ends = Vec::new();
+    for i in 0..300u64 {
+        ends.push(log.append(7, &payload(i, (i * 37 % 900) as usize)).unwrap());
+    }
+    log.wait_durable(*ends.last().unwrap()).unwrap();
+    let syncs = log.sync_count();
+    log.close().unwrap();
+    let (log, rec) = open(&cfg);
+    assert_eq!(log.write_mode(), want);
+    assert_eq!(rec.records.len(), 300);
+    for (i, r) in rec.records.iter().enumerate() {
+        assert_eq!(
+            r.payload[..],
+            payload(i as u64, (i as u64 * 37 % 900) as usize)[..]
+        );
+    }
+    syncs
+}
+
+/// Under fsync durability the log is written directly wherever the filesystem
+/// allows it; asked not to, or under `os` durability, through the page cache.
+#[test]
+fn the_log_is_written_directly_where_the_filesystem_allows_it_and_buffered_when_asked() {
+    use ferrymq_log::{Durability, WriteMode};
+    let tmp = tempfile::tempdir().unwrap();
+    let direct = if direct_io_allowed(tmp.path()) {
+        WriteMode::Direct
+    } else {
+        WriteMode::Buffered
+    };
+    let d = tmp.path().join("direct");
+    assert!(round_trip_in(&d, cfg(&d, 2, 64), direct) > 0);
+    let b = tmp.path().join("asked");
+    let mut asked = cfg(&b, 2, 64);
+    asked.direct_writes = false;
+    assert!(round_trip_in(&b, asked, WriteMode::Buffered) > 0);
+    let o = tmp.path().join("os");
+    let mut os = cfg(&o, 2, 64);
+    os.durability = Durability::OsBuffered;
+    assert_eq!(round_trip_in(&o, os, WriteMode::Buffered), 0);
+}

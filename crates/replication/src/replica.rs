@@ -31,6 +31,8 @@ pub struct ReplicaConfig {
     pub log_files: u32,
     pub log_file_pages: u32,
     pub durability: Durability,
+    /// Write the log directly where the filesystem allows (see `ferrymq_log::LogConfig`).
+    pub direct_writes: bool,
     pub raft: Config,
     /// How links to and from peers are secured (plain TCP by default).
     pub links: Links,
@@ -45,6 +47,7 @@ impl ReplicaConfig {
             log_files: 4,
             log_file_pages: 1024,
             durability: Durability::Fsync,
+            direct_writes: true,
             raft: fast_failover_config(),
             links: Links::default(),
         }
@@ -56,6 +59,7 @@ impl ReplicaConfig {
             primary_files: self.log_files,
             file_pages: self.log_file_pages,
             durability: self.durability,
+            direct_writes: self.direct_writes,
         }
     }
 }

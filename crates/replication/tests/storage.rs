@@ -23,6 +23,7 @@ fn log_cfg(dir: &Path, pages: u32) -> LogConfig {
         primary_files: 2,
         file_pages: pages,
         durability: Durability::Fsync,
+        direct_writes: true,
     }
 }
 

@@ -37,6 +37,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "LogPrimaryFiles",
             "LogFilePages",
             "Durability",
+            "DirectWrites",
             "CheckpointIntervalMs",
         ],
     ),
@@ -327,6 +328,9 @@ pub struct QmConfig {
     pub log_primary_files: u32,
     pub log_file_pages: u32,
     pub durability: Durability,
+    /// Write the recovery log with `O_DIRECT | O_DSYNC` where the filesystem allows it (qm.ini
+    /// `Log:DirectWrites`, default yes; only under `fsync` durability).
+    pub log_direct_writes: bool,
     pub max_handles: u32,
     pub sharecnv: u16,
     pub heartbeat_ms: u32,
@@ -686,6 +690,14 @@ impl QmConfig {
             )?,
             log_file_pages: num(ini, "Log", "LogFilePages", limits::LOG_FILE_PAGES_DEFAULT)?,
             durability,
+            log_direct_writes: match known(ini, "Log", "DirectWrites") {
+                None => true,
+                Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    _ => return Err(format!("qm.ini Log:DirectWrites={v}: use 'yes' or 'no'")),
+                },
+            },
             max_handles: num(
                 ini,
                 "QueueManager",
@@ -869,6 +881,21 @@ mod tests {
             let e = cfg(&format!("TuningParameters:\n   IoThreads={bad}\n")).unwrap_err();
             assert!(e.contains("IoThreads"), "{e}");
         }
+    }
+
+    #[test]
+    fn direct_log_writes_are_on_unless_turned_off_and_a_bad_value_is_named() {
+        let base = "QueueManager:\n   Name=QM1\n";
+        let cfg = |extra: &str| QmConfig::from_ini(&Ini::parse(&format!("{base}{extra}")).unwrap());
+        assert!(cfg("").unwrap().log_direct_writes);
+        assert!(
+            cfg("Log:\n   DirectWrites=yes\n")
+                .unwrap()
+                .log_direct_writes
+        );
+        assert!(!cfg("Log:\n   DirectWrites=NO\n").unwrap().log_direct_writes);
+        let e = cfg("Log:\n   DirectWrites=sometimes\n").unwrap_err();
+        assert!(e.contains("Log:DirectWrites=sometimes"), "{e}");
     }
 
     #[test]

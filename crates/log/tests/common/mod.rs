@@ -22,6 +22,7 @@ pub fn cfg(dir: &Path, primary_files: u32, file_pages: u32) -> LogConfig {
         primary_files,
         file_pages,
         durability: Durability::Fsync,
+        direct_writes: true,
     }
 }
 

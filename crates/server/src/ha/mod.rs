@@ -190,6 +190,7 @@ pub async fn start(
     rcfg.log_files = cfg.log_primary_files;
     rcfg.log_file_pages = cfg.log_file_pages;
     rcfg.durability = cfg.durability;
+    rcfg.direct_writes = cfg.log_direct_writes;
     rcfg.raft = raft_config();
     rcfg.links = crate::security::tls::instance_links(
         "HA replication",

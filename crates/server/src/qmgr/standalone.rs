@@ -129,12 +129,17 @@ impl Ring {
             }),
         )?;
         crate::qm_log!(
-            crate::errlog::ids::RECOVERED, "queue manager '{}' recovered in {} ms: checkpoint at LSN {}, {} persistent messages loaded, {} log records replayed{}",
+            crate::errlog::ids::RECOVERED, "queue manager '{}' recovered in {} ms: checkpoint at LSN {}, {} persistent messages loaded, {} log records replayed; log writes {}{}",
             cfg.name,
             report.elapsed_ms,
             report.checkpoint_lsn,
             report.messages_loaded,
             report.records_replayed,
+            match (cfg.durability, storage.ring().write_mode()) {
+                (ferrymq_log::Durability::OsBuffered, _) => "buffered (Durability=os: no sync)",
+                (_, ferrymq_log::WriteMode::Direct) => "direct (O_DIRECT|O_DSYNC)",
+                (_, ferrymq_log::WriteMode::Buffered) => "buffered with fdatasync",
+            },
             report.tail_problem.as_ref().map(|t| format!("; log tail: {t}")).unwrap_or_default()
         );
         if let Some((id, lines)) = report.discard_lines() {

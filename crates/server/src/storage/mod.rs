@@ -131,6 +131,7 @@ pub fn log_config(paths: &QmPaths, cfg: &QmConfig) -> LogConfig {
         primary_files: cfg.log_primary_files,
         file_pages: cfg.log_file_pages,
         durability: cfg.durability,
+        direct_writes: cfg.log_direct_writes,
     }
 }
 
