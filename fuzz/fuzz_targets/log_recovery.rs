@@ -44,6 +44,8 @@ fn config(dir: &Path, files: u32, pages: u32) -> LogConfig {
         primary_files: files,
         file_pages: pages,
         durability: Durability::OsBuffered,
+        // Only `fsync` durability writes directly; say so anyway.
+        direct_writes: false,
     }
 }
 
