@@ -81,8 +81,22 @@ pub fn free_port() -> Result<u16, String> {
     if let Some(p) = free_port_outside_ephemeral() {
         return Ok(p);
     }
-    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+    bind_probe(0).ok_or_else(|| "no free loopback port".to_string())
+}
+
+/// Binds a loopback socket to `port` (0: one the kernel picks) and closes it again; the port it
+/// got, or `None` if the port is taken. The socket is bound but never listens, with
+/// SO_REUSEADDR as the listeners that take the port later have. A listening probe is a trap in
+/// a multi-threaded harness: a process another thread forks at that moment inherits the socket
+/// until its exec, and meanwhile a connection meant for the port's next owner is accepted into
+/// the inherited backlog and reset when the exec closes it (and that owner's bind fails). A
+/// socket that only binds accepts nothing and keeps no SO_REUSEADDR listener from binding.
+pub fn bind_probe(port: u16) -> Option<u16> {
+    let s = tokio::net::TcpSocket::new_v4().ok()?;
+    s.set_reuseaddr(true).ok()?;
+    s.bind(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+        .ok()?;
+    s.local_addr().ok().map(|a| a.port())
 }
 
 /// Ports handed out by this process (a port checked free is handed out once).
@@ -117,7 +131,7 @@ pub fn free_port_outside_ephemeral() -> Option<u16> {
         if given.contains(&p) {
             continue;
         }
-        if std::net::TcpListener::bind(("127.0.0.1", p)).is_ok() {
+        if bind_probe(p).is_some() {
             given.push(p);
             return Some(p);
         }
@@ -163,4 +177,27 @@ pub fn error_log(qm_dir: &Path) -> String {
         .chain(std::iter::once(&CONSOLE_LOG))
         .filter_map(|f| std::fs::read_to_string(errors.join(f)).ok())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_port_probe_reports_a_taken_port_and_leaves_nothing_listening() {
+        let p = bind_probe(0).expect("a port the kernel picks");
+        // Nothing listens after the probe: a connection is refused, and a listener can take it.
+        assert!(std::net::TcpStream::connect(("127.0.0.1", p)).is_err());
+        let l = std::net::TcpListener::bind(("127.0.0.1", p)).expect("the probed port is free");
+        assert_eq!(bind_probe(p), None, "a listening port reads as taken");
+        drop(l);
+        let q = free_port_outside_ephemeral()
+            .or_else(|| bind_probe(0))
+            .unwrap();
+        assert_ne!(
+            free_port_outside_ephemeral(),
+            Some(q),
+            "a port is handed out once"
+        );
+    }
 }

@@ -160,7 +160,7 @@ fn the_ha_sequence_runs_as_written() {
     // Client ports base+1..base+3 (the README's 141$i) and three replication ports.
     let base = loop {
         let p = ports(1)[0];
-        if p > 3 && (p - 3..p).all(|q| std::net::TcpListener::bind(("127.0.0.1", q)).is_ok()) {
+        if p > 3 && (p - 3..p).all(|q| ferrymq_bench::qm::bind_probe(q).is_some()) {
             break p - 4;
         }
     };

@@ -144,13 +144,9 @@ pub fn mqsc(home: &Home, qm: &str, script: &str) -> String {
 /// A free loopback port outside the kernel's ephemeral range where possible (see
 /// [`free_port_outside_ephemeral`]), else one the kernel picks.
 pub fn free_port() -> u16 {
-    free_port_outside_ephemeral().unwrap_or_else(|| {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    })
+    free_port_outside_ephemeral()
+        .or_else(|| ferrymq_bench::qm::bind_probe(0))
+        .expect("a free loopback port")
 }
 
 /// A loopback port below the kernel's ephemeral range (the harness's own choice of ports).
