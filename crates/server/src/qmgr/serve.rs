@@ -91,8 +91,12 @@ pub(super) async fn serve(
             }));
         }
     }
-    std::fs::write(paths.pid_file(), format!("{}\n", std::process::id()))
-        .map_err(|e| e.to_string())?;
+    // Written whole, then renamed into place: strmqm (and every reader) takes an existing
+    // qm.pid as the running process's, so it must never be seen empty or half written.
+    let pid_tmp = paths.dir.join("qm.pid.tmp");
+    std::fs::write(&pid_tmp, format!("{}\n", std::process::id()))
+        .and_then(|()| std::fs::rename(&pid_tmp, paths.pid_file()))
+        .map_err(|e| format!("writing {}: {e}", paths.pid_file().display()))?;
     crate::qm_log!(
         crate::errlog::ids::QM_RUNNING,
         "queue manager '{}' running (pid {}), bindings socket {}, TCP port {}",
