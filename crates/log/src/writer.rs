@@ -39,6 +39,53 @@ use crate::Lsn;
 /// Capacity a batch buffer is trimmed back to after an unusually large batch.
 const BUF_KEEP: usize = 4 << 20;
 
+/// A batch write (with its sync) slower than this is reported: a replica's log write must
+/// normally finish within the leader's AppendEntries timeout (a Raft heartbeat, 100 ms).
+const SLOW_WRITE: Duration = Duration::from_millis(100);
+/// At most one slow-write report per this long; it counts the slow writes it stands for.
+const SLOW_REPORT_EVERY: Duration = Duration::from_secs(5);
+
+/// Slow batch writes since the last report.
+#[derive(Default)]
+struct SlowWrites {
+    last_report: Option<Instant>,
+    count: u64,
+    worst: Duration,
+    bytes: usize,
+}
+
+impl SlowWrites {
+    /// Notes a batch write of `bytes` that took `took`; returns the report to log, if one is due.
+    fn note(&mut self, took: Duration, bytes: usize, now: Instant) -> Option<String> {
+        if took < SLOW_WRITE {
+            return None;
+        }
+        self.count += 1;
+        if took > self.worst {
+            self.worst = took;
+            self.bytes = bytes;
+        }
+        if self
+            .last_report
+            .is_some_and(|t| now.duration_since(t) < SLOW_REPORT_EVERY)
+        {
+            return None;
+        }
+        let report = format!(
+            "recovery log writes are slow: {} batch write(s) with their sync took over {} ms, the slowest {} ms ({} bytes); the disk is slow or busy",
+            self.count,
+            SLOW_WRITE.as_millis(),
+            self.worst.as_millis(),
+            self.bytes
+        );
+        *self = SlowWrites {
+            last_report: Some(now),
+            ..SlowWrites::default()
+        };
+        Some(report)
+    }
+}
+
 /// Appender side of the log, under `Shared::state`.
 pub(crate) struct State {
     /// Framed records not yet taken by the writer.
@@ -237,6 +284,12 @@ pub(crate) fn run(shared: Arc<Shared>) {
     let _guard = StopGuard(&shared);
     let mut batch: Vec<u8> = Vec::new();
     let mut last_write = Instant::now();
+    let mut slow = SlowWrites::default();
+    let mut note_write = |took: Duration, bytes: usize| {
+        if let Some(report) = slow.note(took, bytes, Instant::now()) {
+            tracing::warn!(dir = %shared.dir.display(), "{report}");
+        }
+    };
     loop {
         // Several records that came during the last sync mean several committers at work: the
         // waiters that sync released are runnable now, so let them have the CPU first, and what
@@ -289,15 +342,55 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 shared.fail(&e);
                 return;
             }
+            note_write(last_write.elapsed(), bytes.len());
             continue;
         }
         if let Err(e) = shared.write_batch(start, &batch) {
             shared.fail(&e);
             return;
         }
+        note_write(last_write.elapsed(), batch.len());
         batch.clear();
         if batch.capacity() > BUF_KEEP {
             batch.shrink_to(BUF_KEEP);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_batch_writes_are_reported_at_most_every_five_seconds_with_a_count_and_the_worst() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut slow = SlowWrites::default();
+        assert_eq!(slow.note(ms(99), 10, t0), None, "under the threshold");
+        let first = slow
+            .note(ms(150), 140, t0)
+            .expect("the first slow write is reported");
+        assert!(
+            first.contains("1 batch write(s)") && first.contains("slowest 150 ms (140 bytes)"),
+            "{first}"
+        );
+        // Within five seconds: counted, not reported.
+        assert_eq!(slow.note(ms(400), 76, t0 + ms(1000)), None);
+        assert_eq!(slow.note(ms(120), 9000, t0 + ms(4000)), None);
+        assert_eq!(
+            slow.note(ms(20), 10, t0 + ms(5500)),
+            None,
+            "fast writes never report"
+        );
+        let next = slow.note(ms(101), 500, t0 + ms(5600)).expect("due again");
+        assert!(
+            next.contains("3 batch write(s)") && next.contains("slowest 400 ms (76 bytes)"),
+            "{next}"
+        );
+        let after = slow.note(ms(130), 1, t0 + ms(11_000)).expect("due again");
+        assert!(
+            after.contains("1 batch write(s)") && after.contains("slowest 130 ms"),
+            "{after}"
+        );
     }
 }
