@@ -139,9 +139,16 @@ pub fn reencode_peer_frame(body: &[u8], side: PeerFrame) -> io::Result<Vec<u8>> 
     again.map_err(io::Error::other)
 }
 
-/// A peer counts as reachable while it was heard from within this long and nothing failed
-/// since: ten heartbeats. A peer that dies is marked at once by the failed call that follows.
+/// A peer counts as reachable while it was heard from within this long (ten heartbeats), unless
+/// calls to it have failed since (see [`FAIL_GRACE`]).
 pub const REACH_WINDOW: Duration = Duration::from_millis(crate::timing::REACH_WINDOW_MS);
+
+/// Calls that fail without proving the peer gone (a timeout, a stream broken mid-call) make it
+/// unreachable only once they have kept failing for this long, three heartbeats: one
+/// AppendEntries that outlasts its 100 ms timeout behind a busy disk is not a lost peer. A connect
+/// that fails (refused: nothing listens there) marks it at once, so a peer that dies is marked by
+/// the call that follows.
+pub const FAIL_GRACE: Duration = Duration::from_millis(3 * crate::timing::HEARTBEAT_MS);
 
 /// What this replica knows of its contact with each peer: when it last heard from it (an
 /// answer to one of its RPCs, or an RPC from it), when a call to it last failed, and since when
@@ -151,13 +158,28 @@ pub struct Contact {
     pub last_ok: Option<Instant>,
     pub last_fail: Option<Instant>,
     pub up_since: Option<Instant>,
+    /// The first call that failed since `last_ok` (None: none has).
+    pub failing_since: Option<Instant>,
+    /// A connect to the peer failed since `last_ok`.
+    pub refused: bool,
 }
 
 impl Contact {
-    /// Heard from within [`REACH_WINDOW`], and no call failed since.
+    /// Heard from within [`REACH_WINDOW`], no connect refused since, and calls not failing for
+    /// [`FAIL_GRACE`] or longer.
     pub fn reachable(&self) -> bool {
+        self.reachable_at(Instant::now())
+    }
+
+    fn reachable_at(&self, now: Instant) -> bool {
         match self.last_ok {
-            Some(ok) => ok.elapsed() <= REACH_WINDOW && self.last_fail.is_none_or(|f| f < ok),
+            Some(ok) => {
+                now.saturating_duration_since(ok) <= REACH_WINDOW
+                    && !self.refused
+                    && self
+                        .failing_since
+                        .is_none_or(|f| now.saturating_duration_since(f) < FAIL_GRACE)
+            }
             None => false,
         }
     }
@@ -171,6 +193,21 @@ impl Contact {
             self.last_ok.or(self.last_fail)
         }
     }
+
+    fn heard_at(&mut self, now: Instant) {
+        if !self.reachable_at(now) {
+            self.up_since = Some(now);
+        }
+        self.last_ok = Some(now);
+        self.failing_since = None;
+        self.refused = false;
+    }
+
+    fn failed_at(&mut self, now: Instant, refused: bool) {
+        self.last_fail = Some(now);
+        self.failing_since.get_or_insert(now);
+        self.refused |= refused;
+    }
 }
 
 /// Contact with every peer, shared by the RPC clients (answers, failures) and the server
@@ -180,17 +217,20 @@ pub struct Contacts(Arc<parking_lot::Mutex<BTreeMap<NodeId, Contact>>>);
 
 impl Contacts {
     pub fn heard(&self, id: NodeId) {
-        let now = Instant::now();
-        let mut m = self.0.lock();
-        let c = m.entry(id).or_default();
-        if !c.reachable() {
-            c.up_since = Some(now);
-        }
-        c.last_ok = Some(now);
+        self.0
+            .lock()
+            .entry(id)
+            .or_default()
+            .heard_at(Instant::now());
     }
 
-    pub fn failed(&self, id: NodeId) {
-        self.0.lock().entry(id).or_default().last_fail = Some(Instant::now());
+    /// A call to `id` failed; `refused`: its connect failed.
+    pub fn failed(&self, id: NodeId, refused: bool) {
+        self.0
+            .lock()
+            .entry(id)
+            .or_default()
+            .failed_at(Instant::now(), refused);
     }
 
     /// What is known of `id` (`None`: never heard from nor tried).
@@ -327,10 +367,11 @@ impl PeerConnection {
             Ok(r) => r,
             Err(_) => Err(CallError::Timeout),
         };
-        if res.is_err() {
+        if let Err(e) = &res {
             self.conn = None;
             self.in_flight = false;
-            self.contacts.failed(self.target);
+            self.contacts
+                .failed(self.target, matches!(e, CallError::Unreachable(_)));
         } else {
             self.contacts.heard(self.target);
         }
@@ -549,4 +590,53 @@ pub async fn forward_write(
     tokio::time::timeout(limit, attempt)
         .await
         .map_err(|_| format!("{addr} did not answer within {limit:?}"))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_is_unreachable_once_calls_keep_failing_or_a_connect_is_refused() {
+        let ms = Duration::from_millis;
+        let t0 = Instant::now();
+        let mut c = Contact::default();
+        assert!(!c.reachable_at(t0), "never heard from");
+        c.heard_at(t0);
+        assert!(c.reachable_at(t0 + ms(900)));
+        assert!(
+            !c.reachable_at(t0 + REACH_WINDOW + ms(1)),
+            "silent too long"
+        );
+
+        // One call that times out behind a slow disk, then an answer: reachable throughout.
+        c.failed_at(t0 + ms(100), false);
+        assert!(c.reachable_at(t0 + ms(150)));
+        assert!(c.reachable_at(t0 + ms(100) + FAIL_GRACE - ms(1)));
+        assert!(
+            !c.reachable_at(t0 + ms(100) + FAIL_GRACE),
+            "calls failing for the whole grace"
+        );
+        c.heard_at(t0 + ms(250));
+        assert_eq!(c.up_since, Some(t0), "the run of contact did not break");
+        assert!(c.reachable_at(t0 + ms(100) + FAIL_GRACE));
+
+        // Failing calls the grace does not cover: unreachable until heard from again, and the
+        // next contact starts a new run.
+        c.failed_at(t0 + ms(300), false);
+        c.failed_at(t0 + ms(400), false);
+        assert!(
+            c.reachable_at(t0 + ms(500)),
+            "the grace counts from the first failure"
+        );
+        assert!(!c.reachable_at(t0 + ms(300) + FAIL_GRACE));
+        c.heard_at(t0 + ms(700));
+        assert_eq!(c.up_since, Some(t0 + ms(700)));
+
+        // A refused connect: at once.
+        c.failed_at(t0 + ms(800), true);
+        assert!(!c.reachable_at(t0 + ms(800)));
+        c.heard_at(t0 + ms(900));
+        assert!(c.reachable_at(t0 + ms(900)));
+    }
 }
