@@ -165,6 +165,10 @@ impl Qms {
             }
             args.push(name);
             mq(home, &args)?;
+            // Recorded as soon as it exists, so that a failure in any later step still ends and
+            // deletes it (on drop) instead of leaving a running queue manager behind.
+            q.names.push(name.clone());
+            q.ports.push(port);
             // The measurements set their queues up over TCP (`cph`'s setup).
             mq(
                 home,
@@ -190,8 +194,6 @@ impl Qms {
                     .parse()
                     .map_err(|_| format!("{}: not a pid", pid_file.display()))?,
             );
-            q.names.push(name.clone());
-            q.ports.push(port);
         }
         Ok(q)
     }
