@@ -139,16 +139,13 @@ pub fn reencode_peer_frame(body: &[u8], side: PeerFrame) -> io::Result<Vec<u8>> 
     again.map_err(io::Error::other)
 }
 
-/// A peer counts as reachable while it was heard from within this long (ten heartbeats), unless
-/// calls to it have failed since (see [`FAIL_GRACE`]).
+/// A peer counts as reachable while it was heard from within this long (ten heartbeats), and no
+/// connect to it failed since. Calls that time out do not count against it by themselves: one
+/// AppendEntries that outlasts its 100 ms timeout behind a busy disk is not a lost peer, and a
+/// peer that stops answering is unreachable once this window has passed. A connect that fails
+/// (refused: nothing listens there) marks it at once, so a peer that dies is marked by the call
+/// that follows.
 pub const REACH_WINDOW: Duration = Duration::from_millis(crate::timing::REACH_WINDOW_MS);
-
-/// Calls that fail without proving the peer gone (a timeout, a stream broken mid-call) make it
-/// unreachable only once they have kept failing for this long, three heartbeats: one
-/// AppendEntries that outlasts its 100 ms timeout behind a busy disk is not a lost peer. A connect
-/// that fails (refused: nothing listens there) marks it at once, so a peer that dies is marked by
-/// the call that follows.
-pub const FAIL_GRACE: Duration = Duration::from_millis(3 * crate::timing::HEARTBEAT_MS);
 
 /// What this replica knows of its contact with each peer: when it last heard from it (an
 /// answer to one of its RPCs, or an RPC from it), when a call to it last failed, and since when
@@ -158,30 +155,19 @@ pub struct Contact {
     pub last_ok: Option<Instant>,
     pub last_fail: Option<Instant>,
     pub up_since: Option<Instant>,
-    /// The first call that failed since `last_ok` (None: none has).
-    pub failing_since: Option<Instant>,
     /// A connect to the peer failed since `last_ok`.
     pub refused: bool,
 }
 
 impl Contact {
-    /// Heard from within [`REACH_WINDOW`], no connect refused since, and calls not failing for
-    /// [`FAIL_GRACE`] or longer.
+    /// Heard from within [`REACH_WINDOW`], and no connect to it refused since.
     pub fn reachable(&self) -> bool {
         self.reachable_at(Instant::now())
     }
 
     fn reachable_at(&self, now: Instant) -> bool {
-        match self.last_ok {
-            Some(ok) => {
-                now.saturating_duration_since(ok) <= REACH_WINDOW
-                    && !self.refused
-                    && self
-                        .failing_since
-                        .is_none_or(|f| now.saturating_duration_since(f) < FAIL_GRACE)
-            }
-            None => false,
-        }
+        self.last_ok
+            .is_some_and(|ok| now.saturating_duration_since(ok) <= REACH_WINDOW && !self.refused)
     }
 
     /// When the current state began: the start of the contact while reachable, the last
@@ -199,13 +185,11 @@ impl Contact {
             self.up_since = Some(now);
         }
         self.last_ok = Some(now);
-        self.failing_since = None;
         self.refused = false;
     }
 
     fn failed_at(&mut self, now: Instant, refused: bool) {
         self.last_fail = Some(now);
-        self.failing_since.get_or_insert(now);
         self.refused |= refused;
     }
 }
@@ -597,7 +581,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_peer_is_unreachable_once_calls_keep_failing_or_a_connect_is_refused() {
+    fn a_peer_is_unreachable_once_silent_for_the_window_or_a_connect_is_refused() {
         let ms = Duration::from_millis;
         let t0 = Instant::now();
         let mut c = Contact::default();
@@ -609,34 +593,27 @@ mod tests {
             "silent too long"
         );
 
-        // One call that times out behind a slow disk, then an answer: reachable throughout.
+        // Calls that time out behind a slow disk, then an answer: reachable throughout, and
+        // the run of contact does not break.
         c.failed_at(t0 + ms(100), false);
-        assert!(c.reachable_at(t0 + ms(150)));
-        assert!(c.reachable_at(t0 + ms(100) + FAIL_GRACE - ms(1)));
-        assert!(
-            !c.reachable_at(t0 + ms(100) + FAIL_GRACE),
-            "calls failing for the whole grace"
-        );
-        c.heard_at(t0 + ms(250));
-        assert_eq!(c.up_since, Some(t0), "the run of contact did not break");
-        assert!(c.reachable_at(t0 + ms(100) + FAIL_GRACE));
-
-        // Failing calls the grace does not cover: unreachable until heard from again, and the
-        // next contact starts a new run.
-        c.failed_at(t0 + ms(300), false);
-        c.failed_at(t0 + ms(400), false);
-        assert!(
-            c.reachable_at(t0 + ms(500)),
-            "the grace counts from the first failure"
-        );
-        assert!(!c.reachable_at(t0 + ms(300) + FAIL_GRACE));
+        c.failed_at(t0 + ms(500), false);
+        assert!(c.reachable_at(t0 + ms(600)));
         c.heard_at(t0 + ms(700));
-        assert_eq!(c.up_since, Some(t0 + ms(700)));
+        assert_eq!(c.up_since, Some(t0));
+        assert!(c.reachable_at(t0 + ms(1500)));
+        // Timing out on and on: unreachable once the window has passed since the last answer,
+        // and the next answer starts a new run.
+        c.failed_at(t0 + ms(900), false);
+        assert!(!c.reachable_at(t0 + ms(700) + REACH_WINDOW + ms(1)));
+        c.heard_at(t0 + ms(2000));
+        assert_eq!(c.up_since, Some(t0 + ms(2000)));
 
-        // A refused connect: at once.
-        c.failed_at(t0 + ms(800), true);
-        assert!(!c.reachable_at(t0 + ms(800)));
-        c.heard_at(t0 + ms(900));
-        assert!(c.reachable_at(t0 + ms(900)));
+        // A refused connect: at once, until heard from again.
+        c.failed_at(t0 + ms(2100), true);
+        assert!(!c.reachable_at(t0 + ms(2100)));
+        c.failed_at(t0 + ms(2200), false);
+        assert!(!c.reachable_at(t0 + ms(2200)));
+        c.heard_at(t0 + ms(2300));
+        assert!(c.reachable_at(t0 + ms(2300)));
     }
 }
