@@ -187,6 +187,30 @@ fn publisher(id: usize, qm: &Target, stop: &AtomicBool, ledger: &Mutex<Ledger>) 
     }
 }
 
+/// `f` until it succeeds, at most 10 times; each failure is printed, the last one fails the
+/// test with the queue managers' error logs.
+fn retrying<T>(
+    what: &str,
+    logs: &impl Fn() -> String,
+    mut f: impl FnMut() -> Result<T, MqError>,
+) -> T {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match f() {
+            Ok(v) => return v,
+            Err(e) if attempt < 10 => {
+                eprintln!("{what}: {e}; once more");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => panic!(
+                "{what} failed {attempt} times, last: {e}; logs:\n{}",
+                logs()
+            ),
+        }
+    }
+}
+
 /// The bodies of the publications on `sub`'s queue, in order, left where they are.
 fn browse_all(target: &Target, sub: &Sub) -> Result<Vec<String>, MqError> {
     let c = connect_retrying(target, &AtomicBool::new(false)).expect("a connection");
@@ -328,10 +352,13 @@ fn publish_and_count_across(
     logs: impl Fn() -> String,
 ) {
     {
-        // The subscriptions exist before anything is published.
-        let c = connect_retrying(target, &AtomicBool::new(false)).expect("a connection");
+        // The subscriptions exist before anything is published (made again on a connection
+        // that breaks: in HA even the start can meet a failover).
         for s in &SUBS {
-            c.subscribe(&durable(s)).unwrap();
+            retrying(&format!("subscribing {}", s.name), &logs, || {
+                let c = connect_retrying(target, &AtomicBool::new(false)).expect("a connection");
+                c.subscribe(&durable(s)).map(drop)
+            });
         }
     }
     let stop = AtomicBool::new(false);
@@ -360,24 +387,10 @@ fn publish_and_count_across(
     // What each subscription still holds, browsed: a pass that fails (in HA the drain can meet
     // a failover too) has changed nothing and is simply made again.
     let mut remaining: HashMap<&str, Vec<String>> = HashMap::new();
-    let mut failed_passes = 0;
     for sub in &SUBS {
-        let left = loop {
-            match browse_all(target, sub) {
-                Ok(left) => break left,
-                Err(e) => {
-                    failed_passes += 1;
-                    assert!(
-                        failed_passes <= 10,
-                        "reading what {} holds failed {failed_passes} times, last: {e}; logs:\n{}",
-                        sub.name,
-                        logs()
-                    );
-                    eprintln!("reading what {} holds: {e}; once more", sub.name);
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-            }
-        };
+        let left = retrying(&format!("reading what {} holds", sub.name), &logs, || {
+            browse_all(target, sub)
+        });
         remaining.insert(sub.name, left);
     }
 
