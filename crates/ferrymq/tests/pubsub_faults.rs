@@ -21,7 +21,7 @@ use ferrymq_client::SubscriptionOptions;
 use ferrymq_types::options::{open, Browse, GetOptions, PutOptions, Syncpoint, Wait};
 use ferrymq_types::{MessageDescriptor, MqError, Persistence, Properties, PropertyValue, Reason};
 use rand::{Rng, SeedableRng};
-use support::workload::{connect_retrying, Target};
+use support::workload::{connect_retrying, retrying, Target};
 use support::{Home, Qm};
 
 const KILLS: usize = 10;
@@ -187,30 +187,6 @@ fn publisher(id: usize, qm: &Target, stop: &AtomicBool, ledger: &Mutex<Ledger>) 
     }
 }
 
-/// `f` until it succeeds, at most 10 times; each failure is printed, the last one fails the
-/// test with the queue managers' error logs.
-fn retrying<T>(
-    what: &str,
-    logs: &impl Fn() -> String,
-    mut f: impl FnMut() -> Result<T, MqError>,
-) -> T {
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        match f() {
-            Ok(v) => return v,
-            Err(e) if attempt < 10 => {
-                eprintln!("{what}: {e}; once more");
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            Err(e) => panic!(
-                "{what} failed {attempt} times, last: {e}; logs:\n{}",
-                logs()
-            ),
-        }
-    }
-}
-
 /// The bodies of the publications on `sub`'s queue, in order, left where they are.
 fn browse_all(target: &Target, sub: &Sub) -> Result<Vec<String>, MqError> {
     let c = connect_retrying(target, &AtomicBool::new(false)).expect("a connection");
@@ -355,10 +331,11 @@ fn publish_and_count_across(
         // The subscriptions exist before anything is published (made again on a connection
         // that breaks: in HA even the start can meet a failover).
         for s in &SUBS {
-            retrying(&format!("subscribing {}", s.name), &logs, || {
+            retrying(&format!("subscribing {}", s.name), || {
                 let c = connect_retrying(target, &AtomicBool::new(false)).expect("a connection");
                 c.subscribe(&durable(s)).map(drop)
-            });
+            })
+            .unwrap_or_else(|e| panic!("{e}; logs:\n{}", logs()));
         }
     }
     let stop = AtomicBool::new(false);
@@ -388,9 +365,10 @@ fn publish_and_count_across(
     // a failover too) has changed nothing and is simply made again.
     let mut remaining: HashMap<&str, Vec<String>> = HashMap::new();
     for sub in &SUBS {
-        let left = retrying(&format!("reading what {} holds", sub.name), &logs, || {
+        let left = retrying(&format!("reading what {} holds", sub.name), || {
             browse_all(target, sub)
-        });
+        })
+        .unwrap_or_else(|e| panic!("{e}; logs:\n{}", logs()));
         remaining.insert(sub.name, left);
     }
 

@@ -56,6 +56,49 @@ pub fn connect_retrying(qm: &Target, stop: &AtomicBool) -> Option<Connection> {
     panic!("could not reconnect within 60 s");
 }
 
+/// `f` until it succeeds, at most 10 times, 200 ms apart, printing each failure; the last
+/// failure's text if all fail. For the final count, which in HA can meet a failover too.
+pub fn retrying<T>(
+    what: &str,
+    mut f: impl FnMut() -> Result<T, ferrymq_types::MqError>,
+) -> Result<T, String> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match f() {
+            Ok(v) => return Ok(v),
+            Err(e) if attempt < 10 => {
+                eprintln!("{what}: {e}; once more");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => return Err(format!("{what} failed {attempt} times, last: {e}")),
+        }
+    }
+}
+
+/// The bodies of the messages on queue `q` of `qm`, in order, read by browsing on a fresh
+/// connection and left where they are: a pass that fails has changed nothing and can simply be
+/// made again. The queue is opened exclusively too, so the pass waits (fails, to be retried)
+/// while a worker's connection still holds it, with a unit of work not yet backed out.
+pub fn browse_queue(qm: &Target, q: &str) -> Result<Vec<String>, ferrymq_types::MqError> {
+    let c = connect_retrying(qm, &AtomicBool::new(false)).expect("a connection");
+    let h = c.open(q, open::INPUT_EXCLUSIVE | open::BROWSE)?;
+    let mut bodies = Vec::new();
+    let mut browse = ferrymq_types::options::Browse::First;
+    loop {
+        let opts = GetOptions {
+            browse,
+            ..GetOptions::any()
+        };
+        match c.get(&h, &opts) {
+            Ok(m) => bodies.push(String::from_utf8(m.body.to_vec()).unwrap()),
+            Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => return Ok(bodies),
+            Err(e) => return Err(e),
+        }
+        browse = ferrymq_types::options::Browse::Next;
+    }
+}
+
 fn persistent() -> MessageDescriptor {
     MessageDescriptor {
         persistence: Persistence::Persistent,
@@ -150,23 +193,13 @@ pub fn consumer(qm: &Target, stop: &AtomicBool, ledger: &Mutex<Ledger>) {
     }
 }
 
-/// Drains the queue and checks the ledger: every acknowledged put found exactly once (consumed or
+/// Reads what is left on the queue (by browsing) and checks the ledger: every acknowledged put found exactly once (consumed or
 /// left), nothing backed out or refused visible, nothing delivered twice, and no more calls in
 /// doubt than `kills` can explain. Returns (acknowledged, consumed) counts.
 pub fn check(qm: &Target, ledger: Ledger, kills: usize, producers: usize) -> (usize, usize) {
-    // Drain what is left.
-    let c =
-        Connection::connect(ferrymq_client::ConnectOptions::client(&qm.name, &qm.conname).unwrap())
-            .expect("connect to drain");
-    let h = c.open(Q, open::INPUT_EXCLUSIVE).unwrap();
-    let mut remaining = Vec::new();
-    loop {
-        match c.get(&h, &GetOptions::any()) {
-            Ok(m) => remaining.push(String::from_utf8(m.body.to_vec()).unwrap()),
-            Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => break,
-            Err(e) => panic!("draining: {e}"),
-        }
-    }
+    // What is left on the queue.
+    let remaining = retrying(&format!("reading what {Q} holds"), || browse_queue(qm, Q))
+        .unwrap_or_else(|e| panic!("{e}"));
     let l = ledger;
     let mut seen: HashMap<&str, usize> = HashMap::new();
     for b in l.consumed.iter().chain(remaining.iter()) {
@@ -232,11 +265,10 @@ pub mod rr {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Mutex;
 
-    use ferrymq_client::blocking::Connection;
     use ferrymq_types::options::{open, GetOptions, PutOptions, Syncpoint, Wait};
     use ferrymq_types::{Properties, Reason};
 
-    use super::{connect_retrying, persistent, Target};
+    use super::{browse_queue, connect_retrying, persistent, retrying, Target};
 
     pub const REQUESTERS: usize = 2;
     pub const RESPONDERS: usize = 2;
@@ -359,31 +391,22 @@ pub mod rr {
         check(qm, book.into_inner().unwrap(), kills);
     }
 
-    fn drain(c: &Connection, q: &str) -> HashMap<String, usize> {
-        let h = c.open(q, open::INPUT_EXCLUSIVE).unwrap();
+    /// How many times each body is on queue `q`.
+    fn counted(qm: &Target, q: &str) -> HashMap<String, usize> {
+        let bodies = retrying(&format!("reading what {q} holds"), || browse_queue(qm, q))
+            .unwrap_or_else(|e| panic!("{e}"));
         let mut seen: HashMap<String, usize> = HashMap::new();
-        loop {
-            match c.get(&h, &GetOptions::any()) {
-                Ok(m) => {
-                    *seen
-                        .entry(String::from_utf8(m.body.to_vec()).unwrap())
-                        .or_default() += 1
-                }
-                Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => return seen,
-                Err(e) => panic!("draining {q}: {e}"),
-            }
+        for b in bodies {
+            *seen.entry(b).or_default() += 1;
         }
+        seen
     }
 
-    /// Drains both queues and checks the book: each request still queued or answered, never
+    /// Reads both queues (by browsing) and checks the book: each request still queued or answered, never
     /// both and never twice; every answer whose commit returned there; nothing that was never
     /// put; no more calls in doubt than `kills` explain; enough work to mean something.
     fn check(qm: &Target, b: Book, kills: usize) {
-        let c = Connection::connect(
-            ferrymq_client::ConnectOptions::client(&qm.name, &qm.conname).unwrap(),
-        )
-        .expect("connect to drain");
-        let (queued, replies) = (drain(&c, "REQ"), drain(&c, "REP"));
+        let (queued, replies) = (counted(qm, "REQ"), counted(qm, "REP"));
         for (body, n) in queued.iter().chain(replies.iter()) {
             assert_eq!(*n, 1, "{body} found {n} times on one queue");
             assert!(
