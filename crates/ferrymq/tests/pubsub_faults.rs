@@ -18,10 +18,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use ferrymq_client::SubscriptionOptions;
-use ferrymq_types::options::{open, Browse, GetOptions, PutOptions, Syncpoint, Wait};
+use ferrymq_types::options::{open, GetOptions, PutOptions, Syncpoint, Wait};
 use ferrymq_types::{MessageDescriptor, MqError, Persistence, Properties, PropertyValue, Reason};
 use rand::{Rng, SeedableRng};
-use support::workload::{connect_retrying, retrying, Target};
+use support::workload::{browse_bodies, connect_retrying, retrying, Target};
 use support::{Home, Qm};
 
 const KILLS: usize = 10;
@@ -192,20 +192,7 @@ fn browse_all(target: &Target, sub: &Sub) -> Result<Vec<String>, MqError> {
     let c = connect_retrying(target, &AtomicBool::new(false)).expect("a connection");
     let s = c.subscribe(&durable(sub))?;
     let h = c.open(&s.queue_name, open::BROWSE)?;
-    let mut left = Vec::new();
-    let mut browse = Browse::First;
-    loop {
-        let opts = GetOptions {
-            browse,
-            ..GetOptions::any()
-        };
-        match c.get(&h, &opts) {
-            Ok(m) => left.push(String::from_utf8(m.body.to_vec()).unwrap()),
-            Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => return Ok(left),
-            Err(e) => return Err(e),
-        }
-        browse = Browse::Next;
-    }
+    browse_bodies(&c, &h)
 }
 
 fn durable(sub: &Sub) -> SubscriptionOptions {

@@ -83,6 +83,14 @@ pub fn retrying<T>(
 pub fn browse_queue(qm: &Target, q: &str) -> Result<Vec<String>, ferrymq_types::MqError> {
     let c = connect_retrying(qm, &AtomicBool::new(false)).expect("a connection");
     let h = c.open(q, open::INPUT_EXCLUSIVE | open::BROWSE)?;
+    browse_bodies(&c, &h)
+}
+
+/// The bodies of the messages on the queue `h` (open for browse) holds, in order.
+pub fn browse_bodies(
+    c: &Connection,
+    h: &ferrymq_client::ObjectHandle,
+) -> Result<Vec<String>, ferrymq_types::MqError> {
     let mut bodies = Vec::new();
     let mut browse = ferrymq_types::options::Browse::First;
     loop {
@@ -90,7 +98,7 @@ pub fn browse_queue(qm: &Target, q: &str) -> Result<Vec<String>, ferrymq_types::
             browse,
             ..GetOptions::any()
         };
-        match c.get(&h, &opts) {
+        match c.get(h, &opts) {
             Ok(m) => bodies.push(String::from_utf8(m.body.to_vec()).unwrap()),
             Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => return Ok(bodies),
             Err(e) => return Err(e),
