@@ -1,7 +1,7 @@
 //! The crash workload shared by the fault-injection tests: producers putting persistent messages
 //! (committed, or under syncpoint and backed out) and consumers getting them under syncpoint,
 //! each reconnecting whenever a call fails, with a ledger of what each call's outcome promises;
-//! and the checker that drains the queue and holds the ledger to those promises. [`rr`] is the
+//! and the checker that reads what is left on the queue and holds the ledger to those promises. [`rr`] is the
 //! request/responder variant: a get and a reply's put in one unit of work.
 #![allow(dead_code)]
 
@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use ferrymq_client::blocking::Connection;
-use ferrymq_types::options::{open, GetOptions, PutOptions, Syncpoint, Wait};
-use ferrymq_types::{MessageDescriptor, Persistence, Properties, Reason};
+use ferrymq_client::ObjectHandle;
+use ferrymq_types::options::{open, Browse, GetOptions, PutOptions, Syncpoint, Wait};
+use ferrymq_types::{MessageDescriptor, MqError, Persistence, Properties, Reason};
 use rand::{Rng, SeedableRng};
 
 pub const Q: &str = "SYSTEM.DEFAULT.LOCAL.QUEUE";
@@ -58,10 +59,7 @@ pub fn connect_retrying(qm: &Target, stop: &AtomicBool) -> Option<Connection> {
 
 /// `f` until it succeeds, at most 10 times, 200 ms apart, printing each failure; the last
 /// failure's text if all fail. For the final count, which in HA can meet a failover too.
-pub fn retrying<T>(
-    what: &str,
-    mut f: impl FnMut() -> Result<T, ferrymq_types::MqError>,
-) -> Result<T, String> {
+pub fn retrying<T>(what: &str, mut f: impl FnMut() -> Result<T, MqError>) -> Result<T, String> {
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -80,19 +78,16 @@ pub fn retrying<T>(
 /// connection and left where they are: a pass that fails has changed nothing and can simply be
 /// made again. The queue is opened exclusively too, so the pass waits (fails, to be retried)
 /// while a worker's connection still holds it, with a unit of work not yet backed out.
-pub fn browse_queue(qm: &Target, q: &str) -> Result<Vec<String>, ferrymq_types::MqError> {
+pub fn browse_queue(qm: &Target, q: &str) -> Result<Vec<String>, MqError> {
     let c = connect_retrying(qm, &AtomicBool::new(false)).expect("a connection");
     let h = c.open(q, open::INPUT_EXCLUSIVE | open::BROWSE)?;
     browse_bodies(&c, &h)
 }
 
-/// The bodies of the messages on the queue `h` (open for browse) holds, in order.
-pub fn browse_bodies(
-    c: &Connection,
-    h: &ferrymq_client::ObjectHandle,
-) -> Result<Vec<String>, ferrymq_types::MqError> {
+/// The bodies of the messages on the queue open for browse as `h`, in order.
+pub fn browse_bodies(c: &Connection, h: &ObjectHandle) -> Result<Vec<String>, MqError> {
     let mut bodies = Vec::new();
-    let mut browse = ferrymq_types::options::Browse::First;
+    let mut browse = Browse::First;
     loop {
         let opts = GetOptions {
             browse,
@@ -103,7 +98,7 @@ pub fn browse_bodies(
             Err(e) if e.reason == Reason::NO_MSG_AVAILABLE => return Ok(bodies),
             Err(e) => return Err(e),
         }
-        browse = ferrymq_types::options::Browse::Next;
+        browse = Browse::Next;
     }
 }
 
@@ -201,9 +196,9 @@ pub fn consumer(qm: &Target, stop: &AtomicBool, ledger: &Mutex<Ledger>) {
     }
 }
 
-/// Reads what is left on the queue (by browsing) and checks the ledger: every acknowledged put found exactly once (consumed or
-/// left), nothing backed out or refused visible, nothing delivered twice, and no more calls in
-/// doubt than `kills` can explain. Returns (acknowledged, consumed) counts.
+/// Reads what is left on the queue (by browsing) and checks the ledger: every acknowledged put
+/// found exactly once (consumed or left), nothing backed out or refused visible, nothing
+/// delivered twice, and no more calls in doubt than `kills` can explain. Returns (acknowledged, consumed) counts.
 pub fn check(qm: &Target, ledger: Ledger, kills: usize, producers: usize) -> (usize, usize) {
     // What is left on the queue.
     let remaining = retrying(&format!("reading what {Q} holds"), || browse_queue(qm, Q))
@@ -410,9 +405,10 @@ pub mod rr {
         seen
     }
 
-    /// Reads both queues (by browsing) and checks the book: each request still queued or answered, never
-    /// both and never twice; every answer whose commit returned there; nothing that was never
-    /// put; no more calls in doubt than `kills` explain; enough work to mean something.
+    /// Reads both queues (by browsing) and checks the book: each request still queued or
+    /// answered, never both and never twice; every answer whose commit returned there; nothing
+    /// that was never put; no more calls in doubt than `kills` explain; enough work to mean
+    /// something.
     fn check(qm: &Target, b: Book, kills: usize) {
         let (queued, replies) = (counted(qm, "REQ"), counted(qm, "REP"));
         for (body, n) in queued.iter().chain(replies.iter()) {
