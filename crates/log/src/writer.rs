@@ -285,8 +285,10 @@ pub(crate) fn run(shared: Arc<Shared>) {
     let mut batch: Vec<u8> = Vec::new();
     let mut last_write = Instant::now();
     let mut slow = SlowWrites::default();
-    let mut note_write = |took: Duration, bytes: usize| {
-        if let Some(report) = slow.note(took, bytes, Instant::now()) {
+    // One clock read per batch: the write's start is `last_write`.
+    let mut note_write = |started: Instant, bytes: usize| {
+        let now = Instant::now();
+        if let Some(report) = slow.note(now - started, bytes, now) {
             tracing::warn!(dir = %shared.dir.display(), "{report}");
         }
     };
@@ -342,14 +344,14 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 shared.fail(&e);
                 return;
             }
-            note_write(last_write.elapsed(), bytes.len());
+            note_write(last_write, bytes.len());
             continue;
         }
         if let Err(e) = shared.write_batch(start, &batch) {
             shared.fail(&e);
             return;
         }
-        note_write(last_write.elapsed(), batch.len());
+        note_write(last_write, batch.len());
         batch.clear();
         if batch.capacity() > BUF_KEEP {
             batch.shrink_to(BUF_KEEP);
