@@ -72,6 +72,11 @@ pub(crate) mod prop {
     pub const FRAME: &str = "fteFrame";
     pub const CHECKPOINT: &str = "fteCheckpoint";
     pub const MTIME: &str = "fteMtime";
+    /// The source file's identity on its machine, so that a receiver on the same machine can
+    /// refuse to write onto it: the kernel's boot id, and the file's device and inode numbers.
+    pub const SRC_BOOT: &str = "fteSourceBoot";
+    pub const SRC_DEV: &str = "fteSourceDev";
+    pub const SRC_INO: &str = "fteSourceIno";
     pub const EPOCH: &str = "fteEpoch";
     pub const RESUME: &str = "fteResume";
     pub const RECEIVED: &str = "fteReceived";
@@ -81,6 +86,24 @@ pub(crate) mod prop {
     pub const FAILED: &str = "fteFailed";
     pub const RESENT: &str = "fteResent";
     pub const RESUMES: &str = "fteResumes";
+}
+
+/// This machine's boot id (`/proc/sys/kernel/random/boot_id`): with a device and an inode
+/// number it names one file on one machine, for as long as the machine runs. Empty where the
+/// kernel does not say.
+pub(crate) fn boot_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    })
+}
+
+/// A file's device and inode numbers (links followed), if it exists.
+pub(crate) fn file_id(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// An error a user sees: what failed and why.

@@ -70,6 +70,8 @@ pub(crate) struct Incoming {
     next: u64,
     /// The source's size and modification time as the sender saw them at the start.
     ident: (i64, i64),
+    /// The request's exists policy is overwrite: the finished file may replace one there.
+    replace: bool,
 }
 
 impl Incoming {
@@ -415,9 +417,12 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                     }
                     _ => {
                         // Not under way here (this agent restarted): its `.part` still goes.
+                        // Unless another transfer is writing it now.
                         if let Ok((dest, part)) = part_path(&m) {
                             if p.sandbox.check(&dest, true).is_ok() {
-                                let _ = std::fs::remove_file(part);
+                                if let Ok(Some(_held)) = lock_part(&part, false) {
+                                    let _ = std::fs::remove_file(part);
+                                }
                             }
                         }
                         checkpointer::remove(&ck, tid);
@@ -481,6 +486,7 @@ fn start_file(
 ) -> std::result::Result<Incoming, String> {
     let (final_path, part) = part_path(m)?;
     sandbox.check(&final_path, true)?;
+    refuse_the_source(m, &final_path, &part)?;
     let named = str_prop(m, prop::METHOD);
     let method = if named.is_empty() {
         Method::default()
@@ -497,22 +503,24 @@ fn start_file(
     if let Some(parent) = final_path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     }
-    let had = std::fs::metadata(&part).map(|md| md.len()).unwrap_or(0);
+    let file = match lock_part(&part, true) {
+        Ok(Some(f)) => f,
+        Ok(None) => {
+            return Err(format!(
+                "{} is being written by another transfer",
+                part.display()
+            ))
+        }
+        Err(e) => return Err(format!("{}: {e}", part.display())),
+    };
+    let had = file.metadata().map(|md| md.len()).unwrap_or(0);
     let next = match at {
         Some(o) if had >= o => o,
         _ => 0,
     };
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .read(true)
-        .truncate(next == 0)
-        .open(&part)
+    // Cut only now that this transfer holds it: another transfer's data is never cut.
+    file.set_len(next)
         .map_err(|e| format!("{}: {e}", part.display()))?;
-    if next > 0 {
-        file.set_len(next)
-            .map_err(|e| format!("{}: {e}", part.display()))?;
-    }
     // Resumed: the checksum takes in what the `.part` already holds.
     let mut hasher = Hasher::new(method);
     hash_prefix(&file, next, &mut hasher).map_err(|e| format!("{}: {e}", part.display()))?;
@@ -531,7 +539,99 @@ fn start_file(
         method,
         next,
         ident: (int_prop(m, prop::SIZE), int_prop(m, prop::MTIME)),
+        replace: str_prop(m, prop::EXIST) == "overwrite",
     })
+}
+
+/// Opens a `.part` (created if `create`) and takes its lock: an exclusive `flock` held for as
+/// long as the file is open, so that one transfer at a time writes it, whichever agent process
+/// runs it (two transfers to one destination would otherwise write one `.part` at the same
+/// offsets, and each pass its own checksum over data the other overwrote). `None`: another
+/// transfer holds it. The path is looked at again once locked: a `.part` renamed into place
+/// meanwhile is a finished file, never reopened as a `.part`.
+fn lock_part(part: &Path, create: bool) -> std::io::Result<Option<File>> {
+    use std::os::unix::fs::MetadataExt;
+    for _ in 0..8 {
+        let file = std::fs::OpenOptions::new()
+            .create(create)
+            .write(true)
+            .read(true)
+            .truncate(false)
+            .open(part)?;
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(e) if e == rustix::io::Errno::WOULDBLOCK => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
+        let held = file.metadata()?;
+        match std::fs::metadata(part) {
+            Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => return Ok(Some(file)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => return Err(e),
+            _ => continue,
+        }
+    }
+    Err(std::io::Error::other(
+        "renamed or removed again and again while being opened",
+    ))
+}
+
+/// Renames a finished `.part` into place. Without `replace` (the request's exists policy is
+/// error) a destination that appeared since the transfer began is left as it is and the file
+/// fails: `RENAME_NOREPLACE`, or on a file system without it, a look just before the rename.
+fn rename_into_place(part: &Path, dest: &Path, replace: bool) -> std::io::Result<()> {
+    if replace {
+        return std::fs::rename(part, dest);
+    }
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    match renameat_with(CWD, part, CWD, dest, RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(()),
+        Err(e) if e == rustix::io::Errno::EXIST => Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "it exists now (another transfer or program wrote it meanwhile; give -de overwrite \
+             to replace it)",
+        )),
+        Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOSYS => {
+            if dest.exists() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    "it exists now (give -de overwrite to replace it)",
+                ));
+            }
+            std::fs::rename(part, dest)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Refuses a destination (or its `.part`) that is the source file itself, as `cp` does: writing
+/// the `.part` would truncate the source as it is read, renaming it over the source and then
+/// deleting the source (disposition delete) would leave no copy at all. Known when both agents
+/// run on one machine (the sender names the file by boot id, device and inode); elsewhere the
+/// sender's own check before a delete still keeps the file.
+fn refuse_the_source(
+    m: &Message,
+    final_path: &Path,
+    part: &Path,
+) -> std::result::Result<(), String> {
+    let boot = str_prop(m, prop::SRC_BOOT);
+    if boot.is_empty() || boot != crate::boot_id() {
+        return Ok(());
+    }
+    let (Ok(dev), Ok(ino)) = (
+        str_prop(m, prop::SRC_DEV).parse::<u64>(),
+        str_prop(m, prop::SRC_INO).parse::<u64>(),
+    ) else {
+        return Ok(());
+    };
+    for path in [final_path, part] {
+        if crate::file_id(path) == Some((dev, ino)) {
+            return Err(format!(
+                "{} is the source file itself: a file is not transferred onto itself",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Files handed to the finishers, by transfer and file index: `None` while being finished,
@@ -649,7 +749,8 @@ fn finish(inc: Incoming, digest: &str, dirs: &DirSyncs) -> (bool, String) {
         let mut w = inc.file.written.lock().unwrap_or_else(|e| e.into_inner());
         (w.hasher.take(), w.error.take())
     };
-    drop(inc.file);
+    // The `.part` stays locked (its file open) until it is renamed or removed, below.
+    let _held = inc.file;
     if let Some(e) = error {
         let _ = std::fs::remove_file(&inc.part);
         return (false, format!("{}: {e}", inc.part.display()));
@@ -665,7 +766,8 @@ fn finish(inc: Incoming, digest: &str, dirs: &DirSyncs) -> (bool, String) {
             ),
         );
     }
-    if let Err(e) = std::fs::rename(&inc.part, &inc.final_path) {
+    if let Err(e) = rename_into_place(&inc.part, &inc.final_path, inc.replace) {
+        let _ = std::fs::remove_file(&inc.part);
         return (false, format!("{}: {e}", inc.final_path.display()));
     }
     if let Some(parent) = inc.final_path.parent() {

@@ -311,6 +311,9 @@ struct Link<'a> {
     /// Each file's size when the transfer (or this agent) started.
     sizes: Vec<u64>,
     idents: Vec<Option<(i64, i64)>>,
+    /// Each file's device and inode numbers as this agent process opened it: a source is
+    /// deleted only while its path still names that file.
+    file_ids: Vec<Option<(u64, u64)>>,
     /// The receiver's answer to a resume: file, offset to send from, bytes it had received.
     ready: Option<(i64, u64, u64)>,
     /// Bytes the receiver had acknowledged and was sent again after a resume.
@@ -551,6 +554,11 @@ impl Link<'_> {
                 }
                 _ => self.idents[i] = Some(ident),
             }
+            let file_id = {
+                use std::os::unix::fs::MetadataExt;
+                (meta.dev(), meta.ino())
+            };
+            self.file_ids[i] = Some(file_id);
             let mut props = Properties::default();
             props.set(prop::KIND, s("start"));
             props.set(prop::INDEX, PropertyValue::Int(i as i64));
@@ -568,6 +576,9 @@ impl Link<'_> {
             props.set(prop::METHOD, s(it.checksum.name()));
             props.set(prop::SIZE, PropertyValue::Int(ident.0));
             props.set(prop::MTIME, PropertyValue::Int(ident.1));
+            props.set(prop::SRC_BOOT, s(crate::boot_id()));
+            props.set(prop::SRC_DEV, s(&file_id.0.to_string()));
+            props.set(prop::SRC_INO, s(&file_id.1.to_string()));
             props.set(prop::REPLY_Q, s(&queues::reply(&p.agent_name)));
             props.set(prop::REPLY_QM, s(&p.agent_qmgr));
             props.set(prop::FRAME, PropertyValue::Int(p.agent_frame_size as i64));
@@ -860,6 +871,7 @@ fn send(
         put_high: vec![0; files.len()],
         sizes,
         idents: vec![None; files.len()],
+        file_ids: vec![None; files.len()],
         ready: None,
         resent: rec.resent,
         resumes: rec.resumes + u64::from(restarted),
@@ -920,10 +932,18 @@ fn send(
     ev.resent_bytes = l.resent;
     let bytes = ev.total_bytes;
     let mut failed = Vec::new();
-    for (f, r) in files.iter().zip(&l.results) {
+    for ((f, r), sent) in files.iter().zip(&l.results).zip(&l.file_ids) {
         match r {
             Some((true, _)) if req.items[f.item].disposition == Disposition::Delete => {
-                if let Err(e) = std::fs::remove_file(&f.src) {
+                // Only the file that was sent: if its path names another file now (replaced
+                // meanwhile, or the destination written onto it), that one stays.
+                if sent.is_some() && crate::file_id(&f.src) != *sent {
+                    failed.push(format!(
+                        "{}: arrived, but not deleted: the path names another file than the \
+                         one sent",
+                        f.src.display()
+                    ));
+                } else if let Err(e) = std::fs::remove_file(&f.src) {
                     failed.push(format!(
                         "{}: arrived, but not deleted: {e}",
                         f.src.display()
