@@ -315,6 +315,77 @@ fn a_file_is_never_transferred_onto_itself_and_delete_removes_only_the_file_sent
 }
 
 #[test]
+fn a_source_written_to_while_it_is_sent_fails_instead_of_arriving_torn() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FTQM15", &[]);
+    let _a = agents(&home, "FTQM15", &["SRC15", "DST15"], 4096);
+    let work = tempfile::tempdir().unwrap();
+    let src = dir(work.path(), "out").join("log.dat");
+    std::fs::write(&src, data(4_000_000, 4)).unwrap();
+    let dst = dir(work.path(), "in").join("log.dat");
+    let part = dst.with_extension("dat.part");
+    let child = fte_support::spawn_transfer(
+        &home,
+        &[
+            "-w",
+            "60",
+            "-sa",
+            "SRC15",
+            "-da",
+            "DST15",
+            "-df",
+            dst.to_str().unwrap(),
+            src.to_str().unwrap(),
+        ],
+    );
+    let t0 = std::time::Instant::now();
+    while std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0) == 0 {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(30),
+            "no .part came"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let receiver = fte_support::agent_pid(&home, "DST15").expect("receiver pid");
+    let signal = |sig: &str| {
+        let st = std::process::Command::new("kill")
+            .args([sig, &receiver.to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success(), "kill {sig} {receiver}");
+    };
+    signal("-STOP");
+    let mid_file = !dst.exists();
+    // Rewritten in place near its start (the part most likely sent already) and near its end.
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&src).unwrap();
+        f.write_all_at(b"REWRITTEN", 10).unwrap();
+        f.write_all_at(b"REWRITTEN", 3_999_000).unwrap();
+    }
+    signal("-CONT");
+    assert!(
+        mid_file,
+        "the 4 MB file arrived before its receiver could be stopped"
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        !out.status.success() && text(&out).contains("written to while it was being sent"),
+        "{}",
+        text(&out)
+    );
+    assert!(!dst.exists(), "no torn destination");
+    let t0 = std::time::Instant::now();
+    while part.exists() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(10),
+            "the .part stayed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
 fn one_transfer_at_a_time_writes_a_destination_and_error_policy_never_replaces_a_file() {
     let home = Home::new();
     let _qm = Qm::start(&home, "FTQM14", &[]);

@@ -507,7 +507,8 @@ fn start_file(
         Ok(Some(f)) => f,
         Ok(None) => {
             return Err(format!(
-                "{} is being written by another transfer",
+                "{} is being written by another transfer (or by another file of this one with \
+                 the same destination)",
                 part.display()
             ))
         }

@@ -270,6 +270,10 @@ impl From<MqError> for Halt {
     }
 }
 
+/// Why a file written to while it was being sent fails.
+const SOURCE_WRITTEN: &str = "the source file was written to while it was being sent (its size \
+                              or modification time moved): not sent torn";
+
 /// A source file's identity: its size and modification time (ns). A file whose identity changed
 /// since the transfer began is not resumed.
 pub fn ident_of(m: &std::fs::Metadata) -> (i64, i64) {
@@ -688,6 +692,17 @@ impl Link<'_> {
                 if n == 0 {
                     break;
                 }
+            }
+            // Read to its end: a source written meanwhile (its size or modification time moved
+            // since it was opened) would arrive torn, the checksum taken over the mix. It fails.
+            let now = file
+                .metadata()
+                .map(|m| ident_of(&m))
+                .map_err(|e| FteError(format!("{}: {e}", f.src.display())))?;
+            if self.idents[i] != Some(now) {
+                self.results[i] = Some((false, SOURCE_WRITTEN.into()));
+                self.cancel(i, f)?;
+                continue;
             }
             let mut props = Properties::default();
             props.set(prop::KIND, s("end"));
