@@ -274,36 +274,14 @@ fn a_file_is_never_transferred_onto_itself_and_delete_removes_only_the_file_sent
     let src = files.join("big.dat");
     std::fs::write(&src, data(4_000_000, 5)).unwrap();
     let dst = dir(work.path(), "in").join("big.dat");
-    let part = dst.with_extension("dat.part");
     let mut args = base(&src, &dst);
     args.splice(0..0, ["-w".to_string(), "60".into()]);
     let child =
         fte_support::spawn_transfer(&home, &args.iter().map(String::as_str).collect::<Vec<_>>());
-    let t0 = std::time::Instant::now();
-    while std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0) == 0 {
-        assert!(
-            t0.elapsed() < std::time::Duration::from_secs(30),
-            "no partial file came"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    let receiver = fte_support::agent_pid(&home, "DST13").expect("receiver pid");
-    let signal = |sig: &str| {
-        let st = std::process::Command::new("kill")
-            .args([sig, &receiver.to_string()])
-            .status()
-            .unwrap();
-        assert!(st.success(), "kill {sig} {receiver}");
-    };
-    signal("-STOP");
-    let mid_file = part.exists() && !dst.exists();
+    let stopped = fte_support::stop_receiver_mid_file(&home, "DST13", &dst);
     std::fs::write(files.join("newer.tmp"), b"written later").unwrap();
     std::fs::rename(files.join("newer.tmp"), &src).unwrap();
-    signal("-CONT");
-    assert!(
-        mid_file,
-        "the 4 MB file arrived before its receiver could be stopped"
-    );
+    stopped.resume();
     let out = child.wait_with_output().unwrap();
     assert!(
         !out.status.success() && text(&out).contains("arrived, but not deleted"),
@@ -338,24 +316,7 @@ fn a_source_written_to_while_it_is_sent_fails_instead_of_arriving_torn() {
             src.to_str().unwrap(),
         ],
     );
-    let t0 = std::time::Instant::now();
-    while std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0) == 0 {
-        assert!(
-            t0.elapsed() < std::time::Duration::from_secs(30),
-            "no .part came"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    let receiver = fte_support::agent_pid(&home, "DST15").expect("receiver pid");
-    let signal = |sig: &str| {
-        let st = std::process::Command::new("kill")
-            .args([sig, &receiver.to_string()])
-            .status()
-            .unwrap();
-        assert!(st.success(), "kill {sig} {receiver}");
-    };
-    signal("-STOP");
-    let mid_file = !dst.exists();
+    let stopped = fte_support::stop_receiver_mid_file(&home, "DST15", &dst);
     // Rewritten in place near its start (the part most likely sent already) and near its end.
     {
         use std::os::unix::fs::FileExt;
@@ -363,11 +324,7 @@ fn a_source_written_to_while_it_is_sent_fails_instead_of_arriving_torn() {
         f.write_all_at(b"REWRITTEN", 10).unwrap();
         f.write_all_at(b"REWRITTEN", 3_999_000).unwrap();
     }
-    signal("-CONT");
-    assert!(
-        mid_file,
-        "the 4 MB file arrived before its receiver could be stopped"
-    );
+    stopped.resume();
     let out = child.wait_with_output().unwrap();
     assert!(
         !out.status.success() && text(&out).contains("written to while it was being sent"),
@@ -415,35 +372,14 @@ fn one_transfer_at_a_time_writes_a_destination_and_error_policy_never_replaces_a
     };
     // A is under way (its receiver stopped mid-file, holding the `.part`).
     let a = spawn(args("a.dat", "DST14", "error"));
-    let t0 = std::time::Instant::now();
-    while std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0) == 0 {
-        assert!(
-            t0.elapsed() < std::time::Duration::from_secs(30),
-            "no .part came"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    let receiver = fte_support::agent_pid(&home, "DST14").expect("receiver pid");
-    let signal = |sig: &str| {
-        let st = std::process::Command::new("kill")
-            .args([sig, &receiver.to_string()])
-            .status()
-            .unwrap();
-        assert!(st.success(), "kill {sig} {receiver}");
-    };
-    signal("-STOP");
-    let mid_file = !dst.exists();
+    let stopped = fte_support::stop_receiver_mid_file(&home, "DST14", &dst);
     // B, to the same file through another agent process, is refused while A holds it ...
     let b = spawn(args("b.dat", "DST14B", "overwrite"))
         .wait_with_output()
         .unwrap();
     // ... and another program writes the destination before A ends.
     std::fs::write(&dst, b"written by someone else").unwrap();
-    signal("-CONT");
-    assert!(
-        mid_file,
-        "the 4 MB file arrived before its receiver could be stopped"
-    );
+    stopped.resume();
     assert!(
         !b.status.success() && text(&b).contains("is being written by another transfer"),
         "{}",

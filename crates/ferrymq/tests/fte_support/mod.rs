@@ -202,3 +202,58 @@ pub fn kill_agent(home: &Home, agent: &str) {
     let pid = agent_pid(home, agent).expect("agent pid");
     kill9_pid(pid);
 }
+
+/// A receiving agent stopped with SIGSTOP once the `.part` of `dst` holds data, so that the
+/// transfer to it holds still mid-file. [`Stopped::resume`] (or the drop, if a test fails
+/// first) continues it with SIGCONT.
+pub struct Stopped {
+    pid: u32,
+    /// Whether the file was still under way when its receiver stopped (not yet renamed).
+    mid_file: bool,
+}
+
+pub fn stop_receiver_mid_file(home: &Home, agent: &str, dst: &Path) -> Stopped {
+    let part = part_of(dst);
+    let t0 = std::time::Instant::now();
+    while std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0) == 0 {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(30),
+            "no {} came",
+            part.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let pid = agent_pid(home, agent).expect("receiver pid");
+    signal(pid, "-STOP");
+    Stopped {
+        pid,
+        mid_file: part.exists() && !dst.exists(),
+    }
+}
+
+impl Stopped {
+    /// Continues the receiver, then fails the test if the file had arrived before the receiver
+    /// stopped (the test would not show what it means to).
+    pub fn resume(self) {
+        let mid_file = self.mid_file;
+        drop(self);
+        assert!(
+            mid_file,
+            "the file arrived before its receiver could be stopped"
+        );
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        signal(self.pid, "-CONT");
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    let st = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success(), "kill {sig} {pid}");
+}
