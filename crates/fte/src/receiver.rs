@@ -562,6 +562,12 @@ fn lock_part(part: &Path, create: bool) -> std::io::Result<Option<File>> {
         match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(e) if e == rustix::io::Errno::WOULDBLOCK => return Ok(None),
+            // A file system without locks (some network and FUSE ones): written unlocked, as
+            // before locks were taken, rather than not at all.
+            Err(e)
+                if e == rustix::io::Errno::NOLCK
+                    || e == rustix::io::Errno::OPNOTSUPP
+                    || e == rustix::io::Errno::INVAL => {}
             Err(e) => return Err(e.into()),
         }
         let held = file.metadata()?;
