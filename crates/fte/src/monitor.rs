@@ -246,18 +246,44 @@ struct Seen {
     said_full: bool,
 }
 
-/// The fired file's line: name, size and modification time, tab-separated.
+/// The fired file's line: name, size and modification time, tab-separated. A name may hold any
+/// character a file name can, a line break too: `\` and line breaks are escaped (`\\`, `\n`,
+/// `\r`), so that one name is always one line.
 fn fired_line(name: &str, ident: (u64, i64)) -> String {
-    format!("{name}\t{}\t{}\n", ident.0, ident.1)
+    let mut line = String::with_capacity(name.len() + 24);
+    for c in name.chars() {
+        match c {
+            '\\' => line.push_str("\\\\"),
+            '\n' => line.push_str("\\n"),
+            '\r' => line.push_str("\\r"),
+            c => line.push(c),
+        }
+    }
+    line.push_str(&format!("\t{}\t{}\n", ident.0, ident.1));
+    line
 }
 
 fn parse_fired(text: &str) -> HashMap<String, (u64, i64)> {
-    text.lines()
+    text.split('\n')
         .filter_map(|l| {
             let mut it = l.rsplitn(3, '\t');
             let mtime = it.next()?.parse().ok()?;
             let size = it.next()?.parse().ok()?;
-            Some((it.next()?.to_string(), (size, mtime)))
+            let mut name = String::new();
+            let mut chars = it.next()?.chars();
+            while let Some(c) = chars.next() {
+                name.push(if c != '\\' {
+                    c
+                } else {
+                    match chars.next() {
+                        Some('n') => '\n',
+                        Some('r') => '\r',
+                        Some(other) => other,
+                        None => '\\',
+                    }
+                });
+            }
+            Some((name, (size, mtime)))
         })
         .collect()
 }
@@ -614,4 +640,39 @@ fn poll(
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fired_file_keeps_every_name_whole_whatever_characters_it_holds() {
+        let names = [
+            "plain.csv",
+            "two\nlines.csv",
+            "cr\r\nlf.csv",
+            "tab\there.csv",
+            "back\\slash\\n.csv",
+            "ends\\",
+            "ünïcödé 文件.txt",
+        ];
+        let mut text = String::new();
+        for (i, n) in names.iter().enumerate() {
+            text.push_str(&fired_line(n, (i as u64 * 10, -(i as i64))));
+        }
+        assert_eq!(
+            text.lines().count(),
+            names.len(),
+            "one line per name:\n{text}"
+        );
+        let back = parse_fired(&text);
+        assert_eq!(back.len(), names.len());
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(back.get(*n), Some(&(i as u64 * 10, -(i as i64))), "{n:?}");
+        }
+        // A line cut short by a crash is left out, the others kept.
+        let cut = format!("{}{}", text, "half\t12");
+        assert_eq!(parse_fired(&cut).len(), names.len());
+    }
 }
