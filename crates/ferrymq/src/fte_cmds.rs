@@ -177,15 +177,15 @@ struct ListAgents {}
 /// `fteCreateTransfer`
 #[derive(Parser, Debug)]
 struct CreateTransfer {
-    /// Source agent
+    /// Source agent (with -td, only if the definition does not name it, or to override it)
     #[arg(long = "sa", value_name = "AGENT")]
-    sa: String,
+    sa: Option<String>,
     /// Source agent's queue manager
     #[arg(long = "sm", value_name = "QMNAME")]
     sm: Option<String>,
-    /// Destination agent
+    /// Destination agent (with -td, only if the definition does not name it, or to override it)
     #[arg(long = "da", value_name = "AGENT")]
-    da: String,
+    da: Option<String>,
     /// Destination agent's queue manager
     #[arg(long = "dm", value_name = "QMNAME")]
     dm: Option<String>,
@@ -228,7 +228,8 @@ struct CreateTransfer {
     /// Write the request's XML to FILE instead of submitting it
     #[arg(long = "gt", value_name = "FILE")]
     gt: Option<PathBuf>,
-    /// Read the transfer definition (the request's XML) from FILE
+    /// Read the transfer definition from FILE: a whole <request> (as -gt writes), or
+    /// <transferSpecifications> items whose agents -sa and -da name
     #[arg(long = "td", value_name = "FILE")]
     td: Option<PathBuf>,
     /// Source files, directories (with -r) or wildcards
@@ -440,13 +441,53 @@ pub fn run(name: &str, rest: &[String]) -> Res {
 }
 
 fn create_transfer(h: &std::path::Path, a: CreateTransfer) -> Res {
+    // An agent's queue manager: as given, or from its agent.properties here.
+    let qmgr_of = |agent: &str, given: &Option<String>| {
+        given.clone().unwrap_or_else(|| {
+            ferrymq_fte::props::load(h, agent)
+                .map(|p| p.agent_qmgr)
+                .unwrap_or_default()
+        })
+    };
     let req = match &a.td {
         Some(f) => {
             let text = std::fs::read_to_string(f)
                 .map_err(|e| other(format!("fteCreateTransfer: {}: {e}", f.display())))?;
-            TransferRequest::from_xml(&text).map_err(fte_err)?
+            let mut req = TransferRequest::from_definition_xml(&text).map_err(fte_err)?;
+            // The command line names the agents of a <transferSpecifications>, and overrides
+            // those of a <request>.
+            if let Some(sa) = &a.sa {
+                req.source_agent = sa.clone();
+                req.source_qmgr = qmgr_of(sa, &a.sm);
+            } else if let Some(sm) = &a.sm {
+                req.source_qmgr = sm.clone();
+            }
+            if let Some(da) = &a.da {
+                req.dest_agent = da.clone();
+                req.dest_qmgr = qmgr_of(da, &a.dm);
+            } else if let Some(dm) = &a.dm {
+                req.dest_qmgr = dm.clone();
+            }
+            if req.source_agent.is_empty() || req.dest_agent.is_empty() {
+                return Err(other(format!(
+                    "fteCreateTransfer: {} names no source or destination agent: give -sa and -da",
+                    f.display()
+                )));
+            }
+            if req.source_qmgr.is_empty() {
+                req.source_qmgr = qmgr_of(&req.source_agent, &None);
+            }
+            if req.dest_qmgr.is_empty() {
+                req.dest_qmgr = qmgr_of(&req.dest_agent, &None);
+            }
+            req
         }
         None => {
+            let (Some(sa), Some(da)) = (&a.sa, &a.da) else {
+                return Err(other(
+                    "fteCreateTransfer: give the source agent (-sa) and the destination agent (-da)",
+                ));
+            };
             let (dest, dest_is_dir) = match (&a.df, &a.dd) {
                 (Some(f), None) => (f.clone(), false),
                 (None, Some(d)) => (d.clone(), true),
@@ -494,21 +535,11 @@ fn create_transfer(h: &std::path::Path, a: CreateTransfer) -> Res {
                     a.cs
                 ))
             })?;
-            let sm = a.sm.clone().unwrap_or_else(|| {
-                ferrymq_fte::props::load(h, &a.sa)
-                    .map(|p| p.agent_qmgr)
-                    .unwrap_or_default()
-            });
-            let dm = a.dm.clone().unwrap_or_else(|| {
-                ferrymq_fte::props::load(h, &a.da)
-                    .map(|p| p.agent_qmgr)
-                    .unwrap_or_default()
-            });
             TransferRequest {
-                source_agent: a.sa.clone(),
-                source_qmgr: sm,
-                dest_agent: a.da.clone(),
-                dest_qmgr: dm,
+                source_agent: sa.clone(),
+                source_qmgr: qmgr_of(sa, &a.sm),
+                dest_agent: da.clone(),
+                dest_qmgr: qmgr_of(da, &a.dm),
                 job_name: a.jn.clone(),
                 items: a
                     .sources

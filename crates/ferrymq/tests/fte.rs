@@ -406,6 +406,112 @@ fn one_transfer_at_a_time_writes_a_destination_and_error_policy_never_replaces_a
 }
 
 #[test]
+fn transfer_definition_files_in_both_of_mqs_forms() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FTQM16", &[]);
+    let _a = agents(&home, "FTQM16", &["SRC16", "DST16", "OTHER16"], 4096);
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("a.dat");
+    std::fs::write(&src, data(20_000, 6)).unwrap();
+    let out_dir = dir(work.path(), "in");
+    // A whole <request>, as -gt writes it: nothing else on the command line.
+    let whole = work.path().join("whole.xml");
+    home.ok(&[
+        "fteCreateTransfer",
+        "-sa",
+        "SRC16",
+        "-da",
+        "DST16",
+        "-gt",
+        whole.to_str().unwrap(),
+        "-df",
+        out_dir.join("one.dat").to_str().unwrap(),
+        src.to_str().unwrap(),
+    ]);
+    let out = home.run(&[
+        "fteCreateTransfer",
+        "-w",
+        "60",
+        "-td",
+        whole.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read(out_dir.join("one.dat")).unwrap(),
+        data(20_000, 6)
+    );
+    // Items only (<transferSpecifications>): the agents come from -sa and -da, and without
+    // them the command says so instead of guessing.
+    let specs = work.path().join("specs.xml");
+    std::fs::write(
+        &specs,
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<transferSpecifications>\n\
+             <item checksumMethod=\"MD5\" mode=\"binary\">\n\
+             <source recursive=\"false\" disposition=\"leave\"><file>{}</file></source>\n\
+             <destination type=\"directory\" exist=\"error\"><file>{}</file></destination>\n\
+             </item>\n</transferSpecifications>\n",
+            src.display(),
+            dir(&out_dir, "two").display()
+        ),
+    )
+    .unwrap();
+    let out = home.run(&[
+        "fteCreateTransfer",
+        "-w",
+        "60",
+        "-td",
+        specs.to_str().unwrap(),
+    ]);
+    assert!(
+        !out.status.success() && text(&out).contains("give -sa and -da"),
+        "{}",
+        text(&out)
+    );
+    let out = home.run(&[
+        "fteCreateTransfer",
+        "-w",
+        "60",
+        "-sa",
+        "SRC16",
+        "-da",
+        "DST16",
+        "-td",
+        specs.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read(out_dir.join("two/a.dat")).unwrap(),
+        data(20_000, 6)
+    );
+    // The command line overrides a whole request's agent: with the request's own destination
+    // agent stopped, the file still arrives, through OTHER16.
+    std::fs::remove_file(out_dir.join("one.dat")).unwrap();
+    home.ok(&["fteStopAgent", "DST16"]);
+    let out = home.run(&[
+        "fteCreateTransfer",
+        "-w",
+        "60",
+        "-da",
+        "OTHER16",
+        "-td",
+        whole.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read(out_dir.join("one.dat")).unwrap(),
+        data(20_000, 6)
+    );
+    // Without -td, both agents are needed.
+    let out = home.run(&["fteCreateTransfer", "-df", "/tmp/x", src.to_str().unwrap()]);
+    assert!(
+        !out.status.success() && text(&out).contains("(-sa)"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
 fn an_xml_request_put_on_the_command_queue_is_carried_out_and_answered() {
     let home = Home::new();
     let qm = Qm::start(&home, "FTQM3", &[]);

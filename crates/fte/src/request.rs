@@ -135,6 +135,17 @@ impl TransferRequest {
     /// A request whose items that name no `checksumMethod` get `default_method` (a transfer
     /// recorded by an agent whose default differed resumes with that agent's default).
     pub fn from_xml_with_default(xml: &str, default_method: Method) -> Result<TransferRequest> {
+        TransferRequest::parse(xml, default_method, false)
+    }
+
+    /// A transfer definition file (`fteCreateTransfer -td`) in either of MQ's two forms: a whole
+    /// `<request>`, as `-gt` writes, or a `<transferSpecifications>` of items only, whose agents
+    /// the command line names. Agents it does not name are left empty for the caller to fill.
+    pub fn from_definition_xml(xml: &str) -> Result<TransferRequest> {
+        TransferRequest::parse(xml, Method::default(), true)
+    }
+
+    fn parse(xml: &str, default_method: Method, definition: bool) -> Result<TransferRequest> {
         let bad = |m: String| FteError(format!("transfer request XML: {m}"));
         let mut r = quick_xml::Reader::from_str(xml);
         let mut path: Vec<String> = Vec::new();
@@ -170,6 +181,7 @@ impl TransferRequest {
                 };
                 match name.as_str() {
                     "managedTransfer" => saw_managed = true,
+                    "transferSpecifications" if definition && path.is_empty() => saw_managed = true,
                     "sourceAgent" => {
                         req.source_agent = get("agent");
                         req.source_qmgr = get("QMgr");
@@ -277,9 +289,13 @@ impl TransferRequest {
             }
         }
         if !saw_managed {
-            return Err(bad("no <managedTransfer>".into()));
+            return Err(bad(if definition {
+                "no <managedTransfer> (a <request>) and no <transferSpecifications>".into()
+            } else {
+                "no <managedTransfer>".into()
+            }));
         }
-        if req.source_agent.is_empty() || req.dest_agent.is_empty() {
+        if !definition && (req.source_agent.is_empty() || req.dest_agent.is_empty()) {
             return Err(bad("sourceAgent and destinationAgent need an agent".into()));
         }
         if req.items.is_empty() {
