@@ -428,13 +428,7 @@ fn transfer_definition_files_in_both_of_mqs_forms() {
         out_dir.join("one.dat").to_str().unwrap(),
         src.to_str().unwrap(),
     ]);
-    let out = home.run(&[
-        "fteCreateTransfer",
-        "-w",
-        "60",
-        "-td",
-        whole.to_str().unwrap(),
-    ]);
+    let out = transfer(&home, &["-td", whole.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(
         std::fs::read(out_dir.join("one.dat")).unwrap(),
@@ -456,29 +450,23 @@ fn transfer_definition_files_in_both_of_mqs_forms() {
         ),
     )
     .unwrap();
-    let out = home.run(&[
-        "fteCreateTransfer",
-        "-w",
-        "60",
-        "-td",
-        specs.to_str().unwrap(),
-    ]);
+    let out = transfer(&home, &["-td", specs.to_str().unwrap()]);
     assert!(
         !out.status.success() && text(&out).contains("give -sa and -da"),
         "{}",
         text(&out)
     );
-    let out = home.run(&[
-        "fteCreateTransfer",
-        "-w",
-        "60",
-        "-sa",
-        "SRC16",
-        "-da",
-        "DST16",
-        "-td",
-        specs.to_str().unwrap(),
-    ]);
+    let out = transfer(
+        &home,
+        &[
+            "-sa",
+            "SRC16",
+            "-da",
+            "DST16",
+            "-td",
+            specs.to_str().unwrap(),
+        ],
+    );
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(
         std::fs::read(out_dir.join("two/a.dat")).unwrap(),
@@ -488,15 +476,7 @@ fn transfer_definition_files_in_both_of_mqs_forms() {
     // agent stopped, the file still arrives, through OTHER16.
     std::fs::remove_file(out_dir.join("one.dat")).unwrap();
     home.ok(&["fteStopAgent", "DST16"]);
-    let out = home.run(&[
-        "fteCreateTransfer",
-        "-w",
-        "60",
-        "-da",
-        "OTHER16",
-        "-td",
-        whole.to_str().unwrap(),
-    ]);
+    let out = transfer(&home, &["-da", "OTHER16", "-td", whole.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(
         std::fs::read(out_dir.join("one.dat")).unwrap(),
