@@ -185,6 +185,13 @@ pub fn resumes_and_resent(result: &str) -> (u64, u64) {
     (nums.next().unwrap(), nums.next().unwrap())
 }
 
+/// `fteCreateTransfer -w 60 ARGS`, waited for.
+pub fn transfer(home: &Home, args: &[&str]) -> std::process::Output {
+    let mut v = vec!["fteCreateTransfer", "-w", "60"];
+    v.extend_from_slice(args);
+    home.run(&v)
+}
+
 /// `fteCreateTransfer ARGS` started in the background.
 pub fn spawn_transfer(home: &Home, args: &[&str]) -> std::process::Child {
     std::process::Command::new(env!("CARGO_BIN_EXE_ferrymq"))
