@@ -571,9 +571,9 @@ fn lock_part(part: &Path, create: bool) -> std::io::Result<Option<File>> {
             Err(e) => return Err(e.into()),
         }
         let held = file.metadata()?;
-        match std::fs::metadata(part) {
-            Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => return Ok(Some(file)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => return Err(e),
+        match crate::file_id(part) {
+            Some(now) if now == (held.dev(), held.ino()) => return Ok(Some(file)),
+            None if !create => return Err(std::io::ErrorKind::NotFound.into()),
             _ => continue,
         }
     }
@@ -590,19 +590,19 @@ fn rename_into_place(part: &Path, dest: &Path, replace: bool) -> std::io::Result
         return std::fs::rename(part, dest);
     }
     use rustix::fs::{renameat_with, RenameFlags, CWD};
-    match renameat_with(CWD, part, CWD, dest, RenameFlags::NOREPLACE) {
-        Ok(()) => Ok(()),
-        Err(e) if e == rustix::io::Errno::EXIST => Err(std::io::Error::new(
+    let exists_now = || {
+        std::io::Error::new(
             std::io::ErrorKind::AlreadyExists,
             "it exists now (another transfer or program wrote it meanwhile; give -de overwrite \
              to replace it)",
-        )),
+        )
+    };
+    match renameat_with(CWD, part, CWD, dest, RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(()),
+        Err(e) if e == rustix::io::Errno::EXIST => Err(exists_now()),
         Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOSYS => {
             if dest.exists() {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::AlreadyExists,
-                    "it exists now (give -de overwrite to replace it)",
-                ));
+                return Err(exists_now());
             }
             std::fs::rename(part, dest)
         }

@@ -952,7 +952,8 @@ fn send(
             Some((true, _)) if req.items[f.item].disposition == Disposition::Delete => {
                 // Only the file that was sent: if its path names another file now (replaced
                 // meanwhile, or the destination written onto it), that one stays.
-                if sent.is_some() && crate::file_id(&f.src) != *sent {
+                let now = crate::file_id(&f.src);
+                if sent.is_some() && now.is_some() && now != *sent {
                     failed.push(format!(
                         "{}: arrived, but not deleted: the path names another file than the \
                          one sent",
