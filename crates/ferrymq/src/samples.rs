@@ -456,13 +456,26 @@ fn put_with(a: &PutArgs) -> Res {
             .map_err(|e| other(format!("cannot read {}: {e}", f.display())))?
             .len();
         if len > max {
-            return Err(Fail {
-                code: exit_code(Reason::MSG_TOO_BIG_FOR_Q_MGR),
-                message: format!(
-                    "{}: {} is {len} bytes; queue manager '{}' takes messages of at most {max} bytes (its MAXMSGL); nothing was put",
+            // In client mode the limit is the lower of the queue manager's MAXMSGL and its
+            // server-connection channel's, as the connection negotiated it.
+            let (reason, whose) = if a.conn.conn.is_some() {
+                (
+                    Reason::MSG_TOO_BIG_FOR_CHANNEL,
+                    format!("this client connection takes messages of at most {max} bytes (the lower of the queue manager's MAXMSGL and its server-connection channel's)"),
+                )
+            } else {
+                (
                     Reason::MSG_TOO_BIG_FOR_Q_MGR,
-                    f.display(),
-                    a.qmgr
+                    format!(
+                        "the queue manager takes messages of at most {max} bytes (its MAXMSGL)"
+                    ),
+                )
+            };
+            return Err(Fail {
+                code: exit_code(reason),
+                message: format!(
+                    "{reason}: {} is {len} bytes; {whose}; nothing was put",
+                    f.display()
                 ),
             });
         }

@@ -268,6 +268,27 @@ fn a_file_round_trips_byte_for_byte_and_a_file_too_big_is_refused() {
     home.ok(&["put", "QMFILE", Q, "--file", big.to_str().unwrap()]);
     let got = json_lines(&home.ok(&["get", "QMFILE", Q, "--json"]));
     assert_eq!(got[0]["length"], 4 * 1024 * 1024);
+
+    // A client connection's limit is also its server-connection channel's MAXMSGL (4 MiB by
+    // default): with the queue manager's raised, the error names the channel, not MAXMSGL.
+    support::mqsc(
+        &home,
+        "QMFILE",
+        &format!("ALTER QMGR MAXMSGL(8388608)\nALTER QLOCAL({Q}) MAXMSGL(8388608)\n"),
+    );
+    std::fs::write(&big, vec![b'z'; 4 * 1024 * 1024 + 1]).unwrap();
+    let b = big.to_str().unwrap();
+    let out = home.run(&["put", "QMFILE", Q, "--file", b, "--conn", &qm.conname()]);
+    assert_fails(&out, 1, "MQRC_MSG_TOO_BIG_FOR_CHANNEL (2218)");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("server-connection channel") && err.contains("nothing was put"),
+        "{err}"
+    );
+    assert_eq!(depth(&qm, Q), 0);
+    // In bindings mode the queue manager's own limit applies, so the same file goes.
+    home.ok(&["put", "QMFILE", Q, "--file", b]);
+    assert_eq!(depth(&qm, Q), 1);
 }
 
 #[test]
