@@ -38,6 +38,10 @@ pub struct Baseline {
     pub mb_per_s: f64,
     /// Every run's seconds, in order.
     pub runs_s: Vec<f64>,
+    /// The relay floor of the same files (`floor::relay_floor`, at the default chunk size):
+    /// every run's seconds, and the fastest as MB/s (0 until one ran).
+    pub floor_runs_s: Vec<f64>,
+    pub floor_mb_per_s: f64,
 }
 
 impl Baseline {
@@ -49,6 +53,8 @@ impl Baseline {
             seconds: f64::INFINITY,
             mb_per_s: 0.0,
             runs_s: Vec::new(),
+            floor_runs_s: Vec::new(),
+            floor_mb_per_s: 0.0,
         }
     }
 
@@ -57,6 +63,26 @@ impl Baseline {
         self.runs_s.push(secs);
         self.seconds = self.seconds.min(secs);
         self.mb_per_s = self.bytes as f64 / MB_BYTES as f64 / self.seconds;
+    }
+
+    /// Adds a relay floor run of `secs`; the fastest so far counts.
+    pub(crate) fn add_floor(&mut self, secs: f64) {
+        self.floor_runs_s.push(secs);
+        let best = self
+            .floor_runs_s
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        self.floor_mb_per_s = self.bytes as f64 / MB_BYTES as f64 / best;
+    }
+
+    /// The relay floor in percent of `cp`+`sync` (0 until both ran).
+    pub fn floor_pct(&self) -> f64 {
+        if self.mb_per_s > 0.0 {
+            self.floor_mb_per_s / self.mb_per_s * 100.0
+        } else {
+            0.0
+        }
     }
 }
 
@@ -403,6 +429,16 @@ pub(crate) fn run(
                     src.total_bytes() as f64 / MB_BYTES as f64 / secs
                 );
             }
+            let secs = super::floor::relay_floor(
+                &src,
+                &files_dir.join("floor"),
+                super::DEFAULT_CHUNK_KIB * 1024,
+            )?;
+            base.add_floor(secs);
+            eprintln!(
+                "report: relay floor {count} × {size} MB (no queue manager): {secs:.2} s, {:.1} MB/s",
+                src.total_bytes() as f64 / MB_BYTES as f64 / secs
+            );
             Ok(())
         };
         cp(&mut base)?;

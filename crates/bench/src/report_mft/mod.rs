@@ -2,7 +2,8 @@
 //! [--chunks 64,128,256,512] [--transfers single,multiple] [--modes bindings,client]`: managed
 //! file transfer, in the layout of the seed's file transfer tables. For each file size it writes
 //! `--total-mb` of random data as files of that size (1000 MB as 1000×1 MB, 100×10 MB, 10×100 MB
-//! by default), copies them with `cp` and `sync` as the baseline of the disk, then has agents
+//! by default), copies them with `cp` and `sync` as the baseline of the disk, measures the relay
+//! floor (`floor`: the same files through the same sockets with no queue manager), then has agents
 //! (`ferrymq fte agent` processes) transfer them: in bindings mode (each agent beside its own
 //! queue manager, the two joined by a sender/receiver channel pair) and in client mode (both
 //! agents on one queue manager over TCP), at each agentChunkSize, as one transfer of all the
@@ -20,6 +21,7 @@ use serde::Serialize;
 use crate::run_info::RunInfo;
 
 mod files;
+mod floor;
 mod measure;
 mod render;
 #[cfg(test)]
@@ -234,6 +236,9 @@ pub struct Goal {
     pub goal_pct: f64,
     pub pct_of_cp: f64,
     pub pass: bool,
+    /// The relay floor of the same files in percent of `cp`+`sync` (0 if it did not run): what
+    /// the sockets a bindings-mode transfer crosses carry with no queue manager at all.
+    pub floor_pct: f64,
 }
 
 /// Everything a run measured.
@@ -293,6 +298,7 @@ pub fn goals(rows: &[Row], baselines: &[Baseline]) -> Vec<Goal> {
                 goal_pct: goal,
                 pct_of_cp: pct,
                 pass: pct >= goal,
+                floor_pct: base.floor_pct(),
             });
         }
     }

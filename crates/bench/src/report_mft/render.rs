@@ -102,8 +102,16 @@ pub fn row_line(r: &Row) -> String {
 }
 
 pub fn goal_line(g: &Goal) -> String {
+    let floor = if g.floor_pct > 0.0 {
+        format!(
+            "; the relay floor, the same hops with no queue manager: {:.0}%",
+            g.floor_pct
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "goal: {} × {} MB, {MULTIPLE_TRANSFERS} transfers at once, bindings, {} KiB chunks: {:.0}% of cp+sync (goal ≥ {:.0}%): {}",
+        "goal: {} × {} MB, {MULTIPLE_TRANSFERS} transfers at once, bindings, {} KiB chunks: {:.0}% of cp+sync (goal ≥ {:.0}%{floor}): {}",
         g.files,
         g.size_mb,
         g.chunk_kib,
@@ -326,22 +334,38 @@ pub fn markdown(r: &Results) -> String {
     );
     let _ = writeln!(
         md,
-        "| File size (MB) | Files | MB | Runs (s) | Time (s) | MB/s |"
+        "The relay floor, measured after each pair (the fastest run counts), moves the same files \
+         through the hops a bindings-mode transfer crosses, with no queue manager and no agent: \
+         read from the source file, a Unix socket (agent to its queue manager), loopback TCP (the \
+         channel), a Unix socket (queue manager to the receiving agent), written to the \
+         destination, then `sync`; ten streams of four threads passing bare bytes in {} KiB \
+         reads. It is the most those sockets carry on this machine: a transfer does a queue \
+         manager's and an agent's work at each hop besides (framing, queueing, checksums, \
+         acknowledgements and checkpoints).\n",
+        super::DEFAULT_CHUNK_KIB
     );
-    let _ = writeln!(md, "|---:|---:|---:|---|---:|---:|");
+    let _ = writeln!(
+        md,
+        "| File size (MB) | Files | MB | Runs (s) | Time (s) | MB/s | Relay floor runs (s) | Relay floor MB/s | Relay floor % of cp+sync |"
+    );
+    let _ = writeln!(md, "|---:|---:|---:|---|---:|---:|---|---:|---:|");
     let mut baselines: Vec<&Baseline> = r.baselines.iter().collect();
     baselines.sort_by_key(|b| b.size_mb);
     for b in baselines {
         let runs: Vec<String> = b.runs_s.iter().map(|s| format!("{s:.2}")).collect();
+        let floor: Vec<String> = b.floor_runs_s.iter().map(|s| format!("{s:.2}")).collect();
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {:.2} | {:.1} |",
+            "| {} | {} | {} | {} | {:.2} | {:.1} | {} | {:.1} | {:.0}% |",
             b.size_mb,
             b.files,
             b.bytes / r.mb_bytes,
             runs.join(", "),
             b.seconds,
-            b.mb_per_s
+            b.mb_per_s,
+            floor.join(", "),
+            b.floor_mb_per_s,
+            b.floor_pct()
         );
     }
     for (k, size) in sizes(r).iter().enumerate() {
@@ -403,6 +427,12 @@ pub fn chart(r: &Results, size: u64) -> String {
             "cp + sync".to_string(),
             vec![Some(b.mb_per_s); chunks.len()],
         ));
+        if b.floor_mb_per_s > 0.0 {
+            series.push((
+                "relay floor (no queue manager)".to_string(),
+                vec![Some(b.floor_mb_per_s); chunks.len()],
+            ));
+        }
     }
     crate::chart::svg_steps(
         &format!("{size} MB files: transfer rate by chunk size"),
