@@ -56,6 +56,7 @@ fn config() -> EngineConfig {
         max_handles: 16,
         instance_id: 1,
         backout_requeue: true,
+        message_memory_max: 0,
     }
 }
 

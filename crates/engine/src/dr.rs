@@ -326,6 +326,7 @@ mod tests {
                 max_handles: 256,
                 instance_id: 7,
                 backout_requeue: true,
+                message_memory_max: 0,
             },
             Box::new(MemoryLog::default()),
         );

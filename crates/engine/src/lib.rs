@@ -132,6 +132,11 @@ pub struct EngineConfig {
     /// manager's backouts depend on it: a move is logged like any commit, so recovery replays
     /// it whatever the setting.
     pub backout_requeue: bool,
+    /// Most memory the messages alive in this process may hold ([`message::held_bytes`]); a put
+    /// or publication past it is refused with MQRC_STORAGE_NOT_AVAILABLE (qm.ini
+    /// `TuningParameters:MaxMessageMemory`; 0: no limit). Only what applications and channels
+    /// put is refused: recovery and a replica's replay load what the log holds.
+    pub message_memory_max: u64,
 }
 
 pub struct Engine {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use ferrymq_types::descriptor::{msg_flags, DescriptorRef, MsgId};
-use ferrymq_types::{MessageDescriptor, Persistence, Properties};
+use ferrymq_types::{MessageDescriptor, Persistence, Properties, PropertyValue};
 
 /// A log sequence number: the end position of a recovery-log record.
 pub type Lsn = u64;
@@ -37,10 +37,65 @@ struct Text {
     /// Where each of the six ends in `strings`.
     ends: [u32; 6],
     props: Properties,
+    /// What `props` held when this text was made, counted in [`held_bytes`] while it lives.
+    props_held: PropsHeld,
     backout_count: u32,
     feedback: i32,
     report: i32,
     group: Group,
+}
+
+/// Bytes of message properties alive in this process (see [`PropsHeld`]).
+static PROPS_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// A text's share of [`PROPS_BYTES`]: added when the text is made or cloned, taken back when
+/// it is dropped (the amount it added, whatever its properties became since).
+#[derive(Debug, Default)]
+struct PropsHeld(u64);
+
+impl PropsHeld {
+    fn of(props: &Properties) -> PropsHeld {
+        let n = props_bytes(props) as u64;
+        PROPS_BYTES.fetch_add(n, Ordering::Relaxed);
+        PropsHeld(n)
+    }
+}
+
+/// What a message's properties count for in [`held_bytes`]: names and values, and 48 bytes
+/// each for their entry and allocations.
+pub fn props_bytes(props: &Properties) -> usize {
+    props
+        .0
+        .iter()
+        .map(|(name, v)| {
+            let value = match v {
+                PropertyValue::String(s) => s.len(),
+                PropertyValue::Bytes(b) => b.len(),
+                _ => 8,
+            };
+            name.len() + value + 48
+        })
+        .sum()
+}
+
+impl Clone for PropsHeld {
+    fn clone(&self) -> PropsHeld {
+        PROPS_BYTES.fetch_add(self.0, Ordering::Relaxed);
+        PropsHeld(self.0)
+    }
+}
+
+impl Drop for PropsHeld {
+    fn drop(&mut self) {
+        PROPS_BYTES.fetch_sub(self.0, Ordering::Relaxed);
+    }
+}
+
+/// Not part of what a text says.
+impl PartialEq for PropsHeld {
+    fn eq(&self, _: &PropsHeld) -> bool {
+        true
+    }
 }
 
 /// The descriptor's group and segment fields (MQ's GroupId, MsgSeqNumber, Offset, MsgFlags,
@@ -161,6 +216,7 @@ impl Strs<'_> {
         Text {
             strings: strings.into_boxed_str(),
             ends,
+            props_held: PropsHeld::of(&props),
             props,
             backout_count: self.backout_count,
             feedback: self.feedback,
@@ -282,6 +338,18 @@ impl Message {
         expires_at_ms: Option<u64>,
         put_lsn: Lsn,
     ) -> Message {
+        Message::with_owned_body(seq, md, props, own_body(body), expires_at_ms, put_lsn)
+    }
+
+    /// As [`Message::new`] with a body already as the engine keeps it (another message's).
+    fn with_owned_body(
+        seq: u64,
+        md: MessageDescriptor,
+        props: Properties,
+        body: Bytes,
+        expires_at_ms: Option<u64>,
+        put_lsn: Lsn,
+    ) -> Message {
         let persistent = md.persistence == Persistence::Persistent;
         let priority = md.priority.clamp(0, 9) as u8;
         let MessageDescriptor {
@@ -330,9 +398,10 @@ impl Message {
             },
         };
         let empty = text.is_empty() && props.is_empty();
+        MESSAGES.fetch_add(1, Ordering::Relaxed);
         Message {
             seq,
-            body: own_body(body),
+            body,
             expires_ms: expires_at_ms.map_or(0, |t| t.max(1)),
             put_lsn: AtomicU64::new(put_lsn),
             store_loc: AtomicU64::new(0),
@@ -444,6 +513,7 @@ impl Message {
     /// properties and body (a publication's copies for its subscribers): no allocation beyond
     /// the message itself.
     pub fn copy_as(&self, seq: u64) -> Message {
+        MESSAGES.fetch_add(1, Ordering::Relaxed);
         Message {
             seq,
             body: self.body.clone(),
@@ -467,7 +537,7 @@ impl Message {
 
     /// A copy of this message under a new sequence number (a move to another queue).
     pub fn renumbered(&self, seq: u64, put_lsn: Lsn) -> Message {
-        Message::new(
+        Message::with_owned_body(
             seq,
             self.md(),
             self.props().clone(),
@@ -492,9 +562,72 @@ pub fn own_body(body: Bytes) -> Bytes {
     if body.is_empty() {
         Bytes::new()
     } else if body.len() <= ferrymq_types::limits::BODY_COPY_MAX_BYTES {
-        Bytes::copy_from_slice(&body)
+        counted(Bytes::copy_from_slice(&body))
     } else {
-        body
+        counted(body)
+    }
+}
+
+/// Bytes of message bodies alive in this process, each counted once however many messages
+/// share it (a publication's copies) and until its last holder drops it (a queue, a unit of
+/// work, a get reply on its way, a checkpoint image).
+static BODY_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Messages alive in this process.
+static MESSAGES: AtomicU64 = AtomicU64::new(0);
+/// What a message holds besides its body, for [`held_bytes`]: the message itself, its queue
+/// entry and index slots, its descriptor's text (shared or not), rounded up.
+pub const MESSAGE_OVERHEAD_BYTES: u64 = 256;
+
+/// A body's allocation, counted in [`BODY_BYTES`] while any `Bytes` refers to it.
+struct CountedBody(Bytes);
+
+impl AsRef<[u8]> for CountedBody {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for CountedBody {
+    fn drop(&mut self) {
+        BODY_BYTES.fetch_sub(self.0.len() as u64, Ordering::Relaxed);
+    }
+}
+
+fn counted(body: Bytes) -> Bytes {
+    BODY_BYTES.fetch_add(body.len() as u64, Ordering::Relaxed);
+    Bytes::from_owner(CountedBody(body))
+}
+
+/// The memory the messages alive in this process hold: their bodies, their properties and
+/// [`MESSAGE_OVERHEAD_BYTES`] each. The queue manager's `MaxMessageMemory` is checked against
+/// it. A body put again in this process (a publication from a stream queue, larger than
+/// `BODY_COPY_MAX_BYTES`) counts twice while both live: an over-count, never an under-count.
+pub fn held_bytes() -> u64 {
+    BODY_BYTES.load(Ordering::Relaxed)
+        + PROPS_BYTES.load(Ordering::Relaxed)
+        + MESSAGES.load(Ordering::Relaxed) * MESSAGE_OVERHEAD_BYTES
+}
+
+/// Puts refused for memory in this process (`Engine::check_message_memory`), for the error log.
+static REFUSED_FOR_MEMORY: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn note_refused_for_memory() {
+    REFUSED_FOR_MEMORY.fetch_add(1, Ordering::Relaxed);
+}
+
+/// How many puts were refused for memory since the process started.
+pub fn refused_for_memory() -> u64 {
+    REFUSED_FOR_MEMORY.load(Ordering::Relaxed)
+}
+
+/// What a message of `body_len` bytes adds to [`held_bytes`].
+pub fn footprint(body_len: usize) -> u64 {
+    body_len as u64 + MESSAGE_OVERHEAD_BYTES
+}
+
+impl Drop for Message {
+    fn drop(&mut self) {
+        MESSAGES.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -656,7 +789,11 @@ mod tests {
         let make =
             |user: &str| Message::new(1, md(user), Properties::default(), Bytes::new(), None, 0);
         let (a, b, c) = (make("u1"), make("u1"), make("u2"));
-        let (ta, tb, tc) = (a.text.unwrap(), b.text.unwrap(), c.text.unwrap());
+        let (ta, tb, tc) = (
+            a.text.clone().unwrap(),
+            b.text.clone().unwrap(),
+            c.text.clone().unwrap(),
+        );
         assert!(Arc::ptr_eq(&ta, &tb));
         assert!(!Arc::ptr_eq(&ta, &tc));
         let mut d = make("u1");

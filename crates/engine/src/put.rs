@@ -337,6 +337,25 @@ impl Engine {
         (md, wrapped.freeze(), opts)
     }
 
+    /// Refuses a message of `len` bytes (body and properties) that would take the memory the queue manager's
+    /// messages hold past `EngineConfig::message_memory_max`: one application filling queues
+    /// with large messages must not take the process past the machine's memory.
+    pub(crate) fn check_message_memory(&self, len: usize) -> Result<(), MqError> {
+        let max = self.cfg.message_memory_max;
+        if max == 0 {
+            return Ok(());
+        }
+        let held = crate::message::held_bytes();
+        if held + crate::message::footprint(len) > max {
+            crate::message::note_refused_for_memory();
+            return Err(mqerr!(
+                STORAGE_NOT_AVAILABLE,
+                "the queue manager's messages hold {held} bytes of memory, and a message of {len} bytes would take them past its limit of {max} (TuningParameters:MaxMessageMemory); get or clear messages, or raise the limit"
+            ));
+        }
+        Ok(())
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn put_to_queue(
         &mut self,
@@ -382,6 +401,7 @@ impl Engine {
                 def.max_depth
             ));
         }
+        self.check_message_memory(body.len() + crate::message::props_bytes(&props))?;
         if md.priority != PRIORITY_AS_Q_DEF && !(0..=9).contains(&md.priority) {
             return Err(mqerr!(
                 PRIORITY_ERROR,

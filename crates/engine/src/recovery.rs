@@ -516,6 +516,7 @@ mod tests {
             max_handles: 16,
             instance_id: 1,
             backout_requeue: true,
+            message_memory_max: 0,
         };
         let mut e = Engine::new(cfg, Box::new(MemoryLog::default()));
         e.define_queue(QueueDef::local("Q"), false).unwrap();

@@ -290,6 +290,7 @@ impl Engine {
         if q.is_full() {
             return Err(mqerr!(Q_FULL, "queue '{}' is full", q.def.name));
         }
+        self.check_message_memory(len)?;
         if len as u64 > q.def.max_msg_len as u64 {
             return Err(mqerr!(MSG_TOO_BIG_FOR_Q, "too big for '{}'", q.def.name));
         }

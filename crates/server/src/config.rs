@@ -89,6 +89,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "DefaultPQBufferSize",
             "CpuWakeLatencyUs",
             "IoThreads",
+            "MaxMessageMemory",
         ],
     ),
 ];
@@ -343,6 +344,12 @@ pub struct QmConfig {
     /// `Channels:MaxConnMemory`); reading its requests pauses at a quarter of this (at most
     /// `CONN_OUTBOUND_PAUSE_BYTES`).
     pub max_conn_memory: u64,
+    /// Most memory the messages of this queue manager may hold, bodies and a fixed share per
+    /// message (qm.ini `TuningParameters:MaxMessageMemory`, bytes; 0: no limit). Default: half
+    /// of the machine's memory, or of the process's cgroup limit when that is lower
+    /// ([`default_message_memory`]). Past it puts and publications are refused with
+    /// MQRC_STORAGE_NOT_AVAILABLE; messages already held (a restart's) are all loaded.
+    pub message_memory_max: u64,
     /// While application work runs, the bound on every CPU's wake-up latency asked of the kernel
     /// (qm.ini `TuningParameters:CpuWakeLatencyUs`; none unless set). See `wake_latency`.
     pub cpu_wake_latency_us: Option<u32>,
@@ -656,6 +663,55 @@ pub fn ssl_from_ini(ini: &Ini) -> Result<Option<ferrymq_security::tls::KeyRepoPa
     }
 }
 
+/// `TuningParameters:MaxMessageMemory`'s default: half of the memory this process may use —
+/// the machine's (`MemTotal`) or its cgroup's limit if lower ([`cgroup_memory_limit`]) — so
+/// that queues filled with large messages end in MQRC_STORAGE_NOT_AVAILABLE, not in the kernel
+/// killing the queue manager. 4 GiB when neither can be read.
+pub fn default_message_memory() -> u64 {
+    let mem_total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
+        t.lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+    });
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup")
+        .ok()
+        .and_then(|t| cgroup_memory_limit(&t, |p| std::fs::read_to_string(p).ok()));
+    match (mem_total, cgroup) {
+        (Some(m), Some(c)) => m.min(c) / 2,
+        (Some(m), None) => m / 2,
+        (None, Some(c)) => c / 2,
+        (None, None) => 4 << 30,
+    }
+}
+
+/// The memory limit of this process's cgroup, from `/proc/self/cgroup` (`cgroup`) and the
+/// files `read` returns: v2's `memory.max` or v1's `memory.limit_in_bytes`, under the cgroup's
+/// path or, inside a container that shows its own cgroup as a path of the host's, at the
+/// controller's root. None when there is none ("max", or v1's "no limit" near 2^63).
+fn cgroup_memory_limit(cgroup: &str, read: impl Fn(&str) -> Option<String>) -> Option<u64> {
+    let mut files = Vec::new();
+    for line in cgroup.lines() {
+        let mut f = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let path = path.trim_end_matches('/');
+        if controllers.is_empty() {
+            files.push(format!("/sys/fs/cgroup{path}/memory.max"));
+            files.push("/sys/fs/cgroup/memory.max".to_string());
+        } else if controllers.split(',').any(|c| c == "memory") {
+            files.push(format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes"));
+            files.push("/sys/fs/cgroup/memory/memory.limit_in_bytes".to_string());
+        }
+    }
+    files
+        .iter()
+        .filter_map(|f| read(f)?.trim().parse::<u64>().ok())
+        .filter(|&v| v < 1 << 62)
+        .min()
+}
+
 fn num<T: std::str::FromStr>(ini: &Ini, stanza: &str, key: &str, default: T) -> Result<T, String> {
     match known(ini, stanza, key) {
         None => Ok(default),
@@ -734,6 +790,12 @@ impl QmConfig {
                 }
                 v
             },
+            message_memory_max: num(
+                ini,
+                "TuningParameters",
+                "MaxMessageMemory",
+                default_message_memory(),
+            )?,
             checkpoint_interval_ms: num(ini, "Log", "CheckpointIntervalMs", 30_000u64)?,
             cpu_wake_latency_us: match known(ini, "TuningParameters", "CpuWakeLatencyUs") {
                 None => None,
@@ -858,6 +920,37 @@ pub fn error_log_settings(ini: &Ini) -> (crate::errlog::Settings, Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cgroup_memory_limit_is_found_for_v1_and_v2_and_no_limit_is_none() {
+        let files = |m: &'static [(&'static str, &'static str)]| {
+            move |p: &str| m.iter().find(|(f, _)| *f == p).map(|(_, v)| v.to_string())
+        };
+        // v2, nested: the cgroup's own file.
+        let v2 = "0::/system.slice/qm.service\n";
+        let m = files(&[(
+            "/sys/fs/cgroup/system.slice/qm.service/memory.max",
+            "2147483648\n",
+        )]);
+        assert_eq!(cgroup_memory_limit(v2, m), Some(2 << 30));
+        assert_eq!(
+            cgroup_memory_limit(v2, files(&[("/sys/fs/cgroup/memory.max", "max\n")])),
+            None
+        );
+        // v1 (a container seeing the host's path): the controller's root file.
+        let v1 = "9:name=systemd:/\n4:memory:/docker/abc\n0::/\n";
+        let m = files(&[("/sys/fs/cgroup/memory/memory.limit_in_bytes", "1073741824")]);
+        assert_eq!(cgroup_memory_limit(v1, m), Some(1 << 30));
+        // v1's "unlimited" (near 2^63), and nothing readable.
+        let m = files(&[(
+            "/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes",
+            "9223372036854771712",
+        )]);
+        assert_eq!(cgroup_memory_limit(v1, m), None);
+        assert_eq!(cgroup_memory_limit(v1, |_: &str| None), None);
+        // The default is half of something, never zero (no limit).
+        assert!(default_message_memory() > 0);
+    }
 
     #[test]
     fn error_log_settings_are_read_and_bad_ones_named() {

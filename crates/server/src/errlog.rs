@@ -113,6 +113,7 @@ pub mod ids {
         EXPIRY_SCAN = 1012 Info "The expiry scan discarded expired messages (how many, of how many examined).";
         QPUBSUB_FAILED = 1014 Error "The queued publish interface could not publish from a stream queue (SYSTEM.BROKER.DEFAULT.STREAM, SYSTEM.FTE): the stream, the error and what happens next are named.";
         WAKE_LATENCY_UNAVAILABLE = 1015 Warning "TuningParameters:CpuWakeLatencyUs is set but the kernel's CPU latency request (/dev/cpu_dma_latency) could not be made; the queue manager runs without it.";
+        MESSAGE_MEMORY_FULL = 1016 Warning "Puts were refused with MQRC_STORAGE_NOT_AVAILABLE (2071) because the queue manager's messages hold TuningParameters:MaxMessageMemory (the bytes held, the limit and how many were refused are named; logged at most once a minute), or a start loaded more than it.";
         OPEN_FILES_LOW = 1013 Warning "The process's open-file limit (RLIMIT_NOFILE, raised at start to its hard limit) is below what Channels:MaxChannels needs; connections past it are refused. Raise the hard limit (ulimit -Hn, LimitNOFILE) or lower MaxChannels.";
                 RECOVERED = 2001 Info "Restart recovery finished: checkpoint, messages loaded, log records replayed.";
         RECOVERY_LOSS = 2002 Error "Restart recovery discarded data that may have been acknowledged; each item follows. strmqm exits with status 3.";

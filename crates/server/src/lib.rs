@@ -22,6 +22,7 @@ mod expiry;
 mod fdlimit;
 pub mod ha;
 mod listeners;
+mod memory_watch;
 pub use ferrymq_log::lsn;
 pub mod metrics;
 pub mod qmgr;

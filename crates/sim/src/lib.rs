@@ -139,6 +139,7 @@ fn initial_image() -> ferrymq_engine::Image {
         max_handles: 16,
         instance_id: 0,
         backout_requeue: false,
+        message_memory_max: 0,
     };
     let mut e = Engine::new(cfg, Box::<MemoryLog>::default());
     e.install_defaults_at(client::T0_MS, 1)

@@ -60,6 +60,7 @@ impl Qm {
             max_handles: 16,
             instance_id: node * 1_000_000 + life,
             backout_requeue: false,
+            message_memory_max: 0,
         };
         let sink = SimSink {
             props: props.clone(),

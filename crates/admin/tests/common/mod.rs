@@ -18,6 +18,7 @@ pub fn engine() -> Engine {
             max_handles: 256,
             instance_id: 7,
             backout_requeue: true,
+            message_memory_max: 0,
         },
         Box::new(MemoryLog::default()),
     );

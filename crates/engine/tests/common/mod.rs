@@ -22,5 +22,6 @@ pub fn cfg() -> EngineConfig {
         max_handles: 16,
         instance_id: 42,
         backout_requeue: true,
+        message_memory_max: 0,
     }
 }

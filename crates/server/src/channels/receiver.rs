@@ -64,7 +64,10 @@ fn refuse_as(s: &Session, e: MqError, stop: bool) -> Result<(), MqError> {
 fn may_pass(reason: Reason) -> bool {
     matches!(
         reason,
-        Reason::Q_FULL | Reason::PUT_INHIBITED | Reason::Q_SPACE_NOT_AVAILABLE
+        Reason::Q_FULL
+            | Reason::PUT_INHIBITED
+            | Reason::Q_SPACE_NOT_AVAILABLE
+            | Reason::STORAGE_NOT_AVAILABLE
     )
 }
 

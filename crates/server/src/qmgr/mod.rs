@@ -202,6 +202,7 @@ fn engine_config(cfg: &QmConfig) -> EngineConfig {
         max_handles: cfg.max_handles,
         instance_id: instance_id(),
         backout_requeue: cfg.backout_requeue,
+        message_memory_max: cfg.message_memory_max,
     }
 }
 

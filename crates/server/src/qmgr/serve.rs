@@ -70,6 +70,7 @@ pub(super) async fn serve(
     }
     let timer = tokio::spawn(wait_timer::run(shared.clone()));
     let expiry = tokio::spawn(crate::expiry::run(shared.clone()));
+    let memory_watch = tokio::spawn(crate::memory_watch::run(shared.clone()));
     let qpubsub_stop = Arc::new(tokio::sync::Notify::new());
     let mut qpubsub = tokio::spawn(crate::qpubsub::run(shared.clone(), qpubsub_stop.clone()));
     match shared.ha.clone() {
@@ -157,6 +158,7 @@ pub(super) async fn serve(
     shared.immediate_tx.send_replace(true);
     timer.abort();
     expiry.abort();
+    memory_watch.abort();
     qpubsub.abort();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     let live = shared.control.lock().live.clone();

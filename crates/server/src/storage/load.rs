@@ -253,6 +253,7 @@ mod tests {
             max_handles: 16,
             instance_id: 7,
             backout_requeue: true,
+            message_memory_max: 0,
         }
     }
 

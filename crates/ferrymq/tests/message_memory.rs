@@ -1,0 +1,324 @@
+//! The memory a queue manager's messages hold is bounded (qm.ini
+//! `TuningParameters:MaxMessageMemory`, half of the machine's memory by default). Without it one
+//! client putting large messages to a few queues with room (MAXDEPTH 5000 × 4 MiB is 20 GB a
+//! queue) took the process past the machine's memory, and the kernel killed it. Here, on the
+//! real binary: puts of every kind (non-persistent, persistent, under syncpoint, a persistent
+//! publication, over a second connection) are refused at the limit with MQRC_STORAGE_NOT_AVAILABLE and a
+//! reason, the queue manager keeps serving, getting messages makes room again, and messages
+//! held past a limit lowered across a restart are all loaded (the limit refuses new work; it
+//! never drops what is already there). A publication's copies share one body, counted once.
+//! The error log says what was refused (FMQ1016W).
+
+mod support;
+
+use bytes::Bytes;
+use ferrymq_client::blocking::Connection;
+use ferrymq_client::ObjectHandle;
+use ferrymq_types::options::{open, GetOptions, PutOptions, Syncpoint};
+use ferrymq_types::{MessageDescriptor, MqError, Persistence, Properties, Reason};
+use support::{mqsc, Home, Qm};
+
+const MIB: usize = 1 << 20;
+const LIMIT: usize = 16 * MIB;
+
+fn md(persistent: bool) -> MessageDescriptor {
+    MessageDescriptor {
+        persistence: if persistent {
+            Persistence::Persistent
+        } else {
+            Persistence::NotPersistent
+        },
+        ..Default::default()
+    }
+}
+
+fn put(c: &Connection, h: &ObjectHandle, persistent: bool, n: u8) -> Result<(), MqError> {
+    c.put(
+        h,
+        &md(persistent),
+        &Properties::default(),
+        Bytes::from(vec![n; MIB]),
+        &PutOptions::default(),
+    )
+    .map(|_| ())
+}
+
+fn get(c: &Connection, h: &ObjectHandle) -> Result<Bytes, MqError> {
+    c.get(
+        h,
+        &GetOptions {
+            max_len: u32::MAX,
+            ..Default::default()
+        },
+    )
+    .map(|m| m.body)
+}
+
+fn assert_refused_for_memory(r: Result<(), MqError>, what: &str) {
+    let e = r.expect_err(what);
+    assert_eq!(e.reason, Reason::STORAGE_NOT_AVAILABLE, "{what}: {e}");
+    assert!(
+        e.message.contains("MaxMessageMemory") && e.message.contains(&LIMIT.to_string()),
+        "{what}: the reason names the limit: {e}"
+    );
+}
+
+fn depth(home: &Home, qm: &str, q: &str) -> usize {
+    let out = mqsc(home, qm, &format!("DISPLAY QSTATUS({q}) CURDEPTH\n"));
+    let at = out.find("CURDEPTH(").expect("CURDEPTH") + "CURDEPTH(".len();
+    out[at..].split(')').next().unwrap().trim().parse().unwrap()
+}
+
+/// The error log once it holds `needle` (waits up to 20 s).
+fn wait_for_log(qm: &Qm, needle: &str) -> String {
+    let t = std::time::Instant::now();
+    loop {
+        let log = support::error_log(&qm.dir());
+        if log.contains(needle) {
+            return log;
+        }
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(20),
+            "no {needle:?} in the error log:\n{log}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn puts_past_the_message_memory_limit_are_refused_and_room_returns_as_messages_are_got() {
+    let home = Home::new();
+    let qm = Qm::create(&home, "QMMEMCAP", &[]);
+    qm.set_ini("TuningParameters", "MaxMessageMemory", &LIMIT.to_string());
+    qm.restart();
+    mqsc(
+        &home,
+        "QMMEMCAP",
+        "DEFINE QLOCAL(MEM.A) MAXDEPTH(100000)\n\
+         DEFINE QLOCAL(MEM.B) MAXDEPTH(100000)\n\
+         DEFINE QLOCAL(MEM.SUBQ) MAXDEPTH(100000)\n\
+         DEFINE SUB(MEM.SUB) TOPICSTR('mem/t') DEST(MEM.SUBQ)\n",
+    );
+    let c = qm.connect();
+    let a = c.open("MEM.A", open::OUTPUT | open::INPUT_SHARED).unwrap();
+    let b = c.open("MEM.B", open::OUTPUT | open::INPUT_SHARED).unwrap();
+
+    // Two queues with room for 100,000 each: the queue manager's limit is what stops them.
+    let mut held = 0usize;
+    let refused = loop {
+        let h = if held.is_multiple_of(2) { &a } else { &b };
+        match put(&c, h, false, held as u8) {
+            Ok(()) => held += 1,
+            Err(e) => break e,
+        }
+        assert!(
+            held <= LIMIT / MIB,
+            "{held} MiB put past a {LIMIT}-byte limit"
+        );
+    };
+    assert_eq!(refused.reason, Reason::STORAGE_NOT_AVAILABLE, "{refused}");
+    assert!(held >= 12, "only {held} MiB went in under a 16 MiB limit");
+
+    // Every other way in is refused too, and says why.
+    assert_refused_for_memory(put(&c, &a, true, 0), "a persistent put");
+    let sync = PutOptions {
+        syncpoint: Syncpoint::Yes,
+        ..PutOptions::default()
+    };
+    assert_refused_for_memory(
+        c.put(
+            &a,
+            &md(true),
+            &Properties::default(),
+            Bytes::from(vec![1; MIB]),
+            &sync,
+        )
+        .map(|_| ()),
+        "a put under syncpoint",
+    );
+    // A persistent publication must reach its durable subscription (PMSGDLV ALLDUR), so it
+    // fails whole; a non-persistent one goes to those that can take it (NPMSGDLV ALLAVAIL),
+    // here none, as MQ does.
+    let publish = |c: &Connection, persistent: bool, n: u8| {
+        c.put1_topic(
+            "",
+            "mem/t",
+            &md(persistent),
+            &Properties::default(),
+            Bytes::from(vec![n; MIB]),
+            &PutOptions::default(),
+        )
+        .map(|_| ())
+    };
+    assert_refused_for_memory(publish(&c, true, 2), "a persistent publication");
+    publish(&c, false, 2).expect("a non-persistent publication, delivered to none");
+    let other = qm.connect();
+    assert_refused_for_memory(
+        other
+            .put1(
+                "MEM.B",
+                &md(false),
+                &Properties::default(),
+                Bytes::from(vec![3; MIB]),
+                &PutOptions::default(),
+            )
+            .map(|_| ()),
+        "another connection's put",
+    );
+    assert_eq!(depth(&home, "QMMEMCAP", "MEM.SUBQ"), 0, "no copy was left");
+    // The administrator is told too, within the error log's look interval (5 s).
+    let log = wait_for_log(&qm, "FMQ1016W");
+    assert!(
+        log.contains("refused with MQRC_STORAGE_NOT_AVAILABLE")
+            && log.contains(&format!("MaxMessageMemory={LIMIT}")),
+        "{log}"
+    );
+    let before = depth(&home, "QMMEMCAP", "MEM.A") + depth(&home, "QMMEMCAP", "MEM.B");
+    assert_eq!(before, held, "refused puts left nothing");
+
+    // Getting two messages makes room for one publication and one put, whole.
+    assert_eq!(get(&c, &a).unwrap().len(), MIB);
+    assert_eq!(get(&c, &b).unwrap().len(), MIB);
+    publish(&c, true, 4).expect("a publication once messages were got");
+    assert_eq!(depth(&home, "QMMEMCAP", "MEM.SUBQ"), 1);
+    put(&c, &a, true, 5).expect("a persistent put once messages were got");
+
+    // Emptied (got, and cleared), the queues take as much again: nothing stays counted after it
+    // is gone.
+    for h in [&a, &b] {
+        while get(&c, h).is_ok() {}
+    }
+    mqsc(&home, "QMMEMCAP", "CLEAR QLOCAL(MEM.SUBQ)\n");
+    let mut again = 0usize;
+    while put(&c, &a, true, again as u8).is_ok() {
+        again += 1;
+        assert!(again <= LIMIT / MIB);
+    }
+    assert!(
+        again + 1 >= held,
+        "after CLEAR only {again} MiB went in, against {held} at first"
+    );
+    drop((a, b));
+    c.disconnect().unwrap();
+    drop(other);
+
+    // A lower limit at the next start: every persistent message is loaded all the same, new
+    // puts are refused until enough are got, and each message comes back whole.
+    qm.end();
+    qm.set_ini(
+        "TuningParameters",
+        "MaxMessageMemory",
+        &(4 * MIB).to_string(),
+    );
+    qm.restart();
+    assert_eq!(depth(&home, "QMMEMCAP", "MEM.A"), again);
+    wait_for_log(&qm, "the messages loaded at start hold");
+    let c = qm.connect();
+    let a = c.open("MEM.A", open::OUTPUT | open::INPUT_SHARED).unwrap();
+    let e = put(&c, &a, false, 0).expect_err("over the lowered limit");
+    assert_eq!(e.reason, Reason::STORAGE_NOT_AVAILABLE, "{e}");
+    for n in 0..again {
+        let body = get(&c, &a).unwrap();
+        assert!(
+            body.len() == MIB && body.iter().all(|&x| x == n as u8),
+            "message {n} came back changed"
+        );
+    }
+    put(&c, &a, false, 9).expect("a put once the queue is empty");
+    assert_eq!(get(&c, &a).unwrap().len(), MIB);
+
+    // A publication's copies share its body, and it is counted once: eight subscriptions take
+    // three 1 MiB publications under the 4 MiB limit (counted per copy, not even one would fit).
+    let mut script = String::new();
+    for i in 1..=8 {
+        script.push_str(&format!(
+            "DEFINE QLOCAL(MEM.F{i})\nDEFINE SUB(MEM.F{i}) TOPICSTR('mem/fan') DEST(MEM.F{i})\n"
+        ));
+    }
+    mqsc(&home, "QMMEMCAP", &script);
+    let mut published = 0;
+    while c
+        .put1_topic(
+            "",
+            "mem/fan",
+            &md(true),
+            &Properties::default(),
+            Bytes::from(vec![7; MIB]),
+            &PutOptions::default(),
+        )
+        .is_ok()
+    {
+        published += 1;
+        assert!(
+            published <= 4,
+            "{published} MiB of publications under a 4 MiB limit"
+        );
+    }
+    assert_eq!(
+        published, 3,
+        "1 MiB publications to eight subscriptions under 4 MiB"
+    );
+    for i in 1..=8 {
+        assert_eq!(depth(&home, "QMMEMCAP", &format!("MEM.F{i}")), 3);
+    }
+}
+
+#[test]
+fn message_properties_count_against_the_limit_like_bodies() {
+    let home = Home::new();
+    let qm = Qm::create(&home, "QMMEMPROPS", &[]);
+    qm.set_ini(
+        "TuningParameters",
+        "MaxMessageMemory",
+        &(4 * MIB).to_string(),
+    );
+    qm.restart();
+    mqsc(
+        &home,
+        "QMMEMPROPS",
+        "DEFINE QLOCAL(MEM.P) MAXDEPTH(100000)\n",
+    );
+    let c = qm.connect();
+    let h = c.open("MEM.P", open::OUTPUT | open::INPUT_SHARED).unwrap();
+    // A ten-byte body with four 60,000-byte string properties: about 240 KB a message.
+    let mut props = Properties::default();
+    for i in 0..4 {
+        props.set(
+            format!("big{i}"),
+            ferrymq_types::PropertyValue::String("p".repeat(60_000)),
+        );
+    }
+    let mut n = 0;
+    let refused = loop {
+        match c.put(
+            &h,
+            &md(false),
+            &props,
+            Bytes::from_static(b"0123456789"),
+            &PutOptions::default(),
+        ) {
+            Ok(_) => n += 1,
+            Err(e) => break e,
+        }
+        assert!(
+            n <= 20,
+            "{n} messages of 240 KB of properties under a 4 MiB limit"
+        );
+    };
+    assert_eq!(refused.reason, Reason::STORAGE_NOT_AVAILABLE, "{refused}");
+    assert!(n >= 14, "only {n} messages of 240 KB went in under 4 MiB");
+    // Each got message gives its share back.
+    for _ in 0..n {
+        get(&c, &h).unwrap();
+    }
+    for _ in 0..n {
+        c.put(
+            &h,
+            &md(false),
+            &props,
+            Bytes::from_static(b"0123456789"),
+            &PutOptions::default(),
+        )
+        .expect("as many again once they were got");
+    }
+}
