@@ -599,19 +599,54 @@ fn counted(body: Bytes) -> Bytes {
 }
 
 /// The memory the messages alive in this process hold: their bodies, their properties and
-/// [`MESSAGE_OVERHEAD_BYTES`] each. The queue manager's `MaxMessageMemory` is checked against
-/// it. A body put again in this process (a publication from a stream queue, larger than
-/// `BODY_COPY_MAX_BYTES`) counts twice while both live: an over-count, never an under-count.
+/// [`MESSAGE_OVERHEAD_BYTES`] each, and the large frames being received ([`reserve_inbound`]).
+/// The queue manager's `MaxMessageMemory` is checked against it. A body put again in this
+/// process (a publication from a stream queue, larger than `BODY_COPY_MAX_BYTES`) counts twice
+/// while both live: an over-count, never an under-count.
 pub fn held_bytes() -> u64 {
     BODY_BYTES.load(Ordering::Relaxed)
         + PROPS_BYTES.load(Ordering::Relaxed)
         + MESSAGES.load(Ordering::Relaxed) * MESSAGE_OVERHEAD_BYTES
+        + INBOUND_BYTES.load(Ordering::Relaxed)
+}
+
+/// Bytes reserved for large frames still arriving ([`reserve_inbound`]).
+static INBOUND_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Room in [`held_bytes`] for a frame of `len` bytes that is still arriving, given back when
+/// dropped (once the whole frame is there and cut off the read buffer, or the socket goes).
+#[derive(Debug)]
+pub struct InboundReservation(u64);
+
+impl Drop for InboundReservation {
+    fn drop(&mut self) {
+        INBOUND_BYTES.fetch_sub(self.0, Ordering::Relaxed);
+    }
+}
+
+/// Reserves room for a frame of `len` bytes before its bytes are read, or `None` when the
+/// messages held and the frames already arriving leave less than that under `max` (0: no
+/// limit, and nothing is reserved). A socket receiving a large message holds its bytes before
+/// any put can refuse them: without this, many connections each half-way through a 100 MB
+/// message would hold what no limit counted.
+pub fn reserve_inbound(len: u64, max: u64) -> Option<InboundReservation> {
+    if max == 0 {
+        return Some(InboundReservation(0));
+    }
+    INBOUND_BYTES.fetch_add(len, Ordering::Relaxed);
+    let r = InboundReservation(len);
+    // `held_bytes` now counts this reservation: it must stay within the limit with it.
+    if held_bytes() > max {
+        drop(r);
+        return None;
+    }
+    Some(r)
 }
 
 /// Puts refused for memory in this process (`Engine::check_message_memory`), for the error log.
 static REFUSED_FOR_MEMORY: AtomicU64 = AtomicU64::new(0);
 
-pub(crate) fn note_refused_for_memory() {
+pub fn note_refused_for_memory() {
     REFUSED_FOR_MEMORY.fetch_add(1, Ordering::Relaxed);
 }
 

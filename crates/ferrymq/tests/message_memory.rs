@@ -322,3 +322,224 @@ fn message_properties_count_against_the_limit_like_bodies() {
         .expect("as many again once they were got");
     }
 }
+
+/// A client speaking the wire protocol by hand, to leave a put half-sent.
+struct Raw {
+    s: std::net::TcpStream,
+    dec: ferrymq_proto::FrameDecoder,
+    buf: bytes::BytesMut,
+    hobj: u32,
+}
+
+impl Raw {
+    /// Connected, with `queue` open for output.
+    fn open(port: u16, queue: &str) -> Raw {
+        use ferrymq_proto::{encode_request, Hello, Request, Response};
+        use std::io::Write;
+        let s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        let mut raw = Raw {
+            s,
+            dec: ferrymq_proto::FrameDecoder::new(1 << 20),
+            buf: bytes::BytesMut::new(),
+            hobj: 0,
+        };
+        let mut b = bytes::BytesMut::new();
+        encode_request(0, 0, &Request::Hello(Hello::new("memin")), &mut b);
+        encode_request(
+            1,
+            1,
+            &Request::Connect {
+                qmgr: String::new(),
+                user: String::new(),
+                password: String::new(),
+                app_name: "memin".into(),
+            },
+            &mut b,
+        );
+        encode_request(
+            1,
+            2,
+            &Request::Open {
+                name: queue.into(),
+                qmgr: String::new(),
+                options: open::OUTPUT,
+                dynamic_name: String::new(),
+            },
+            &mut b,
+        );
+        raw.s.write_all(&b).unwrap();
+        for _ in 0..2 {
+            raw.next();
+        }
+        match raw.next() {
+            (_, Response::Opened { hobj, .. }) => raw.hobj = hobj,
+            other => panic!("open: {other:?}"),
+        }
+        raw
+    }
+
+    /// The next frame from the queue manager, with its conversation; panics at end of stream.
+    fn next(&mut self) -> (u16, ferrymq_proto::Response) {
+        use std::io::Read;
+        let mut chunk = vec![0u8; 64 * 1024];
+        loop {
+            if let Some(f) = self.dec.decode(&mut self.buf).unwrap() {
+                return (f.conv, ferrymq_proto::parse_response(&f).unwrap());
+            }
+            let k = self.s.read(&mut chunk).expect("read");
+            assert!(k > 0, "the queue manager closed the socket");
+            self.buf.extend_from_slice(&chunk[..k]);
+        }
+    }
+
+    /// A put of `len` bytes of `fill`, as one frame.
+    fn put_frame(&self, len: usize, fill: u8) -> Vec<u8> {
+        let mut b = bytes::BytesMut::new();
+        ferrymq_proto::encode_request(
+            1,
+            10,
+            &ferrymq_proto::Request::Put {
+                hobj: self.hobj,
+                opts: PutOptions::default(),
+                md: md(false),
+                props: Properties::default(),
+                body: Bytes::from(vec![fill; len]),
+            },
+            &mut b,
+        );
+        b.to_vec()
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        std::io::Write::write_all(&mut self.s, bytes).unwrap();
+    }
+}
+
+#[test]
+fn large_messages_still_arriving_count_against_the_limit() {
+    // Before, the bytes of a large put were held by the socket reading them and counted by
+    // nothing until the put: a few hundred connections each half-way through a 100 MB message
+    // took the process past any limit. Now what arrives is counted from its header, and may
+    // take the messages at most one largest frame (about 101 MiB) past the limit: under a
+    // 64 MiB limit, five 30 MiB puts half-sent fill that, and a sixth waits.
+    const BODY: usize = 30 * MIB;
+    const CAP: usize = 64 * MIB;
+    let home = Home::new();
+    let qm = Qm::create(&home, "QMMEMIN", &[]);
+    qm.set_ini("TuningParameters", "MaxMessageMemory", &CAP.to_string());
+    qm.restart();
+    mqsc(
+        &home,
+        "QMMEMIN",
+        "ALTER QMGR MAXMSGL(104857600)\n\
+         ALTER CHANNEL(SYSTEM.DEF.SVRCONN) CHLTYPE(SVRCONN) MAXMSGL(104857600)\n\
+         DEFINE QLOCAL(MEM.IN) MAXDEPTH(1000) MAXMSGL(104857600)\n",
+    );
+    let ms = std::time::Duration::from_millis;
+    let put_ok = |r: &ferrymq_proto::Response| matches!(r, ferrymq_proto::Response::PutOk { .. });
+    let refused = |r: &ferrymq_proto::Response| {
+        matches!(r, ferrymq_proto::Response::Status { reason, message }
+            if *reason == Reason::STORAGE_NOT_AVAILABLE && message.contains("MaxMessageMemory"))
+    };
+    // Each connection's put carries its own letter.
+    let start_put = |fill: u8| {
+        let c = Raw::open(qm.port, "MEM.IN");
+        let f = c.put_frame(BODY, fill);
+        (c, f)
+    };
+
+    let mut half_sent: Vec<(Raw, Vec<u8>)> = Vec::new();
+    for fill in b'a'..=b'e' {
+        let (mut c, f) = start_put(fill);
+        c.send(&f[..MIB]);
+        half_sent.push((c, f));
+        std::thread::sleep(ms(50));
+    }
+    // F's first megabyte finds no room, and the rest of it, sent, is not read or answered.
+    let (mut f_conn, f_frame) = start_put(b'f');
+    f_conn.send(&f_frame[..MIB]);
+    let mut socket = f_conn.s.try_clone().unwrap();
+    let rest = f_frame[MIB..].to_vec();
+    let f_writer = std::thread::spawn(move || std::io::Write::write_all(&mut socket, &rest));
+    std::thread::sleep(ms(1500));
+    f_conn.s.set_read_timeout(Some(ms(300))).unwrap();
+    let answer = f_conn.s.peek(&mut [0u8; 1]);
+    if answer.is_ok() {
+        f_conn.s.set_read_timeout(Some(ms(30_000))).unwrap();
+        panic!(
+            "F was answered while five arrivals held the room: {:?}",
+            f_conn.next()
+        );
+    }
+    assert!(
+        answer.as_ref().is_err_and(|e| matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        )),
+        "F was answered while five arrivals held the room: {answer:?}"
+    );
+    f_conn.s.set_read_timeout(Some(ms(30_000))).unwrap();
+
+    // A goes away half-way: its room comes back, and F is read. Its put is then refused like
+    // any other past the limit (the four arrivals still count), and its connection stays.
+    let t = std::time::Instant::now();
+    drop(half_sent.remove(0));
+    let (conv, r) = f_conn.next();
+    assert!(conv == 1 && refused(&r), "F once A's room came back: {r:?}");
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(3),
+        "F waited {:?} more: A's room did not come back when its socket went",
+        t.elapsed()
+    );
+    f_writer.join().unwrap().expect("F's rest was read");
+
+    // G takes the last room; H finds none, waits, and is told why and closed.
+    let (mut g_conn, g_frame) = start_put(b'g');
+    g_conn.send(&g_frame[..MIB]);
+    std::thread::sleep(ms(100));
+    let (mut h_conn, h_frame) = start_put(b'h');
+    let t = std::time::Instant::now();
+    h_conn.send(&h_frame[..MIB]);
+    let (conv, r) = h_conn.next();
+    assert!(conv == 0 && refused(&r), "H's farewell: {r:?}");
+    assert!(
+        t.elapsed() >= std::time::Duration::from_secs(3),
+        "H was closed after {:?}, without waiting for room",
+        t.elapsed()
+    );
+    drop((h_conn, h_frame));
+
+    // C, D and E go away half-way; B and G then finish, and both fit under the limit.
+    let (mut b_conn, b_frame) = half_sent.remove(0);
+    drop(half_sent);
+    std::thread::sleep(ms(200));
+    for (c, f) in [(&mut b_conn, &b_frame), (&mut g_conn, &g_frame)] {
+        c.send(&f[MIB..]);
+        let (_, r) = c.next();
+        assert!(put_ok(&r), "{r:?}");
+    }
+    assert_eq!(
+        depth(&home, "QMMEMIN", "MEM.IN"),
+        2,
+        "B and G, nothing else"
+    );
+    // F's connection, refused before, puts again once the messages were got.
+    let c = qm.connect();
+    let h = c.open("MEM.IN", open::INPUT_SHARED).unwrap();
+    let mut fills: Vec<u8> = (0..2)
+        .map(|_| {
+            let body = get(&c, &h).unwrap();
+            assert!(body.len() == BODY && body.iter().all(|&x| x == body[0]));
+            body[0]
+        })
+        .collect();
+    fills.sort();
+    assert_eq!(fills, vec![b'b', b'g'], "each message whole");
+    f_conn.send(&f_frame);
+    let (_, r) = f_conn.next();
+    assert!(put_ok(&r), "F's put once there was room: {r:?}");
+    assert_eq!(get(&c, &h).unwrap(), Bytes::from(vec![b'f'; BODY]));
+    wait_for_log(&qm, "FMQ1016W");
+}

@@ -26,7 +26,7 @@ const LEN_COUNTED_HEADER: u32 = (HEADER_LEN - 4) as u32;
 
 /// The largest frame `len` to accept once `max_msg_len` has been negotiated: the body plus room for
 /// the descriptor, properties and names that travel with it.
-pub fn frame_limit_for(max_msg_len: u32) -> u32 {
+pub const fn frame_limit_for(max_msg_len: u32) -> u32 {
     max_msg_len.saturating_add(FRAME_OVERHEAD_MAX_BYTES)
 }
 

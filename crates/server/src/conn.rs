@@ -294,9 +294,14 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
     let mut heard = tokio::time::Instant::now();
     let beat = tokio::time::sleep_until(beat_due(heard + idle, grid));
     tokio::pin!(beat);
+    // Room reserved for the large frame at the front of `buf` while its bytes arrive (see
+    // `inbound`): the first frame cut off after it was reserved is that frame.
+    let mut arriving: Option<crate::inbound::InboundReservation> = None;
+    let memory_max = shared.cfg.message_memory_max;
     loop {
         while let Some(f) = dec.decode(&mut buf).map_err(proto)? {
             frames.push_back(f);
+            arriving = None;
         }
         // Heartbeat answers need nothing but to have been heard (below): no core lock for them.
         if !frames.is_empty() && frames.iter().all(|f| f.kind == kind::HEARTBEAT_ACK) {
@@ -347,6 +352,15 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
         }
         if !frames.is_empty() {
             continue;
+        }
+        if memory_max > 0 && arriving.is_none() {
+            if let Some(len) = crate::inbound::arriving_large(&buf) {
+                arriving = Some(tokio::select! {
+                    r = crate::inbound::room_for(len, memory_max, "this connection") => r?,
+                    _ = &mut ending => return Err(MqError::new(Reason::Q_MGR_STOPPING, "the queue manager is ending immediately")),
+                    _ = &mut killed => return Err(not_reading()),
+                });
+            }
         }
         // A read into an empty buffer allocates one: it goes back once the socket has been
         // quiet for a moment (below), not a heartbeat interval later.

@@ -21,6 +21,7 @@ pub mod errlog;
 mod expiry;
 mod fdlimit;
 pub mod ha;
+mod inbound;
 mod listeners;
 mod memory_watch;
 pub use ferrymq_log::lsn;

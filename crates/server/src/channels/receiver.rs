@@ -455,8 +455,13 @@ impl Receiver<'_> {
         // Messages put in the batch's unit of work since its last end: STOP CHANNEL
         // MODE(QUIESCE) waits for the batch to end.
         let mut mid_batch = false;
+        // Room reserved for the large message at the front of `buf` while it arrives (see
+        // `crate::inbound`); the first frame cut off after it was reserved is that message.
+        let mut arriving: Option<crate::inbound::InboundReservation> = None;
+        let memory_max = self.shared.cfg.message_memory_max;
         loop {
             while let Some(f) = dec.decode(buf).map_err(proto)? {
+                arriving = None;
                 let bytes = f.body.len() as u64 + ferrymq_proto::HEADER_LEN as u64;
                 self.status.lock().bytes_rcvd += bytes;
                 match ChannelFrame::parse(&f).map_err(proto)? {
@@ -518,6 +523,20 @@ impl Receiver<'_> {
                             format!("frame 0x{:02x} is not one a sender sends", other.kind()),
                         ))
                     }
+                }
+            }
+            if memory_max > 0 && arriving.is_none() {
+                if let Some(len) = crate::inbound::arriving_large(buf) {
+                    let from = format!("channel {}", self.name);
+                    arriving = Some(tokio::select! {
+                        r = crate::inbound::room_for(len, memory_max, &from) => r?,
+                        _ = stop.wait_for(|v| *v >= super::FORCE) => {
+                            return Err(MqError::new(Reason::CHANNEL_NOT_AVAILABLE, format!("channel {} was stopped", self.name)));
+                        }
+                        _ = ending.wait_for(|v| *v) => {
+                            return Err(MqError::new(Reason::Q_MGR_STOPPING, "the queue manager is ending immediately"));
+                        }
+                    });
                 }
             }
             buf.reserve(dec.read_room(buf, 64 * 1024));
