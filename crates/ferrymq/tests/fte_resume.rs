@@ -296,3 +296,34 @@ fn the_sending_agent_killed_between_files_of_a_directory_sends_only_the_files_no
     assert!(resumes >= 1, "{result}");
     assert!(resent <= resumes * RESENT_MAX_BYTES, "{result}");
 }
+
+#[test]
+fn a_receiver_writing_with_direct_io_resumes_from_its_checkpoint_too() {
+    // `directWrites=true` writes a chunk's whole blocks with O_DIRECT and its tail through the
+    // page cache (page-cache writes are the default). The files are on the checkout's disk, not
+    // a tmpfs /tmp that refuses direct I/O (where the agent falls back to the page cache).
+    let home = Home::new();
+    let _qm = Qm::start(&home, "FRQ7", &[]);
+    let _a = agents_checkpointing(&home, "FRQ7", &["SRC", "DST"], CHUNK, INTERVAL);
+    home.ok(&["fteStopAgent", "DST"]);
+    let props = home.path().join("mqft/agents/DST/agent.properties");
+    let mut p = std::fs::read_to_string(&props).unwrap();
+    p.push_str("directWrites=true\n");
+    std::fs::write(&props, p).unwrap();
+    home.ok(&["fteStartAgent", "DST"]);
+    let work = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let src = work.path().join("big.bin");
+    let body = data(SIZE, 7);
+    std::fs::write(&src, &body).unwrap();
+    let f = Files {
+        dst: dir(work.path(), "in").join("big.bin"),
+        _work: work,
+        src,
+        body,
+    };
+    let child = spawn_transfer(&home, &args("FRQ7", &f, true));
+    wait_mid(&f.dst);
+    kill_agent(&home, "DST");
+    home.ok(&["fteStartAgent", "DST"]);
+    check_arrived(&f, &output(child));
+}

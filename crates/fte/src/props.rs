@@ -42,6 +42,12 @@ pub struct AgentProps {
     pub transfer_recovery_timeout: i64,
     /// `sandboxRoot`: where the agent may read and write (empty: anywhere but FerryMQ's data).
     pub sandbox_root: String,
+    /// `directWrites` (FerryMQ's own): the receiver writes a chunk's whole blocks to the `.part`
+    /// with direct I/O (O_DIRECT) where the file system allows it, sparing the page-cache copy
+    /// at the price of waiting for the disk at each write. Off by default: through the page
+    /// cache the kernel writes back in large, overlapping requests, and each checkpoint syncs
+    /// the file either way.
+    pub direct_writes: bool,
     /// The sandbox in force: set by [`load`], which knows the home; none for bare properties.
     pub sandbox: crate::sandbox::Sandbox,
 }
@@ -68,6 +74,7 @@ impl AgentProps {
             max_destination_transfers: 25,
             transfer_recovery_timeout: -1,
             sandbox_root: String::new(),
+            direct_writes: false,
             sandbox: Default::default(),
         }
     }
@@ -125,6 +132,9 @@ impl AgentProps {
         if !self.sandbox_root.is_empty() {
             kv("sandboxRoot", self.sandbox_root.clone());
         }
+        if self.direct_writes {
+            kv("directWrites", "true".into());
+        }
         s
     }
 
@@ -176,6 +186,13 @@ impl AgentProps {
                                 "agent.properties: {k}={v}: give -1 (for ever) or seconds"
                             ))
                         }
+                    }
+                }
+                "directWrites" => {
+                    p.direct_writes = match v {
+                        "true" => true,
+                        "false" => false,
+                        _ => return err(format!("agent.properties: {k}={v}: give true or false")),
                     }
                 }
                 "sandboxRoot" => {
@@ -257,7 +274,12 @@ mod tests {
         c.ssl_cipher_spec = "ANY_TLS12_OR_HIGHER".into();
         c.ssl_trust_store = "/etc/mqft/ca.pem".into();
         c.ssl_key_store = "/etc/mqft/agent1.pem".into();
+        c.direct_writes = true;
+        assert!(c.to_text().contains("directWrites=true"));
         assert_eq!(AgentProps::parse(&c.to_text()).unwrap(), c);
+        assert!(!p.direct_writes, "page-cache writes by default");
+        let e = AgentProps::parse("agentName=A\nagentQMgr=Q\ndirectWrites=yes\n").unwrap_err();
+        assert!(e.0.contains("true or false"), "{e:?}");
         let e = AgentProps::parse("agentName=A\nagentQMgr=Q\nagentSslCipherSpec=ANY_TLS12\n")
             .unwrap_err();
         assert!(e.0.contains("agentSslTrustStore"), "{e:?}");

@@ -204,7 +204,7 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                 }
                 let ident = (int_prop(&m, prop::SIZE), int_prop(&m, prop::MTIME));
                 if !resume {
-                    match start_file(&m, None, &p.sandbox) {
+                    match start_file(&m, None, &p.sandbox, p.direct_writes) {
                         Ok(inc) => {
                             t.files.insert(index, inc);
                         }
@@ -255,27 +255,31 @@ pub fn run(c: Connection, p: &AgentProps) -> Result<()> {
                         let k = Checkpoint::read(&c, &state, tid).filter(|k| k.index == index);
                         match k {
                             Some(k) if k.ident != ident => {
-                                let _ = start_file(&m, Some(0), &p.sandbox).map(|inc| {
-                                    let _ = std::fs::remove_file(&inc.part);
-                                });
+                                let _ = start_file(&m, Some(0), &p.sandbox, p.direct_writes).map(
+                                    |inc| {
+                                        let _ = std::fs::remove_file(&inc.part);
+                                    },
+                                );
                                 checkpointer::remove(&ck, tid);
                                 t.refused.push(index);
                                 answer(&c, tid, t, "result", index, false, SOURCE_CHANGED, &[]);
                                 continue;
                             }
-                            Some(k) => match start_file(&m, Some(k.offset), &p.sandbox) {
-                                Ok(inc) => {
-                                    let at = inc.next;
-                                    t.files.insert(index, inc);
-                                    (at, at)
+                            Some(k) => {
+                                match start_file(&m, Some(k.offset), &p.sandbox, p.direct_writes) {
+                                    Ok(inc) => {
+                                        let at = inc.next;
+                                        t.files.insert(index, inc);
+                                        (at, at)
+                                    }
+                                    Err(why) => {
+                                        t.refused.push(index);
+                                        answer(&c, tid, t, "result", index, false, &why, &[]);
+                                        continue;
+                                    }
                                 }
-                                Err(why) => {
-                                    t.refused.push(index);
-                                    answer(&c, tid, t, "result", index, false, &why, &[]);
-                                    continue;
-                                }
-                            },
-                            None => match start_file(&m, None, &p.sandbox) {
+                            }
+                            None => match start_file(&m, None, &p.sandbox, p.direct_writes) {
                                 Ok(inc) => {
                                     t.files.insert(index, inc);
                                     (0, 0)
@@ -483,6 +487,7 @@ fn start_file(
     m: &Message,
     at: Option<u64>,
     sandbox: &Sandbox,
+    direct_writes: bool,
 ) -> std::result::Result<Incoming, String> {
     let (final_path, part) = part_path(m)?;
     sandbox.check(&final_path, true)?;
@@ -525,7 +530,11 @@ fn start_file(
     // Resumed: the checksum takes in what the `.part` already holds.
     let mut hasher = Hasher::new(method);
     hash_prefix(&file, next, &mut hasher).map_err(|e| format!("{}: {e}", part.display()))?;
-    let direct = open_direct(&part);
+    let direct = if direct_writes {
+        open_direct(&part)
+    } else {
+        None
+    };
     Ok(Incoming {
         final_path,
         part,
