@@ -28,8 +28,11 @@ pub(crate) const OVERDRAFT_BYTES: u64 =
     ferrymq_proto::frame_limit_for(ferrymq_types::limits::MSG_LEN_MAX_BYTES) as u64 + 4;
 /// How long a large frame waits for room before its connection is closed.
 pub(crate) const ROOM_WAIT: Duration = Duration::from_secs(5);
-/// How often a waiting frame looks again.
-const LOOK_EVERY: Duration = Duration::from_millis(10);
+/// How soon a waiting frame looks again at first; each look waits twice as long as the one
+/// before, up to [`LOOK_EVERY_MAX`]: a thousand connections waiting cost a few thousand
+/// wake-ups a second, not a hundred thousand.
+const LOOK_FIRST: Duration = Duration::from_millis(5);
+const LOOK_EVERY_MAX: Duration = Duration::from_millis(250);
 
 /// The length of the frame at the front of `buf` when it is large and not all there yet: the
 /// bytes still to come need room. (`buf` starts at a frame boundary, and the decoder has
@@ -56,6 +59,7 @@ pub(crate) async fn room_for(
     } else {
         max.saturating_add(OVERDRAFT_BYTES)
     };
+    let mut look = LOOK_FIRST;
     loop {
         if let Some(r) = reserve_inbound(len, bound) {
             return Ok(r);
@@ -71,7 +75,9 @@ pub(crate) async fn room_for(
                 ),
             ));
         }
-        tokio::time::sleep(LOOK_EVERY).await;
+        tokio::time::sleep(look.min(until.saturating_duration_since(tokio::time::Instant::now())))
+            .await;
+        look = (look * 2).min(LOOK_EVERY_MAX);
     }
 }
 
