@@ -109,11 +109,44 @@ impl Homes {
 
 impl Drop for Homes {
     fn drop(&mut self) {
+        // The processes these homes ran, read before their files go: an HA instance that was
+        // between roles when `endmqm` asked (a replica restarting after a role change) could
+        // otherwise outlive the test, its home deleted under it.
+        let pids: Vec<(u32, PathBuf)> = self
+            .qms
+            .iter()
+            .filter_map(|(home, qm)| {
+                let pid =
+                    std::fs::read_to_string(home.join("qmgrs").join(qm).join("qm.pid")).ok()?;
+                Some((pid.trim().parse().ok()?, home.clone()))
+            })
+            .collect();
         for (home, qm) in &self.qms {
             let _ = Command::new(BIN)
                 .args(["endmqm", "-i", "-w", qm])
                 .env("FERRYMQ_HOME", home)
                 .output();
+        }
+        let ours = |pid: u32, home: &Path| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                env.split(|&b| b == 0)
+                    .any(|v| v == format!("FERRYMQ_HOME={}", home.display()).as_bytes())
+            })
+        };
+        let t = Instant::now();
+        while pids.iter().any(|(pid, home)| ours(*pid, home))
+            && t.elapsed() < Duration::from_secs(5)
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        for (pid, home) in &pids {
+            if ours(*pid, home) {
+                eprintln!(
+                    "queue manager process {pid} of {} outlived endmqm: killed",
+                    home.display()
+                );
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            }
         }
     }
 }
