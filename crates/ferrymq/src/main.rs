@@ -15,6 +15,7 @@ mod dr_cmds;
 mod fte_cmds;
 mod initial;
 mod lifecycle;
+mod lines;
 mod pubsub;
 mod relay;
 mod req;

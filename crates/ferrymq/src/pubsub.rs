@@ -2,7 +2,7 @@
 //! line of standard input on a topic; `ferrymq sub` subscribes (non-durable, or durable by name,
 //! resumed if it exists) and prints each publication's body as it arrives.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 
 use bytes::Bytes;
 use clap::Parser;
@@ -12,6 +12,7 @@ use ferrymq_types::options::{close, open, pmo, GetOptions, PutOptions, Wait};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties, PropertyValue, Reason};
 
 use crate::lifecycle::Res;
+use crate::lines::{read_line, Line};
 use crate::samples::{connect_with, mq, named, other, parse_args, parse_property};
 
 const PUB_EXAMPLES: &str = "\
@@ -115,10 +116,32 @@ fn publish_with(a: &PubArgs) -> Res {
         ..PutOptions::default()
     };
     let mut n = 0u64;
-    for line in std::io::stdin().lock().lines() {
-        let line = line.map_err(|e| other(format!("standard input: {e}")))?;
-        c.put(&h, &md, &props, Bytes::from(line), &opts)
-            .map_err(mq)?;
+    let max = c.max_msg_len() as usize;
+    let mut input = std::io::stdin().lock();
+    let mut line = Vec::new();
+    loop {
+        // A line is never held past the largest message the connection takes.
+        match read_line(&mut input, &mut line, max) {
+            Ok(Line::End) => break,
+            Ok(Line::Read) => {}
+            Ok(Line::TooLong { len, .. }) => {
+                return Err(other(format!(
+                    "line {} of the standard input is {len} bytes; this connection takes \
+                     messages of at most {max} bytes; it and the lines after it were not \
+                     published ({n} publications made)",
+                    n + 1
+                )))
+            }
+            Err(e) => return Err(other(format!("standard input: {e}"))),
+        }
+        c.put(
+            &h,
+            &md,
+            &props,
+            Bytes::from(std::mem::take(&mut line)),
+            &opts,
+        )
+        .map_err(mq)?;
         n += 1;
     }
     let _ = c.close(&h, 0);

@@ -4,7 +4,7 @@
 //! report options ask), and prints it; reports the requests asked for (`--report coa,cod`) come
 //! with the same CorrelId and are printed as they arrive.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 
 use bytes::Bytes;
 use ferrymq_types::descriptor::{msg_type, EXPIRY_UNLIMITED, PRIORITY_AS_Q_DEF};
@@ -13,6 +13,7 @@ use ferrymq_types::{MessageDescriptor, MsgId, Persistence, Properties, Reason};
 
 use crate::cli::Req;
 use crate::lifecycle::{Fail, Res};
+use crate::lines::{read_line, Line};
 use crate::samples::{self, render, Style, EXIT_USAGE};
 
 /// The Report bits for `--report` words.
@@ -93,10 +94,28 @@ fn run_with(a: &Req) -> Res {
         ..PutOptions::default()
     };
     let mut sent: Vec<MsgId> = Vec::new();
-    for line in std::io::stdin().lock().lines() {
-        let line = line.map_err(|e| samples::other(format!("reading stdin: {e}")))?;
+    let max = c.max_msg_len() as usize;
+    let mut input = std::io::stdin().lock();
+    let mut line = Vec::new();
+    loop {
+        // A line is never held past the largest message the connection takes.
+        match read_line(&mut input, &mut line, max) {
+            Ok(Line::End) => break,
+            Ok(Line::Read) => {}
+            Ok(Line::TooLong { len, .. }) => {
+                return Err(samples::other(format!(
+                    "line {} of the standard input is {len} bytes; this connection takes \
+                     messages of at most {max} bytes; it and the lines after it were not put \
+                     ({} requests put)",
+                    sent.len() + 1,
+                    sent.len()
+                )))
+            }
+            Err(e) => return Err(samples::other(format!("reading stdin: {e}"))),
+        }
+        let body = Bytes::from(std::mem::take(&mut line));
         let (msg_id, _) = c
-            .put(&out, &md, &Properties::default(), Bytes::from(line), &opts)
+            .put(&out, &md, &Properties::default(), body, &opts)
             .map_err(samples::mq)?;
         sent.push(msg_id);
     }

@@ -8,15 +8,16 @@
 //! confirmed, with the reason. Exit status as runmqsc's: 0 all good, 10 some failed, 20 none worked.
 
 use ferrymq_proto::ControlCommand;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 
 use ferrymq_client::blocking::Connection;
 use ferrymq_client::ConnectOptions;
-use ferrymq_mqsc::{echo_line, parse, split_commands, Command, Tally};
+use ferrymq_mqsc::{echo_line, parse, split_commands, Command, Tally, COMMAND_CHARS_MAX};
 use ferrymq_types::Reason;
 
 use crate::cli;
 use crate::lifecycle::{Fail, Res};
+use crate::lines::{self, Line};
 
 fn connect(
     qm: &str,
@@ -75,19 +76,55 @@ pub fn run(p: &cli::Runmqsc) -> Res {
     let mut pending = String::new();
     let mut line_no = 0usize;
     let mut out = std::io::stdout();
-    let lines = stdin.lock().lines();
+    let mut input = stdin.lock();
+    let mut raw = Vec::new();
+    // A command found too long: the line it started on and its bytes so far. Its lines are
+    // read and dropped until the command ends.
+    let mut dropping: Option<(usize, u64)> = None;
     let mut ended = false;
     // Read line by line so that an interactive session runs each command as it is completed.
-    for line in lines {
-        let line = line.map_err(|e| Fail {
+    loop {
+        let got = lines::read_line(&mut input, &mut raw, COMMAND_BYTES_MAX).map_err(|e| Fail {
             code: 20,
             message: format!("runmqsc: reading input: {e}"),
         })?;
         line_no += 1;
-        pending.push_str(&line);
+        let (bytes, last) = match got {
+            Line::End => break,
+            Line::Read => {
+                let last = raw
+                    .iter()
+                    .rev()
+                    .find(|b| !b.is_ascii_whitespace())
+                    .copied()
+                    .unwrap_or(0);
+                (raw.len() as u64, last)
+            }
+            Line::TooLong { len, last } => (len, last),
+        };
+        let continues = last == b'+' || last == b'-';
+        let start = line_no - pending.matches('\n').count();
+        if dropping.is_none()
+            && (got != Line::Read || pending.len() + raw.len() + 1 > COMMAND_BYTES_MAX)
+        {
+            dropping = Some((start, pending.len() as u64));
+            pending.clear();
+        }
+        if let Some((first, so_far)) = dropping.as_mut() {
+            *so_far += bytes + 1;
+            if !continues {
+                too_long(*first, *so_far - 1, &mut tally, &mut out);
+                dropping = None;
+            }
+            continue;
+        }
+        let line = std::str::from_utf8(&raw).map_err(|_| Fail {
+            code: 20,
+            message: format!("runmqsc: reading input: line {line_no} is not UTF-8 text"),
+        })?;
+        pending.push_str(line);
         pending.push('\n');
-        let trimmed = line.trim_end();
-        if trimmed.ends_with('+') || trimmed.ends_with('-') {
+        if continues {
             continue;
         }
         for cmd in split_commands(&pending) {
@@ -110,6 +147,9 @@ pub fn run(p: &cli::Runmqsc) -> Res {
         if interactive {
             let _ = out.flush();
         }
+    }
+    if let Some((first, so_far)) = dropping {
+        too_long(first, so_far.saturating_sub(1), &mut tally, &mut out);
     }
     if !ended && !pending.trim().is_empty() {
         for cmd in split_commands(&pending) {
@@ -137,6 +177,21 @@ pub fn run(p: &cli::Runmqsc) -> Res {
             message: String::new(),
         }),
     }
+}
+
+/// The most bytes of input one command may take: its most characters, each up to four bytes
+/// in UTF-8. A longer one is dropped as it is read, never held whole.
+const COMMAND_BYTES_MAX: usize = 4 * COMMAND_CHARS_MAX;
+
+/// A command longer than an MQSC command may be: a syntax error, and not run.
+fn too_long(first_line: usize, bytes: u64, tally: &mut Tally, out: &mut impl Write) {
+    tally.read += 1;
+    tally.syntax_errors += 1;
+    let _ = writeln!(
+        out,
+        "FMQ8405E: syntax error: the command from line {first_line} is {bytes} bytes long; an \
+         MQSC command has at most {COMMAND_CHARS_MAX} characters. It was not run.\n"
+    );
 }
 
 /// Runs one command; returns true at END. A queue manager that refuses administration over

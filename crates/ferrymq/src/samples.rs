@@ -4,8 +4,10 @@
 //! hex dump, descriptor (`--md`) or JSON lines. Both end with an exit status scripts can use: the
 //! class of the MQ reason code they stopped on ([`exit_code`], the table in `--help`).
 
-use std::io::{BufRead, IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
+
+use crate::lines::Line;
 
 use bytes::Bytes;
 use clap::error::ErrorKind;
@@ -451,33 +453,31 @@ fn put_with(a: &PutArgs) -> Res {
     }
     // Files are checked before anything is put, so that a file too big puts nothing.
     let max = c.max_msg_len() as u64;
+    // In client mode the limit is the lower of the queue manager's MAXMSGL and its
+    // server-connection channel's, as the connection negotiated it.
+    let too_big = |what: String, len: u64, after: &str| {
+        let (reason, whose) = if a.conn.conn.is_some() {
+            (
+                Reason::MSG_TOO_BIG_FOR_CHANNEL,
+                format!("this client connection takes messages of at most {max} bytes (the lower of the queue manager's MAXMSGL and its server-connection channel's)"),
+            )
+        } else {
+            (
+                Reason::MSG_TOO_BIG_FOR_Q_MGR,
+                format!("the queue manager takes messages of at most {max} bytes (its MAXMSGL)"),
+            )
+        };
+        Fail {
+            code: exit_code(reason),
+            message: format!("{reason}: {what} is {len} bytes; {whose}; {after}"),
+        }
+    };
     for f in &a.file {
         let len = std::fs::metadata(f)
             .map_err(|e| other(format!("cannot read {}: {e}", f.display())))?
             .len();
         if len > max {
-            // In client mode the limit is the lower of the queue manager's MAXMSGL and its
-            // server-connection channel's, as the connection negotiated it.
-            let (reason, whose) = if a.conn.conn.is_some() {
-                (
-                    Reason::MSG_TOO_BIG_FOR_CHANNEL,
-                    format!("this client connection takes messages of at most {max} bytes (the lower of the queue manager's MAXMSGL and its server-connection channel's)"),
-                )
-            } else {
-                (
-                    Reason::MSG_TOO_BIG_FOR_Q_MGR,
-                    format!(
-                        "the queue manager takes messages of at most {max} bytes (its MAXMSGL)"
-                    ),
-                )
-            };
-            return Err(Fail {
-                code: exit_code(reason),
-                message: format!(
-                    "{reason}: {} is {len} bytes; {whose}; nothing was put",
-                    f.display()
-                ),
-            });
+            return Err(too_big(f.display().to_string(), len, "nothing was put"));
         }
     }
     let h = c.open(&a.queue, open::OUTPUT).map_err(mq)?;
@@ -503,17 +503,16 @@ fn put_with(a: &PutArgs) -> Res {
         let mut input = std::io::stdin().lock();
         let mut line = Vec::new();
         loop {
-            line.clear();
-            match input.read_until(b'\n', &mut line) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) => return Err(stopped(other(format!("reading stdin: {e}")), n)),
-            }
-            if line.last() == Some(&b'\n') {
-                line.pop();
-                if line.last() == Some(&b'\r') {
-                    line.pop();
+            // A line is never held past the largest message the connection takes.
+            match crate::lines::read_line(&mut input, &mut line, max as usize) {
+                Ok(Line::End) => break,
+                Ok(Line::Read) => {}
+                Ok(Line::TooLong { len, .. }) => {
+                    let what = format!("line {} of the standard input", n + 1);
+                    let after = "it and the lines after it were not put";
+                    return Err(stopped(too_big(what, len, after), n));
                 }
+                Err(e) => return Err(stopped(other(format!("reading stdin: {e}")), n)),
             }
             put_one(std::mem::take(&mut line)).map_err(|f| stopped(f, n))?;
             n += 1;

@@ -173,6 +173,51 @@ fn syntax_errors_point_at_the_token_and_set_exit_status_10() {
     );
 }
 
+/// MQSC commands have at most 32,762 characters (MQ's bound): a longer one, on one line or
+/// continued over many, is a syntax error, is not run, and does not stop the script; a line of
+/// megabytes is dropped as it is read, not echoed back.
+#[test]
+fn an_overlong_command_is_refused_unrun_and_the_script_goes_on() {
+    let home = Home::new();
+    let _qm = Qm::start(&home, "QM5", &[]);
+    let mut script = format!("DEFINE QLOCAL({})\n", "A".repeat(5_000_000));
+    // Continued past the bound: 52 KB (held, then refused) and 260 KB (dropped as it is read).
+    for (name, lines) in [("LONG.CONT", 4_000), ("LONGER.CONT", 20_000)] {
+        script.push_str(&format!("DEFINE QLOCAL({name}) +\n"));
+        script.push_str(&"DESCR('x') +\n".repeat(lines));
+        script.push_str("MAXDEPTH(5)\n");
+    }
+    script.push_str("DEFINE QLOCAL(AFTER.LONG)\n");
+    let out = home.run_with_input(&["runmqsc", "QM5"], &script);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let head: String = text.chars().take(3000).collect();
+    assert_eq!(out.status.code(), Some(10), "{head}");
+    assert_eq!(
+        text.matches("an MQSC command has at most 32762 characters")
+            .count(),
+        3,
+        "{head}"
+    );
+    assert!(
+        text.contains("the command from line 1 is 5000015 bytes long"),
+        "{head}"
+    );
+    assert!(
+        text.contains("4 MQSC commands read. 3 had syntax errors. 0 failed."),
+        "{head}"
+    );
+    assert!(
+        text.len() < 1_000_000,
+        "the 5 MB line is not echoed: {} bytes of output",
+        text.len()
+    );
+    let shown = home.run_with_input(&["runmqsc", "QM5"], "DIS Q(*.CONT)\nDIS Q(AFTER.LONG)\n");
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("QUEUE(AFTER.LONG)"), "{shown}");
+    assert!(!shown.contains("QUEUE(LONG.CONT)"), "{shown}");
+    assert!(!shown.contains("QUEUE(LONGER.CONT)"), "{shown}");
+}
+
 #[test]
 fn a_script_where_nothing_works_exits_20_and_failures_name_the_object() {
     let home = Home::new();

@@ -291,6 +291,45 @@ fn a_file_round_trips_byte_for_byte_and_a_file_too_big_is_refused() {
     assert_eq!(depth(&qm, Q), 1);
 }
 
+/// Each line of standard input is a message (`put`) or a publication (`pub`): a line longer
+/// than the largest message the connection takes stops the command there with the reason, the
+/// lines before it put and none after, and is never held whole.
+#[test]
+fn a_line_of_standard_input_too_big_stops_the_put_there() {
+    let home = Home::new();
+    let qm = Qm::start(&home, "QMLINE", &[]);
+    let max = 4 * 1024 * 1024;
+    let mut input = String::from("one\r\ntwo\n");
+    input.push_str(&"x".repeat(max + 1));
+    input.push_str("\nthree\n");
+    let out = home.run_with_input(&["put", "QMLINE", Q], &input);
+    assert_fails(&out, 1, "MQRC_MSG_TOO_BIG_FOR_Q_MGR (2031)");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("line 3 of the standard input is 4194305 bytes")
+            && err.contains("stopped after 2 message(s)"),
+        "{err}"
+    );
+    let got = json_lines(&home.ok(&["get", "QMLINE", Q, "--json"]));
+    let bodies: Vec<&str> = got.iter().filter_map(|m| m["body"].as_str()).collect();
+    assert_eq!(bodies, ["one", "two"]);
+    assert_eq!(depth(&qm, Q), 0);
+
+    // A line of exactly the limit is a message.
+    let out = home.run_with_input(&["put", "QMLINE", Q], &format!("{}\n", "y".repeat(max)));
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(depth(&qm, Q), 1);
+
+    let out = home.run_with_input(&["pub", "QMLINE", "line/limit"], &input);
+    assert_ne!(out.status.code(), Some(0), "{}", show(&out));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("line 3 of the standard input is 4194305 bytes")
+            && err.contains("2 publications made"),
+        "{err}"
+    );
+}
+
 #[test]
 fn count_and_correl_id_select_and_hex_dumps() {
     let home = Home::new();

@@ -318,6 +318,22 @@ impl SyntaxError {
 
     /// The command followed by a line with `^` under the offending token, for a terminal.
     pub fn pointer(&self, text: &str) -> String {
+        // Far into a long command, only the stretch before the error (a command may be
+        // tens of thousands of characters).
+        const BEFORE: usize = 60;
+        if self.column > 2 * BEFORE {
+            let excerpt: String = text
+                .chars()
+                .skip(self.column - BEFORE)
+                .take(BEFORE + 20)
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect();
+            return format!(
+                "...{excerpt}\n{}^ (character {})",
+                " ".repeat(3 + BEFORE),
+                self.column + 1
+            );
+        }
         // Tabs keep their width on the marker line so the caret still lines up.
         let pad: String = text
             .chars()

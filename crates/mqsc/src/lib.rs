@@ -24,5 +24,5 @@ pub use command::{
 };
 pub use driver::{echo_line, Tally};
 pub use format::format_attributes;
-pub use parser::parse;
+pub use parser::{parse, COMMAND_CHARS_MAX};
 pub use split::{split_commands, SourceCommand};

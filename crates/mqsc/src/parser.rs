@@ -81,8 +81,24 @@ fn name_max(t: ObjType) -> usize {
     }
 }
 
+/// The most characters an MQSC command may have, joined from its lines (MQ's bound), so that
+/// no command is larger than what every tool and queue manager is prepared to take.
+pub const COMMAND_CHARS_MAX: usize = 32_762;
+
 /// Parses one MQSC command (already joined from its continuation lines).
 pub fn parse(text: &str) -> Result<Command, SyntaxError> {
+    // Counting stops past the bound, so an enormous text costs no more than a long one.
+    if text.chars().take(COMMAND_CHARS_MAX + 1).count() > COMMAND_CHARS_MAX {
+        return Err(SyntaxError::new(
+            format!(
+                "the command is {} bytes long; an MQSC command has at most {COMMAND_CHARS_MAX} \
+                 characters",
+                text.len()
+            ),
+            COMMAND_CHARS_MAX,
+            "",
+        ));
+    }
     let trimmed = text.trim_end();
     if let Some(c) = trimmed.chars().last().filter(|c| *c == '+' || *c == '-') {
         return Err(SyntaxError::new(
