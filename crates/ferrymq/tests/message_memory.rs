@@ -417,6 +417,73 @@ impl Raw {
     }
 }
 
+/// A socket that has only said Hello has no conversation yet, so nobody has been authenticated
+/// on it: a frame larger than the handshake's 64 KiB is refused from its header, with the
+/// reason, instead of taking its length from MaxMessageMemory while it arrives. Once a
+/// conversation has connected, the negotiated length applies (a Connect and what follows it
+/// may still come in one write).
+#[test]
+fn a_large_frame_before_any_conversation_connected_is_refused_from_its_header() {
+    use ferrymq_proto::{encode_request, Hello, Request, Response};
+    use std::io::{Read, Write};
+    let home = Home::new();
+    let qm = Qm::start(&home, "QMEARLY", &[]);
+    mqsc(
+        &home,
+        "QMEARLY",
+        "ALTER QMGR MAXMSGL(104857600)\n\
+         ALTER CHANNEL(SYSTEM.DEF.SVRCONN) CHLTYPE(SVRCONN) MAXMSGL(104857600)\n\
+         DEFINE QLOCAL(EARLY.Q) MAXMSGL(104857600)\n",
+    );
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", qm.port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut b = bytes::BytesMut::new();
+    encode_request(0, 0, &Request::Hello(Hello::new("early")), &mut b);
+    s.write_all(&b).unwrap();
+    // The first megabyte of a 50 MB put, with no Connect before it.
+    let big = Raw {
+        s: s.try_clone().unwrap(),
+        dec: ferrymq_proto::FrameDecoder::new(1 << 20),
+        buf: bytes::BytesMut::new(),
+        hobj: 1,
+    }
+    .put_frame(50 * MIB, b'x');
+    let _ = s.write_all(&big[..MIB]);
+    let mut dec = ferrymq_proto::FrameDecoder::new(1 << 20);
+    let mut got = bytes::BytesMut::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut answers = Vec::new();
+    loop {
+        while let Some(f) = dec.decode(&mut got).unwrap() {
+            answers.push(ferrymq_proto::parse_response(&f).unwrap());
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => got.extend_from_slice(&chunk[..k]),
+        }
+    }
+    assert!(
+        matches!(answers.first(), Some(Response::HelloOk { max_msg_len, .. }) if *max_msg_len == 104_857_600),
+        "{answers:?}"
+    );
+    assert!(
+        answers
+            .iter()
+            .any(|r| matches!(r, Response::Status { reason, message }
+            if *reason == Reason::MSG_TOO_BIG_FOR_CHANNEL && message.contains("Connect first"))),
+        "the socket is closed with the reason: {answers:?}"
+    );
+    assert_eq!(depth(&home, "QMEARLY", "EARLY.Q"), 0);
+
+    // Connected (Hello, Connect and Open in one write, as Raw sends them), a 5 MB put goes.
+    let mut c = Raw::open(qm.port, "EARLY.Q");
+    let f = c.put_frame(5 * MIB, b'y');
+    c.send(&f);
+    assert!(matches!(c.next().1, Response::PutOk { .. }));
+    assert_eq!(depth(&home, "QMEARLY", "EARLY.Q"), 1);
+}
+
 #[test]
 fn large_messages_still_arriving_count_against_the_limit() {
     // Before, the bytes of a large put were held by the socket reading them and counted by

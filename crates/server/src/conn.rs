@@ -210,6 +210,7 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
     }
     // The handshake's values end here: locals alive across the loop's waits below are part of
     // every idle socket's task.
+    let frame_limit: u32;
     let heartbeat_ms = {
         let hello = hello;
         let Request::Hello(h) = parse_request(&hello).map_err(proto)? else {
@@ -249,7 +250,10 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
         s.channel = binding;
         s.sharecnv = sharecnv;
         s.version = version;
-        dec.set_max_frame_bytes(ferrymq_proto::frame_limit_for(max_msg_len));
+        // Frames as large as the negotiated length only once a conversation has connected
+        // (below): before that, who is sending is not known, and a 100 MB frame from anyone
+        // who can say Hello would take its room in MaxMessageMemory while it arrives.
+        frame_limit = ferrymq_proto::frame_limit_for(max_msg_len);
         let ok = Response::HelloOk {
             version,
             max_msg_len,
@@ -298,10 +302,29 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
     // `inbound`): the first frame cut off after it was reserved is that frame.
     let mut arriving: Option<crate::inbound::InboundReservation> = None;
     let memory_max = shared.cfg.message_memory_max;
+    // Frames behind a Connect on a socket still limited are decoded once it has been decided.
+    let mut after_connect = false;
     loop {
-        while let Some(f) = dec.decode(&mut buf).map_err(proto)? {
+        if dec.max_frame_bytes() < frame_limit && !s.convs.is_empty() {
+            dec.set_max_frame_bytes(frame_limit);
+        }
+        let limited = dec.max_frame_bytes() < frame_limit;
+        let refused = |e: ferrymq_proto::ProtoError| {
+            let mut e = proto(e);
+            if limited && e.reason == Reason::MSG_TOO_BIG_FOR_CHANNEL {
+                e.message
+                    .push_str(" until a conversation on it has connected (Connect first)");
+            }
+            e
+        };
+        while let Some(f) = dec.decode(&mut buf).map_err(refused)? {
+            let connect = f.kind == kind::CONNECT;
             frames.push_back(f);
             arriving = None;
+            if connect && dec.max_frame_bytes() < frame_limit {
+                after_connect = true;
+                break;
+            }
         }
         // Heartbeat answers need nothing but to have been heard (below): no core lock for them.
         if !frames.is_empty() && frames.iter().all(|f| f.kind == kind::HEARTBEAT_ACK) {
@@ -350,7 +373,7 @@ async fn run<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send>(
             }
             continue;
         }
-        if !frames.is_empty() {
+        if !frames.is_empty() || std::mem::take(&mut after_connect) {
             continue;
         }
         if memory_max > 0 && arriving.is_none() {
