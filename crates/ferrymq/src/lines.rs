@@ -77,6 +77,36 @@ pub(crate) fn read_line(
     Ok(Line::TooLong { len, last })
 }
 
+/// Calls `each` with every line of standard input as a message body (`pub`, `req`), each held
+/// only up to `max` bytes. A longer line stops the input there: the error names the line and
+/// the limit, and says that it and the lines after it were not `verb`.
+pub(crate) fn each_stdin_message(
+    max: usize,
+    verb: &str,
+    mut each: impl FnMut(Vec<u8>) -> crate::lifecycle::Res,
+) -> crate::lifecycle::Res {
+    let mut input = std::io::stdin().lock();
+    let mut line = Vec::new();
+    let mut n: u64 = 0;
+    loop {
+        match read_line(&mut input, &mut line, max) {
+            Ok(Line::End) => return Ok(()),
+            Ok(Line::Read) => {}
+            Ok(Line::TooLong { len, .. }) => {
+                return Err(crate::samples::other(format!(
+                    "line {} of the standard input is {len} bytes; this connection takes \
+                     messages of at most {max} bytes; it and the lines after it were not \
+                     {verb} (the {n} before it were)",
+                    n + 1
+                )))
+            }
+            Err(e) => return Err(crate::samples::other(format!("standard input: {e}"))),
+        }
+        each(std::mem::take(&mut line))?;
+        n += 1;
+    }
+}
+
 /// The last byte of `bytes` that is not white space, or `before` if there is none.
 fn last_visible(bytes: &[u8], before: u8) -> u8 {
     bytes

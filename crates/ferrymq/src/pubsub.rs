@@ -12,8 +12,8 @@ use ferrymq_types::options::{close, open, pmo, GetOptions, PutOptions, Wait};
 use ferrymq_types::{MessageDescriptor, Persistence, Properties, PropertyValue, Reason};
 
 use crate::lifecycle::Res;
-use crate::lines::{read_line, Line};
-use crate::samples::{connect_with, mq, named, other, parse_args, parse_property};
+use crate::lines::each_stdin_message;
+use crate::samples::{connect_with, mq, named, parse_args, parse_property};
 
 const PUB_EXAMPLES: &str = "\
 Examples:
@@ -116,34 +116,12 @@ fn publish_with(a: &PubArgs) -> Res {
         ..PutOptions::default()
     };
     let mut n = 0u64;
-    let max = c.max_msg_len() as usize;
-    let mut input = std::io::stdin().lock();
-    let mut line = Vec::new();
-    loop {
-        // A line is never held past the largest message the connection takes.
-        match read_line(&mut input, &mut line, max) {
-            Ok(Line::End) => break,
-            Ok(Line::Read) => {}
-            Ok(Line::TooLong { len, .. }) => {
-                return Err(other(format!(
-                    "line {} of the standard input is {len} bytes; this connection takes \
-                     messages of at most {max} bytes; it and the lines after it were not \
-                     published ({n} publications made)",
-                    n + 1
-                )))
-            }
-            Err(e) => return Err(other(format!("standard input: {e}"))),
-        }
-        c.put(
-            &h,
-            &md,
-            &props,
-            Bytes::from(std::mem::take(&mut line)),
-            &opts,
-        )
-        .map_err(mq)?;
+    each_stdin_message(c.max_msg_len() as usize, "published", |line| {
+        c.put(&h, &md, &props, Bytes::from(line), &opts)
+            .map_err(mq)?;
         n += 1;
-    }
+        Ok(())
+    })?;
     let _ = c.close(&h, 0);
     eprintln!("{n} publications on '{}'", h.name);
     Ok(())

@@ -13,7 +13,7 @@ use ferrymq_types::{MessageDescriptor, MsgId, Persistence, Properties, Reason};
 
 use crate::cli::Req;
 use crate::lifecycle::{Fail, Res};
-use crate::lines::{read_line, Line};
+use crate::lines::each_stdin_message;
 use crate::samples::{self, render, Style, EXIT_USAGE};
 
 /// The Report bits for `--report` words.
@@ -94,31 +94,13 @@ fn run_with(a: &Req) -> Res {
         ..PutOptions::default()
     };
     let mut sent: Vec<MsgId> = Vec::new();
-    let max = c.max_msg_len() as usize;
-    let mut input = std::io::stdin().lock();
-    let mut line = Vec::new();
-    loop {
-        // A line is never held past the largest message the connection takes.
-        match read_line(&mut input, &mut line, max) {
-            Ok(Line::End) => break,
-            Ok(Line::Read) => {}
-            Ok(Line::TooLong { len, .. }) => {
-                return Err(samples::other(format!(
-                    "line {} of the standard input is {len} bytes; this connection takes \
-                     messages of at most {max} bytes; it and the lines after it were not put \
-                     ({} requests put)",
-                    sent.len() + 1,
-                    sent.len()
-                )))
-            }
-            Err(e) => return Err(samples::other(format!("reading stdin: {e}"))),
-        }
-        let body = Bytes::from(std::mem::take(&mut line));
+    each_stdin_message(c.max_msg_len() as usize, "put", |line| {
         let (msg_id, _) = c
-            .put(&out, &md, &Properties::default(), body, &opts)
+            .put(&out, &md, &Properties::default(), Bytes::from(line), &opts)
             .map_err(samples::mq)?;
         sent.push(msg_id);
-    }
+        Ok(())
+    })?;
     let _ = writeln!(
         std::io::stderr(),
         "req: {} request(s) put to '{}'; waiting for replies on '{reply_q}'",

@@ -325,7 +325,7 @@ fn a_line_of_standard_input_too_big_stops_the_put_there() {
     let err = text(&out.stderr);
     assert!(
         err.contains("line 3 of the standard input is 4194305 bytes")
-            && err.contains("2 publications made"),
+            && err.contains("not published (the 2 before it were)"),
         "{err}"
     );
 }
