@@ -108,7 +108,7 @@ pub(crate) fn each_stdin_message(
 }
 
 /// The last byte of `bytes` that is not white space, or `before` if there is none.
-fn last_visible(bytes: &[u8], before: u8) -> u8 {
+pub(crate) fn last_visible(bytes: &[u8], before: u8) -> u8 {
     bytes
         .iter()
         .rev()

@@ -81,6 +81,8 @@ pub fn run(p: &cli::Runmqsc) -> Res {
     // A command found too long: the line it started on and its bytes so far. Its lines are
     // read and dropped until the command ends.
     let mut dropping: Option<(usize, u64)> = None;
+    // The line the command being read started on.
+    let mut start = 0usize;
     let mut ended = false;
     // Read line by line so that an interactive session runs each command as it is completed.
     loop {
@@ -91,19 +93,13 @@ pub fn run(p: &cli::Runmqsc) -> Res {
         line_no += 1;
         let (bytes, last) = match got {
             Line::End => break,
-            Line::Read => {
-                let last = raw
-                    .iter()
-                    .rev()
-                    .find(|b| !b.is_ascii_whitespace())
-                    .copied()
-                    .unwrap_or(0);
-                (raw.len() as u64, last)
-            }
+            Line::Read => (raw.len() as u64, lines::last_visible(&raw, 0)),
             Line::TooLong { len, last } => (len, last),
         };
         let continues = last == b'+' || last == b'-';
-        let start = line_no - pending.matches('\n').count();
+        if pending.is_empty() && dropping.is_none() {
+            start = line_no;
+        }
         if dropping.is_none()
             && (got != Line::Read || pending.len() + raw.len() + 1 > COMMAND_BYTES_MAX)
         {
